@@ -1,0 +1,324 @@
+// Parsing, dispatch, error mapping, the activity trace and the Markdown reference (cli.hpp).
+#include "cli/cli.hpp"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <iostream>
+#include <sstream>
+
+#include <fmt/format.h>
+
+#include "croq/gpu/device_key.hpp"
+#include "croq/util/build_info.hpp"
+#include "croq/util/fs.hpp"
+#include "croq/util/time.hpp"
+
+namespace croq::cli {
+
+Workspace& Context::ws() {
+  if (!workspace) workspace.emplace(resolve_root(root_flag).root);
+  return *workspace;
+}
+
+void Context::emit(const json& doc) { out << (pretty ? doc.dump(2) : dump_compact(doc)) << "\n"; }
+
+void Context::note(const std::string& line) {
+  if (!quiet) err << line << "\n";
+}
+
+void add_task_options(CLI::App& app, TaskOptions& o, bool gpu_required) {
+  auto* g = app.add_option("--gpu", o.gpu, "device key (default: CROQ_GPU, else detected; cpu_<arch> for dsl cpp)");
+  if (gpu_required) g->required();
+  app.add_option("--dsl", o.dsl, "cuda | croqtile | triton | cpp")->required();
+  app.add_option("--shape-key", o.shape_key, "<operator>_<dtype>_<M>x<N>x<K>, used exactly as given")->required();
+  app.add_option("--model", o.model, "model (driver) name: lowercase, digits, '-', '.', '_'")->required();
+  app.add_option("--lock-timeout", o.lock_timeout_ms, "milliseconds to wait for the task lock")
+      ->default_val(30000)->check(CLI::Range(0, 3600000));
+}
+
+TaskRef resolve_task(Context& ctx, const TaskOptions& o) {
+  validate_dsl(o.dsl);
+  std::string gpu = resolve_device_key(o.gpu, o.dsl);
+  TaskRef t = make_task(gpu, o.dsl, o.shape_key, o.model);
+  ctx.ws();
+  ctx.task = t;
+  return t;
+}
+
+std::chrono::milliseconds lock_timeout(const TaskOptions& o) { return std::chrono::milliseconds(o.lock_timeout_ms); }
+
+std::vector<std::string> split_list(const std::string& text) {
+  std::vector<std::string> out;
+  size_t p = 0;
+  while (p <= text.size()) {
+    size_t e = text.find(',', p);
+    std::string item = text.substr(p, e == std::string::npos ? std::string::npos : e - p);
+    while (!item.empty() && std::isspace(static_cast<unsigned char>(item.front()))) item.erase(item.begin());
+    while (!item.empty() && std::isspace(static_cast<unsigned char>(item.back()))) item.pop_back();
+    if (!item.empty()) out.push_back(item);
+    if (e == std::string::npos) break;
+    p = e + 1;
+  }
+  return out;
+}
+
+json parse_json_object_arg(const std::string& text, const char* flag) {
+  std::string err;
+  auto j = try_parse_json(text, &err);
+  if (!j || !j->is_object()) {
+    throw_usage(fmt::format("{} must be a JSON object", flag), "e.g. " + std::string(flag) + " '{\"key\": 1}'");
+  }
+  return *j;
+}
+
+namespace {
+
+size_t edit_distance(const std::string& a, const std::string& b) {
+  std::vector<size_t> prev(b.size() + 1), cur(b.size() + 1);
+  for (size_t j = 0; j <= b.size(); ++j) prev[j] = j;
+  for (size_t i = 1; i <= a.size(); ++i) {
+    cur[0] = i;
+    for (size_t j = 1; j <= b.size(); ++j) {
+      cur[j] = std::min({prev[j] + 1, cur[j - 1] + 1, prev[j - 1] + (a[i - 1] == b[j - 1] ? 0 : 1)});
+    }
+    std::swap(prev, cur);
+  }
+  return prev[b.size()];
+}
+
+std::string verb_list_text() {
+  std::string s = "verbs:\n";
+  for (const auto& v : verbs()) s += fmt::format("  {:<22} {}\n", v.name, v.summary);
+  s += "\nRun `croq <verb> --help` for a verb's options, JSON output and exit codes.\n";
+  return s;
+}
+
+std::string top_description() {
+  return "croq: the mechanical half of a GPU-kernel tuning loop (baseline, build, verify, time, "
+         "profile, decide, store, resume). Each verb prints one JSON document on stdout.";
+}
+
+// Builds the parser tree; returns, per verb, its subcommand and runner.
+struct Built {
+  CLI::App* app;
+  std::vector<std::pair<CLI::App*, VerbRunner>> runners;
+};
+
+void setup_app(CLI::App& app, Context& ctx, std::vector<std::pair<CLI::App*, VerbRunner>>& runners) {
+  app.set_help_flag("-h,--help", "show help");
+  app.add_option("--root", ctx.root_flag, "workspace root (default: CROQ_ROOT, else the folder above holding tuning/, else the git root)");
+  app.add_flag("--pretty", ctx.pretty, "indent the JSON output");
+  app.add_flag("-q,--quiet", ctx.quiet, "no human messages on stderr");
+  app.add_flag_callback("--version", [&ctx]() {
+    throw CLI::Success();
+  }, "print the version");
+  app.require_subcommand(0, 1);
+  app.fallthrough();
+  for (const auto& v : verbs()) {
+    // "checkpoint write" -> subcommand "write" under "checkpoint"
+    std::string name = v.name;
+    CLI::App* parent = &app;
+    size_t sp;
+    while ((sp = name.find(' ')) != std::string::npos) {
+      std::string head = name.substr(0, sp);
+      CLI::App* existing = nullptr;
+      for (auto* s : parent->get_subcommands([](CLI::App*) { return true; })) {
+        if (s->get_name() == head) existing = s;
+      }
+      if (!existing) {
+        existing = parent->add_subcommand(head, fmt::format("{} verbs", head));
+        existing->require_subcommand(0, 1);
+        existing->fallthrough();
+      }
+      parent = existing;
+      name = name.substr(sp + 1);
+    }
+    CLI::App* sub = parent->add_subcommand(name, v.summary);
+    sub->footer(std::string("\n") + v.details);
+    runners.emplace_back(sub, v.setup(*sub));
+  }
+}
+
+void append_trace(Context& ctx, ExitCode code, double ms) {
+  if (!ctx.task || !ctx.workspace) return;
+  std::error_code ec;
+  // Only tasks that exist on disk get a trace (a refused call on a mistyped task creates nothing).
+  if (!fs::is_directory(ctx.workspace->kind_dir(*ctx.task, ArtifactKind::logs), ec)) return;
+  json j;
+  j["timestamp"] = now_iso8601();
+  j["verb"] = ctx.verb;
+  j["argv"] = ctx.argv;
+  j["exit_code"] = static_cast<int>(code);
+  j["ms"] = std::round(ms * 100) / 100;
+  j["pid"] = ::getpid();
+  for (auto it = ctx.trace_extra.begin(); it != ctx.trace_extra.end(); ++it) j[it.key()] = it.value();
+  try {
+    append_line(ctx.workspace->activity_log(*ctx.task), dump_compact(j), /*durable=*/false);
+  } catch (const Error&) {
+    // The trace is informational; never fail a verb because of it.
+  }
+}
+
+}  // namespace
+
+int run(int argc, char** argv, std::ostream& out, std::ostream& err) {
+  Stopwatch clock;
+  Context ctx{out, err, {}, false, false, {}, {}, std::nullopt, std::nullopt, json::object()};
+  for (int i = 1; i < argc; ++i) ctx.argv.emplace_back(argv[i]);
+  CLI::App app(top_description(), "croq");
+  std::vector<std::pair<CLI::App*, VerbRunner>> runners;
+  setup_app(app, ctx, runners);
+
+  auto fail = [&](ExitCode code, const std::string& message, const std::string& hint) {
+    err << "croq" << (ctx.verb.empty() ? "" : " " + ctx.verb) << ": error: " << message << "\n";
+    if (!hint.empty()) err << "  hint: " << hint << "\n";
+    json doc = {{"ok", false},
+                {"error", {{"code", exit_code_name(code)}, {"exit_code", static_cast<int>(code)}, {"message", message}}}};
+    if (!hint.empty()) doc["error"]["hint"] = hint;
+    out << dump_compact(doc) << "\n";
+    return static_cast<int>(code);
+  };
+
+  if (argc >= 2 && std::string(argv[1]) == "--version") {
+    out << dump_compact({{"croq", build_info::k_version}, {"git", build_info::k_git_sha}}) << "\n";
+    return 0;
+  }
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::CallForHelp& e) {
+    // Help for the deepest subcommand that was given.
+    CLI::App* target = &app;
+    while (true) {
+      auto subs = target->get_subcommands();
+      if (subs.empty()) break;
+      target = subs.front();
+    }
+    out << target->help();
+    if (target == &app) out << "\n" << verb_list_text();
+    return 0;
+  } catch (const CLI::Success&) {
+    out << dump_compact({{"croq", build_info::k_version}, {"git", build_info::k_git_sha}}) << "\n";
+    return 0;
+  } catch (const CLI::ExtrasError& e) {
+    // An unknown verb: suggest the nearest names.
+    std::string word = argc > 1 ? argv[1] : "";
+    std::vector<std::pair<size_t, std::string>> near;
+    for (const auto& v : verbs()) {
+      std::string first = std::string(v.name).substr(0, std::string(v.name).find(' '));
+      size_t d = edit_distance(word, first);
+      if (d <= 3 && std::none_of(near.begin(), near.end(), [&](auto& p) { return p.second == first; })) near.emplace_back(d, first);
+    }
+    std::sort(near.begin(), near.end());
+    std::string hint = "run `croq --help` for the list of verbs";
+    if (!near.empty()) hint = "did you mean `croq " + near.front().second + "`?";
+    return fail(ExitCode::usage, e.what(), hint);
+  } catch (const CLI::ParseError& e) {
+    for (CLI::App* a = &app;;) {
+      auto subs = a->get_subcommands();
+      if (subs.empty()) break;
+      a = subs.front();
+      ctx.verb += (ctx.verb.empty() ? "" : " ") + a->get_name();
+    }
+    return fail(ExitCode::usage, e.what(), "run `croq " + ctx.verb + (ctx.verb.empty() ? "" : " ") + "--help` for the options");
+  }
+
+  // Find the verb that was chosen.
+  VerbRunner* chosen = nullptr;
+  for (auto& [sub, runner] : runners) {
+    if (sub->parsed()) {
+      bool leaf = sub->get_subcommands().empty();
+      if (leaf) {
+        chosen = &runner;
+        std::string name = sub->get_name();
+        for (auto* p = sub->get_parent(); p && p != &app; p = p->get_parent()) name = p->get_name() + " " + name;
+        ctx.verb = name;
+      }
+    }
+  }
+  if (!chosen) {
+    // A group without its verb ("croq checkpoint"), or nothing at all.
+    CLI::App* target = &app;
+    while (true) {
+      auto subs = target->get_subcommands();
+      if (subs.empty()) break;
+      target = subs.front();
+    }
+    out << target->help();
+    if (target == &app) out << "\n" << verb_list_text();
+    return target == &app && argc <= 1 ? 0 : static_cast<int>(ExitCode::usage);
+  }
+
+  ExitCode code = ExitCode::ok;
+  int rc;
+  try {
+    code = (*chosen)(ctx);
+    rc = static_cast<int>(code);
+  } catch (const Error& e) {
+    code = e.code();
+    rc = fail(e.code(), e.what(), e.hint());
+  } catch (const std::bad_alloc&) {
+    code = ExitCode::failure;
+    rc = fail(code, "out of memory", "the input is too large");
+  } catch (const std::exception& e) {
+    code = ExitCode::internal;
+    rc = fail(code, std::string("internal error: ") + e.what(), "this is a bug in croq; please report it with the command line");
+  }
+  append_trace(ctx, code, clock.elapsed_ms());
+  return rc;
+}
+
+std::string cli_reference_markdown() {
+  std::ostringstream md;
+  md << "# croq command reference\n\n"
+     << "Generated from the verb table (`croq help --markdown`); a test keeps this file in step.\n\n"
+     << "Every verb prints one JSON document on stdout and human messages on stderr. Global options "
+        "(before the verb): `--root DIR` (workspace root; default `CROQ_ROOT`, else the nearest folder "
+        "above holding `tuning/`, else the git root), `--pretty`, `-q/--quiet`, `--version`.\n\n"
+     << "## Exit codes\n\n| code | name | meaning |\n|---|---|---|\n";
+  const std::pair<ExitCode, const char*> codes[] = {
+      {ExitCode::ok, "success"},
+      {ExitCode::failure, "the verb ran and its outcome is a failure (e.g. validation found errors)"},
+      {ExitCode::usage, "bad arguments or bad input; nothing was changed"},
+      {ExitCode::drift, "checkpoint verify: significant drift between the plan and the build"},
+      {ExitCode::not_found, "the task, record or file does not exist"},
+      {ExitCode::refused, "the protocol refused the step; the JSON says why and what to do"},
+      {ExitCode::busy, "a lock or GPU lease could not be taken in time"},
+      {ExitCode::no_device, "no GPU, or a tool it needs, is available"},
+      {ExitCode::candidate_failed, "the candidate did not build, verify or run; its verdict is in the JSON"},
+      {ExitCode::conflict, "the record already exists"},
+      {ExitCode::corrupt, "a stored file is damaged beyond what the tolerant readers accept"},
+      {ExitCode::internal, "a bug in croq"},
+  };
+  for (const auto& [c, what] : codes) md << "| " << static_cast<int>(c) << " | " << exit_code_name(c) << " | " << what << " |\n";
+  md << "\nOn failure stdout holds `{\"ok\":false,\"error\":{\"code\",\"exit_code\",\"message\",\"hint\"}}` "
+        "and stderr one line `croq <verb>: error: ...` with a hint.\n\n";
+  md << "## Verbs\n\n";
+  for (const auto& v : verbs()) md << "- [`croq " << v.name << "`](#croq-" << [&] {
+      std::string a = v.name;
+      std::replace(a.begin(), a.end(), ' ', '-');
+      return a;
+    }() << ") — " << v.summary << "\n";
+  md << "\n";
+  for (const auto& v : verbs()) {
+    CLI::App scratch("", "croq");
+    CLI::App& sub = *scratch.add_subcommand("x", "");
+    (void)v.setup(sub);
+    md << "### croq " << v.name << "\n\n" << v.summary << "\n\n";
+    md << "| option | description |\n|---|---|\n";
+    for (const CLI::Option* opt : sub.get_options()) {
+      if (opt->get_name() == "--help" || opt->get_name().empty()) continue;
+      std::string names = opt->get_name(false, true);
+      std::string desc = opt->get_description();
+      std::replace(desc.begin(), desc.end(), '|', '/');
+      if (opt->get_required()) desc += " **(required)**";
+      std::string def = opt->get_default_str();
+      if (!def.empty()) desc += " (default: `" + def + "`)";
+      md << "| `" << names << "` | " << desc << " |\n";
+    }
+    md << "\n" << v.details << "\n\n";
+  }
+  return md.str();
+}
+
+}  // namespace croq::cli

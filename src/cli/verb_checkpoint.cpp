@@ -1,0 +1,126 @@
+// croq checkpoint write | read | verify.
+#include <memory>
+
+#include <fmt/format.h>
+
+#include "cli/verbs.hpp"
+#include "croq/ledger/documents.hpp"
+#include "croq/ledger/ledger.hpp"
+#include "croq/ledger/records.hpp"
+#include "croq/session/drift.hpp"
+#include "croq/session/sources.hpp"
+#include "croq/util/fs.hpp"
+#include "croq/util/text.hpp"
+#include "croq/util/time.hpp"
+
+namespace croq::cli {
+
+VerbRunner setup_checkpoint_write(CLI::App& app) {
+  struct Opts {
+    TaskOptions task;
+    std::string iter, bottleneck, idea, expected_gain, levers, base, extra;
+    int round = 0;
+  };
+  auto o = std::make_shared<Opts>();
+  add_task_options(app, o->task);
+  app.add_option("--iter", o->iter, "the planned iteration (iter<NNN>)")->required();
+  app.add_option("--bottleneck", o->bottleneck, "the profile's bottleneck the idea targets")->required();
+  app.add_option("--idea", o->idea, "one-line description of the idea")->required();
+  app.add_option("--expected-gain", o->expected_gain, "e.g. +20 TFLOPS");
+  app.add_option("--levers", o->levers, "comma-separated parameter or construct names the change touches");
+  app.add_option("--base", o->base, "the kernel the candidate derives from (default: the current best)");
+  app.add_option("--round", o->round, "the round this plan belongs to (default: the next)");
+  app.add_option("--extra", o->extra, "JSON object of further fields");
+  return [o](Context& ctx) {
+    if (o->bottleneck == "unknown" || !is_valid_bottleneck(o->bottleneck)) {
+      throw_usage(fmt::format("invalid bottleneck '{}'", preview(o->bottleneck)),
+                  "memory_bound, compute_bound, latency_bound, launch_bound or mixed (from `croq classify`)");
+    }
+    if (trim(o->idea).empty() || !is_valid_utf8(o->idea) || o->idea.size() > 16384) {
+      throw_usage("--idea must be a non-empty UTF-8 sentence (at most 16 KiB)");
+    }
+    int planned = parse_iter_number(o->iter);
+    if (!o->base.empty() && !try_parse_iter_id(o->base)) {
+      throw_usage(fmt::format("--base '{}' is not a kernel name", preview(o->base)), "e.g. --base iter009_bn256");
+    }
+    TaskRef t = resolve_task(ctx, o->task);
+    Ledger ledger(ctx.ws(), t);
+    LedgerIndex idx = ledger.index();
+    Checkpoint cp;
+    cp.status = CheckpointStatus::PLANNED;
+    cp.iter = iter_number_name(planned);
+    cp.round = o->round > 0 ? o->round : idx.max_round + 1;
+    cp.bottleneck = o->bottleneck;
+    cp.idea = o->idea;
+    cp.expected_gain = o->expected_gain;
+    cp.levers = split_list(o->levers);
+    cp.base = !o->base.empty() ? o->base : (idx.best ? idx.best->kernel : std::string());
+    cp.created_at = cp.updated_at = now_iso8601();
+    if (!o->extra.empty()) cp.extra = parse_json_object_arg(o->extra, "--extra");
+    try {
+      if (auto prev = read_checkpoint(ctx.ws(), t); prev && prev->open()) {
+        cp.extra["replaces"] = prev->to_json();
+        ctx.note(fmt::format("checkpoint: replacing the open plan for {} ({})", prev->iter, checkpoint_status_name(prev->status)));
+      }
+    } catch (const Error&) {
+      // A damaged old checkpoint is simply replaced.
+    }
+    write_checkpoint(ctx.ws(), t, cp);
+    ctx.emit(cp.to_json());
+    return ExitCode::ok;
+  };
+}
+
+VerbRunner setup_checkpoint_read(CLI::App& app) {
+  auto o = std::make_shared<TaskOptions>();
+  add_task_options(app, *o);
+  return [o](Context& ctx) {
+    TaskRef t = resolve_task(ctx, *o);
+    auto cp = read_checkpoint(ctx.ws(), t);
+    if (!cp) throw_not_found("no checkpoint for " + t.id(), "write the plan first: `croq checkpoint write ...` (the last action of IDEA)");
+    if (cp->status == CheckpointStatus::PLANNED) {
+      cp->status = CheckpointStatus::IMPLEMENTING;
+      cp->updated_at = now_iso8601();
+      write_checkpoint(ctx.ws(), t, *cp);
+    }
+    ctx.emit(cp->to_json());
+    return ExitCode::ok;
+  };
+}
+
+VerbRunner setup_checkpoint_verify(CLI::App& app) {
+  struct Opts {
+    TaskOptions task;
+    std::string iter;
+  };
+  auto o = std::make_shared<Opts>();
+  add_task_options(app, o->task);
+  app.add_option("--iter", o->iter, "the iteration actually built (iter<NNN> or iter<NNN>_<tag>)")->required();
+  return [o](Context& ctx) {
+    int built = parse_iter_number(o->iter);
+    TaskRef t = resolve_task(ctx, o->task);
+    auto cp = read_checkpoint(ctx.ws(), t);
+    if (!cp) throw_not_found("no checkpoint for " + t.id(), "write the plan first: `croq checkpoint write ...`");
+    auto cand = find_primary_source(ctx.ws(), t, iter_number_name(built));
+    std::string cand_text = cand ? read_file(*cand).value_or("") : "";
+    std::optional<fs::path> base;
+    if (!cp->base.empty()) base = find_primary_source(ctx.ws(), t, cp->base);
+    std::string base_text = base ? read_file(*base).value_or("") : "";
+    DriftReport d = assess_drift(*cp, built, cand.has_value(), cand_text, base.has_value(), base_text);
+    cp->status = d.significant ? CheckpointStatus::DRIFT : CheckpointStatus::VERIFIED;
+    cp->updated_at = now_iso8601();
+    cp->extra["verified_iter"] = iter_number_name(built);
+    write_checkpoint(ctx.ws(), t, *cp);
+    json doc = d.to_json();
+    doc["status"] = checkpoint_status_name(cp->status);
+    doc["planned_iter"] = cp->iter;
+    doc["built_iter"] = iter_number_name(built);
+    doc["candidate"] = cand ? json(ctx.ws().display(*cand)) : json(nullptr);
+    doc["base"] = base ? json(ctx.ws().display(*base)) : json(nullptr);
+    ctx.emit(doc);
+    for (const auto& f : d.findings) ctx.note("checkpoint verify: " + f);
+    return d.significant ? ExitCode::drift : ExitCode::ok;
+  };
+}
+
+}  // namespace croq::cli

@@ -1,0 +1,38 @@
+// croq next-iter: atomic reservation of the next iteration or attempt id.
+#include <memory>
+
+#include "cli/verbs.hpp"
+#include "croq/ledger/ledger.hpp"
+
+namespace croq::cli {
+
+VerbRunner setup_next_iter(CLI::App& app) {
+  struct Opts {
+    TaskOptions task;
+    std::string tag;
+    bool attempt = false;
+    bool peek = false;
+  };
+  auto o = std::make_shared<Opts>();
+  add_task_options(app, o->task);
+  app.add_option("--tag", o->tag, "short name of the idea: [a-z][a-z0-9_]{1,30}")->required();
+  app.add_flag("--attempt", o->attempt, "an attempt id (attempt<AAAA>_<tag>) for a failed try; uses no iteration number");
+  app.add_flag("--peek", o->peek, "show the next id without reserving it");
+  return [o](Context& ctx) {
+    validate_tag(o->tag);
+    TaskRef t = resolve_task(ctx, o->task);
+    Ledger ledger(ctx.ws(), t);
+    if (o->attempt) {
+      int idx = o->peek ? ledger.peek_next_attempt() : ledger.reserve_attempt(lock_timeout(o->task));
+      AttemptId id{idx, o->tag};
+      ctx.emit({{"attempt", "attempt" + id.letters()}, {"kernel", id.name()}, {"index", idx}, {"reserved", !o->peek}});
+    } else {
+      int n = o->peek ? ledger.peek_next_iter() : ledger.reserve_iter(lock_timeout(o->task));
+      IterId id{n, o->tag};
+      ctx.emit({{"iter", id.number_name()}, {"kernel", id.name()}, {"number", n}, {"reserved", !o->peek}});
+    }
+    return ExitCode::ok;
+  };
+}
+
+}  // namespace croq::cli

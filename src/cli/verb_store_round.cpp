@@ -1,0 +1,121 @@
+// croq store-round and croq attempt.
+#include <memory>
+
+#include <fmt/format.h>
+
+#include "cli/verbs.hpp"
+#include "croq/ledger/store.hpp"
+#include "croq/util/text.hpp"
+#include "croq/util/time.hpp"
+
+namespace croq::cli {
+
+VerbRunner setup_store_round(CLI::App& app) {
+  struct Opts {
+    TaskOptions task;
+    StoreRequest req;
+    std::string tflops_text;
+    std::string round_text;
+    std::string extra_text;
+  };
+  auto o = std::make_shared<Opts>();
+  add_task_options(app, o->task);
+  app.add_option("--iter", o->req.iter, "iter<NNN> (or attempt<AAAA> for a failure)")->required();
+  app.add_option("--kernel", o->req.kernel, "iter<NNN>_<tag>: the kernel's canonical name");
+  app.add_option("--tflops", o->tflops_text, "measured TFLOPS (stored as source: reported)");
+  app.add_option("--decision", o->req.decision, "KEEP DISCARD COMPILE_FAIL VERIFY_FAIL RUNTIME_FAIL SEGFAULT HANG (BASELINE for iter000)")->required();
+  app.add_option("--bottleneck", o->req.bottleneck, "memory_bound compute_bound latency_bound launch_bound mixed");
+  app.add_option("--idea", o->req.idea, "one human-readable sentence: what changed and why");
+  app.add_option("--round", o->round_text, "round number (default: the next one)");
+  app.add_option("--category", o->req.category, "tiling pipeline memory compute misc");
+  app.add_option("--expected-gain", o->req.expected_gain, "e.g. +5% TFLOPS");
+  app.add_option("--extra", o->extra_text, "JSON object of further fields to store with the record");
+  return [o](Context& ctx) {
+    StoreRequest req = o->req;
+    if (!o->tflops_text.empty()) {
+      try {
+        size_t used = 0;
+        double v = std::stod(o->tflops_text, &used);
+        if (used != o->tflops_text.size()) throw std::invalid_argument("trailing");
+        req.tflops = v;
+      } catch (const std::exception&) {
+        throw_usage(fmt::format("--tflops '{}' is not a number", preview(o->tflops_text)), "e.g. --tflops 512.3");
+      }
+    }
+    if (!o->round_text.empty()) {
+      try {
+        size_t used = 0;
+        int v = std::stoi(o->round_text, &used);
+        if (used != o->round_text.size()) throw std::invalid_argument("trailing");
+        req.round = v;
+      } catch (const std::exception&) {
+        throw_usage(fmt::format("--round '{}' is not a whole number", preview(o->round_text)));
+      }
+    }
+    if (!o->extra_text.empty()) req.extra = parse_json_object_arg(o->extra_text, "--extra");
+    TaskRef t = resolve_task(ctx, o->task);
+    // Validate before touching the disk (store_round validates again under the lock).
+    (void)make_round_record(req);
+    Ledger ledger(ctx.ws(), t);
+    StoreRoundResult r = store_round(ledger, req, lock_timeout(o->task));
+    json doc;
+    doc["ok"] = true;
+    doc["record"] = r.outcome.record.to_json();
+    doc["files"] = {{"idea_log", ctx.ws().display(ctx.ws().idea_log(t))},
+                    {"results_tsv", ctx.ws().display(ctx.ws().results_tsv(t))}};
+    doc["tsv_rebuilt"] = r.outcome.tsv_rebuilt;
+    doc["repaired_torn_tail"] = r.outcome.repaired_torn_tail;
+    doc["checkpoint_closed"] = r.checkpoint_closed;
+    doc["line"] = r.line;
+    ctx.emit(doc);
+    ctx.note(r.line);
+    return ExitCode::ok;
+  };
+}
+
+VerbRunner setup_attempt(CLI::App& app) {
+  struct Opts {
+    TaskOptions task;
+    std::string tag;
+    std::string reason;
+    std::string idea;
+    std::string planned_iter;
+    std::string build_log;
+    std::string extra_text;
+  };
+  auto o = std::make_shared<Opts>();
+  add_task_options(app, o->task);
+  app.add_option("--tag", o->tag, "the idea's tag")->required();
+  app.add_option("--reason", o->reason, "why it failed: code_bug, dsl_limitation, library_call_forbidden, verify_fail, ...")->required();
+  app.add_option("--idea", o->idea, "the idea being implemented");
+  app.add_option("--planned-iter", o->planned_iter, "the iteration the idea was planned as");
+  app.add_option("--build-log", o->build_log, "path of the build log of this attempt");
+  app.add_option("--extra", o->extra_text, "JSON object of further fields");
+  return [o](Context& ctx) {
+    validate_tag(o->tag);
+    if (!is_valid_utf8(o->reason) || !is_valid_utf8(o->idea) || o->idea.size() > k_max_idea_bytes) {
+      throw_usage("--reason and --idea must be UTF-8 text of reasonable length");
+    }
+    json extra = o->extra_text.empty() ? json::object() : parse_json_object_arg(o->extra_text, "--extra");
+    TaskRef t = resolve_task(ctx, o->task);
+    Ledger ledger(ctx.ws(), t);
+    int idx = ledger.reserve_attempt(lock_timeout(o->task));
+    AttemptId id{idx, o->tag};
+    json rec;
+    rec["attempt"] = "attempt" + id.letters();
+    rec["kernel"] = id.name();
+    rec["reason"] = o->reason;
+    rec["idea"] = o->idea;
+    if (!o->planned_iter.empty()) rec["planned_iter"] = iter_number_name(parse_iter_number(o->planned_iter));
+    if (!o->build_log.empty()) rec["build_log"] = o->build_log;
+    rec["timestamp"] = now_iso8601();
+    for (auto it = extra.begin(); it != extra.end(); ++it) {
+      if (!rec.contains(it.key())) rec[it.key()] = it.value();
+    }
+    ledger.append_attempt(rec, lock_timeout(o->task));
+    ctx.emit(rec);
+    return ExitCode::ok;
+  };
+}
+
+}  // namespace croq::cli

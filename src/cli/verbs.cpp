@@ -1,0 +1,80 @@
+// The one table of croq verbs: name, summary, details (JSON output and exit codes) and setup.
+// Parsing, --help, "did you mean" and docs/cli.md all come from here.
+#include "cli/verbs.hpp"
+
+namespace croq::cli {
+
+const std::vector<VerbSpec>& verbs() {
+  static const std::vector<VerbSpec> table = {
+      {"where", "show the workspace root and where it came from",
+       "Output: `{root, origin, tuning_dir, tasks}`. Exit 2 when no root can be found.",
+       setup_where},
+      {"task init", "create a task's logs/task_config.json (task_uid first, as the seeds require)",
+       "Writes `logs/<key>/<model>/task_config.json` with the given `--task-uid` (or a new one) before "
+       "anything else of the task exists. Idempotent; a different task_uid for an existing task is "
+       "refused (exit 9).\n\nOutput: the task config document.",
+       setup_task_init},
+      {"next-iter", "reserve the next iteration id (or attempt id) for a task",
+       "The seeds' next_iter. Reserves atomically: two callers at the same moment never get the same "
+       "id. Iteration numbers are used only by measured rounds; `--attempt` hands out attempt ids "
+       "(attemptAAAA, attemptAAAB, ...) that never consume an iteration number.\n\n"
+       "Output: `{iter, kernel, number}` or `{attempt, kernel, index}`; `kernel` is the canonical "
+       "name to use for files (iter<NNN>_<tag>). `--peek` shows the next id without reserving it.",
+       setup_next_iter},
+      {"store-round", "store one round: idea-log.jsonl record and results.tsv row, atomically",
+       "The seeds' store_round. Decisions: BASELINE (iter000), KEEP, DISCARD, COMPILE_FAIL, "
+       "VERIFY_FAIL, RUNTIME_FAIL, SEGFAULT, HANG. Bottleneck: memory_bound, compute_bound, "
+       "latency_bound, launch_bound or mixed (never unknown; `n/a` only for round 0). A failure "
+       "given an iteration id is stored under a fresh attempt id and frees the iteration number. "
+       "`--round` defaults to the next round. The TFLOPS typed on the command line is stored with "
+       "`source: reported`.\n\nOutput: `{ok, record, files, line}`; stderr gets "
+       "`[store_round] STORE complete ...`. Exit 9 if the iteration, attempt or round is already "
+       "stored; exit 2 on bad input (nothing is written).",
+       setup_store_round},
+      {"attempt", "log a failed attempt of the current idea (attempt-log.jsonl) without ending the round",
+       "Reserves the next attempt id and appends `{attempt, kernel, reason, idea, planned_iter, "
+       "timestamp, ...}` to attempt-log.jsonl. Output: the stored attempt record.",
+       setup_attempt},
+      {"checkpoint write", "write the IDEA checkpoint (current_idea.json, status PLANNED)",
+       "The last action of IDEA. Output: the checkpoint document.", setup_checkpoint_write},
+      {"checkpoint read", "read the checkpoint at the start of IMPLEMENT (status -> IMPLEMENTING)",
+       "Output: the checkpoint document. Exit 4 if there is none.", setup_checkpoint_read},
+      {"checkpoint verify", "compare the plan with what was built; exit 3 on significant drift",
+       "Compares the planned iteration with `--iter`, and the planned levers with the lines that "
+       "changed between the candidate's source and its base's. Significant drift: another "
+       "iteration number, no source for the iteration, a source identical to its base, or none of "
+       "the planned levers among the changed lines. Minor drift (reported, exit 0): some levers "
+       "untouched, or macros changed that the plan did not name.\n\nOutput: `{status, significant, "
+       "findings, levers_found, levers_missing, changed_macros, diff}`. Exit 3 on significant drift, "
+       "4 without a checkpoint.",
+       setup_checkpoint_verify},
+      {"resume", "where a task stands: the seeds' resume JSON",
+       "The seeds' resume_state. Fields: dsl, shape_key, current_best_tflops, current_best_kernel, "
+       "current_best_iter, last_round, last_iter, last_decision, last_bottleneck, next_iter_number, "
+       "src_count, open_checkpoint, memory_files_ok, warnings; plus gpu, model, task_uid, "
+       "baseline_tflops, pct_of_baseline, rounds, decisions, fresh_start and similar_keys. "
+       "Exact-match guard: a shape key with no srcs/ folder is a fresh start, even when a key with "
+       "the same dimensions in another order exists (named in `similar_keys`).",
+       setup_resume},
+      {"reinforce", "the one-line progress summary printed after every STORE",
+       "Output: `{line, round, best, last, next_iter, reread}`; the line also goes to stderr.",
+       setup_reinforce},
+      {"session validate", "check the ledgers of one task or every task of a dsl",
+       "The seeds' validate_tuning_session. Checks that records parse, ids and rounds are unique, "
+       "bottlenecks are valid, results.tsv is in step with idea-log.jsonl, measured iterations "
+       "have sources, and checkpoints and task configs read. Output: `{pass, tasks:[{task, "
+       "errors, warnings}]}`; exit 1 if any error.",
+       setup_session_validate},
+      {"session clean", "repair (--invalid-only) or set aside (--reset-all --yes) a dsl's work state",
+       "The seeds' clean_kernel_work_state. `--invalid-only` drops unreadable records (the old file "
+       "is kept as `.bak.<time>`), rebuilds results.tsv and the index, and removes a damaged "
+       "checkpoint. `--reset-all` moves the dsl's whole tree to `tuning/.trash/<time>/` and is "
+       "refused without `--yes`. Nothing is deleted outright. Output: `{actions}`.",
+       setup_session_clean},
+      {"help", "print the verb list, or the full reference as Markdown (--markdown)",
+       "`croq help --markdown` prints docs/cli.md.", setup_help},
+  };
+  return table;
+}
+
+}  // namespace croq::cli

@@ -1,0 +1,21 @@
+// Declarations of each verb's setup function; the table itself is in verbs.cpp.
+#pragma once
+#include "cli/cli.hpp"
+
+namespace croq::cli {
+
+VerbRunner setup_where(CLI::App&);
+VerbRunner setup_help(CLI::App&);
+VerbRunner setup_next_iter(CLI::App&);
+VerbRunner setup_store_round(CLI::App&);
+VerbRunner setup_attempt(CLI::App&);
+VerbRunner setup_checkpoint_write(CLI::App&);
+VerbRunner setup_checkpoint_read(CLI::App&);
+VerbRunner setup_checkpoint_verify(CLI::App&);
+VerbRunner setup_resume(CLI::App&);
+VerbRunner setup_reinforce(CLI::App&);
+VerbRunner setup_session_validate(CLI::App&);
+VerbRunner setup_session_clean(CLI::App&);
+VerbRunner setup_task_init(CLI::App&);
+
+}  // namespace croq::cli

@@ -1,0 +1,253 @@
+// Crash-safe file primitives of fs.hpp.
+#include "croq/util/fs.hpp"
+
+#include <fcntl.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <random>
+#include <thread>
+
+#include <fmt/format.h>
+
+#include "croq/util/error.hpp"
+
+namespace croq {
+
+namespace {
+
+[[noreturn]] void throw_io(const std::string& what, const fs::path& path, int err) {
+  throw Error(ExitCode::failure, fmt::format("{} {}: {}", what, path.string(), std::strerror(err)),
+              "check the path's permissions and free disk space");
+}
+
+void write_all(int fd, std::string_view data, const fs::path& path) {
+  const char* p = data.data();
+  size_t left = data.size();
+  while (left > 0) {
+    ssize_t n = ::write(fd, p, left);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      throw_io("cannot write", path, errno);
+    }
+    p += n;
+    left -= static_cast<size_t>(n);
+  }
+}
+
+void fsync_dir(const fs::path& dir) {
+  int fd = ::open(dir.empty() ? "." : dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (fd < 0) return;
+  ::fsync(fd);
+  ::close(fd);
+}
+
+std::string unique_suffix() {
+  static thread_local std::mt19937_64 rng{std::random_device{}() ^
+                                          static_cast<unsigned long>(::getpid())};
+  return fmt::format(".tmp.{}.{:x}", ::getpid(), rng());
+}
+
+}  // namespace
+
+std::optional<std::string> read_file(const fs::path& path) {
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) {
+    if (errno == ENOENT || errno == ENOTDIR) return std::nullopt;
+    throw_io("cannot open", path, errno);
+  }
+  std::string out;
+  struct stat st{};
+  if (::fstat(fd, &st) == 0 && S_ISDIR(st.st_mode)) {
+    ::close(fd);
+    throw Error(ExitCode::usage, fmt::format("{} is a folder, not a file", path.string()));
+  }
+  if (st.st_size > 0) out.reserve(static_cast<size_t>(st.st_size));
+  char buf[1 << 16];
+  for (;;) {
+    ssize_t n = ::read(fd, buf, sizeof buf);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      int err = errno;
+      ::close(fd);
+      throw_io("cannot read", path, err);
+    }
+    if (n == 0) break;
+    out.append(buf, static_cast<size_t>(n));
+  }
+  ::close(fd);
+  return out;
+}
+
+std::string read_file_or_throw(const fs::path& path) {
+  auto content = read_file(path);
+  if (!content) throw_not_found(fmt::format("file not found: {}", path.string()));
+  return std::move(*content);
+}
+
+void ensure_dir(const fs::path& dir) {
+  std::error_code ec;
+  fs::create_directories(dir, ec);
+  if (ec && !fs::is_directory(dir)) {
+    throw Error(ExitCode::failure,
+                fmt::format("cannot create folder {}: {}", dir.string(), ec.message()),
+                "check the path's permissions and free disk space");
+  }
+}
+
+void atomic_write(const fs::path& path, std::string_view content, bool durable) {
+  const fs::path dir = path.parent_path();
+  if (!dir.empty()) ensure_dir(dir);
+  const fs::path tmp = path.string() + unique_suffix();
+  int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+  if (fd < 0) throw_io("cannot create", tmp, errno);
+  try {
+    write_all(fd, content, tmp);
+    if (durable && ::fsync(fd) != 0) throw_io("cannot sync", tmp, errno);
+  } catch (...) {
+    ::close(fd);
+    ::unlink(tmp.c_str());
+    throw;
+  }
+  ::close(fd);
+  if (::rename(tmp.c_str(), path.c_str()) != 0) {
+    int err = errno;
+    ::unlink(tmp.c_str());
+    throw_io("cannot replace", path, err);
+  }
+  if (durable) fsync_dir(dir);
+}
+
+AppendOutcome append_line(const fs::path& path, std::string_view line, bool durable) {
+  const fs::path dir = path.parent_path();
+  if (!dir.empty()) ensure_dir(dir);
+  int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+  if (fd < 0) throw_io("cannot open", path, errno);
+  AppendOutcome outcome;
+  struct stat st{};
+  if (::fstat(fd, &st) != 0) {
+    int err = errno;
+    ::close(fd);
+    throw_io("cannot stat", path, err);
+  }
+  off_t size = st.st_size;
+  if (size > 0) {
+    // A crash can leave bytes after the last newline: a record that was never acknowledged.
+    // Cut them off so the new record starts on its own line.
+    char last = 0;
+    if (::pread(fd, &last, 1, size - 1) == 1 && last != '\n') {
+      off_t scan_end = size;
+      off_t cut = 0;
+      char buf[4096];
+      while (scan_end > 0) {
+        off_t start = scan_end > static_cast<off_t>(sizeof buf) ? scan_end - sizeof buf : 0;
+        ssize_t n = ::pread(fd, buf, static_cast<size_t>(scan_end - start), start);
+        if (n <= 0) break;
+        bool found = false;
+        for (ssize_t i = n - 1; i >= 0; --i) {
+          if (buf[i] == '\n') {
+            cut = start + i + 1;
+            found = true;
+            break;
+          }
+        }
+        if (found) break;
+        scan_end = start;
+      }
+      if (::ftruncate(fd, cut) != 0) {
+        int err = errno;
+        ::close(fd);
+        throw_io("cannot repair torn tail of", path, err);
+      }
+      outcome.repaired_torn_tail = true;
+      outcome.torn_bytes = static_cast<size_t>(size - cut);
+      size = cut;
+    }
+  }
+  outcome.offset = static_cast<size_t>(size);
+  std::string record(line);
+  if (record.empty() || record.back() != '\n') record.push_back('\n');
+  try {
+    write_all(fd, record, path);
+    if (durable && ::fdatasync(fd) != 0) throw_io("cannot sync", path, errno);
+  } catch (...) {
+    ::close(fd);
+    throw;
+  }
+  ::close(fd);
+  return outcome;
+}
+
+FileLock::FileLock(const fs::path& lock_path, std::chrono::milliseconds timeout,
+                   std::string_view purpose) {
+  if (!acquire(lock_path, timeout, purpose)) {
+    std::string holder = describe_holder(lock_path);
+    throw Error(ExitCode::busy,
+                fmt::format("lock {} is held{} (waited {} ms)", lock_path.string(),
+                            holder.empty() ? "" : " by " + holder, timeout.count()),
+                "wait for the other croq process to finish, or pass a longer --lock-timeout");
+  }
+}
+
+FileLock::FileLock(FileLock&& other) noexcept : m_path(std::move(other.m_path)), m_fd(other.m_fd) {
+  other.m_fd = -1;
+}
+
+FileLock::~FileLock() {
+  if (m_fd >= 0) {
+    ::flock(m_fd, LOCK_UN);
+    ::close(m_fd);
+  }
+}
+
+bool FileLock::acquire(const fs::path& lock_path, std::chrono::milliseconds timeout,
+                       std::string_view purpose) {
+  if (!lock_path.parent_path().empty()) ensure_dir(lock_path.parent_path());
+  int fd = ::open(lock_path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+  if (fd < 0) throw_io("cannot open lock", lock_path, errno);
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  auto pause = std::chrono::microseconds(200);
+  for (;;) {
+    if (::flock(fd, LOCK_EX | LOCK_NB) == 0) break;
+    if (errno != EWOULDBLOCK && errno != EINTR) {
+      int err = errno;
+      ::close(fd);
+      throw_io("cannot lock", lock_path, err);
+    }
+    if (std::chrono::steady_clock::now() >= deadline) {
+      ::close(fd);
+      return false;
+    }
+    std::this_thread::sleep_for(pause);
+    if (pause < std::chrono::milliseconds(20)) pause *= 2;
+  }
+  // Informational only: who holds the lock, for the message a waiting process prints.
+  std::string who = fmt::format("pid {}{}{}", ::getpid(), purpose.empty() ? "" : ": ", purpose);
+  if (::ftruncate(fd, 0) == 0) {
+    (void)!::pwrite(fd, who.data(), who.size(), 0);
+  }
+  m_path = lock_path;
+  m_fd = fd;
+  return true;
+}
+
+std::optional<FileLock> FileLock::try_acquire(const fs::path& lock_path,
+                                              std::chrono::milliseconds timeout,
+                                              std::string_view purpose) {
+  FileLock lock;
+  if (!lock.acquire(lock_path, timeout, purpose)) return std::nullopt;
+  return std::optional<FileLock>(std::move(lock));
+}
+
+std::string FileLock::describe_holder(const fs::path& lock_path) {
+  auto content = read_file(lock_path);
+  if (!content) return {};
+  std::string s = *content;
+  while (!s.empty() && (s.back() == '\n' || s.back() == '\0')) s.pop_back();
+  return s;
+}
+
+}  // namespace croq

@@ -1,0 +1,67 @@
+// Crash-safe file primitives. Every persisted croq file goes through these:
+//  - atomic_write: a whole file is replaced at once (temp file in the same folder, fsync,
+//    rename, fsync of the folder), so a reader sees the old or the new content, never a mix;
+//  - append_line: one record appended whole with a single write(2) on an O_APPEND descriptor,
+//    then fsync; a torn tail left by a crash is cut off first so records never run together;
+//  - FileLock: an exclusive flock(2) on a lock file, released by the kernel if the holder dies.
+#pragma once
+#include <chrono>
+#include <filesystem>
+#include <optional>
+#include <string>
+#include <string_view>
+
+namespace croq {
+
+namespace fs = std::filesystem;
+
+// Reads a whole file; nullopt if it does not exist. Throws croq::Error on other I/O errors.
+std::optional<std::string> read_file(const fs::path& path);
+// Reads a whole file; throws croq::Error (not_found) if it is missing.
+std::string read_file_or_throw(const fs::path& path);
+
+// Replaces `path` with `content` atomically. `durable` adds the fsyncs (file and folder).
+void atomic_write(const fs::path& path, std::string_view content, bool durable = true);
+
+// Result of append_line: whether a torn tail (bytes after the last newline) was cut off first.
+struct AppendOutcome {
+  bool repaired_torn_tail = false;
+  size_t torn_bytes = 0;
+  size_t offset = 0;  // byte offset at which the record starts
+};
+
+// Appends `line` (a newline is added if missing) as one write. The caller holds the lock that
+// serialises writers of this file. `durable` fsyncs the file after the write.
+AppendOutcome append_line(const fs::path& path, std::string_view line, bool durable = true);
+
+// Creates the folder and its parents (no error if they exist).
+void ensure_dir(const fs::path& dir);
+
+// Exclusive advisory lock on a lock file; waits up to `timeout` (zero: try once).
+class FileLock {
+ public:
+  FileLock(const fs::path& lock_path, std::chrono::milliseconds timeout,
+           std::string_view purpose = {});
+  ~FileLock();
+  FileLock(const FileLock&) = delete;
+  FileLock& operator=(const FileLock&) = delete;
+  FileLock(FileLock&& other) noexcept;
+
+  const fs::path& path() const { return m_path; }
+
+  // Non-throwing attempt: nullopt if the lock is held by someone else (after `timeout`).
+  static std::optional<FileLock> try_acquire(const fs::path& lock_path,
+                                             std::chrono::milliseconds timeout,
+                                             std::string_view purpose = {});
+  // The holder's description written into the lock file ("pid 123: store-round"), if any.
+  static std::string describe_holder(const fs::path& lock_path);
+
+ private:
+  FileLock() = default;
+  bool acquire(const fs::path& lock_path, std::chrono::milliseconds timeout,
+               std::string_view purpose);
+  fs::path m_path;
+  int m_fd = -1;
+};
+
+}  // namespace croq
