@@ -202,7 +202,18 @@ int run(int argc, char** argv, std::ostream& out, std::ostream& err) {
     return 0;
   } catch (const CLI::ExtrasError& e) {
     // An unknown verb: suggest the nearest names.
-    std::string word = argc > 1 ? argv[1] : "";
+    // The first word that is neither an option nor an option's value.
+    std::string word;
+    for (int i = 1; i < argc; ++i) {
+      std::string a = argv[i];
+      if (a == "--root") {
+        ++i;
+        continue;
+      }
+      if (!a.empty() && a[0] == '-') continue;
+      word = a;
+      break;
+    }
     std::vector<std::pair<size_t, std::string>> near;
     for (const auto& v : verbs()) {
       std::string first = std::string(v.name).substr(0, std::string(v.name).find(' '));

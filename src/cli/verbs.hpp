@@ -17,5 +17,20 @@ VerbRunner setup_reinforce(CLI::App&);
 VerbRunner setup_session_validate(CLI::App&);
 VerbRunner setup_session_clean(CLI::App&);
 VerbRunner setup_task_init(CLI::App&);
+VerbRunner setup_measure(CLI::App&);
+VerbRunner setup_baseline(CLI::App&);
+VerbRunner setup_gpu_key(CLI::App&);
+VerbRunner setup_gpu_check(CLI::App&);
+VerbRunner setup_gpu_contention(CLI::App&);
+VerbRunner setup_build(CLI::App&);
+VerbRunner setup_env_validate(CLI::App&);
+VerbRunner setup_discover(CLI::App&);
+VerbRunner setup_prepare(CLI::App&);
+VerbRunner setup_profile(CLI::App&);
+VerbRunner setup_classify(CLI::App&);
+VerbRunner setup_sass_dump(CLI::App&);
+VerbRunner setup_sass_compare(CLI::App&);
+VerbRunner setup_serve(CLI::App&);
+VerbRunner setup_report(CLI::App&);
 
 }  // namespace croq::cli

@@ -1,0 +1,70 @@
+// Shared helpers of the test suites: a temporary folder that removes itself, and a way to run the
+// real croq binary (CLI tests) and read its JSON.
+#pragma once
+#include <cstdlib>
+#include <filesystem>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "croq/util/json.hpp"
+#include "croq/util/process.hpp"
+
+namespace croq::test {
+
+namespace fs = std::filesystem;
+
+class TempDir {
+ public:
+  TempDir() {
+    std::string tmpl = (fs::temp_directory_path() / "croq-test-XXXXXX").string();
+    char* p = ::mkdtemp(tmpl.data());
+    m_path = p ? fs::path(p) : fs::path(tmpl);
+  }
+  ~TempDir() {
+    std::error_code ec;
+    if (!std::getenv("CROQ_KEEP_TEST_DIRS")) fs::remove_all(m_path, ec);
+  }
+  TempDir(const TempDir&) = delete;
+  TempDir& operator=(const TempDir&) = delete;
+  const fs::path& path() const { return m_path; }
+  fs::path operator/(const std::string& rel) const { return m_path / rel; }
+
+ private:
+  fs::path m_path;
+};
+
+struct CroqRun {
+  int rc = -1;
+  std::string out;
+  std::string err;
+  json doc;  // stdout parsed as JSON (null if it is not)
+};
+
+#ifdef CROQ_BIN
+// Runs `croq --root <root> args...` with a clean environment for croq's variables.
+inline CroqRun run_croq(const fs::path& root, const std::vector<std::string>& args,
+                        const std::map<std::string, std::string>& env = {}, const std::string& stdin_data = {}) {
+  ProcessSpec spec;
+  spec.argv = {CROQ_BIN};
+  if (!root.empty()) {
+    spec.argv.push_back("--root");
+    spec.argv.push_back(root.string());
+  }
+  spec.argv.insert(spec.argv.end(), args.begin(), args.end());
+  spec.env_unset = {"CROQ_ROOT", "CROQ_GPU"};
+  spec.env_set = env;
+  spec.stdin_data = stdin_data;
+  spec.timeout = std::chrono::milliseconds(120000);
+  SystemProcessRunner runner;
+  ProcessResult r = runner.run(spec);
+  CroqRun out;
+  out.rc = r.started ? (r.term_signal ? 128 + r.term_signal : r.exit_code) : -1;
+  out.out = r.out;
+  out.err = r.err;
+  if (auto j = try_parse_json(r.out)) out.doc = *j;
+  return out;
+}
+#endif
+
+}  // namespace croq::test
