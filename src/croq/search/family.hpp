@@ -1,0 +1,64 @@
+// A kernel family: a templated kernel source plus the space of configurations croq's search may
+// explore. Each parameter is either a "macro" change (a value swept inside the same structure:
+// stage count, swizzle, unroll) or "structural" (tile shape, warp-specialisation topology,
+// persistence, memory-hierarchy strategy), in the seeds' sense: after two macro-only changes the
+// next must be structural. A family refuses impossible configurations before anything is built
+// (shared-memory and register limits, legal instruction shapes, ...).
+#pragma once
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "croq/util/json.hpp"
+#include "croq/workspace/dtype.hpp"
+
+namespace croq {
+
+// The problem a configuration is for.
+struct ProblemDesc {
+  std::string op = "matmul";
+  int64_t m = 0, n = 0, k = 0;
+  DtypePair dtype;
+  bool b_col_major = false;  // B stored N x K ("row.col")
+  std::string arch;          // "sm_90a", "sm_80", "cpu"
+};
+
+using FamilyConfig = std::map<std::string, std::string>;  // parameter name -> value
+
+struct ParamSpec {
+  std::string name;                 // e.g. "BM", "STAGES", "WARP_SPEC"
+  std::vector<std::string> values;  // the legal values, in a meaningful order (small to large)
+  bool structural = false;          // structural vs macro change
+  std::string category;             // idea category: tiling, pipeline, memory, compute, misc
+  std::string description;
+};
+
+class KernelFamily {
+ public:
+  virtual ~KernelFamily() = default;
+  virtual std::string name() const = 0;  // "hopper_gemm"
+  virtual std::string dsl() const = 0;   // "cuda", "cpp"
+  virtual bool supports(const ProblemDesc& p) const = 0;
+  virtual std::vector<ParamSpec> params() const = 0;
+  // A configuration that builds, verifies and is reasonable for the problem: the starting point.
+  virtual FamilyConfig default_config(const ProblemDesc& p) const = 0;
+  // nullopt when the configuration is legal for the problem; else the reason it is not.
+  virtual std::optional<std::string> violation(const FamilyConfig& c, const ProblemDesc& p) const = 0;
+  // The complete, self-contained candidate source for the configuration (what goes into srcs/).
+  virtual std::string render_source(const FamilyConfig& c, const ProblemDesc& p) const = 0;
+  // Extra compiler flags the configuration needs (e.g. -gencode=arch=compute_90a,code=sm_90a).
+  virtual std::vector<std::string> build_flags(const FamilyConfig& c, const ProblemDesc& p) const = 0;
+  // Parameters worth moving first for a classifier bottleneck (memory_bound, compute_bound,
+  // latency_bound, launch_bound, mixed), most promising first.
+  virtual std::vector<std::string> params_for_bottleneck(const std::string& bottleneck) const = 0;
+};
+
+// All families croq knows (registered in family_registry.cpp).
+std::vector<std::shared_ptr<KernelFamily>> kernel_families();
+std::shared_ptr<KernelFamily> find_family(const std::string& name);
+
+json config_to_json(const FamilyConfig& c);
+
+}  // namespace croq

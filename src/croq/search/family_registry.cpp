@@ -1,0 +1,26 @@
+// The registry of kernel families (family.hpp). Each family lives in its own file and is added here.
+#include <algorithm>
+
+#include "croq/search/family.hpp"
+
+namespace croq {
+
+std::vector<std::shared_ptr<KernelFamily>> kernel_families() {
+  std::vector<std::shared_ptr<KernelFamily>> all;
+  return all;
+}
+
+std::shared_ptr<KernelFamily> find_family(const std::string& name) {
+  for (auto& f : kernel_families()) {
+    if (f->name() == name) return f;
+  }
+  return nullptr;
+}
+
+json config_to_json(const FamilyConfig& c) {
+  json j = json::object();
+  for (const auto& [k, v] : c) j[k] = v;
+  return j;
+}
+
+}  // namespace croq
