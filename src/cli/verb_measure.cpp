@@ -1,17 +1,453 @@
-// Placeholder: replaced by the component's implementation.
+// croq measure and croq baseline: verify and time a candidate, or the library baseline, with
+// croq's own harness (a runner child process with a time limit, under the device's lease) and
+// record the measurement. The method is in docs/measurement.md.
+#include <cstdio>
+#include <memory>
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
 #include "cli/verbs.hpp"
+#include "croq/gpu/device_key.hpp"
+#include "croq/gpu/lease.hpp"
+#include "croq/ledger/documents.hpp"
+#include "croq/ledger/store.hpp"
+#include "croq/measure/candidates.hpp"
+#include "croq/measure/elf_scan.hpp"
+#include "croq/measure/invoke.hpp"
+#include "croq/measure/peak.hpp"
+#include "croq/measure/problem.hpp"
+#include "croq/measure/store_measurement.hpp"
+#include "croq/util/build_info.hpp"
+#include "croq/util/fs.hpp"
+#include "croq/util/hash.hpp"
+#include "croq/util/paths.hpp"
+#include "croq/util/time.hpp"
 
 namespace croq::cli {
 
-VerbRunner setup_measure(CLI::App&) {
-  return [](Context&) -> ExitCode {
-    throw Error(ExitCode::internal, "croq measure is not built yet");
+namespace {
+
+// Options shared by measure and baseline: the runner's statistics and the run's limits.
+struct RunOptions {
+  std::string device;
+  std::string seed_text;
+  double timeout_s = 120;
+  double lease_timeout_s = 1800;
+  std::string b_layout = "auto";
+  int warmup = 10;
+  int min_reps = 20;
+  int max_reps = 500;
+  double cv_target = 0.01;
+  double time_budget_ms = 2000;
+  bool no_l2_flush = false;
+};
+
+void add_run_options(CLI::App& app, RunOptions& o, double default_timeout_s) {
+  o.timeout_s = default_timeout_s;
+  app.add_option("--device", o.device, "GPU index or UUID (default: CUDA_VISIBLE_DEVICES' first, else 0)");
+  app.add_option("--seed", o.seed_text, "seed of the random inputs (default: fresh, recorded)");
+  app.add_option("--timeout", o.timeout_s, "seconds before the run is killed and recorded as HANG")
+      ->default_val(default_timeout_s)->check(CLI::Range(1.0, 86400.0));
+  app.add_option("--lease-timeout", o.lease_timeout_s, "seconds to wait for the device's lease")
+      ->default_val(1800)->check(CLI::Range(0.0, 86400.0));
+  app.add_option("--b-layout", o.b_layout, "row, col, or auto (try the candidate's form)")
+      ->default_val("auto")->check(CLI::IsMember({"row", "col", "auto"}));
+  app.add_option("--warmup", o.warmup, "untimed launches before timing")->default_val(10)->check(CLI::Range(0, 100000));
+  app.add_option("--min-reps", o.min_reps, "timed repetitions at least")->default_val(20)->check(CLI::Range(1, 1000000));
+  app.add_option("--max-reps", o.max_reps, "timed repetitions at most")->default_val(500)->check(CLI::Range(1, 1000000));
+  app.add_option("--cv-target", o.cv_target, "stop once the coefficient of variation is below this")
+      ->default_val(0.01)->check(CLI::Range(0.0, 10.0));
+  app.add_option("--time-budget-ms", o.time_budget_ms, "stop repeating after this much time")
+      ->default_val(2000)->check(CLI::Range(0.0, 3.6e6));
+  app.add_flag("--no-l2-flush", o.no_l2_flush, "time hot: no L2 flush, no input rotation");
+}
+
+std::optional<uint64_t> parse_seed(const std::string& text) {
+  if (text.empty()) return std::nullopt;
+  try {
+    size_t used = 0;
+    unsigned long long v = std::stoull(text, &used);
+    if (used != text.size() || text.find('-') != std::string::npos) throw std::invalid_argument("seed");
+    return v;
+  } catch (const std::exception&) {
+    throw_usage(fmt::format("--seed '{}' is not a non-negative whole number", text));
+  }
+}
+
+RunnerOptions runner_options(const RunOptions& o, const ShapeKey& shape) {
+  RunnerOptions r;
+  r.m = shape.m();
+  r.n = shape.n();
+  r.k = shape.k();
+  r.dtype = shape.dtype_token;
+  r.b_layout = o.b_layout;
+  r.seed = parse_seed(o.seed_text);
+  r.warmup = o.warmup;
+  r.min_reps = std::min(o.min_reps, o.max_reps);
+  r.max_reps = o.max_reps;
+  r.cv_target = o.cv_target;
+  r.time_budget_ms = o.time_budget_ms;
+  r.l2_flush = !o.no_l2_flush;
+  return r;
+}
+
+void check_matmul_shape(const ShapeKey& shape) {
+  if (!shape.op.empty() && shape.op != "matmul") {
+    throw_usage(fmt::format("operator '{}' is not measurable yet (kernel ABI v1: matmul)", shape.op),
+                "measure a matmul task, or run the program as a legacy self-timed binary (--legacy)");
+  }
+  if (shape.dims.size() != 3) throw_usage(fmt::format("shape key {} does not give M x N x K", shape.text));
+  (void)parse_dtype_pair_or_throw(shape.dtype_token);
+}
+
+// The device the run will use, and its lease id.
+struct DeviceChoice {
+  std::string lease_id;
+  // The runner sees only this device (CUDA_VISIBLE_DEVICES=<uuid>), so the candidate's own CUDA
+  // runtime cannot pick another one.
+  std::string visible;
+  DeviceFacts facts;
+};
+
+DeviceChoice choose_device(const std::string& dsl, const std::string& device_flag, const DtypePair& dtype) {
+  DeviceChoice d;
+  if (dsl == "cpp") {
+    d.lease_id = "cpu";
+    d.facts.key = cpu_device_key();
+    d.facts.name = "host CPU";
+    return d;
+  }
+  std::string error;
+  auto gpus = query_gpus(&error);
+  auto g = select_gpu(gpus, device_flag);
+  if (!g) {
+    throw Error(ExitCode::no_device,
+                gpus.empty() ? "no GPU: " + error
+                             : fmt::format("device '{}' is not among the {} GPUs", device_flag, gpus.size()),
+                "check `croq gpu check`; the cpp dsl measures on the CPU");
+  }
+  d.lease_id = g->uuid.empty() ? "gpu" + std::to_string(g->index) : g->uuid;
+  d.visible = g->uuid.empty() ? std::to_string(g->index) : g->uuid;
+  d.facts.name = g->name;
+  d.facts.uuid = g->uuid;
+  d.facts.compute_cap = g->compute_cap;
+  d.facts.key = make_gpu_key(g->name, g->compute_cap);
+  d.facts.driver = g->driver;
+  if (g->sm_clock_mhz > 0) d.facts.sm_clock_mhz = g->sm_clock_mhz;
+  if (g->max_sm_clock_mhz > 0) d.facts.max_sm_clock_mhz = g->max_sm_clock_mhz;
+  int major = 0, minor = 0;
+  std::sscanf(g->compute_cap.c_str(), "%d.%d", &major, &minor);
+  PeakFigure peak = gpu_peak_tflops(g->name, major, minor, 0, g->max_sm_clock_mhz, dtype);
+  d.facts.peak_tflops = peak.tflops;
+  d.facts.peak_source = peak.source;
+  return d;
+}
+
+std::filesystem::path runner_program(const std::string& dsl) {
+  const std::string name = dsl == "cpp" ? "croq-cpu-runner" : "croq-gpu-runner";
+  auto p = find_tool(name);
+  if (!p) {
+    throw Error(ExitCode::not_found, fmt::format("{} is not built", name),
+                dsl == "cpp" ? "rebuild croq (cmake --build build)"
+                             : "croq-gpu-runner is built only where the CUDA toolkit is found; build croq there");
+  }
+  return *p;
+}
+
+Measurement skeleton_for(const ShapeKey& shape, const DeviceChoice& dev, const std::string& b_layout) {
+  Measurement m;
+  m.croq_version = build_info::k_version;
+  m.croq_git = build_info::k_git_sha;
+  m.created_at = now_iso8601();
+  ProblemSetup p = make_problem(shape.m(), shape.n(), shape.k(), shape.dtype_token, b_layout == "col" ? "col" : "row");
+  m.problem = p.desc;
+  if (b_layout == "auto") m.problem.b_layout = "auto";
+  m.device = dev.facts;
+  m.verification.elements = shape.m() * shape.n();
+  m.verification.tolerance.rule.clear();
+  return m;
+}
+
+std::string summary_line(const Measurement& m, const std::string& name) {
+  if (m.verdict == Verdict::PASS && m.timing) {
+    return fmt::format("{}: PASS {:.2f} TFLOPS (median {:.4f} ms, cv {:.2f} %, {} reps, {}){}", name,
+                       m.tflops.value_or(0), m.timing->median_ms, m.timing->cv * 100, m.timing->reps,
+                       m.source, m.flags.empty() ? "" : " flags: " + fmt::format("{}", fmt::join(m.flags, ",")));
+  }
+  return fmt::format("{}: {} ({}) {}", name, verdict_name(m.verdict), m.reason, m.detail);
+}
+
+DeviceLease take_lease(Context& ctx, const DeviceChoice& dev, const std::string& purpose, double timeout_s) {
+  return DeviceLease::acquire(dev.lease_id, purpose, std::chrono::milliseconds(static_cast<long long>(timeout_s * 1000)),
+                              [&](const std::string& holder) {
+                                ctx.note(fmt::format("croq {}: waiting for device {} ({}): held by {}", ctx.verb,
+                                                     dev.facts.name, dev.lease_id,
+                                                     holder.empty() ? "another process" : holder));
+                              });
+}
+
+}  // namespace
+
+VerbRunner setup_measure(CLI::App& app) {
+  struct Opts {
+    TaskOptions task;
+    RunOptions run;
+    std::string iter;
+    std::string candidate;
+    bool legacy = false;
+    std::string out;
+    std::string mode = "measure";
+  };
+  auto o = std::make_shared<Opts>();
+  add_task_options(app, o->task);
+  app.add_option("--iter", o->iter, "iter<NNN>[_tag]: the built candidate of that iteration");
+  app.add_option("--candidate", o->candidate, "a candidate file (.so, or a program with --legacy)");
+  app.add_flag("--legacy", o->legacy, "run a self-timed program and parse its output (source: reported)");
+  app.add_option("--out", o->out, "measurement file (default: perf/<key>/<model>/measure_<kernel>.json)");
+  app.add_option("--mode", o->mode, "measure (verify and time) or verify (correctness only)")
+      ->default_val("measure")->check(CLI::IsMember({"measure", "verify"}));
+  add_run_options(app, o->run, 120);
+  return [o](Context& ctx) {
+    if (o->iter.empty() == o->candidate.empty()) throw_usage("give exactly one of --iter and --candidate");
+    TaskRef t = resolve_task(ctx, o->task);
+    check_matmul_shape(t.shape);
+    Workspace& ws = ctx.ws();
+    CandidateRef c = resolve_candidate(ws, t, o->iter, o->candidate, o->legacy);
+    const DtypePair dtype = parse_dtype_pair_or_throw(t.shape.dtype_token);
+    DeviceChoice dev = choose_device(t.dsl, o->run.device, dtype);
+    Measurement skel = skeleton_for(t.shape, dev, o->run.b_layout);
+    skel.kind = c.kind == CandidateKind::legacy_program ? "legacy" : "candidate";
+    skel.candidate_path = c.path.string();
+    skel.candidate_sha256 = sha256_file(c.path);
+    skel.seed = parse_seed(o->run.seed_text);
+    const std::filesystem::path out = o->out.empty() ? measurement_path(ws, t, c.kernel) : std::filesystem::absolute(o->out);
+    ctx.trace_extra["kernel"] = c.kernel;
+
+    Measurement m;
+    bool ran = false;
+    if (c.kind == CandidateKind::shared_object) {
+      // Purity before anything runs.
+      PurityReport purity = scan_candidate(c.path);
+      if (!purity.clean()) {
+        m = skel;
+        m.verdict = purity.is_elf ? Verdict::LIBRARY_CALL_FORBIDDEN : Verdict::RUNTIME_FAIL;
+        m.reason = purity.is_elf ? reason::library_call_forbidden : reason::load_failed;
+        m.detail = purity.is_elf ? purity.summary() : "not a shared object: " + purity.error;
+      }
+    }
+    if (m.reason.empty()) {
+      ran = true;
+      DeviceLease lease = take_lease(ctx, dev, fmt::format("croq measure {} {}", t.id(), c.kernel), o->run.lease_timeout_s);
+      const auto timeout = std::chrono::milliseconds(static_cast<long long>(o->run.timeout_s * 1000));
+      if (c.kind == CandidateKind::legacy_program) {
+        m = run_legacy_program(c.path, skel, timeout, process_runner());
+      } else {
+        MeasureJob job;
+        job.options = runner_options(o->run, t.shape);
+        job.options.mode = o->mode == "verify" ? RunMode::verify : RunMode::measure;
+        if (!dev.visible.empty()) job.env["CUDA_VISIBLE_DEVICES"] = dev.visible;
+        job.timeout = timeout;
+        job.skeleton = skel;
+        if (c.kind == CandidateKind::python) {
+          std::filesystem::path script = find_project_dir("src/python") / "croq_runner.py";
+          std::error_code ec;
+          if (!std::filesystem::is_regular_file(script, ec)) {
+            throw Error(ExitCode::not_found, fmt::format("the Python runner {} is not there", script.string()),
+                        "the triton dsl needs src/python/croq_runner.py (part of the croq tree)");
+          }
+          job.program = "python3";
+          job.prefix = {script.string()};
+        } else {
+          job.program = runner_program(t.dsl);
+        }
+        job.options.candidate = c.path.string();
+        m = run_measure_job(job, process_runner());
+      }
+      m.process["lease_waited_ms"] = lease.waited().count();
+    }
+    if (m.candidate_path.empty()) m.candidate_path = c.path.string();
+    if (m.candidate_sha256.empty()) m.candidate_sha256 = skel.candidate_sha256;
+    ensure_dir(out.parent_path());
+    atomic_write(out, dump_pretty(m.to_json()) + "\n");
+    json files = {{"measurement", ws.display(out)}};
+    if (o->out.empty()) {
+      const auto text_path = timing_text_path(ws, t, c);
+      atomic_write(text_path, timing_text(m, c.kernel, ws.display(out)));
+      files["timing"] = ws.display(text_path);
+    }
+    json doc = m.to_json();
+    doc["files"] = files;
+    doc["ran"] = ran;
+    ctx.emit(doc);
+    ctx.note(summary_line(m, "croq measure " + c.kernel));
+    return m.passed() ? ExitCode::ok : ExitCode::candidate_failed;
   };
 }
 
-VerbRunner setup_baseline(CLI::App&) {
-  return [](Context&) -> ExitCode {
-    throw Error(ExitCode::internal, "croq baseline is not built yet");
+VerbRunner setup_baseline(CLI::App& app) {
+  struct Opts {
+    TaskOptions task;
+    RunOptions run;
+    std::string task_uid;
+    bool force = false;
+    int iters = 0;
+    std::string dtype;
+    int64_t m = 0, n = 0, k = 0;
+  };
+  auto o = std::make_shared<Opts>();
+  add_task_options(app, o->task);
+  app.add_option("--task-uid", o->task_uid, "the task's uid (written to task_config.json first)")->required();
+  app.add_flag("--force", o->force, "measure again even if a baseline exists");
+  app.add_option("--iters", o->iters, "timed repetitions at least (the seeds' --iters; same as --min-reps)")
+      ->check(CLI::Range(1, 1000000));
+  app.add_option("--dtype", o->dtype, "the seeds' argument: checked against the shape key");
+  app.add_option("--m", o->m, "checked against the shape key");
+  app.add_option("--n", o->n, "checked against the shape key");
+  app.add_option("--k", o->k, "checked against the shape key");
+  add_run_options(app, o->run, 300);
+  return [o](Context& ctx) {
+    TaskRef t = resolve_task(ctx, o->task);
+    check_matmul_shape(t.shape);
+    const DtypePair dtype = parse_dtype_pair_or_throw(t.shape.dtype_token);
+    if (!o->dtype.empty() && parse_dtype_pair_or_throw(o->dtype).canonical != std::string(dtype.canonical)) {
+      throw_usage(fmt::format("--dtype {} differs from the shape key's {}", o->dtype, t.shape.dtype_token),
+                  "the shape key is used exactly as given; drop --dtype");
+    }
+    if ((o->m && o->m != t.shape.m()) || (o->n && o->n != t.shape.n()) || (o->k && o->k != t.shape.k())) {
+      throw_usage(fmt::format("--m/--n/--k differ from the shape key {}", t.shape.text), "drop them: the shape key gives M, N, K");
+    }
+    Workspace& ws = ctx.ws();
+    // The task's first artifact: task_config.json with the uid (the seeds' phantom-task guard).
+    json config = ensure_task_config(ws, t, o->task_uid);
+    const bool cpp = t.dsl == "cpp";
+    const std::string lib_tag = cpp ? "openblas" : "cublas";
+    const std::filesystem::path result_path = ws.baseline_result(t);
+    const std::filesystem::path measure_file = ws.kind_dir(t, ArtifactKind::baseline) / ("measure_" + lib_tag + ".json");
+    Ledger ledger(ws, t);
+    const bool stored = ledger.index().baseline.has_value();
+    std::error_code ec;
+    const bool have_result = std::filesystem::is_regular_file(result_path, ec);
+
+    if (have_result && stored && !o->force) {
+      json doc;
+      doc["skipped"] = true;
+      doc["reason"] = "a baseline exists (pass --force to measure again)";
+      doc["task_uid"] = config.value("task_uid", "");
+      if (auto text = read_file(result_path); text) {
+        if (auto j = try_parse_json(*text)) doc["result"] = *j;
+      }
+      doc["files"] = {{"result", ws.display(result_path)}};
+      ctx.emit(doc);
+      ctx.note(fmt::format("croq baseline: {} exists; skipped", ws.display(result_path)));
+      return ExitCode::ok;
+    }
+
+    MeasurementFile mf;
+    bool measured_now = false;
+    if (have_result && !o->force && std::filesystem::is_regular_file(measure_file, ec)) {
+      // Measured before, but iter000 was never stored (an interrupted run): store it now.
+      mf = read_measurement_file(measure_file);
+    } else {
+      DeviceChoice dev = choose_device(t.dsl, o->run.device, dtype);
+      Measurement skel = skeleton_for(t.shape, dev, o->run.b_layout);
+      skel.kind = "baseline";
+      skel.candidate_path = "library:" + std::string(cpp ? "openblas" : "auto");
+      MeasureJob job;
+      job.program = runner_program(t.dsl);
+      job.options = runner_options(o->run, t.shape);
+      if (o->iters > 0) job.options.min_reps = std::min(o->iters, job.options.max_reps);
+      job.options.library = cpp ? "openblas" : "auto";
+      if (!dev.visible.empty()) job.env["CUDA_VISIBLE_DEVICES"] = dev.visible;
+      job.timeout = std::chrono::milliseconds(static_cast<long long>(o->run.timeout_s * 1000));
+      job.skeleton = skel;
+      Measurement m;
+      {
+        DeviceLease lease = take_lease(ctx, dev, fmt::format("croq baseline {}", t.id()), o->run.lease_timeout_s);
+        m = run_measure_job(job, process_runner());
+        m.process["lease_waited_ms"] = lease.waited().count();
+      }
+      ensure_dir(measure_file.parent_path());
+      const std::string text = dump_pretty(m.to_json()) + "\n";
+      atomic_write(measure_file, text);
+      measured_now = true;
+      if (!m.passed()) {
+        json doc = m.to_json();
+        doc["files"] = {{"measurement", ws.display(measure_file)}};
+        ctx.emit(doc);
+        ctx.note(summary_line(m, "croq baseline"));
+        return ExitCode::candidate_failed;
+      }
+      mf = {measure_file, sha256_hex(text), m};
+    }
+    const Measurement& m = mf.measurement;
+    const Timing& tm = *m.timing;
+    json lib = m.library.is_object() ? m.library : json::object();
+    const std::string library = lib.value("name", lib_tag);
+
+    // The seeds' cublas_result.json fields, then croq's.
+    json result;
+    result["dtype"] = t.shape.dtype_token;
+    result["m"] = t.shape.m();
+    result["n"] = t.shape.n();
+    result["k"] = t.shape.k();
+    result["tflops"] = m.tflops.value_or(0);
+    result["time_ms"] = tm.median_ms;
+    result["library"] = library;
+    result["schema"] = "croq-baseline-v1";
+    result["dtype_canonical"] = m.problem.dtype;
+    result["c_type"] = m.problem.c_type;
+    result["b_layout"] = m.problem.b_layout;
+    result["algo"] = lib.contains("algo") ? lib["algo"] : json(nullptr);
+    result["chosen"] = lib.value("chosen", "default");
+    result["default"] = lib.contains("default") ? lib["default"] : json(nullptr);
+    result["best_screened"] = lib.contains("best_screened") ? lib["best_screened"] : json(nullptr);
+    result["note"] = lib.value("note", "");
+    result["statistics"] = {{"median_ms", tm.median_ms}, {"mean_ms", tm.mean_ms}, {"min_ms", tm.min_ms},
+                            {"p90_ms", tm.p90_ms},       {"max_ms", tm.max_ms},   {"cv", tm.cv},
+                            {"reps", tm.reps},           {"warmup", tm.warmup},   {"stop_reason", tm.stop_reason},
+                            {"l2_flush", tm.l2_flush},   {"method", tm.method}};
+    result["device"] = {{"name", m.device.name}, {"uuid", m.device.uuid}, {"key", m.device.key},
+                        {"sm_clock_mhz", m.device.sm_clock_mhz ? json(*m.device.sm_clock_mhz) : json(nullptr)},
+                        {"driver", m.device.driver}, {"peak_tflops", m.device.peak_tflops}};
+    result["seed"] = m.seed ? json(*m.seed) : json(nullptr);
+    result["task_uid"] = config.value("task_uid", "");
+    result["measurement"] = ws.display(mf.path);
+    result["measurement_sha256"] = mf.sha256;
+    result["source"] = "measured";
+    result["created_at"] = m.created_at;
+    atomic_write(result_path, dump_pretty(result) + "\n");
+
+    json doc;
+    doc["skipped"] = false;
+    doc["measured_now"] = measured_now;
+    doc["result"] = result;
+    if (!stored) {
+      StoreRequest req;
+      req.iter = "iter000";
+      req.kernel = "iter000_" + lib_tag;
+      req.decision = "BASELINE";
+      req.tflops = m.tflops;
+      req.round = 0;
+      req.bottleneck = k_no_bottleneck;
+      req.idea = fmt::format("library baseline: {} ({}), {:.2f} TFLOPS, median {:.4f} ms", library,
+                             lib.value("chosen", "default"), m.tflops.value_or(0), tm.median_ms);
+      req.source = "measured";
+      req.extra["measurement"] = measurement_provenance(mf, ws.display(mf.path));
+      req.extra["task_uid"] = config.value("task_uid", "");
+      StoreRoundResult r = store_round(ledger, req, lock_timeout(o->task));
+      doc["record"] = r.outcome.record.to_json();
+      ctx.note(r.line);
+    } else {
+      doc["record"] = nullptr;
+      ctx.note("croq baseline: iter000 was already stored; the result file was refreshed, the ledger left as it was");
+    }
+    const std::filesystem::path timing = ws.kind_dir(t, ArtifactKind::perf) / "timing_iter000.txt";
+    atomic_write(timing, timing_text(m, "iter000_" + lib_tag, ws.display(mf.path)));
+    doc["files"] = {{"result", ws.display(result_path)}, {"measurement", ws.display(mf.path)}, {"timing", ws.display(timing)}};
+    ctx.emit(doc);
+    ctx.note(summary_line(m, "croq baseline " + library));
+    return ExitCode::ok;
   };
 }
 

@@ -5,6 +5,7 @@
 
 #include "cli/verbs.hpp"
 #include "croq/ledger/store.hpp"
+#include "croq/measure/store_measurement.hpp"
 #include "croq/util/text.hpp"
 #include "croq/util/time.hpp"
 
@@ -17,13 +18,18 @@ VerbRunner setup_store_round(CLI::App& app) {
     std::string tflops_text;
     std::string round_text;
     std::string extra_text;
+    std::string measurement;
   };
   auto o = std::make_shared<Opts>();
   add_task_options(app, o->task);
   app.add_option("--iter", o->req.iter, "iter<NNN> (or attempt<AAAA> for a failure)")->required();
+  app.add_option("--measurement", o->measurement,
+                 "measurement file from `croq measure`: TFLOPS and verdict come from it (source: measured)");
   app.add_option("--kernel", o->req.kernel, "iter<NNN>_<tag>: the kernel's canonical name");
   app.add_option("--tflops", o->tflops_text, "measured TFLOPS (stored as source: reported)");
-  app.add_option("--decision", o->req.decision, "KEEP DISCARD COMPILE_FAIL VERIFY_FAIL RUNTIME_FAIL SEGFAULT HANG (BASELINE for iter000)")->required();
+  app.add_option("--decision", o->req.decision,
+                 "KEEP DISCARD COMPILE_FAIL VERIFY_FAIL RUNTIME_FAIL SEGFAULT HANG (BASELINE for iter000); "
+                 "with --measurement, derived from a failed verdict");
   app.add_option("--bottleneck", o->req.bottleneck, "memory_bound compute_bound latency_bound launch_bound mixed");
   app.add_option("--idea", o->req.idea, "one human-readable sentence: what changed and why");
   app.add_option("--round", o->round_text, "round number (default: the next one)");
@@ -53,7 +59,16 @@ VerbRunner setup_store_round(CLI::App& app) {
       }
     }
     if (!o->extra_text.empty()) req.extra = parse_json_object_arg(o->extra_text, "--extra");
+    if (req.extra.contains("measurement")) {
+      throw_usage("extra.measurement is written by croq from --measurement", "pass --measurement FILE instead");
+    }
     TaskRef t = resolve_task(ctx, o->task);
+    if (!o->measurement.empty()) {
+      MeasurementFile mf = read_measurement_file(o->measurement);
+      apply_measurement(req, mf, ctx.ws().display(fs::absolute(o->measurement)), t.shape);
+    } else if (req.decision.empty()) {
+      throw_usage("--decision is required", "KEEP, DISCARD, COMPILE_FAIL, VERIFY_FAIL, RUNTIME_FAIL, SEGFAULT or HANG");
+    }
     // Validate before touching the disk (store_round validates again under the lock).
     (void)make_round_record(req);
     Ledger ledger(ctx.ws(), t);

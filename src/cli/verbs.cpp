@@ -27,7 +27,10 @@ const std::vector<VerbSpec>& verbs() {
        "latency_bound, launch_bound or mixed (never unknown; `n/a` only for round 0). A failure "
        "given an iteration id is stored under a fresh attempt id and frees the iteration number. "
        "`--round` defaults to the next round. The TFLOPS typed on the command line is stored with "
-       "`source: reported`.\n\nOutput: `{ok, record, files, line}`; stderr gets "
+       "`source: reported`. With `--measurement FILE` (from `croq measure`) the TFLOPS and the verdict "
+       "come from the file (source: measured, and `measurement` provenance in the record): a failed "
+       "verdict is stored as its failure decision, and KEEP or DISCARD with a failed measurement is "
+       "refused.\n\nOutput: `{ok, record, files, line}`; stderr gets "
        "`[store_round] STORE complete ...`. Exit 9 if the iteration, attempt or round is already "
        "stored; exit 2 on bad input (nothing is written).",
        setup_store_round},
@@ -72,19 +75,38 @@ const std::vector<VerbSpec>& verbs() {
        "refused without `--yes`. Nothing is deleted outright. Output: `{actions}`.",
        setup_session_clean},
       {"gpu key", "the device key of the GPU (the seeds' detect_gpu): sm90_NVIDIA_H200",
-       "Output: `{key, name, uuid, compute_cap, driver}`. Exit 7 without a GPU.",
+       "The GPU is `--device` (index or UUID), else the first entry of CUDA_VISIBLE_DEVICES, else 0; "
+       "read from nvidia-smi. Output: `{index, name, uuid, key, compute_cap, driver, memory_total_mib, "
+       "memory_used_mib, utilization_pct, temperature_c, sm_clock_mhz, max_sm_clock_mhz}`; the key also "
+       "goes to stderr. Exit 7 without a GPU (or when the device asked for is not there).",
        setup_gpu_key},
       {"gpu check", "GPU health: idle, memory, clocks (--wait until idle)",
-       "Output: `{idle, gpus:[...]}`.",
+       "Idle means no compute process on the GPU and utilization at most 5 %. Output: `{idle, device, "
+       "reasons, warnings, processes, lease:{held, holder, file}, waited_ms}`. Exit 0 when idle, 1 when "
+       "busy, 6 when `--wait` ran out of time, 7 without a GPU. The seeds' `--reset` and `--kill-others` "
+       "are refused: croq never resets a GPU or ends another user's process.",
        setup_gpu_check},
       {"gpu contention", "processes on the GPU, ours and foreign (--kill ends only croq's own stale ones)",
-       "Output: `{processes:[{pid, name, ours}]}`.",
+       "Ours: the same user's croq programs and what they started; stale: a runner or candidate binary "
+       "whose croq parent is gone. `--kill` sends SIGTERM (then SIGKILL after 3 s) to stale processes "
+       "only, never to a foreign one, and never uses sudo. Output: `{processes:[{pid, name, "
+       "used_memory_mib, gpu_uuid, ours, stale, why, uid, exe, killed}], ours, foreign, stale, killed, "
+       "idle}`. `--json` is accepted for the seeds' scripts (the output is always JSON).",
        setup_gpu_contention},
       {"env validate", "check the toolchain for a dsl (the seeds' validate_env)",
        "Output: `{dsl, pass, errors, warnings}`; exit 1 when errors.",
        setup_env_validate},
       {"baseline", "measure and store the library baseline (iter000) with the candidates' harness",
-       "Output: the baseline result document.",
+       "The seeds' store_baseline + cublas_baseline. Writes logs/.../task_config.json with `--task-uid` "
+       "first, then measures the library with the same runner and statistics as a candidate: on a GPU "
+       "the cuBLAS default (cublasGemmEx) and the cuBLASLt heuristic algorithms, screened and the best "
+       "re-measured; the baseline is the faster of the default and the best (both are recorded); on "
+       "the cpp dsl OpenBLAS sgemm. The output dtype is the shape key's. Writes "
+       "baseline/<key>/<model>/cublas_result.json (openblas_result.json for cpp: dtype, m, n, k, tflops, "
+       "time_ms, library, algo, statistics, device, seed, task_uid, measurement) and the measurement "
+       "file beside it, and stores iter000_cublas (iter000_openblas) with decision BASELINE. "
+       "Idempotent: an existing baseline is kept (`{skipped: true}`) unless `--force`. Output: "
+       "`{skipped, result, record, files}`; exit 8 when the library run failed.",
        setup_baseline},
       {"discover", "find a starting kernel: bundled (tier A), earlier sessions (tier B), or scratch (tier C)",
        "Output: `{tier, candidates, recommendation}`.",
@@ -96,7 +118,19 @@ const std::vector<VerbSpec>& verbs() {
        "Output: `{verdict, outputs, flags, compile_ms, resources, cached}`.",
        setup_build},
       {"measure", "verify and time a candidate with croq's own harness; writes a measurement file",
-       "Output: the measurement document.",
+       "Runs the candidate in a runner child process (croq-gpu-runner, croq-cpu-runner for cpp, "
+       "src/python/croq_runner.py for triton) with a time limit, under the device's exclusive lease: "
+       "fresh random inputs (recorded seed), output poisoned with NaN, every element checked against "
+       "an f32-accumulated library reference, timing with the L2 flushed before each repetition until "
+       "the spread is low, a re-check after timing and a second seed (docs/measurement.md). A candidate "
+       "that links or names cuBLAS/cuBLASLt/cuDNN/CUTLASS device GEMMs is refused before it runs. "
+       "Candidate: `--iter iter<NNN>[_tag]` (bin/<key>/<model>/<kernel>.so; the .py for triton) or "
+       "`--candidate PATH`; `--legacy` runs a self-timed program and parses its `TFLOPS:`/`VERIFY:` "
+       "lines (source: reported). Writes perf/<key>/<model>/measure_<kernel>.json (or `--out`) and "
+       "timing_iter<NNN>.txt. Output: the measurement (croq-measurement-v1) plus `files`. Verdicts: "
+       "PASS, VERIFY_FAIL, RUNTIME_FAIL, SEGFAULT, HANG, IMPOSSIBLE, LIBRARY_CALL_FORBIDDEN, UNSUPPORTED; "
+       "exit 0 for PASS, 8 for any other verdict, 7 without a device, 6 when the lease was not free in "
+       "time.",
        setup_measure},
       {"profile", "profile exactly one launch of the candidate with Nsight Compute",
        "Output: `{kernel, report, csv}`.",

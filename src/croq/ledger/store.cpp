@@ -145,6 +145,14 @@ RoundRecord make_round_record(const StoreRequest& q) {
   r.category = q.category;
   r.expected_gain = q.expected_gain;
   if (!q.extra.is_object()) throw_usage("extra fields must be a JSON object");
+  // A measured record carries its measurement's verdict: a failed one is never a KEEP/DISCARD.
+  if (q.extra.contains("measurement") && q.extra["measurement"].is_object() && !is_failure(r.decision)) {
+    const std::string verdict = get_string(q.extra["measurement"], "verdict").value_or("PASS");
+    if (verdict != "PASS") {
+      throw_usage(fmt::format("{} is refused: the measurement's verdict is {}", decision_name(r.decision), verdict),
+                  "a failed measurement is stored as VERIFY_FAIL, RUNTIME_FAIL, SEGFAULT or HANG");
+    }
+  }
   r.extra = q.extra;
   r.extra["source"] = q.source;
   return r;

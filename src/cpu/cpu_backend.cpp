@@ -1,0 +1,233 @@
+// croq-cpu-runner: the MeasureBackend of the cpp dsl. Candidates are C++ shared objects that
+// implement the kernel ABI on host pointers (stream == NULL) and finish before returning. The
+// reference is OpenBLAS's sgemm on the inputs converted to f32 (exact for every input type), the
+// timer is steady_clock, and "flushing the cache" writes a buffer twice the size of the last-level
+// cache. The library baseline (`--library openblas`) is cblas_sgemm for f32 problems.
+#include <cblas.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstring>
+#include <fstream>
+#include <thread>
+
+#include <fmt/format.h>
+
+#include "croq/gpu/device_key.hpp"
+#include "croq/measure/numeric.hpp"
+#include "croq/measure/peak.hpp"
+#include "croq/measure/portable.hpp"
+#include "croq/measure/runner_main.hpp"
+#include "croq/measure/tolerance.hpp"
+
+namespace croq::cpu_runner {
+
+namespace {
+
+constexpr size_t k_guard_bytes = 64 * 1024;
+constexpr unsigned char k_guard_byte = 0xA5;
+
+double now_ms() {
+  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
+std::string cpu_model_name() {
+  std::ifstream in("/proc/cpuinfo");
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.rfind("model name", 0) == 0) {
+      auto colon = line.find(':');
+      if (colon != std::string::npos) {
+        std::string v = line.substr(colon + 1);
+        while (!v.empty() && v.front() == ' ') v.erase(v.begin());
+        return v;
+      }
+    }
+  }
+  return "unknown CPU";
+}
+
+DeviceFacts cpu_facts(const DtypePair& dtype) {
+  DeviceFacts d;
+  d.name = cpu_model_name();
+  d.key = cpu_device_key();
+  d.driver = openblas_get_config();
+  d.sm_count = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  long l3 = ::sysconf(_SC_LEVEL3_CACHE_SIZE);
+  d.l2_bytes = l3 > 0 ? l3 : 0;
+  PeakFigure peak = cpu_peak_tflops(d.sm_count, dtype);
+  d.peak_tflops = peak.tflops;
+  d.peak_source = peak.source;
+  return d;
+}
+
+class CpuBackend : public MeasureBackend {
+ public:
+  CpuBackend(const ProblemSetup& p, CandidateLibrary* candidate, std::string library)
+      : m_p(p), m_candidate(candidate), m_library(std::move(library)) {
+    m_facts = cpu_facts(p.dtype);
+  }
+
+  DeviceFacts facts() override { return m_facts; }
+  double host_now_ms() override { return now_ms(); }
+
+  DeviceStatus prepare(int input_sets) override {
+    const size_t in_bytes = static_cast<size_t>(scalar_type_bytes(m_p.dtype.input));
+    m_a.assign(input_sets, std::vector<uint8_t>(count_a() * in_bytes));
+    m_b.assign(input_sets, std::vector<uint8_t>(count_b() * in_bytes));
+    m_c_bytes = count_c() * static_cast<size_t>(scalar_type_bytes(m_p.dtype.output));
+    m_c.assign(m_c_bytes + 2 * k_guard_bytes, k_guard_byte);
+    m_ref.assign(count_c(), 0.0f);
+    if (m_candidate && m_candidate->workspace_bytes) m_ws.assign(m_candidate->workspace_bytes(&m_p.abi), 0);
+    long l3 = ::sysconf(_SC_LEVEL3_CACHE_SIZE);
+    // Twice the last-level cache, within reason (virtual machines report odd sizes).
+    size_t flush = l3 > 0 ? 2 * static_cast<size_t>(l3) : (64u << 20);
+    m_flush.assign(std::clamp<size_t>(flush, 8u << 20, 64u << 20), 0);
+    if (!m_candidate) {
+      if (m_library != "openblas") return DeviceStatus::fail(fmt::format("unknown library '{}' (croq-cpu-runner: openblas)", m_library));
+      if (m_p.dtype.input != ScalarType::f32 || m_p.dtype.output != ScalarType::f32) {
+        m_variants = 0;  // the procedure reports UNSUPPORTED
+      } else {
+        m_variants = 1;
+      }
+    }
+    return {};
+  }
+
+  DeviceStatus fill_inputs(int set, uint64_t seed) override {
+    const ScalarType t = m_p.dtype.input == ScalarType::tf32 ? ScalarType::f32 : m_p.dtype.input;
+    for (size_t i = 0; i < count_a(); ++i) store_from_f32(m_a[set].data(), t, i, random_uniform(seed, k_stream_a, i));
+    for (size_t i = 0; i < count_b(); ++i) store_from_f32(m_b[set].data(), t, i, random_uniform(seed, k_stream_b, i));
+    return {};
+  }
+
+  DeviceStatus compute_reference(int set) override {
+    const ScalarType t = m_p.dtype.input == ScalarType::tf32 ? ScalarType::f32 : m_p.dtype.input;
+    std::vector<float> a(count_a()), b(count_b());
+    for (size_t i = 0; i < a.size(); ++i) a[i] = load_as_f32(m_a[set].data(), t, i);
+    for (size_t i = 0; i < b.size(); ++i) b[i] = load_as_f32(m_b[set].data(), t, i);
+    sgemm(a.data(), b.data(), m_ref.data());
+    return {};
+  }
+
+  DeviceStatus poison_output() override {
+    std::memset(c_ptr(), 0xFF, m_c_bytes);  // NaN in f32, f16 and bf16
+    return {};
+  }
+
+  LaunchOutcome launch(int set) override {
+    if (m_candidate) {
+      croq_status r = m_candidate->matmul(&m_p.abi, m_a[set].data(), m_b[set].data(), c_ptr(),
+                                          m_ws.empty() ? nullptr : m_ws.data(), m_ws.size(), nullptr);
+      return {static_cast<int>(r), {}};
+    }
+    sgemm(reinterpret_cast<const float*>(m_a[set].data()), reinterpret_cast<const float*>(m_b[set].data()),
+          reinterpret_cast<float*>(c_ptr()));
+    return {};
+  }
+
+  DeviceStatus synchronize() override { return {}; }
+
+  DeviceStatus compare(const ToleranceSpec& tol, Verification& v) override {
+    compare_host(c_ptr(), m_p.dtype.output, m_ref.data(), m_p.desc.m, m_p.desc.n, tol, v);
+    int64_t changed = 0;
+    for (size_t i = 0; i < k_guard_bytes; ++i) {
+      changed += m_c[i] != k_guard_byte;
+      changed += m_c[k_guard_bytes + m_c_bytes + i] != k_guard_byte;
+    }
+    v.guard_bytes_changed = changed;
+    if (changed) {
+      std::memset(m_c.data(), k_guard_byte, k_guard_bytes);
+      std::memset(m_c.data() + k_guard_bytes + m_c_bytes, k_guard_byte, k_guard_bytes);
+    }
+    decide_passed(v);
+    return {};
+  }
+
+  DeviceStatus flush_cache() override {
+    std::memset(m_flush.data(), ++m_flush_count & 0xFF, m_flush.size());
+    return {};
+  }
+  bool can_hold_stream() const override { return false; }
+  DeviceStatus hold_stream() override { return {}; }
+  DeviceStatus release_stream() override { return {}; }
+  bool hold_timed_out() override { return false; }
+  DeviceStatus start_timer() override {
+    m_t0 = now_ms();
+    return {};
+  }
+  DeviceStatus stop_timer() override {
+    m_t1 = now_ms();
+    return {};
+  }
+  DeviceStatus read_timer(double& ms) override {
+    ms = m_t1 - m_t0;
+    return {};
+  }
+  std::string timer_method() const override { return "steady_clock"; }
+  bool asynchronous() const override { return false; }
+  void sample_clock() override {}
+
+  LaunchOutcome profile_launch(int set, const std::string&) override { return launch(set); }
+
+  int variant_count() override { return m_candidate ? 1 : m_variants; }
+  json variant_description(int) override {
+    if (m_candidate) return {{"library", "candidate"}};
+    return {{"library", "openblas"}, {"api", "cblas_sgemm"}, {"threads", openblas_get_num_threads()}};
+  }
+  DeviceStatus select_variant(int index) override {
+    return index == 0 ? DeviceStatus::good() : DeviceStatus::fail("openblas has one variant");
+  }
+
+ private:
+  size_t count_a() const { return static_cast<size_t>(m_p.desc.m * m_p.desc.k); }
+  size_t count_b() const { return static_cast<size_t>(m_p.desc.k * m_p.desc.n); }
+  size_t count_c() const { return static_cast<size_t>(m_p.desc.m * m_p.desc.n); }
+  void* c_ptr() { return m_c.data() + k_guard_bytes; }
+
+  void sgemm(const float* a, const float* b, float* c) {
+    const bool col = m_p.desc.b_layout == "col";
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, col ? CblasTrans : CblasNoTrans, static_cast<blasint>(m_p.desc.m),
+                static_cast<blasint>(m_p.desc.n), static_cast<blasint>(m_p.desc.k), 1.0f, a,
+                static_cast<blasint>(m_p.desc.k), b, static_cast<blasint>(col ? m_p.desc.k : m_p.desc.n), 0.0f, c,
+                static_cast<blasint>(m_p.desc.n));
+  }
+
+  ProblemSetup m_p;
+  CandidateLibrary* m_candidate;
+  std::string m_library;
+  DeviceFacts m_facts;
+  std::vector<std::vector<uint8_t>> m_a, m_b;
+  std::vector<uint8_t> m_c;
+  size_t m_c_bytes = 0;
+  std::vector<float> m_ref;
+  std::vector<uint8_t> m_ws;
+  std::vector<uint8_t> m_flush;
+  int m_flush_count = 0;
+  int m_variants = 1;
+  double m_t0 = 0, m_t1 = 0;
+};
+
+class CpuPlatform : public RunnerPlatform {
+ public:
+  std::string program() const override { return "croq-cpu-runner"; }
+  std::string libraries() const override { return "openblas"; }
+  std::unique_ptr<MeasureBackend> open(const RunnerOptions& o, const ProblemSetup& p, CandidateLibrary* candidate,
+                                       std::string& error, bool&) override {
+    if (!candidate && o.library != "openblas") {
+      error = fmt::format("unknown library '{}' (croq-cpu-runner: openblas)", o.library);
+      return nullptr;
+    }
+    return std::make_unique<CpuBackend>(p, candidate, o.library);
+  }
+  DeviceFacts describe_device(const RunnerOptions&, const ProblemSetup& p) override { return cpu_facts(p.dtype); }
+};
+
+}  // namespace
+
+}  // namespace croq::cpu_runner
+
+int main(int argc, char** argv) {
+  croq::cpu_runner::CpuPlatform platform;
+  return croq::runner_main(argc, argv, platform);
+}

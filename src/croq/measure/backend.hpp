@@ -1,0 +1,81 @@
+// The narrow interface between the measurement procedure (procedure.hpp: what is done, in which
+// order, and what it means) and a device (how it is done): the CUDA runner implements it with
+// cudaMalloc, kernels, CUDA events and cuBLAS; the CPU runner with host memory, OpenBLAS and
+// steady_clock; the unit tests with a recording fake that checks the protocol's order on a machine
+// without a GPU.
+//
+// A backend owns: `input_sets` sets of inputs (A, B), one output C surrounded by guard regions,
+// the f32 reference of set 0, the target that launch() runs (a candidate or one library variant),
+// and a timer. Every method reports failure as a DeviceStatus value; `fatal` means the device
+// context is unusable (a sticky CUDA error) and nothing more can run in this process.
+#pragma once
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "croq/measure/measurement.hpp"
+
+namespace croq {
+
+struct DeviceStatus {
+  bool ok = true;
+  bool fatal = false;
+  std::string error;  // "cudaErrorIllegalAddress: an illegal memory access was encountered"
+
+  static DeviceStatus good() { return {}; }
+  static DeviceStatus fail(std::string message, bool fatal_error = false) {
+    return {false, fatal_error, std::move(message)};
+  }
+};
+
+// Outcome of one launch call: the candidate's croq_status (0 = CROQ_OK) and any error the runtime
+// reported at enqueue time.
+struct LaunchOutcome {
+  int status = 0;          // croq_status
+  DeviceStatus device;
+};
+
+class MeasureBackend {
+ public:
+  virtual ~MeasureBackend() = default;
+
+  virtual DeviceFacts facts() = 0;
+  // Time on the host clock in milliseconds (steady), for budgets and the wall-clock check.
+  virtual double host_now_ms() = 0;
+
+  // Allocations for the problem: input sets, C with guards, reference, workspace, flush buffer.
+  virtual DeviceStatus prepare(int input_sets) = 0;
+  virtual DeviceStatus fill_inputs(int set, uint64_t seed) = 0;
+  virtual DeviceStatus compute_reference(int set) = 0;   // f32-accumulated, into the reference
+  virtual DeviceStatus poison_output() = 0;               // C := NaN
+  virtual LaunchOutcome launch(int set) = 0;              // enqueue the target on the stream
+  virtual DeviceStatus synchronize() = 0;                 // whole device; returns the first error
+  // Compares C with the reference (and the guard regions); fills the figures and `passed`.
+  virtual DeviceStatus compare(const ToleranceSpec& tol, Verification& out) = 0;
+
+  // Timing protocol pieces (procedure.cpp calls them in the documented order).
+  virtual DeviceStatus flush_cache() = 0;
+  virtual bool can_hold_stream() const = 0;
+  virtual DeviceStatus hold_stream() = 0;                 // blocks the stream until release
+  virtual DeviceStatus release_stream() = 0;
+  virtual bool hold_timed_out() = 0;                      // the blocker gave up (launch synced)
+  virtual DeviceStatus start_timer() = 0;
+  virtual DeviceStatus stop_timer() = 0;
+  virtual DeviceStatus read_timer(double& ms) = 0;        // after synchronize()
+  virtual std::string timer_method() const = 0;           // "cuda_events" / "steady_clock"
+  // True when launches are asynchronous (a GPU): work can then escape the timer, and the host
+  // clock check can refuse a result. A synchronous (CPU) launch cannot hide work that way.
+  virtual bool asynchronous() const = 0;
+  virtual void sample_clock() = 0;                        // records the SM clock (if it can)
+
+  // One launch inside the profiler range `name` (profile mode).
+  virtual LaunchOutcome profile_launch(int set, const std::string& name) = 0;
+
+  // Library targets: the variants a library offers for this problem (variant 0 is the library's
+  // default); a candidate target has exactly one. select() makes launch() run variant `index`.
+  virtual int variant_count() = 0;
+  virtual json variant_description(int index) = 0;
+  virtual DeviceStatus select_variant(int index) = 0;
+};
+
+}  // namespace croq

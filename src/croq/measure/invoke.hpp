@@ -1,0 +1,52 @@
+// croq's side of a measurement: running a runner (or a legacy binary) as a child process with a
+// time limit, through the ProcessRunner, and turning however it ended into a measurement.
+//
+//   runner exit 0 with a measurement   -> that measurement (its verdict)
+//   killed at the time limit           -> HANG     (reason timed_out; the last "phase:" line says where)
+//   killed by a signal                 -> SEGFAULT (reason crashed)
+//   exit 0 without a measurement, or another exit code not listed below
+//                                      -> RUNTIME_FAIL (reason no_measurement / crashed): the
+//                                         candidate ended the process itself
+//   exit 2 / 4 / 7 / 70                -> croq's own error (bad runner arguments, missing file, no
+//                                         device, runner bug): thrown, never blamed on a candidate
+// The candidate cannot take croq down with it: it only ever runs in the child.
+#pragma once
+#include <chrono>
+#include <filesystem>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "croq/measure/measurement.hpp"
+#include "croq/measure/runner_options.hpp"
+#include "croq/util/process.hpp"
+
+namespace croq {
+
+struct MeasureJob {
+  std::filesystem::path program;        // croq-gpu-runner, croq-cpu-runner or python3
+  std::vector<std::string> prefix;      // arguments before the runner flags (the .py of the Python runner)
+  RunnerOptions options;                // options.out is set by run_measure_job
+  std::chrono::milliseconds timeout{120000};
+  Measurement skeleton;                 // what croq knows before the run (problem, device, candidate)
+  std::map<std::string, std::string> env;
+};
+
+// The last "phase: <step>" line of a runner's stderr ("" if none).
+std::string last_phase(const std::string& stderr_text);
+// {exit_code, signal, timed_out, wall_ms, stderr_tail}
+json process_summary(const ProcessResult& r);
+
+// Pure: a finished runner process (and the text of its --out file, if any) as a measurement.
+// Throws Error for croq's own failures (see the table above).
+Measurement interpret_runner(const ProcessResult& r, const std::optional<std::string>& out_text,
+                             const Measurement& skeleton);
+
+Measurement run_measure_job(const MeasureJob& job, ProcessRunner& runner);
+
+// Runs a legacy self-timed program (`python3 FILE` for a .py) and parses its output (legacy.hpp).
+Measurement run_legacy_program(const std::filesystem::path& program, const Measurement& skeleton,
+                               std::chrono::milliseconds timeout, ProcessRunner& runner);
+
+}  // namespace croq

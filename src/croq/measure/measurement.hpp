@@ -1,0 +1,137 @@
+// The measurement record (croq-measurement-v1): one verification and timing of one candidate or
+// library baseline on one device, with its provenance. Written by the runners (croq-gpu-runner,
+// croq-cpu-runner, the Python runner) and by croq itself when the runner could not write one
+// (crash, hang, refusal before running); read by `croq store-round --measurement`, `croq baseline`
+// and the decision logic. The field list is documented in docs/measurement.md.
+//
+//   {"schema":"croq-measurement-v1","croq":{"version","git"},"created_at",
+//    "kind":"candidate|baseline|legacy","verdict":"PASS|...","reason":"<code>","detail":"...",
+//    "candidate":{"path","sha256","info"},
+//    "problem":{"op","m","n","k","dtype","a_type","b_type","c_type","compute_type","b_layout"},
+//    "device":{"name","uuid","key","compute_cap","driver","sm_clock_mhz","max_sm_clock_mhz",
+//              "sm_count","l2_bytes","peak_tflops"},
+//    "seed", "second_seed",
+//    "verification":{"passed","elements","mismatches","max_abs_err","max_rel_err",
+//                    "normwise_rel_err","tolerance":{"base_tol","rel_tol","normwise","rule"},
+//                    "worst":[{"i","j","got","want"}],"nan_count","guard_bytes_changed",
+//                    "rechecked_after_timing","second_seed_passed"},
+//    "timing":{"method","l2_flush","stream_held","rotation_sets","warmup","reps","median_ms",
+//              "mean_ms","min_ms","p90_ms","max_ms","cv","stop_reason","wall_check_ms",
+//              "samples_ms":[...]},
+//    "tflops", "library":{...} (baseline only), "flags":[...], "warnings":[...],
+//    "source":"measured|reported", "process":{...} (set by croq)}
+// Numbers that do not apply are null.
+#pragma once
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "croq/measure/verdict.hpp"
+#include "croq/util/json.hpp"
+
+namespace croq {
+
+inline constexpr const char* k_measurement_schema = "croq-measurement-v1";
+
+struct ToleranceSpec {
+  double base_tol = 1.0;
+  double rel_tol = 0.01;
+  double normwise = 1e-3;   // limit of ||got - want||_F / ||want||_F
+  std::string rule;         // which row of the table ("f16/bf16 in, f32 accumulate")
+};
+
+struct WorstElement {
+  int64_t i = 0, j = 0;
+  double got = 0, want = 0;  // got may be NaN/inf: written as null / a string
+};
+
+struct Verification {
+  std::optional<bool> passed;    // null: not performed (or a legacy binary skipped it)
+  int64_t elements = 0;
+  int64_t mismatches = 0;
+  int64_t nan_count = 0;          // non-finite outputs (poison left or NaN computed)
+  double max_abs_err = 0;
+  double max_rel_err = 0;
+  double normwise_rel_err = 0;
+  ToleranceSpec tolerance;
+  std::vector<WorstElement> worst;
+  int64_t guard_bytes_changed = 0;  // bytes written outside C
+  std::optional<bool> rechecked_after_timing;
+  std::optional<bool> second_seed_passed;
+  std::string reported;           // legacy: what the binary printed about its own check
+};
+
+struct Timing {
+  std::string method;   // cuda_events | steady_clock | reported
+  bool l2_flush = true;
+  bool stream_held = false;
+  int rotation_sets = 1;
+  int warmup = 0;
+  int reps = 0;
+  double median_ms = 0, mean_ms = 0, min_ms = 0, p90_ms = 0, max_ms = 0, cv = 0;
+  std::string stop_reason;
+  std::optional<double> wall_check_ms;  // host clock per launch, device synchronised
+  std::vector<double> samples_ms;
+};
+
+struct DeviceFacts {
+  std::string name;
+  std::string uuid;
+  std::string key;
+  std::string compute_cap;
+  std::string driver;
+  std::optional<int> sm_clock_mhz;      // sampled during the timed section
+  std::optional<int> max_sm_clock_mhz;
+  int sm_count = 0;
+  int64_t l2_bytes = 0;
+  double peak_tflops = 0;               // for this problem's dtype (0: unknown)
+  std::string peak_source;              // "table: NVIDIA H200" or "estimate: ..."
+};
+
+struct ProblemDesc {
+  std::string op = "matmul";
+  int64_t m = 0, n = 0, k = 0;
+  std::string dtype;       // canonical token (f16f32, ...)
+  std::string a_type, b_type, c_type, compute_type;
+  std::string b_layout = "row";
+
+  double flops() const { return 2.0 * static_cast<double>(m) * static_cast<double>(n) * static_cast<double>(k); }
+};
+
+struct Measurement {
+  std::string schema = k_measurement_schema;
+  std::string croq_version;
+  std::string croq_git;
+  std::string created_at;
+  std::string kind = "candidate";   // candidate | baseline | legacy
+  Verdict verdict = Verdict::RUNTIME_FAIL;
+  std::string reason;
+  std::string detail;
+  std::string candidate_path;
+  std::string candidate_sha256;
+  json candidate_info;              // the candidate's croq_kernel_info() document, or null
+  ProblemDesc problem;
+  DeviceFacts device;
+  std::optional<uint64_t> seed;
+  std::optional<uint64_t> second_seed;
+  Verification verification;
+  std::optional<Timing> timing;
+  std::optional<double> tflops;
+  json library;                     // baseline only
+  std::vector<std::string> flags;   // near_peak, wall_clock_disagrees, ...
+  std::vector<std::string> warnings;
+  std::string source = "measured";  // measured | reported
+  json process;                     // how the runner ended (set by croq)
+  std::vector<std::string> argv;    // the runner's command line
+
+  json to_json() const;
+  // nullopt with `why` when the document is not a croq-measurement-v1 record.
+  static std::optional<Measurement> from_json(const json& doc, std::string* why = nullptr);
+  bool passed() const { return verdict == Verdict::PASS; }
+};
+
+// TFLOPS of `flops` floating-point operations done in `ms` milliseconds.
+double tflops_of(double flops, double ms);
+
+}  // namespace croq

@@ -1,0 +1,79 @@
+// Peak throughput table and estimates (peak.hpp).
+#include "croq/measure/peak.hpp"
+
+#include <fmt/format.h>
+
+#include "croq/util/text.hpp"
+
+namespace croq {
+
+namespace {
+
+struct Row {
+  const char* contains;      // lowercase substring of the device name
+  const char* excludes;      // lowercase substring that must be absent (or "")
+  int cc_major, cc_minor;
+  double f16, e4m3, tf32, f32;
+};
+
+// Order matters: the first row whose pattern matches wins.
+const Row k_rows[] = {
+    {"h100 nvl", "", 9, 0, 835.0, 1670.0, 417.5, 59.8},
+    {"h100 pcie", "", 9, 0, 756.5, 1513.0, 378.0, 51.2},
+    {"h800 pcie", "", 9, 0, 756.5, 1513.0, 378.0, 51.2},
+    {"h200", "", 9, 0, 989.4, 1978.9, 494.7, 66.9},
+    {"gh200", "", 9, 0, 989.4, 1978.9, 494.7, 66.9},
+    {"h100", "", 9, 0, 989.4, 1978.9, 494.7, 66.9},
+    {"h800", "", 9, 0, 989.4, 1978.9, 494.7, 66.9},
+    {"h20", "", 9, 0, 148.0, 296.0, 74.0, 44.0},
+    {"a100", "", 8, 0, 312.0, 0.0, 156.0, 19.5},
+    {"a800", "", 8, 0, 312.0, 0.0, 156.0, 19.5},
+    {"l40s", "", 8, 9, 362.1, 733.0, 183.0, 91.6},
+};
+
+double pick(const DtypePair& d, double f16, double e4m3, double tf32, double f32) {
+  switch (d.input) {
+    case ScalarType::f16:
+    case ScalarType::bf16: return f16;
+    case ScalarType::e4m3: return e4m3;
+    case ScalarType::f32:
+    case ScalarType::tf32: return d.compute == ScalarType::tf32 ? tf32 : f32;
+  }
+  return f16;
+}
+
+int f16_flop_per_sm_clock(int major, int minor) {
+  if (major == 7) return 1024;
+  if (major == 8) return minor == 0 ? 2048 : 1024;
+  if (major == 9) return 4096;
+  if (major == 10) return 8192;
+  if (major == 12) return 2048;
+  return 8192;
+}
+
+}  // namespace
+
+PeakFigure gpu_peak_tflops(const std::string& name, int cc_major, int cc_minor, int sm_count, int max_sm_clock_mhz,
+                           const DtypePair& dtype) {
+  const std::string lower = to_lower(name);
+  for (const Row& r : k_rows) {
+    if (lower.find(r.contains) == std::string::npos) continue;
+    if (*r.excludes && lower.find(r.excludes) != std::string::npos) continue;
+    if (r.cc_major != cc_major || r.cc_minor != cc_minor) continue;
+    return {pick(dtype, r.f16, r.e4m3, r.tf32, r.f32), fmt::format("table: {}", name)};
+  }
+  const int per_clk = f16_flop_per_sm_clock(cc_major, cc_minor);
+  const double clock_ghz = (max_sm_clock_mhz > 0 ? max_sm_clock_mhz : 3000) / 1000.0;
+  const double base = sm_count * clock_ghz * per_clk / 1000.0;  // TFLOPS
+  const double f32 = sm_count * clock_ghz * 256 / 1000.0;
+  return {pick(dtype, base, 2 * base, base / 2, f32),
+          fmt::format("estimate: {} SMs x {:.0f} MHz x {} FLOP/clk (f16)", sm_count, clock_ghz * 1000, per_clk)};
+}
+
+PeakFigure cpu_peak_tflops(int cores, const DtypePair& dtype) {
+  (void)dtype;
+  const double t = std::max(cores, 1) * 5.0 * 64 / 1000.0;
+  return {t, fmt::format("estimate: {} cores x 5 GHz x 64 FLOP/clk", std::max(cores, 1))};
+}
+
+}  // namespace croq

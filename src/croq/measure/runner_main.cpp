@@ -1,0 +1,160 @@
+// The runners' main (runner_main.hpp).
+#include "croq/measure/runner_main.hpp"
+
+#include <cstdio>
+#include <cstdlib>
+#include <iostream>
+#include <random>
+
+#include <fmt/format.h>
+
+#include "croq/measure/elf_scan.hpp"
+#include "croq/util/build_info.hpp"
+#include "croq/util/error.hpp"
+#include "croq/util/fs.hpp"
+#include "croq/util/hash.hpp"
+#include "croq/util/time.hpp"
+
+namespace croq {
+
+namespace {
+
+uint64_t fresh_seed() {
+  std::random_device rd;
+  uint64_t s = (static_cast<uint64_t>(rd()) << 32) ^ rd();
+  return s & ((uint64_t{1} << 53) - 1);  // exact in a JSON double, for readers that parse numbers as doubles
+}
+
+void write_measurement(const Measurement& m, const RunnerOptions& o) {
+  std::string text = dump_pretty(m.to_json());
+  if (!o.out.empty()) atomic_write(o.out, text + "\n");
+  std::cout << text << std::endl;
+}
+
+}  // namespace
+
+int runner_main(int argc, char** argv, RunnerPlatform& platform) {
+  const std::string program = platform.program();
+  std::vector<std::string> args(argv + 1, argv + argc);
+  RunnerOptions o;
+  try {
+    o = parse_runner_options(args);
+  } catch (const Error& e) {
+    std::cerr << program << ": " << e.what() << "\n";
+    if (!e.hint().empty()) std::cerr << "  hint: " << e.hint() << "\n";
+    return static_cast<int>(ExitCode::usage);
+  }
+  if (o.help) {
+    std::cout << runner_usage(program, platform.libraries());
+    return 0;
+  }
+  if (!o.library.empty() && ("|" + platform.libraries() + "|").find("|" + o.library + "|") == std::string::npos) {
+    std::cerr << program << ": unknown library '" << o.library << "' (" << platform.libraries() << ")\n";
+    return static_cast<int>(ExitCode::usage);
+  }
+  auto phase = [&](const std::string& what) { std::cerr << "phase: " << what << std::endl; };
+  try {
+    ProblemSetup setup = make_problem(o.m, o.n, o.k, o.dtype, o.b_layout == "col" ? "col" : "row");
+    Measurement base;
+    base.croq_version = build_info::k_version;
+    base.croq_git = build_info::k_git_sha;
+    base.created_at = now_iso8601();
+    base.kind = o.library.empty() ? "candidate" : "baseline";
+    base.argv.assign(argv, argv + argc);
+    base.problem = setup.desc;
+    base.seed = o.seed ? *o.seed : fresh_seed();
+    base.verification.elements = o.m * o.n;
+
+    std::unique_ptr<CandidateLibrary> candidate;
+    if (!o.candidate.empty()) {
+      std::error_code ec;
+      if (!std::filesystem::is_regular_file(o.candidate, ec)) {
+        std::cerr << program << ": candidate not found: " << o.candidate << "\n";
+        return static_cast<int>(ExitCode::not_found);
+      }
+      base.candidate_path = std::filesystem::absolute(o.candidate).string();
+      base.candidate_sha256 = sha256_file(o.candidate);
+      phase("purity scan");
+      PurityReport purity = scan_candidate(o.candidate);
+      auto refuse = [&](Verdict v, const std::string& code, const std::string& detail) {
+        Measurement m = base;
+        m.device = platform.describe_device(o, setup);
+        m.verdict = v;
+        m.reason = code;
+        m.detail = detail;
+        write_measurement(m, o);
+        return 0;
+      };
+      if (!purity.is_elf) return refuse(Verdict::RUNTIME_FAIL, reason::load_failed, "not a shared object: " + purity.error);
+      if (!purity.clean()) return refuse(Verdict::LIBRARY_CALL_FORBIDDEN, reason::library_call_forbidden, purity.summary());
+      phase("load");
+      std::string code, error;
+      candidate = CandidateLibrary::open(o.candidate, code, error);
+      if (!candidate) return refuse(Verdict::RUNTIME_FAIL, code, error);
+      base.candidate_info = candidate->info;
+    } else {
+      base.candidate_path = "library:" + o.library;
+    }
+
+    Measurement result;
+    std::unique_ptr<MeasureBackend> keep;  // alive until the process leaves (see below)
+    for (const std::string& layout : layout_order(o.b_layout, setup.dtype)) {
+      ProblemSetup p = make_problem(o.m, o.n, o.k, o.dtype, layout);
+      keep.reset();  // the previous layout's buffers go before the next are allocated
+      phase("open device (B " + layout + ")");
+      std::string error;
+      bool no_device = false;
+      std::unique_ptr<MeasureBackend> backend = platform.open(o, p, candidate.get(), error, no_device);
+      if (!backend) {
+        std::cerr << program << ": " << error << "\n";
+        return static_cast<int>(no_device ? ExitCode::no_device : ExitCode::internal);
+      }
+      ProcedureOptions po;
+      po.mode = o.mode;
+      po.seed = *base.seed;
+      po.warmup = o.warmup;
+      po.stop.min_reps = o.min_reps;
+      po.stop.max_reps = o.max_reps;
+      po.stop.cv_target = o.cv_target;
+      po.stop.time_budget_ms = o.time_budget_ms;
+      po.l2_flush = o.l2_flush;
+      po.hold_stream = o.hold;
+      po.rotation_sets = o.l2_flush ? o.rotation_sets : 1;
+      po.library = !o.library.empty();
+      po.on_phase = phase;
+      phase(std::string(run_mode_name(o.mode)));
+      Measurement m = run_procedure(*backend, p.desc, p.dtype, po);
+      m.croq_version = base.croq_version;
+      m.croq_git = base.croq_git;
+      m.created_at = base.created_at;
+      m.kind = base.kind;
+      m.argv = base.argv;
+      m.candidate_path = base.candidate_path;
+      m.candidate_sha256 = base.candidate_sha256;
+      m.candidate_info = base.candidate_info;
+      result = m;
+      keep = std::move(backend);
+      if (m.verdict != Verdict::UNSUPPORTED) break;
+    }
+    phase("write");
+    write_measurement(result, o);
+    // Leave at once: tearing down a CUDA context a candidate broke, or unloading a candidate's
+    // code, can crash or hang after the measurement is safely written.
+    std::cout.flush();
+    std::cerr.flush();
+    std::fflush(nullptr);
+    std::_Exit(0);
+  } catch (const HarnessError& e) {
+    std::cerr << program << ": internal error: " << e.what() << "\n";
+    return static_cast<int>(ExitCode::internal);
+  } catch (const Error& e) {
+    std::cerr << program << ": " << e.what() << "\n";
+    if (!e.hint().empty()) std::cerr << "  hint: " << e.hint() << "\n";
+    return static_cast<int>(e.code());
+  } catch (const std::exception& e) {
+    std::cerr << program << ": internal error: " << e.what() << "\n";
+    return static_cast<int>(ExitCode::internal);
+  }
+}
+
+}  // namespace croq

@@ -1,0 +1,44 @@
+// The verification rule: which tolerance applies to a problem, and the host comparison of an
+// output against the f32-accumulated reference (used by the CPU runner, and by the GPU runner to
+// list the worst elements once its device check has found a failure).
+//
+// Tolerance table (the seeds' values; an element fails if !(|got - want| <= base + rel * |want|),
+// see portable.hpp), plus a limit on the normwise relative error ||got - want||_F / ||want||_F:
+//
+//   inputs       output     base_tol  rel_tol  normwise   rule
+//   f16 / bf16   f32        1.0       0.01     1e-3       f16/bf16 in, f32 accumulate
+//   f16 / bf16   f16/bf16   1.0       0.01     2e-3/1e-2  f16/bf16 in, f32 accumulate, 16-bit out
+//   e4m3         f16/bf16   0.5       0.01     5e-3/1e-2  fp8 e4m3 in, f32 accumulate
+//   f32          f32        1.0       0.01     1e-4       f32 in, f32 accumulate
+//   f32 (tf32)   f32        1.0       0.01     5e-3       tf32 multiply, f32 accumulate
+//   (f16 accumulation, 16.0 / 0.05, is the seeds' row for kernels that accumulate in f16; the ABI
+//    fixes f32 accumulation, so no problem selects it today.)
+//
+// The normwise limits sit an order of magnitude above what a correct kernel reaches (f32
+// accumulation in any order: ~1e-6; rounding to f16: ~3e-4, to bf16: ~2e-3) and below what a
+// silent precision drop or a partly wrong output produces.
+#pragma once
+#include <cstddef>
+#include <cstdint>
+
+#include "croq/measure/measurement.hpp"
+#include "croq/workspace/dtype.hpp"
+
+namespace croq {
+
+ToleranceSpec tolerance_for(const DtypePair& dtype);
+// The seeds' f16-accumulation row (documented, not selected by any ABI v1 problem).
+ToleranceSpec f16_accumulate_tolerance();
+
+// Compares `got` (m x n row-major, element type `c_type`) with `want` (f32, same layout).
+// Fills elements, mismatches, nan_count, max_abs_err, max_rel_err, normwise_rel_err, the
+// `max_worst` elements with the largest error relative to their tolerance, and passed.
+// max_rel_err is taken over elements with |want| >= base_tol (where the relative term matters).
+void compare_host(const void* got, ScalarType c_type, const float* want, int64_t m, int64_t n,
+                  const ToleranceSpec& tol, Verification& out, size_t max_worst = 8);
+
+// Sets `passed` from the figures: no mismatch, no NaN, no guard byte changed, normwise within
+// the limit.
+void decide_passed(Verification& v);
+
+}  // namespace croq

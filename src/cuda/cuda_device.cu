@@ -1,0 +1,743 @@
+// CUDA implementation of the GPU runner's device work (cuda_device.hpp). Every CUDA, cuBLAS and
+// cuBLASLt call is checked and reported with the file, line and call text.
+#include "cuda_device.hpp"
+
+#include <cublasLt.h>
+#include <cublas_v2.h>
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#include <cuda_fp8.h>
+#include <cuda_runtime.h>
+#include <dlfcn.h>
+#include <nvtx3/nvToolsExt.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <cstring>
+
+#include "croq/measure/portable.hpp"
+
+namespace croq::gpu_runner {
+
+size_t elem_bytes(Elem e) {
+  switch (e) {
+    case Elem::f16:
+    case Elem::bf16: return 2;
+    case Elem::f32: return 4;
+    case Elem::e4m3: return 1;
+  }
+  return 4;
+}
+
+namespace {
+
+constexpr size_t k_guard_bytes = 256 * 1024;
+constexpr unsigned char k_guard_byte = 0xA5;
+constexpr size_t k_library_workspace = 64ull << 20;
+
+bool is_sticky(cudaError_t e) {
+  switch (e) {
+    case cudaErrorIllegalAddress:
+    case cudaErrorLaunchFailure:
+    case cudaErrorIllegalInstruction:
+    case cudaErrorMisalignedAddress:
+    case cudaErrorInvalidAddressSpace:
+    case cudaErrorInvalidPc:
+    case cudaErrorHardwareStackError:
+    case cudaErrorAssert:
+    case cudaErrorLaunchTimeout:
+    case cudaErrorECCUncorrectable:
+    case cudaErrorContextIsDestroyed:
+    case cudaErrorUnknown: return true;
+    default: return false;
+  }
+}
+
+CudaStatus check_cuda(cudaError_t e, const char* call, const char* file, int line) {
+  if (e == cudaSuccess) return {};
+  char buf[512];
+  std::snprintf(buf, sizeof buf, "%s: %s (%s at %s:%d)", cudaGetErrorName(e), cudaGetErrorString(e), call, file, line);
+  return {false, is_sticky(e), buf};
+}
+
+CudaStatus check_cublas(cublasStatus_t s, const char* call, const char* file, int line) {
+  if (s == CUBLAS_STATUS_SUCCESS) return {};
+  char buf[512];
+  std::snprintf(buf, sizeof buf, "%s: %s (%s at %s:%d)", cublasGetStatusName(s), cublasGetStatusString(s), call, file,
+                line);
+  return {false, false, buf};
+}
+
+#define CK(call)                                                        \
+  do {                                                                  \
+    CudaStatus st_ = check_cuda((call), #call, __FILE__, __LINE__);     \
+    if (!st_.ok) return st_;                                            \
+  } while (0)
+#define CKB(call)                                                       \
+  do {                                                                  \
+    CudaStatus st_ = check_cublas((call), #call, __FILE__, __LINE__);   \
+    if (!st_.ok) return st_;                                            \
+  } while (0)
+
+// ---- kernels ----
+
+template <typename T>
+__device__ T from_float(float x);
+template <>
+__device__ __half from_float<__half>(float x) { return __float2half_rn(x); }
+template <>
+__device__ __nv_bfloat16 from_float<__nv_bfloat16>(float x) { return __float2bfloat16_rn(x); }
+template <>
+__device__ float from_float<float>(float x) { return x; }
+template <>
+__device__ __nv_fp8_e4m3 from_float<__nv_fp8_e4m3>(float x) { return __nv_fp8_e4m3(x); }
+
+template <typename T>
+__device__ float to_float(T x);
+template <>
+__device__ float to_float<__half>(__half x) { return __half2float(x); }
+template <>
+__device__ float to_float<__nv_bfloat16>(__nv_bfloat16 x) { return __bfloat162float(x); }
+template <>
+__device__ float to_float<float>(float x) { return x; }
+
+template <typename T>
+__global__ void fill_kernel(T* p, size_t count, uint64_t seed, uint64_t stream) {
+  for (size_t i = blockIdx.x * size_t(blockDim.x) + threadIdx.x; i < count; i += size_t(gridDim.x) * blockDim.x) {
+    p[i] = from_float<T>(random_uniform(seed, stream, i));
+  }
+}
+
+__global__ void upcast_e4m3_kernel(const __nv_fp8_e4m3* in, __half* out, size_t count) {
+  for (size_t i = blockIdx.x * size_t(blockDim.x) + threadIdx.x; i < count; i += size_t(gridDim.x) * blockDim.x) {
+    out[i] = __float2half_rn(static_cast<float>(in[i]));
+  }
+}
+
+struct CompareAcc {
+  unsigned long long mismatches;
+  unsigned long long nan_count;
+  unsigned int max_abs_bits;  // non-negative floats compare as their bit patterns
+  unsigned int max_rel_bits;
+  double sum_d2;
+  double sum_w2;
+};
+
+template <typename T>
+__global__ void compare_kernel(const T* got, const float* want, size_t count, double base, double rel, CompareAcc* acc) {
+  unsigned long long mism = 0, nans = 0;
+  float max_abs = 0.f, max_rel = 0.f;
+  double d2 = 0, w2 = 0;
+  for (size_t i = blockIdx.x * size_t(blockDim.x) + threadIdx.x; i < count; i += size_t(gridDim.x) * blockDim.x) {
+    const float g = to_float<T>(got[i]);
+    const float w = want[i];
+    if (element_fails(g, w, base, rel)) ++mism;
+    if (!isfinite(g)) {
+      ++nans;
+    } else {
+      const float d = fabsf(g - w);
+      max_abs = fmaxf(max_abs, d);
+      if (fabsf(w) >= base) max_rel = fmaxf(max_rel, d / fabsf(w));
+      d2 += double(d) * double(d);
+    }
+    w2 += double(w) * double(w);
+  }
+  for (int off = 16; off > 0; off >>= 1) {
+    mism += __shfl_down_sync(0xffffffffu, mism, off);
+    nans += __shfl_down_sync(0xffffffffu, nans, off);
+    max_abs = fmaxf(max_abs, __shfl_down_sync(0xffffffffu, max_abs, off));
+    max_rel = fmaxf(max_rel, __shfl_down_sync(0xffffffffu, max_rel, off));
+    d2 += __shfl_down_sync(0xffffffffu, d2, off);
+    w2 += __shfl_down_sync(0xffffffffu, w2, off);
+  }
+  if ((threadIdx.x & 31) == 0) {
+    if (mism) atomicAdd(&acc->mismatches, mism);
+    if (nans) atomicAdd(&acc->nan_count, nans);
+    atomicMax(&acc->max_abs_bits, __float_as_uint(max_abs));
+    atomicMax(&acc->max_rel_bits, __float_as_uint(max_rel));
+    atomicAdd(&acc->sum_d2, d2);
+    atomicAdd(&acc->sum_w2, w2);
+  }
+}
+
+__device__ __forceinline__ unsigned long long global_timer_ns() {
+  unsigned long long t;
+  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+  return t;
+}
+
+// Holds the stream until the host sets *release (nvbench's blocking kernel), so that the start
+// event, the launch and the stop event are all enqueued before any of them runs: the host's
+// launch overhead stays out of the measured interval. Gives up after `timeout_ns` (a launch
+// function that synchronises would otherwise wait forever) and says so in *timed_out.
+__global__ void hold_kernel(volatile int* release, volatile int* timed_out, unsigned long long timeout_ns) {
+  const unsigned long long start = global_timer_ns();
+  while (*release == 0) {
+    if (global_timer_ns() - start > timeout_ns) {
+      *timed_out = 1;
+      break;
+    }
+    __nanosleep(1000);
+  }
+}
+
+unsigned grid_for(size_t count) {
+  size_t blocks = (count + 255) / 256;
+  return static_cast<unsigned>(std::min<size_t>(std::max<size_t>(blocks, 1), 65535u * 8));
+}
+
+// ---- NVML, loaded at run time (the driver's library; absent on machines without a driver) ----
+
+struct Nvml {
+  using Device = void*;
+  using InitFn = int (*)();
+  using HandleByUuidFn = int (*)(const char*, Device*);
+  using ClockFn = int (*)(Device, int, unsigned*);
+  using DriverFn = int (*)(char*, unsigned);
+  void* lib = nullptr;
+  Device dev = nullptr;
+  ClockFn clock = nullptr;
+  ClockFn max_clock = nullptr;
+  DriverFn driver = nullptr;
+
+  void open(const std::string& uuid) {
+    lib = ::dlopen("libnvidia-ml.so.1", RTLD_NOW | RTLD_LOCAL);
+    if (!lib) return;
+    auto init = reinterpret_cast<InitFn>(::dlsym(lib, "nvmlInit_v2"));
+    auto by_uuid = reinterpret_cast<HandleByUuidFn>(::dlsym(lib, "nvmlDeviceGetHandleByUUID"));
+    clock = reinterpret_cast<ClockFn>(::dlsym(lib, "nvmlDeviceGetClockInfo"));
+    max_clock = reinterpret_cast<ClockFn>(::dlsym(lib, "nvmlDeviceGetMaxClockInfo"));
+    driver = reinterpret_cast<DriverFn>(::dlsym(lib, "nvmlSystemGetDriverVersion"));
+    if (!init || !by_uuid || init() != 0 || by_uuid(uuid.c_str(), &dev) != 0) dev = nullptr;
+  }
+  std::optional<int> sm_clock() {
+    unsigned v = 0;
+    if (dev && clock && clock(dev, 1 /* NVML_CLOCK_SM */, &v) == 0) return static_cast<int>(v);
+    return std::nullopt;
+  }
+  std::optional<int> sm_max_clock() {
+    unsigned v = 0;
+    if (dev && max_clock && max_clock(dev, 1, &v) == 0) return static_cast<int>(v);
+    return std::nullopt;
+  }
+  std::string driver_version() {
+    char buf[96] = {0};
+    if (lib && driver && driver(buf, sizeof buf) == 0) return buf;
+    return {};
+  }
+};
+
+std::string format_uuid(const cudaUUID_t& u) {
+  const unsigned char* b = reinterpret_cast<const unsigned char*>(u.bytes);
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "GPU-%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x", b[0], b[1],
+                b[2], b[3], b[4], b[5], b[6], b[7], b[8], b[9], b[10], b[11], b[12], b[13], b[14], b[15]);
+  return buf;
+}
+
+cudaDataType_t cuda_type(Elem e) {
+  switch (e) {
+    case Elem::f16: return CUDA_R_16F;
+    case Elem::bf16: return CUDA_R_16BF;
+    case Elem::f32: return CUDA_R_32F;
+    case Elem::e4m3: return CUDA_R_8F_E4M3;
+  }
+  return CUDA_R_32F;
+}
+
+}  // namespace
+
+struct CudaDevice::Impl {
+  int ordinal = 0;
+  CudaFacts facts;
+  Nvml nvml;
+  std::vector<int> clock_samples;
+  cudaStream_t stream = nullptr;
+  cudaEvent_t ev_start = nullptr, ev_stop = nullptr;
+  int* host_flags = nullptr;  // [0] release, [1] timed out; mapped pinned memory
+  int* dev_flags = nullptr;
+
+  CudaProblem p;
+  int sets = 0;
+  std::vector<void*> a, b;
+  unsigned char* c_alloc = nullptr;
+  void* c = nullptr;
+  size_t c_bytes = 0;
+  float* ref = nullptr;
+  __half* a16 = nullptr;
+  __half* b16 = nullptr;
+  void* workspace = nullptr;
+  size_t workspace_bytes = 0;
+  void* flush = nullptr;
+  size_t flush_bytes = 0;
+  int flush_count = 0;
+  CompareAcc* acc = nullptr;
+
+  // candidate
+  croq_matmul_fn fn = nullptr;
+  croq_matmul_problem abi{};
+
+  // libraries
+  cublasHandle_t ref_handle = nullptr;
+  cublasHandle_t lib_handle = nullptr;
+  cublasLtHandle_t lt = nullptr;
+  void* lib_ws = nullptr;
+  struct LtPlan {
+    cublasLtMatmulDesc_t desc = nullptr;
+    cublasLtMatrixLayout_t a = nullptr, b = nullptr, c = nullptr;
+  };
+  LtPlan lt_plain, lt_fast;
+  std::vector<LibVariant> variants;
+  std::vector<cublasLtMatmulHeuristicResult_t> lt_results;  // per variant (unused for cublas)
+  int selected = -1;
+
+  ~Impl() {
+    // Errors are ignored here: on a lost context the process exits right after anyway.
+    for (void* ptr : a) cudaFree(ptr);
+    for (void* ptr : b) cudaFree(ptr);
+    for (void* ptr : {static_cast<void*>(c_alloc), static_cast<void*>(ref), static_cast<void*>(a16),
+                      static_cast<void*>(b16), workspace, flush, static_cast<void*>(acc), lib_ws}) {
+      if (ptr) cudaFree(ptr);
+    }
+    if (host_flags) cudaFreeHost(host_flags);
+    if (ev_start) cudaEventDestroy(ev_start);
+    if (ev_stop) cudaEventDestroy(ev_stop);
+    for (LtPlan* pl : {&lt_plain, &lt_fast}) {
+      if (pl->desc) cublasLtMatmulDescDestroy(pl->desc);
+      if (pl->a) cublasLtMatrixLayoutDestroy(pl->a);
+      if (pl->b) cublasLtMatrixLayoutDestroy(pl->b);
+      if (pl->c) cublasLtMatrixLayoutDestroy(pl->c);
+    }
+    if (lt) cublasLtDestroy(lt);
+    if (lib_handle) cublasDestroy(lib_handle);
+    if (ref_handle) cublasDestroy(ref_handle);
+    if (stream) cudaStreamDestroy(stream);
+  }
+
+  size_t in_count_a() const { return size_t(p.m) * p.k; }
+  size_t in_count_b() const { return size_t(p.k) * p.n; }
+  size_t out_count() const { return size_t(p.m) * p.n; }
+
+  CudaStatus fill_typed(void* ptr, Elem e, size_t count, uint64_t seed, uint64_t stream_id) {
+    const unsigned grid = grid_for(count);
+    switch (e) {
+      case Elem::f16: fill_kernel<<<grid, 256, 0, stream>>>(static_cast<__half*>(ptr), count, seed, stream_id); break;
+      case Elem::bf16:
+        fill_kernel<<<grid, 256, 0, stream>>>(static_cast<__nv_bfloat16*>(ptr), count, seed, stream_id);
+        break;
+      case Elem::f32: fill_kernel<<<grid, 256, 0, stream>>>(static_cast<float*>(ptr), count, seed, stream_id); break;
+      case Elem::e4m3:
+        fill_kernel<<<grid, 256, 0, stream>>>(static_cast<__nv_fp8_e4m3*>(ptr), count, seed, stream_id);
+        break;
+    }
+    CK(cudaGetLastError());
+    return {};
+  }
+
+  // Column-major view of the row-major problem: C^T (n x m) = op(B) (n x k) * A^T (k x m).
+  CudaStatus gemm_ex(cublasHandle_t h, const void* A, const void* B, cudaDataType_t in_type, void* C,
+                     cudaDataType_t c_type, cublasComputeType_t compute) {
+    const float one = 1.0f, zero = 0.0f;
+    const cublasOperation_t op_b = p.b_col ? CUBLAS_OP_T : CUBLAS_OP_N;
+    const int ldb = static_cast<int>(p.b_col ? p.k : p.n);
+    CKB(cublasGemmEx(h, op_b, CUBLAS_OP_N, static_cast<int>(p.n), static_cast<int>(p.m), static_cast<int>(p.k), &one,
+                     B, in_type, ldb, A, in_type, static_cast<int>(p.k), &zero, C, c_type, static_cast<int>(p.n),
+                     compute, CUBLAS_GEMM_DEFAULT));
+    return {};
+  }
+
+  CudaStatus make_lt_plan(LtPlan& plan, bool fast_accum) {
+    const cublasComputeType_t compute = p.tf32 ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F;
+    CKB(cublasLtMatmulDescCreate(&plan.desc, compute, CUDA_R_32F));
+    cublasOperation_t ta = p.b_col ? CUBLAS_OP_T : CUBLAS_OP_N, tb = CUBLAS_OP_N;
+    CKB(cublasLtMatmulDescSetAttribute(plan.desc, CUBLASLT_MATMUL_DESC_TRANSA, &ta, sizeof ta));
+    CKB(cublasLtMatmulDescSetAttribute(plan.desc, CUBLASLT_MATMUL_DESC_TRANSB, &tb, sizeof tb));
+    if (p.in == Elem::e4m3) {
+      int8_t fa = fast_accum ? 1 : 0;
+      CKB(cublasLtMatmulDescSetAttribute(plan.desc, CUBLASLT_MATMUL_DESC_FAST_ACCUM, &fa, sizeof fa));
+    }
+    const cudaDataType_t in = cuda_type(p.in), out = cuda_type(p.out);
+    if (p.b_col) CKB(cublasLtMatrixLayoutCreate(&plan.a, in, p.k, p.n, p.k));
+    else CKB(cublasLtMatrixLayoutCreate(&plan.a, in, p.n, p.k, p.n));
+    CKB(cublasLtMatrixLayoutCreate(&plan.b, in, p.k, p.m, p.k));
+    CKB(cublasLtMatrixLayoutCreate(&plan.c, out, p.n, p.m, p.n));
+    return {};
+  }
+
+  CudaStatus lt_heuristics(LtPlan& plan, bool fast_accum, int top) {
+    cublasLtMatmulPreference_t pref = nullptr;
+    CKB(cublasLtMatmulPreferenceCreate(&pref));
+    size_t ws = k_library_workspace;
+    cublasStatus_t s = cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws, sizeof ws);
+    std::vector<cublasLtMatmulHeuristicResult_t> res(top);
+    int returned = 0;
+    if (s == CUBLAS_STATUS_SUCCESS) {
+      s = cublasLtMatmulAlgoGetHeuristic(lt, plan.desc, plan.a, plan.b, plan.c, plan.c, pref, top, res.data(), &returned);
+    }
+    cublasLtMatmulPreferenceDestroy(pref);
+    if (s == CUBLAS_STATUS_NOT_SUPPORTED) return {};  // no algorithm for this problem: no variants
+    CKB(s);
+    for (int i = 0; i < returned; ++i) {
+      if (res[i].state != CUBLAS_STATUS_SUCCESS) continue;
+      LibVariant v;
+      v.library = "cublasLt";
+      v.api = "cublasLtMatmul";
+      v.heuristic_rank = i;
+      v.fast_accum = fast_accum;
+      v.workspace_bytes = res[i].workspaceSize;
+      v.waves = res[i].wavesCount;
+      auto attr = [&](cublasLtMatmulAlgoConfigAttributes_t a, int& out, size_t size) {
+        uint64_t value = 0;
+        size_t written = 0;
+        if (cublasLtMatmulAlgoConfigGetAttribute(&res[i].algo, a, &value, size, &written) == CUBLAS_STATUS_SUCCESS) {
+          out = static_cast<int>(size == 2 ? static_cast<uint16_t>(value) : static_cast<uint32_t>(value));
+        }
+      };
+      attr(CUBLASLT_ALGO_CONFIG_ID, v.algo_id, 4);
+      attr(CUBLASLT_ALGO_CONFIG_TILE_ID, v.tile, 4);
+      attr(CUBLASLT_ALGO_CONFIG_STAGES_ID, v.stages, 4);
+      attr(CUBLASLT_ALGO_CONFIG_SPLITK_NUM, v.splitk, 4);
+      attr(CUBLASLT_ALGO_CONFIG_REDUCTION_SCHEME, v.reduction, 4);
+      attr(CUBLASLT_ALGO_CONFIG_CTA_SWIZZLING, v.swizzle, 4);
+      attr(CUBLASLT_ALGO_CONFIG_CUSTOM_OPTION, v.custom, 4);
+      attr(CUBLASLT_ALGO_CONFIG_CLUSTER_SHAPE_ID, v.cluster, 2);
+      variants.push_back(v);
+      lt_results.push_back(res[i]);
+    }
+    return {};
+  }
+};
+
+CudaDevice::CudaDevice() : m(std::make_unique<Impl>()) {}
+CudaDevice::~CudaDevice() = default;
+
+std::unique_ptr<CudaDevice> CudaDevice::open(const std::string& device, std::string& error, bool& no_device) {
+  int count = 0;
+  cudaError_t e = cudaGetDeviceCount(&count);
+  if (e != cudaSuccess || count == 0) {
+    no_device = true;
+    error = e != cudaSuccess ? std::string("no CUDA device: ") + cudaGetErrorName(e) + ": " + cudaGetErrorString(e)
+                             : "no CUDA device visible";
+    return nullptr;
+  }
+  int ordinal = -1;
+  if (device.empty()) {
+    ordinal = 0;
+  } else if (device.rfind("GPU-", 0) == 0) {
+    for (int i = 0; i < count; ++i) {
+      cudaDeviceProp prop{};
+      if (cudaGetDeviceProperties(&prop, i) == cudaSuccess && format_uuid(prop.uuid).rfind(device, 0) == 0) ordinal = i;
+    }
+  } else {
+    char* end = nullptr;
+    long v = std::strtol(device.c_str(), &end, 10);
+    if (end && *end == '\0' && v >= 0 && v < count) ordinal = static_cast<int>(v);
+  }
+  if (ordinal < 0) {
+    no_device = true;
+    error = "device '" + device + "' is not among the " + std::to_string(count) + " visible CUDA devices";
+    return nullptr;
+  }
+  std::unique_ptr<CudaDevice> d(new CudaDevice());
+  Impl& m = *d->m;
+  m.ordinal = ordinal;
+  auto fail = [&](cudaError_t err, const char* what) {
+    error = std::string(what) + ": " + cudaGetErrorName(err) + ": " + cudaGetErrorString(err);
+    return nullptr;
+  };
+  if ((e = cudaSetDevice(ordinal)) != cudaSuccess) return fail(e, "cudaSetDevice");
+  cudaDeviceProp prop{};
+  if ((e = cudaGetDeviceProperties(&prop, ordinal)) != cudaSuccess) return fail(e, "cudaGetDeviceProperties");
+  m.facts.name = prop.name;
+  m.facts.uuid = format_uuid(prop.uuid);
+  m.facts.cc_major = prop.major;
+  m.facts.cc_minor = prop.minor;
+  m.facts.sm_count = prop.multiProcessorCount;
+  m.facts.l2_bytes = prop.l2CacheSize;
+  int clock_khz = 0;
+  cudaDeviceGetAttribute(&clock_khz, cudaDevAttrClockRate, ordinal);
+  m.facts.max_sm_clock_mhz = clock_khz / 1000;
+  m.nvml.open(m.facts.uuid);
+  if (auto mx = m.nvml.sm_max_clock()) m.facts.max_sm_clock_mhz = *mx;
+  m.facts.driver = m.nvml.driver_version();
+  if (m.facts.driver.empty()) {
+    int v = 0;
+    cudaDriverGetVersion(&v);
+    m.facts.driver = "CUDA driver API " + std::to_string(v / 1000) + "." + std::to_string((v % 1000) / 10);
+  }
+  if ((e = cudaStreamCreateWithFlags(&m.stream, cudaStreamNonBlocking)) != cudaSuccess) return fail(e, "cudaStreamCreate");
+  if ((e = cudaEventCreate(&m.ev_start)) != cudaSuccess) return fail(e, "cudaEventCreate");
+  if ((e = cudaEventCreate(&m.ev_stop)) != cudaSuccess) return fail(e, "cudaEventCreate");
+  if ((e = cudaHostAlloc(reinterpret_cast<void**>(&m.host_flags), 2 * sizeof(int), cudaHostAllocMapped)) != cudaSuccess)
+    return fail(e, "cudaHostAlloc");
+  m.host_flags[0] = 1;
+  m.host_flags[1] = 0;
+  if ((e = cudaHostGetDevicePointer(reinterpret_cast<void**>(&m.dev_flags), m.host_flags, 0)) != cudaSuccess)
+    return fail(e, "cudaHostGetDevicePointer");
+  return d;
+}
+
+CudaFacts CudaDevice::facts() {
+  CudaFacts f = m->facts;
+  if (!m->clock_samples.empty()) {
+    std::vector<int> s = m->clock_samples;
+    std::sort(s.begin(), s.end());
+    f.sm_clock_mhz = s[s.size() / 2];
+  } else {
+    f.sm_clock_mhz = m->nvml.sm_clock();
+  }
+  return f;
+}
+
+void CudaDevice::sample_clock() {
+  if (auto c = m->nvml.sm_clock()) m->clock_samples.push_back(*c);
+}
+
+CudaStatus CudaDevice::prepare(const CudaProblem& p, int sets, size_t workspace_bytes) {
+  Impl& s = *m;
+  s.p = p;
+  s.sets = sets;
+  for (int i = 0; i < sets; ++i) {
+    void* a = nullptr;
+    void* b = nullptr;
+    CK(cudaMalloc(&a, s.in_count_a() * elem_bytes(p.in)));
+    CK(cudaMalloc(&b, s.in_count_b() * elem_bytes(p.in)));
+    s.a.push_back(a);
+    s.b.push_back(b);
+  }
+  s.c_bytes = s.out_count() * elem_bytes(p.out);
+  CK(cudaMalloc(reinterpret_cast<void**>(&s.c_alloc), s.c_bytes + 2 * k_guard_bytes));
+  s.c = s.c_alloc + k_guard_bytes;
+  CK(cudaMemset(s.c_alloc, k_guard_byte, k_guard_bytes));
+  CK(cudaMemset(s.c_alloc + k_guard_bytes + s.c_bytes, k_guard_byte, k_guard_bytes));
+  CK(cudaMalloc(reinterpret_cast<void**>(&s.ref), s.out_count() * sizeof(float)));
+  if (p.in == Elem::e4m3) {
+    CK(cudaMalloc(reinterpret_cast<void**>(&s.a16), s.in_count_a() * sizeof(__half)));
+    CK(cudaMalloc(reinterpret_cast<void**>(&s.b16), s.in_count_b() * sizeof(__half)));
+  }
+  if (workspace_bytes > 0) {
+    CK(cudaMalloc(&s.workspace, workspace_bytes));
+    s.workspace_bytes = workspace_bytes;
+  }
+  s.flush_bytes = std::max<size_t>(2 * static_cast<size_t>(s.facts.l2_bytes), 64ull << 20);
+  CK(cudaMalloc(&s.flush, s.flush_bytes));
+  CK(cudaMalloc(reinterpret_cast<void**>(&s.acc), sizeof(CompareAcc)));
+  CKB(cublasCreate(&s.ref_handle));
+  CKB(cublasSetStream(s.ref_handle, s.stream));
+  // The reference: f32 accumulation, no reduced-precision split-K reductions; f32 inputs in
+  // full f32 (never tf32, whatever NVIDIA_TF32_OVERRIDE says).
+  CKB(cublasSetMathMode(s.ref_handle, p.in == Elem::f32 ? CUBLAS_PEDANTIC_MATH
+                                                         : CUBLAS_MATH_DISALLOW_REDUCED_PRECISION_REDUCTION));
+  CK(cudaDeviceSynchronize());
+  return {};
+}
+
+CudaStatus CudaDevice::fill(int set, uint64_t seed) {
+  Impl& s = *m;
+  if (auto st = s.fill_typed(s.a[set], s.p.in, s.in_count_a(), seed, k_stream_a); !st.ok) return st;
+  if (auto st = s.fill_typed(s.b[set], s.p.in, s.in_count_b(), seed, k_stream_b); !st.ok) return st;
+  CK(cudaStreamSynchronize(s.stream));
+  return {};
+}
+
+CudaStatus CudaDevice::reference(int set) {
+  Impl& s = *m;
+  const void* A = s.a[set];
+  const void* B = s.b[set];
+  cudaDataType_t in = cuda_type(s.p.in);
+  if (s.p.in == Elem::e4m3) {
+    upcast_e4m3_kernel<<<grid_for(s.in_count_a()), 256, 0, s.stream>>>(static_cast<const __nv_fp8_e4m3*>(A), s.a16,
+                                                                      s.in_count_a());
+    upcast_e4m3_kernel<<<grid_for(s.in_count_b()), 256, 0, s.stream>>>(static_cast<const __nv_fp8_e4m3*>(B), s.b16,
+                                                                      s.in_count_b());
+    CK(cudaGetLastError());
+    A = s.a16;
+    B = s.b16;
+    in = CUDA_R_16F;
+  }
+  const cublasComputeType_t compute = s.p.in == Elem::f32 ? CUBLAS_COMPUTE_32F_PEDANTIC : CUBLAS_COMPUTE_32F;
+  if (auto st = s.gemm_ex(s.ref_handle, A, B, in, s.ref, CUDA_R_32F, compute); !st.ok) return st;
+  CK(cudaStreamSynchronize(s.stream));
+  return {};
+}
+
+CudaStatus CudaDevice::poison() {
+  CK(cudaMemsetAsync(m->c, 0xFF, m->c_bytes, m->stream));  // all-ones: NaN in f32, f16 and bf16
+  return {};
+}
+
+void CudaDevice::set_candidate(croq_matmul_fn fn, const croq_matmul_problem& problem) {
+  m->fn = fn;
+  m->abi = problem;
+}
+
+CudaStatus CudaDevice::open_library(const std::string& name, std::vector<LibVariant>& variants) {
+  Impl& s = *m;
+  s.variants.clear();
+  s.lt_results.clear();
+  CK(cudaMalloc(&s.lib_ws, k_library_workspace));
+  const bool want_cublas = name == "cublas" || name == "auto";
+  const bool want_lt = name == "cublaslt" || name == "auto";
+  if (want_cublas && s.p.in != Elem::e4m3) {
+    CKB(cublasCreate(&s.lib_handle));
+    CKB(cublasSetStream(s.lib_handle, s.stream));
+    CKB(cublasSetWorkspace(s.lib_handle, s.lib_ws, k_library_workspace));
+    LibVariant v;
+    v.library = "cublas";
+    v.api = "cublasGemmEx";
+    s.variants.push_back(v);
+    s.lt_results.push_back({});
+  }
+  if (want_lt) {
+    CKB(cublasLtCreate(&s.lt));
+    if (auto st = s.make_lt_plan(s.lt_plain, false); !st.ok) return st;
+    if (auto st = s.lt_heuristics(s.lt_plain, false, 8); !st.ok) return st;
+    if (s.p.in == Elem::e4m3) {
+      if (auto st = s.make_lt_plan(s.lt_fast, true); !st.ok) return st;
+      if (auto st = s.lt_heuristics(s.lt_fast, true, 8); !st.ok) return st;
+    }
+  }
+  variants = s.variants;
+  s.selected = s.variants.empty() ? -1 : 0;
+  return {};
+}
+
+CudaStatus CudaDevice::select_variant(int index) {
+  if (index < 0 || index >= static_cast<int>(m->variants.size())) return {false, false, "no such library variant"};
+  m->selected = index;
+  return {};
+}
+
+int CudaDevice::launch(int set, CudaStatus& st) {
+  Impl& s = *m;
+  st = {};
+  if (s.fn) {
+    croq_status r = s.fn(&s.abi, s.a[set], s.b[set], s.c, s.workspace, s.workspace_bytes, s.stream);
+    st = check_cuda(cudaPeekAtLastError(), "after croq_matmul", __FILE__, __LINE__);
+    return static_cast<int>(r);
+  }
+  if (s.selected < 0) {
+    st = {false, false, "no target selected"};
+    return 3;
+  }
+  const LibVariant& v = s.variants[s.selected];
+  if (v.library == "cublas") {
+    const cublasComputeType_t compute = s.p.tf32 ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F;
+    st = s.gemm_ex(s.lib_handle, s.a[set], s.b[set], cuda_type(s.p.in), s.c, cuda_type(s.p.out), compute);
+  } else {
+    Impl::LtPlan& plan = v.fast_accum ? s.lt_fast : s.lt_plain;
+    const float one = 1.0f, zero = 0.0f;
+    st = check_cublas(cublasLtMatmul(s.lt, plan.desc, &one, s.b[set], plan.a, s.a[set], plan.b, &zero, s.c, plan.c,
+                                     s.c, plan.c, &s.lt_results[s.selected].algo, s.lib_ws, k_library_workspace,
+                                     s.stream),
+                      "cublasLtMatmul", __FILE__, __LINE__);
+  }
+  return st.ok ? 0 : 3;
+}
+
+int CudaDevice::launch_in_range(int set, const char* range, CudaStatus& st) {
+  nvtxRangePushA(range);
+  int r = launch(set, st);
+  nvtxRangePop();
+  return r;
+}
+
+CudaStatus CudaDevice::synchronize() {
+  CK(cudaDeviceSynchronize());
+  CK(cudaGetLastError());
+  return {};
+}
+
+CudaStatus CudaDevice::compare(double base_tol, double rel_tol, CompareResult& out) {
+  Impl& s = *m;
+  CK(cudaMemsetAsync(s.acc, 0, sizeof(CompareAcc), s.stream));
+  const size_t n = s.out_count();
+  const unsigned grid = grid_for(n);
+  switch (s.p.out) {
+    case Elem::f16:
+      compare_kernel<<<grid, 256, 0, s.stream>>>(static_cast<const __half*>(s.c), s.ref, n, base_tol, rel_tol, s.acc);
+      break;
+    case Elem::bf16:
+      compare_kernel<<<grid, 256, 0, s.stream>>>(static_cast<const __nv_bfloat16*>(s.c), s.ref, n, base_tol, rel_tol,
+                                                  s.acc);
+      break;
+    default:
+      compare_kernel<<<grid, 256, 0, s.stream>>>(static_cast<const float*>(s.c), s.ref, n, base_tol, rel_tol, s.acc);
+      break;
+  }
+  CK(cudaGetLastError());
+  CompareAcc acc{};
+  CK(cudaMemcpyAsync(&acc, s.acc, sizeof acc, cudaMemcpyDeviceToHost, s.stream));
+  std::vector<unsigned char> guards(2 * k_guard_bytes);
+  CK(cudaMemcpyAsync(guards.data(), s.c_alloc, k_guard_bytes, cudaMemcpyDeviceToHost, s.stream));
+  CK(cudaMemcpyAsync(guards.data() + k_guard_bytes, s.c_alloc + k_guard_bytes + s.c_bytes, k_guard_bytes,
+                     cudaMemcpyDeviceToHost, s.stream));
+  CK(cudaStreamSynchronize(s.stream));
+  out = {};
+  out.mismatches = static_cast<int64_t>(acc.mismatches);
+  out.nan_count = static_cast<int64_t>(acc.nan_count);
+  float f;
+  std::memcpy(&f, &acc.max_abs_bits, 4);
+  out.max_abs = f;
+  std::memcpy(&f, &acc.max_rel_bits, 4);
+  out.max_rel = f;
+  out.sum_d2 = acc.sum_d2;
+  out.sum_w2 = acc.sum_w2;
+  for (unsigned char g : guards) out.guard_bytes_changed += g != k_guard_byte;
+  if (out.guard_bytes_changed > 0) {
+    CK(cudaMemset(s.c_alloc, k_guard_byte, k_guard_bytes));
+    CK(cudaMemset(s.c_alloc + k_guard_bytes + s.c_bytes, k_guard_byte, k_guard_bytes));
+  }
+  return {};
+}
+
+CudaStatus CudaDevice::download(std::vector<uint8_t>& c, std::vector<float>& ref) {
+  Impl& s = *m;
+  c.resize(s.c_bytes);
+  ref.resize(s.out_count());
+  CK(cudaMemcpy(c.data(), s.c, s.c_bytes, cudaMemcpyDeviceToHost));
+  CK(cudaMemcpy(ref.data(), s.ref, ref.size() * sizeof(float), cudaMemcpyDeviceToHost));
+  return {};
+}
+
+CudaStatus CudaDevice::flush_l2() {
+  Impl& s = *m;
+  CK(cudaMemsetAsync(s.flush, (s.flush_count++) & 0xFF, s.flush_bytes, s.stream));
+  return {};
+}
+
+CudaStatus CudaDevice::hold() {
+  Impl& s = *m;
+  s.host_flags[0] = 0;
+  s.host_flags[1] = 0;
+  hold_kernel<<<1, 1, 0, s.stream>>>(s.dev_flags, s.dev_flags + 1, 500ull * 1000 * 1000);
+  CK(cudaGetLastError());
+  return {};
+}
+
+CudaStatus CudaDevice::release() {
+  __atomic_store_n(&m->host_flags[0], 1, __ATOMIC_SEQ_CST);
+  return {};
+}
+
+bool CudaDevice::hold_timed_out() { return __atomic_load_n(&m->host_flags[1], __ATOMIC_SEQ_CST) != 0; }
+
+CudaStatus CudaDevice::start_timer() {
+  CK(cudaEventRecord(m->ev_start, m->stream));
+  return {};
+}
+
+CudaStatus CudaDevice::stop_timer() {
+  CK(cudaEventRecord(m->ev_stop, m->stream));
+  return {};
+}
+
+CudaStatus CudaDevice::read_timer(double& ms) {
+  float f = 0;
+  CK(cudaEventSynchronize(m->ev_stop));
+  CK(cudaEventElapsedTime(&f, m->ev_start, m->ev_stop));
+  ms = f;
+  return {};
+}
+
+}  // namespace croq::gpu_runner

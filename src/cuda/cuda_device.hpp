@@ -1,0 +1,110 @@
+// The device work of croq-gpu-runner, behind a plain C++ interface (no CUDA type appears here, so
+// the measurement logic in gpu_backend.cpp is ordinary host code): buffers, random inputs, the
+// cuBLAS reference, the candidate or library launch, the device-side comparison, the L2 flush,
+// the stream blocker, CUDA events, NVTX and the NVML clock readings. cuda_device.cu implements it.
+//
+// Buffers: `sets` pairs (A, B) of input storage type; C of the output type inside a 256 KiB
+// guard region on each side filled with 0xA5; the f32 reference; for fp8 inputs, f16 copies of A
+// and B for the reference; the candidate's workspace; a flush buffer of twice the L2 size.
+#pragma once
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <croq/kernel_abi.h>
+
+namespace croq::gpu_runner {
+
+enum class Elem { f16, bf16, f32, e4m3 };
+size_t elem_bytes(Elem e);
+
+struct CudaStatus {
+  bool ok = true;
+  bool fatal = false;   // a sticky error: the context is lost
+  std::string error;
+};
+
+struct CudaFacts {
+  std::string name;
+  std::string uuid;     // "GPU-xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx", as nvidia-smi prints it
+  std::string driver;   // NVML's driver version, else the CUDA driver API version
+  int cc_major = 0, cc_minor = 0;
+  int sm_count = 0;
+  int64_t l2_bytes = 0;
+  int max_sm_clock_mhz = 0;
+  std::optional<int> sm_clock_mhz;  // median of the samples taken so far
+};
+
+struct CudaProblem {
+  int64_t m = 0, n = 0, k = 0;
+  Elem in = Elem::f16;
+  Elem out = Elem::f32;
+  bool tf32 = false;    // f32 inputs multiplied in tf32
+  bool b_col = false;   // B stored N x K
+};
+
+struct CompareResult {
+  int64_t mismatches = 0;
+  int64_t nan_count = 0;
+  double max_abs = 0;
+  double max_rel = 0;    // over elements with |want| >= base_tol
+  double sum_d2 = 0;     // sum of (got - want)^2 over finite got
+  double sum_w2 = 0;     // sum of want^2
+  int64_t guard_bytes_changed = 0;
+};
+
+// One way a library computes the problem.
+struct LibVariant {
+  std::string library;   // "cublas" or "cublasLt"
+  std::string api;       // "cublasGemmEx" / "cublasLtMatmul"
+  int heuristic_rank = -1;
+  int algo_id = -1, tile = -1, stages = -1, splitk = -1, reduction = -1, swizzle = -1, custom = -1, cluster = -1;
+  bool fast_accum = false;
+  size_t workspace_bytes = 0;
+  float waves = 0;
+};
+
+class CudaDevice {
+ public:
+  // `device`: "" (the first visible), an ordinal, or a GPU UUID.
+  static std::unique_ptr<CudaDevice> open(const std::string& device, std::string& error, bool& no_device);
+  ~CudaDevice();
+  CudaDevice(const CudaDevice&) = delete;
+  CudaDevice& operator=(const CudaDevice&) = delete;
+
+  CudaFacts facts();
+  CudaStatus prepare(const CudaProblem& p, int sets, size_t workspace_bytes);
+  CudaStatus fill(int set, uint64_t seed);
+  CudaStatus reference(int set);
+  CudaStatus poison();
+
+  // Target: a candidate, or a library variant.
+  void set_candidate(croq_matmul_fn fn, const croq_matmul_problem& problem);
+  CudaStatus open_library(const std::string& name, std::vector<LibVariant>& variants);
+  CudaStatus select_variant(int index);
+
+  // Returns the croq_status of the launch (libraries: 0, or 3 with `st` set).
+  int launch(int set, CudaStatus& st);
+  int launch_in_range(int set, const char* range, CudaStatus& st);
+  CudaStatus synchronize();
+  CudaStatus compare(double base_tol, double rel_tol, CompareResult& out);
+  CudaStatus download(std::vector<uint8_t>& c, std::vector<float>& ref);
+
+  CudaStatus flush_l2();
+  CudaStatus hold();
+  CudaStatus release();
+  bool hold_timed_out();
+  CudaStatus start_timer();
+  CudaStatus stop_timer();
+  CudaStatus read_timer(double& ms);
+  void sample_clock();
+
+ private:
+  CudaDevice();
+  struct Impl;
+  std::unique_ptr<Impl> m;
+};
+
+}  // namespace croq::gpu_runner

@@ -1,0 +1,213 @@
+// croq-gpu-runner: the MeasureBackend over the CUDA device work (cuda_device.hpp), and main().
+// All measurement logic is the shared procedure (src/croq/measure/procedure.cpp); this file only
+// translates between its interface and the device's.
+#include <chrono>
+#include <cmath>
+
+#include <fmt/format.h>
+
+#include "croq/gpu/device_key.hpp"
+#include "croq/measure/numeric.hpp"
+#include "croq/measure/peak.hpp"
+#include "croq/measure/runner_main.hpp"
+#include "croq/measure/tolerance.hpp"
+#include "cuda_device.hpp"
+
+namespace croq::gpu_runner {
+
+namespace {
+
+Elem elem_of(ScalarType t) {
+  switch (t) {
+    case ScalarType::f16: return Elem::f16;
+    case ScalarType::bf16: return Elem::bf16;
+    case ScalarType::e4m3: return Elem::e4m3;
+    case ScalarType::f32:
+    case ScalarType::tf32: return Elem::f32;
+  }
+  return Elem::f32;
+}
+
+DeviceStatus to_status(const CudaStatus& s) { return {s.ok, s.fatal, s.error}; }
+
+DeviceFacts device_facts(const CudaFacts& f, const DtypePair& dtype) {
+  DeviceFacts d;
+  d.name = f.name;
+  d.uuid = f.uuid;
+  d.compute_cap = fmt::format("{}.{}", f.cc_major, f.cc_minor);
+  d.key = make_gpu_key(f.name, d.compute_cap);
+  d.driver = f.driver;
+  d.sm_clock_mhz = f.sm_clock_mhz;
+  if (f.max_sm_clock_mhz > 0) d.max_sm_clock_mhz = f.max_sm_clock_mhz;
+  d.sm_count = f.sm_count;
+  d.l2_bytes = f.l2_bytes;
+  PeakFigure peak = gpu_peak_tflops(f.name, f.cc_major, f.cc_minor, f.sm_count, f.max_sm_clock_mhz, dtype);
+  d.peak_tflops = peak.tflops;
+  d.peak_source = peak.source;
+  return d;
+}
+
+class GpuBackend : public MeasureBackend {
+ public:
+  GpuBackend(std::unique_ptr<CudaDevice> dev, const ProblemSetup& p, CandidateLibrary* candidate, std::string library)
+      : m_dev(std::move(dev)), m_p(p), m_candidate(candidate), m_library(std::move(library)) {}
+
+  DeviceFacts facts() override { return device_facts(m_dev->facts(), m_p.dtype); }
+
+  double host_now_ms() override {
+    return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now().time_since_epoch()).count();
+  }
+
+  DeviceStatus prepare(int input_sets) override {
+    CudaProblem cp;
+    cp.m = m_p.desc.m;
+    cp.n = m_p.desc.n;
+    cp.k = m_p.desc.k;
+    cp.in = elem_of(m_p.dtype.input);
+    cp.out = elem_of(m_p.dtype.output);
+    cp.tf32 = m_p.dtype.compute == ScalarType::tf32;
+    cp.b_col = m_p.desc.b_layout == "col";
+    size_t ws = 0;
+    if (m_candidate && m_candidate->workspace_bytes) ws = m_candidate->workspace_bytes(&m_p.abi);
+    if (auto st = m_dev->prepare(cp, input_sets, ws); !st.ok) return to_status(st);
+    if (m_candidate) {
+      m_dev->set_candidate(m_candidate->matmul, m_p.abi);
+      m_variants.assign(1, LibVariant{});
+    } else {
+      if (auto st = m_dev->open_library(m_library, m_variants); !st.ok) return to_status(st);
+    }
+    return {};
+  }
+
+  DeviceStatus fill_inputs(int set, uint64_t seed) override { return to_status(m_dev->fill(set, seed)); }
+  DeviceStatus compute_reference(int set) override { return to_status(m_dev->reference(set)); }
+  DeviceStatus poison_output() override { return to_status(m_dev->poison()); }
+
+  LaunchOutcome launch(int set) override {
+    CudaStatus st;
+    int r = m_dev->launch(set, st);
+    return {r, to_status(st)};
+  }
+
+  DeviceStatus synchronize() override { return to_status(m_dev->synchronize()); }
+
+  DeviceStatus compare(const ToleranceSpec& tol, Verification& v) override {
+    CompareResult r;
+    if (auto st = m_dev->compare(tol.base_tol, tol.rel_tol, r); !st.ok) return to_status(st);
+    v.tolerance = tol;
+    v.elements = m_p.desc.m * m_p.desc.n;
+    v.mismatches = r.mismatches;
+    v.nan_count = r.nan_count;
+    v.max_abs_err = r.max_abs;
+    v.max_rel_err = r.max_rel;
+    v.normwise_rel_err = r.sum_w2 > 0 ? std::sqrt(r.sum_d2 / r.sum_w2) : 0.0;
+    v.guard_bytes_changed = r.guard_bytes_changed;
+    decide_passed(v);
+    if (!*v.passed) {
+      // The details (worst elements) come from the host comparison of the same data.
+      std::vector<uint8_t> c;
+      std::vector<float> ref;
+      if (auto st = m_dev->download(c, ref); !st.ok) return to_status(st);
+      Verification host;
+      compare_host(c.data(), m_p.dtype.output, ref.data(), m_p.desc.m, m_p.desc.n, tol, host);
+      v.worst = host.worst;
+      v.mismatches = host.mismatches;
+      v.nan_count = host.nan_count;
+      v.max_abs_err = host.max_abs_err;
+      v.max_rel_err = host.max_rel_err;
+      v.normwise_rel_err = host.normwise_rel_err;
+      decide_passed(v);
+    }
+    return {};
+  }
+
+  DeviceStatus flush_cache() override { return to_status(m_dev->flush_l2()); }
+  bool can_hold_stream() const override { return true; }
+  DeviceStatus hold_stream() override { return to_status(m_dev->hold()); }
+  DeviceStatus release_stream() override { return to_status(m_dev->release()); }
+  bool hold_timed_out() override { return m_dev->hold_timed_out(); }
+  DeviceStatus start_timer() override { return to_status(m_dev->start_timer()); }
+  DeviceStatus stop_timer() override { return to_status(m_dev->stop_timer()); }
+  DeviceStatus read_timer(double& ms) override { return to_status(m_dev->read_timer(ms)); }
+  std::string timer_method() const override { return "cuda_events"; }
+  bool asynchronous() const override { return true; }
+  void sample_clock() override { m_dev->sample_clock(); }
+
+  LaunchOutcome profile_launch(int set, const std::string& name) override {
+    CudaStatus st;
+    int r = m_dev->launch_in_range(set, name.c_str(), st);
+    return {r, to_status(st)};
+  }
+
+  int variant_count() override { return static_cast<int>(m_variants.size()); }
+
+  json variant_description(int index) override {
+    if (index < 0 || index >= static_cast<int>(m_variants.size())) return nullptr;
+    const LibVariant& v = m_variants[index];
+    if (m_candidate) return {{"library", "candidate"}};
+    json j = {{"library", v.library}, {"api", v.api}};
+    if (v.library == "cublasLt") {
+      j["heuristic_rank"] = v.heuristic_rank;
+      j["algo_id"] = v.algo_id;
+      j["tile_id"] = v.tile;
+      j["stages_id"] = v.stages;
+      j["splitk"] = v.splitk;
+      j["reduction_scheme"] = v.reduction;
+      j["cta_swizzling"] = v.swizzle;
+      j["custom_option"] = v.custom;
+      j["cluster_shape_id"] = v.cluster;
+      j["fast_accum"] = v.fast_accum;
+      j["workspace_bytes"] = v.workspace_bytes;
+      j["waves"] = v.waves;
+    } else {
+      j["algo"] = "CUBLAS_GEMM_DEFAULT";
+    }
+    return j;
+  }
+
+  DeviceStatus select_variant(int index) override {
+    if (m_candidate) return index == 0 ? DeviceStatus::good() : DeviceStatus::fail("a candidate has one variant");
+    return to_status(m_dev->select_variant(index));
+  }
+
+ private:
+  std::unique_ptr<CudaDevice> m_dev;
+  ProblemSetup m_p;
+  CandidateLibrary* m_candidate;
+  std::string m_library;
+  std::vector<LibVariant> m_variants;
+};
+
+class GpuPlatform : public RunnerPlatform {
+ public:
+  std::string program() const override { return "croq-gpu-runner"; }
+  std::string libraries() const override { return "cublas|cublaslt|auto"; }
+
+  std::unique_ptr<MeasureBackend> open(const RunnerOptions& o, const ProblemSetup& p, CandidateLibrary* candidate,
+                                       std::string& error, bool& no_device) override {
+    if (!candidate && o.library != "cublas" && o.library != "cublaslt" && o.library != "auto") {
+      error = fmt::format("unknown library '{}' (croq-gpu-runner: cublas, cublaslt, auto)", o.library);
+      return nullptr;
+    }
+    auto dev = CudaDevice::open(o.device, error, no_device);
+    if (!dev) return nullptr;
+    return std::make_unique<GpuBackend>(std::move(dev), p, candidate, o.library);
+  }
+
+  DeviceFacts describe_device(const RunnerOptions& o, const ProblemSetup& p) override {
+    std::string error;
+    bool no_device = false;
+    auto dev = CudaDevice::open(o.device, error, no_device);
+    if (!dev) return {};
+    return device_facts(dev->facts(), p.dtype);
+  }
+};
+
+}  // namespace
+
+}  // namespace croq::gpu_runner
+
+int main(int argc, char** argv) {
+  croq::gpu_runner::GpuPlatform platform;
+  return croq::runner_main(argc, argv, platform);
+}

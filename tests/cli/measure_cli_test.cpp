@@ -1,0 +1,229 @@
+// croq measure, croq baseline and store-round --measurement end to end on the cpp dsl: real
+// candidates compiled here, run by the real croq-cpu-runner in a child process, verified against
+// OpenBLAS and timed. A correct candidate passes; a wrong, a crashing, a looping and a
+// library-calling one each get their verdict, and croq goes on.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+
+#include "croq/gpu/device_key.hpp"
+#include "croq/util/fs.hpp"
+#include "croq/util/hash.hpp"
+#include "support/test_support.hpp"
+
+namespace croq {
+namespace {
+
+namespace fs = std::filesystem;
+using test::run_croq;
+
+const char* k_key = "matmul_f32_64x48x32";
+
+class MeasureCli : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (!find_executable("g++")) GTEST_SKIP() << "no g++ to build the test candidates";
+    ASSERT_TRUE(fs::exists(fs::path(CROQ_BINARY_DIR) / "bin" / "croq-cpu-runner")) << "build croq-cpu-runner first";
+    m_env = {{"CROQ_LEASE_DIR", (m_dir / "leases").string()}};
+    fs::create_directories(m_dir / "leases");
+    fs::create_directories(m_dir.path() / "tuning");
+  }
+
+  fs::path bin_dir(const std::string& key = k_key) {
+    return m_dir.path() / "tuning" / cpu_device_key() / "cpp" / "bin" / key / "m1";
+  }
+  fs::path perf_dir(const std::string& key = k_key) {
+    return m_dir.path() / "tuning" / cpu_device_key() / "cpp" / "perf" / key / "m1";
+  }
+
+  // Compiles tests/data/measure/cpu_candidate.cpp in `mode` to bin/<key>/m1/<kernel>.so.
+  fs::path build(const std::string& mode, const std::string& kernel) {
+    fs::create_directories(bin_dir());
+    fs::path out = bin_dir() / (kernel + ".so");
+    ProcessSpec spec;
+    spec.argv = {"g++", "-O1", "-shared", "-fPIC", "-DCROQ_TEST_MODE=" + mode,
+                 "-I" + std::string(CROQ_SOURCE_DIR) + "/include",
+                 std::string(CROQ_TEST_DATA_DIR) + "/measure/cpu_candidate.cpp", "-o", out.string()};
+    spec.timeout = std::chrono::seconds(120);
+    SystemProcessRunner r;
+    ProcessResult res = r.run(spec);
+    EXPECT_TRUE(res.ok()) << res.err;
+    return out;
+  }
+
+  test::CroqRun measure(const std::string& kernel, std::vector<std::string> extra = {}) {
+    std::vector<std::string> args = {"measure", "--dsl", "cpp", "--shape-key", k_key, "--model", "m1",
+                                     "--iter", kernel, "--seed", "7", "--warmup", "1", "--min-reps", "3",
+                                     "--max-reps", "20", "--time-budget-ms", "100"};
+    args.insert(args.end(), extra.begin(), extra.end());
+    return run_croq(m_dir.path(), args, m_env);
+  }
+
+  test::TempDir m_dir;
+  std::map<std::string, std::string> m_env;
+};
+
+TEST_F(MeasureCli, ACorrectCandidatePassesAndIsRecordedWithItsProvenance) {
+  fs::path so = build("naive", "iter001_naive");
+  auto r = measure("iter001_naive");
+  ASSERT_EQ(r.rc, 0) << r.err << r.out;
+  const json& d = r.doc;
+  EXPECT_EQ(d["schema"], "croq-measurement-v1");
+  EXPECT_EQ(d["verdict"], "PASS");
+  EXPECT_EQ(d["source"], "measured");
+  EXPECT_EQ(d["kind"], "candidate");
+  EXPECT_EQ(d["candidate"]["sha256"], sha256_file(so));
+  EXPECT_EQ(d["candidate"]["info"]["name"], "cpu test candidate");
+  EXPECT_EQ(d["seed"], 7);
+  EXPECT_EQ(d["problem"]["m"], 64);
+  EXPECT_EQ(d["problem"]["b_layout"], "row");
+  EXPECT_TRUE(d["verification"]["passed"].get<bool>());
+  EXPECT_EQ(d["verification"]["elements"], 64 * 48);
+  EXPECT_TRUE(d["verification"]["second_seed_passed"].get<bool>());
+  EXPECT_TRUE(d["verification"]["rechecked_after_timing"].get<bool>());
+  EXPECT_EQ(d["timing"]["method"], "steady_clock");
+  EXPECT_GE(d["timing"]["reps"].get<int>(), 3);
+  EXPECT_GT(d["tflops"].get<double>(), 0.0);
+  EXPECT_EQ(d["device"]["key"], cpu_device_key());
+  // The files: the measurement and the seeds' timing text.
+  auto stored = try_parse_json(*read_file(perf_dir() / "measure_iter001_naive.json"));
+  ASSERT_TRUE(stored);
+  EXPECT_EQ((*stored)["verdict"], "PASS");
+  std::string timing = *read_file(perf_dir() / "timing_iter001.txt");
+  EXPECT_NE(timing.find("VERIFY: PASS"), std::string::npos);
+  EXPECT_NE(timing.find("TFLOPS: "), std::string::npos);
+  // The same candidate in its column-major form, and on a dtype it does not handle.
+  auto col = measure("iter001_naive", {"--b-layout", "col"});
+  EXPECT_EQ(col.doc["verdict"], "PASS") << col.out;
+  EXPECT_EQ(col.doc["problem"]["b_layout"], "col");
+}
+
+TEST_F(MeasureCli, AWrongCandidateIsAVerifyFailWithTheWorstElements) {
+  build("wrong", "iter002_wrong");
+  auto r = measure("iter002_wrong");
+  EXPECT_EQ(r.rc, 8) << r.err;
+  EXPECT_EQ(r.doc["verdict"], "VERIFY_FAIL");
+  EXPECT_EQ(r.doc["reason"], "mismatch");
+  EXPECT_EQ(r.doc["verification"]["mismatches"], 64 * 48);
+  EXPECT_FALSE(r.doc["verification"]["worst"].empty());
+  EXPECT_TRUE(r.doc["timing"].is_null());
+}
+
+TEST_F(MeasureCli, ACrashingCandidateIsASegfaultAndCroqCarriesOn) {
+  build("segv", "iter003_segv");
+  auto r = measure("iter003_segv");
+  EXPECT_EQ(r.rc, 8) << r.err;
+  EXPECT_EQ(r.doc["verdict"], "SEGFAULT");
+  EXPECT_EQ(r.doc["reason"], "crashed");
+  EXPECT_NE(r.doc["detail"].get<std::string>().find("SIGSEGV"), std::string::npos);
+  EXPECT_EQ(r.doc["candidate"]["path"], (bin_dir() / "iter003_segv.so").string());
+  EXPECT_TRUE(fs::exists(perf_dir() / "measure_iter003_segv.json"));
+}
+
+TEST_F(MeasureCli, ALoopingCandidateIsAHangKilledAtTheLimit) {
+  build("loop", "iter004_loop");
+  auto r = measure("iter004_loop", {"--timeout", "2"});
+  EXPECT_EQ(r.rc, 8) << r.err;
+  EXPECT_EQ(r.doc["verdict"], "HANG");
+  EXPECT_EQ(r.doc["reason"], "timed_out");
+  EXPECT_TRUE(r.doc["process"]["timed_out"].get<bool>());
+}
+
+TEST_F(MeasureCli, ACandidateThatCallsCublasIsRefusedBeforeItRuns) {
+  build("cublas", "iter005_lib");
+  auto r = measure("iter005_lib");
+  EXPECT_EQ(r.rc, 8) << r.err;
+  EXPECT_EQ(r.doc["verdict"], "LIBRARY_CALL_FORBIDDEN");
+  EXPECT_EQ(r.doc["reason"], "library_call_forbidden");
+  EXPECT_NE(r.doc["detail"].get<std::string>().find("cublasGemmEx"), std::string::npos);
+  EXPECT_FALSE(r.doc["ran"].get<bool>());
+}
+
+TEST_F(MeasureCli, StoreRoundTakesTflopsAndVerdictFromTheMeasurement) {
+  build("naive", "iter001_naive");
+  build("wrong", "iter002_wrong");
+  ASSERT_EQ(measure("iter001_naive").rc, 0);
+  ASSERT_EQ(measure("iter002_wrong").rc, 8);
+  const std::vector<std::string> task = {"--dsl", "cpp", "--shape-key", k_key, "--model", "m1"};
+  auto store = [&](std::vector<std::string> args) {
+    std::vector<std::string> all = {"store-round"};
+    all.insert(all.end(), task.begin(), task.end());
+    all.insert(all.end(), args.begin(), args.end());
+    return run_croq(m_dir.path(), all, m_env);
+  };
+  const std::string pass_file = (perf_dir() / "measure_iter001_naive.json").string();
+  const std::string fail_file = (perf_dir() / "measure_iter002_wrong.json").string();
+  auto measured = try_parse_json(*read_file(pass_file));
+  auto keep = store({"--iter", "iter001", "--kernel", "iter001_naive", "--decision", "KEEP", "--bottleneck",
+                     "compute_bound", "--idea", "naive loops", "--measurement", pass_file});
+  ASSERT_EQ(keep.rc, 0) << keep.err;
+  EXPECT_DOUBLE_EQ(keep.doc["record"]["tflops"].get<double>(), (*measured)["tflops"].get<double>());
+  EXPECT_EQ(keep.doc["record"]["source"], "measured");
+  EXPECT_EQ(keep.doc["record"]["measurement"]["verdict"], "PASS");
+  EXPECT_EQ(keep.doc["record"]["measurement"]["sha256"], sha256_hex(*read_file(pass_file)));
+
+  // KEEP with a failed measurement: refused, nothing written.
+  auto refused = store({"--iter", "iter002", "--kernel", "iter002_wrong", "--decision", "KEEP", "--bottleneck",
+                        "compute_bound", "--idea", "plus five", "--measurement", fail_file});
+  EXPECT_EQ(refused.rc, 2) << refused.out;
+  // Without a decision, the failure decides.
+  auto failed = store({"--iter", "iter002", "--kernel", "iter002_wrong", "--bottleneck", "compute_bound", "--idea",
+                       "plus five", "--measurement", fail_file});
+  ASSERT_EQ(failed.rc, 0) << failed.err;
+  EXPECT_EQ(failed.doc["record"]["decision"], "VERIFY_FAIL");
+  EXPECT_EQ(failed.doc["record"]["measurement"]["reason"], "mismatch");
+  // A typed figure and a file at once: refused.
+  auto both = store({"--iter", "iter003", "--kernel", "iter003_both", "--decision", "DISCARD", "--bottleneck",
+                     "compute_bound", "--idea", "x", "--tflops", "99", "--measurement", pass_file});
+  EXPECT_EQ(both.rc, 2);
+}
+
+TEST_F(MeasureCli, ALegacyProgramsNumbersAreStoredAsReported) {
+  fs::path script = m_dir / "legacy.sh";
+  atomic_write(script, "#!/bin/sh\necho 'VERIFY: PASS'\necho 'TFLOPS: 0.50   time_ms: 0.1'\n", false);
+  fs::permissions(script, fs::perms::owner_all);
+  auto r = run_croq(m_dir.path(),
+                    {"measure", "--dsl", "cpp", "--shape-key", k_key, "--model", "m1", "--candidate", script.string(),
+                     "--legacy"},
+                    m_env);
+  ASSERT_EQ(r.rc, 0) << r.err << r.out;
+  EXPECT_EQ(r.doc["kind"], "legacy");
+  EXPECT_EQ(r.doc["source"], "reported");
+  EXPECT_DOUBLE_EQ(r.doc["tflops"].get<double>(), 0.5);
+  EXPECT_EQ(r.doc["timing"]["method"], "reported");
+}
+
+TEST_F(MeasureCli, TheBaselineIsMeasuredStoredAsIter000AndNotRepeated) {
+  const std::string key = "matmul_f32_96x64x80";
+  const std::vector<std::string> args = {"baseline", "--dsl", "cpp", "--shape-key", key, "--model", "m1",
+                                         "--task-uid", "uid-123", "--min-reps", "3", "--time-budget-ms", "100"};
+  auto first = run_croq(m_dir.path(), args, m_env);
+  ASSERT_EQ(first.rc, 0) << first.err << first.out;
+  EXPECT_FALSE(first.doc["skipped"].get<bool>());
+  const json& res = first.doc["result"];
+  EXPECT_EQ(res["dtype"], "f32");
+  EXPECT_EQ(res["m"], 96);
+  EXPECT_EQ(res["library"], "openblas");
+  EXPECT_GT(res["tflops"].get<double>(), 0.0);
+  EXPECT_EQ(res["task_uid"], "uid-123");
+  EXPECT_TRUE(res["statistics"].contains("cv"));
+  EXPECT_EQ(first.doc["record"]["kernel"], "iter000_openblas");
+  EXPECT_EQ(first.doc["record"]["decision"], "BASELINE");
+  EXPECT_EQ(first.doc["record"]["source"], "measured");
+  const fs::path base = m_dir.path() / "tuning" / cpu_device_key() / "cpp";
+  EXPECT_TRUE(fs::exists(base / "baseline" / key / "m1" / "openblas_result.json"));
+  auto config = try_parse_json(*read_file(base / "logs" / key / "m1" / "task_config.json"));
+  EXPECT_EQ((*config)["task_uid"], "uid-123");
+
+  auto again = run_croq(m_dir.path(), args, m_env);
+  ASSERT_EQ(again.rc, 0) << again.err;
+  EXPECT_TRUE(again.doc["skipped"].get<bool>());
+  EXPECT_DOUBLE_EQ(again.doc["result"]["tflops"].get<double>(), res["tflops"].get<double>());
+  // Another task_uid for the same task is a conflict, not a silent overwrite.
+  std::vector<std::string> other = args;
+  other[8] = "uid-999";
+  EXPECT_EQ(run_croq(m_dir.path(), other, m_env).rc, 9);
+}
+
+}  // namespace
+}  // namespace croq

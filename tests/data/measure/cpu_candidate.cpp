@@ -1,0 +1,71 @@
+// Test candidates for the cpp dsl (kernel ABI on host pointers), one per CROQ_TEST_MODE:
+//   naive   correct f32 (and f16 -> f32) matmul, both B layouts
+//   wrong   adds 5 to every element                 -> VERIFY_FAIL
+//   segv    dereferences NULL                        -> SEGFAULT
+//   loop    never returns                            -> HANG
+//   cublas  calls cublasGemmEx (left undefined)      -> LIBRARY_CALL_FORBIDDEN, before it runs
+// The CLI tests compile this file with the system C++ compiler.
+#include <croq/kernel_abi.h>
+
+#include <cstdint>
+#include <cstring>
+
+#define MODE_naive 1
+#define MODE_wrong 2
+#define MODE_segv 3
+#define MODE_loop 4
+#define MODE_cublas 5
+#define CAT(a, b) a##b
+#define MODE_OF(m) CAT(MODE_, m)
+
+#if MODE_OF(CROQ_TEST_MODE) == MODE_cublas
+extern "C" int cublasGemmEx(void*);
+#endif
+
+static float half_to_float(uint16_t h) {
+  uint32_t sign = (h & 0x8000u) << 16, exp = (h >> 10) & 0x1F, man = h & 0x3FF, bits;
+  if (exp == 0) {
+    float v = static_cast<float>(man) / 16777216.0f;
+    return sign ? -v : v;
+  }
+  bits = exp == 31 ? (sign | 0x7F800000u | (man << 13)) : (sign | ((exp + 112) << 23) | (man << 13));
+  float f;
+  std::memcpy(&f, &bits, 4);
+  return f;
+}
+
+CROQ_EXPORT croq_status croq_matmul(const croq_matmul_problem* p, const void* a, const void* b, void* c, void*, size_t,
+                                    void* stream) {
+  if (stream != nullptr || p->c_type != CROQ_F32) return CROQ_UNSUPPORTED;
+  if (p->a_type != CROQ_F32 && p->a_type != CROQ_F16) return CROQ_UNSUPPORTED;
+#if MODE_OF(CROQ_TEST_MODE) == MODE_segv
+  volatile int* null_pointer = nullptr;
+  *null_pointer = 1;
+#elif MODE_OF(CROQ_TEST_MODE) == MODE_loop
+  for (volatile int spin = 0;; spin = spin + 1) {
+  }
+#elif MODE_OF(CROQ_TEST_MODE) == MODE_cublas
+  return cublasGemmEx(c) == 0 ? CROQ_OK : CROQ_INTERNAL;
+#endif
+  const bool f16 = p->a_type == CROQ_F16;
+  auto ld = [&](const void* base, int64_t i) {
+    return f16 ? half_to_float(static_cast<const uint16_t*>(base)[i]) : static_cast<const float*>(base)[i];
+  };
+  float* out = static_cast<float*>(c);
+  for (int64_t i = 0; i < p->m; ++i) {
+    for (int64_t j = 0; j < p->n; ++j) {
+      float acc = 0.f;
+      for (int64_t q = 0; q < p->k; ++q) {
+        const float bv = p->b_layout == CROQ_COL_MAJOR ? ld(b, j * p->k + q) : ld(b, q * p->n + j);
+        acc += ld(a, i * p->k + q) * bv;
+      }
+#if MODE_OF(CROQ_TEST_MODE) == MODE_wrong
+      acc += 5.0f;
+#endif
+      out[i * p->n + j] = acc;
+    }
+  }
+  return CROQ_OK;
+}
+
+CROQ_EXPORT const char* croq_kernel_info(void) { return "{\"name\": \"cpu test candidate\"}"; }

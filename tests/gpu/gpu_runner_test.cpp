@@ -1,0 +1,190 @@
+// GPU tests: croq-gpu-runner on the test candidates (tests/gpu/kernels) and the library baseline.
+// Each test skips with a reason when there is no GPU (or the runner was not built), so this binary
+// passes on CI; on a GPU machine they check that every candidate gets its verdict through the
+// same process boundary `croq measure` uses (interpret_runner maps crashes and hangs).
+#include <gtest/gtest.h>
+
+#include <filesystem>
+
+#include "croq/gpu/device_key.hpp"
+#include "croq/measure/invoke.hpp"
+
+namespace croq {
+namespace {
+
+namespace fs = std::filesystem;
+
+fs::path runner_path() { return fs::path(CROQ_BINARY_DIR) / "bin" / "croq-gpu-runner"; }
+fs::path kernel(const std::string& name) { return fs::path(CROQ_TEST_KERNEL_DIR) / (name + ".so"); }
+
+// Empty when the GPU tests can run; otherwise why not.
+std::string skip_reason() {
+  static const std::string reason = [] {
+    if (!CROQ_HAVE_CUDA_BUILD) return std::string("croq was built without the CUDA toolkit");
+    if (!fs::exists(runner_path())) return std::string("croq-gpu-runner is not built");
+    std::string error;
+    if (query_gpus(&error).empty()) return "no GPU: " + error;
+    return std::string();
+  }();
+  return reason;
+}
+
+#define REQUIRE_GPU()                                 \
+  do {                                                \
+    if (!skip_reason().empty()) GTEST_SKIP() << skip_reason(); \
+  } while (0)
+
+struct RunSpec {
+  int64_t m = 256, n = 256, k = 256;
+  std::string dtype = "f16f32";
+  std::string layout = "auto";
+  std::string mode = "measure";
+  std::string library;
+  int timeout_s = 60;
+};
+
+Measurement run(const std::string& candidate, const RunSpec& r) {
+  MeasureJob job;
+  job.program = runner_path();
+  job.options.candidate = candidate.empty() ? "" : kernel(candidate).string();
+  job.options.library = r.library;
+  job.options.m = r.m;
+  job.options.n = r.n;
+  job.options.k = r.k;
+  job.options.dtype = r.dtype;
+  job.options.b_layout = r.layout;
+  job.options.seed = 12345;
+  job.options.mode = r.mode == "profile" ? RunMode::profile : (r.mode == "verify" ? RunMode::verify : RunMode::measure);
+  job.options.warmup = 2;
+  job.options.min_reps = 5;
+  job.options.max_reps = 50;
+  job.options.time_budget_ms = 300;
+  job.timeout = std::chrono::seconds(r.timeout_s);
+  job.skeleton.problem.m = r.m;
+  job.skeleton.problem.n = r.n;
+  job.skeleton.problem.k = r.k;
+  SystemProcessRunner pr;
+  return run_measure_job(job, pr);
+}
+
+TEST(GpuRunner, NaiveKernelPassesEveryDtypeAndLayout) {
+  REQUIRE_GPU();
+  for (const char* dtype : {"f16f32", "f16", "bf16f32", "bf16", "e4m3f16", "e4m3bf16", "f32", "tf32"}) {
+    for (const char* layout : {"row", "col"}) {
+      RunSpec r;
+      r.m = 128;
+      r.n = 96;
+      r.k = 64;
+      r.dtype = dtype;
+      r.layout = layout;
+      Measurement m = run("naive", r);
+      EXPECT_EQ(verdict_name(m.verdict), std::string("PASS")) << dtype << " " << layout << ": " << m.reason << " " << m.detail;
+      EXPECT_EQ(m.problem.b_layout, layout);
+      EXPECT_TRUE(m.verification.second_seed_passed.value_or(false));
+      EXPECT_TRUE(m.verification.rechecked_after_timing.value_or(false));
+    }
+  }
+}
+
+TEST(GpuRunner, NaiveKernelPassesShapesThatAreNotMultiplesOfATile) {
+  REQUIRE_GPU();
+  RunSpec r;
+  r.m = 100;
+  r.n = 70;
+  r.k = 33;
+  Measurement m = run("naive", r);
+  EXPECT_EQ(m.verdict, Verdict::PASS) << m.detail;
+  EXPECT_EQ(m.verification.elements, 7000);
+}
+
+TEST(GpuRunner, TensorCoreKernelPassesAndIsTimed) {
+  REQUIRE_GPU();
+  RunSpec r;
+  r.m = r.n = r.k = 1024;
+  Measurement m = run("wmma", r);
+  ASSERT_EQ(m.verdict, Verdict::PASS) << m.detail;
+  ASSERT_TRUE(m.timing);
+  EXPECT_GT(m.tflops.value_or(0), 1.0);
+  EXPECT_GE(m.timing->reps, 5);
+  EXPECT_EQ(m.timing->method, "cuda_events");
+  EXPECT_TRUE(m.device.sm_clock_mhz.has_value());
+}
+
+struct Broken {
+  const char* mode;
+  Verdict verdict;
+  const char* reason;
+};
+
+TEST(GpuRunner, BrokenKernelsGetTheirVerdicts) {
+  REQUIRE_GPU();
+  const Broken cases[] = {
+      {"wrong_values", Verdict::VERIFY_FAIL, "mismatch"},
+      {"partial_write", Verdict::VERIFY_FAIL, "unwritten_output"},
+      {"oob_write", Verdict::VERIFY_FAIL, "out_of_bounds_write"},
+      {"skip_work", Verdict::IMPOSSIBLE, "above_peak"},
+      {"stale_output", Verdict::IMPOSSIBLE, "above_peak"},
+      {"stale_prepack", Verdict::VERIFY_FAIL, "second_seed_mismatch"},
+      {"illegal_address", Verdict::RUNTIME_FAIL, "cuda_error"},
+      {"host_segfault", Verdict::SEGFAULT, "crashed"},
+      {"launch_failed", Verdict::RUNTIME_FAIL, "launch_status"},
+      {"unsupported", Verdict::UNSUPPORTED, "candidate_unsupported"},
+      {"escape_stream", Verdict::IMPOSSIBLE, "above_peak"},
+  };
+  for (const Broken& b : cases) {
+    RunSpec r;
+    r.m = r.n = r.k = 2048;
+    Measurement m = run(b.mode, r);
+    EXPECT_EQ(verdict_name(m.verdict), std::string(verdict_name(b.verdict))) << b.mode << ": " << m.detail;
+    EXPECT_EQ(m.reason, b.reason) << b.mode << ": " << m.detail;
+  }
+}
+
+TEST(GpuRunner, SynchronisingLaunchPassesWithAWarning) {
+  REQUIRE_GPU();
+  Measurement m = run("sync_inside", RunSpec{});
+  EXPECT_EQ(m.verdict, Verdict::PASS) << m.detail;
+  ASSERT_TRUE(m.timing);
+  EXPECT_FALSE(m.timing->stream_held);
+  EXPECT_FALSE(m.warnings.empty());
+}
+
+TEST(GpuRunner, InfiniteLoopIsAHangAndTheGpuStaysUsable) {
+  REQUIRE_GPU();
+  RunSpec r;
+  r.timeout_s = 8;
+  Measurement hang = run("infinite_loop", r);
+  EXPECT_EQ(hang.verdict, Verdict::HANG) << hang.detail;
+  Measurement after = run("naive", RunSpec{});
+  EXPECT_EQ(after.verdict, Verdict::PASS) << after.detail;
+}
+
+TEST(GpuRunner, LibraryBaselineRecordsTheAlgorithmItChose) {
+  REQUIRE_GPU();
+  for (const char* dtype : {"f16f32", "bf16f32", "e4m3f16"}) {
+    RunSpec r;
+    r.m = r.n = r.k = 1024;
+    r.dtype = dtype;
+    r.library = "auto";
+    Measurement m = run("", r);
+    ASSERT_EQ(m.verdict, Verdict::PASS) << dtype << ": " << m.detail;
+    EXPECT_EQ(m.kind, "baseline");
+    EXPECT_GT(m.tflops.value_or(0), 10.0) << dtype;
+    ASSERT_TRUE(m.library.is_object());
+    EXPECT_TRUE(m.library.contains("algo"));
+    EXPECT_TRUE(m.library.contains("default"));
+  }
+}
+
+TEST(GpuRunner, ProfileModeRunsWithoutReferenceOrTiming) {
+  REQUIRE_GPU();
+  RunSpec r;
+  r.mode = "profile";
+  Measurement m = run("naive", r);
+  EXPECT_EQ(m.verdict, Verdict::PASS) << m.detail;
+  EXPECT_FALSE(m.timing.has_value());
+  EXPECT_FALSE(m.verification.passed.has_value());
+}
+
+}  // namespace
+}  // namespace croq

@@ -1,0 +1,422 @@
+// The measurement procedure against a recording fake device: the timing protocol's order, the
+// verdict of each kind of failure and their precedence, the stopping rule, the wall-clock check
+// and the library baseline's choice, all without a GPU.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <functional>
+
+#include "croq/measure/portable.hpp"
+#include "croq/measure/procedure.hpp"
+#include "croq/measure/tolerance.hpp"
+
+namespace croq {
+namespace {
+
+// Records every call; times and comparison outcomes come from the test.
+class FakeBackend : public MeasureBackend {
+ public:
+  std::vector<std::string> calls;
+  double clock = 0;
+  // Event time of timed launch number n (0-based over the whole run).
+  std::function<double(int)> event_ms = [](int) { return 1.0; };
+  double wall_per_launch = 0.001;  // host time a launch takes when not timed by events
+  // Called for compare number n (0-based): fills the figures.
+  std::function<void(int, Verification&)> on_compare = [](int, Verification&) {};
+  int status = 0;
+  bool sync_fails_after_launch = false;
+  bool fill_fails = false;
+  bool hold_times_out_once = false;
+  int variants = 1;
+  std::vector<double> variant_ms;  // event time per library variant
+  double peak = 100;
+
+  DeviceFacts facts() override {
+    DeviceFacts f;
+    f.name = "Fake GPU";
+    f.peak_tflops = peak;
+    f.peak_source = "test";
+    return f;
+  }
+  double host_now_ms() override { return clock; }
+  DeviceStatus prepare(int sets) override {
+    calls.push_back("prepare(" + std::to_string(sets) + ")");
+    return {};
+  }
+  DeviceStatus fill_inputs(int set, uint64_t seed) override {
+    calls.push_back("fill(" + std::to_string(set) + "," + std::to_string(seed) + ")");
+    if (fill_fails) return DeviceStatus::fail("out of memory");
+    return {};
+  }
+  DeviceStatus compute_reference(int set) override {
+    calls.push_back("reference(" + std::to_string(set) + ")");
+    return {};
+  }
+  DeviceStatus poison_output() override {
+    calls.push_back("poison");
+    return {};
+  }
+  LaunchOutcome launch(int set) override {
+    calls.push_back("launch(" + std::to_string(set) + ")");
+    ++launches;
+    if (!timing_now) clock += wall_per_launch;
+    return {status, {}};
+  }
+  DeviceStatus synchronize() override {
+    calls.push_back("sync");
+    if (sync_fails_after_launch && launches > 0) return DeviceStatus::fail("cudaErrorIllegalAddress: an illegal memory access", true);
+    return {};
+  }
+  DeviceStatus compare(const ToleranceSpec& tol, Verification& v) override {
+    calls.push_back("compare");
+    v.tolerance = tol;
+    v.elements = 100;
+    v.mismatches = 0;
+    v.nan_count = 0;
+    v.guard_bytes_changed = 0;
+    v.normwise_rel_err = 1e-7;
+    on_compare(compares++, v);
+    decide_passed(v);
+    return {};
+  }
+  DeviceStatus flush_cache() override {
+    calls.push_back("flush");
+    return {};
+  }
+  bool can_hold_stream() const override { return true; }
+  DeviceStatus hold_stream() override {
+    calls.push_back("hold");
+    return {};
+  }
+  DeviceStatus release_stream() override {
+    calls.push_back("release");
+    return {};
+  }
+  bool hold_timed_out() override {
+    if (hold_times_out_once) {
+      hold_times_out_once = false;
+      return true;
+    }
+    return false;
+  }
+  DeviceStatus start_timer() override {
+    calls.push_back("start");
+    timing_now = true;
+    return {};
+  }
+  DeviceStatus stop_timer() override {
+    calls.push_back("stop");
+    timing_now = false;
+    double ms = variant_ms.empty() ? event_ms(timed) : variant_ms[selected];
+    ++timed;
+    last_ms = ms;
+    clock += ms;
+    return {};
+  }
+  DeviceStatus read_timer(double& ms) override {
+    calls.push_back("read");
+    ms = last_ms;
+    return {};
+  }
+  std::string timer_method() const override { return "fake_events"; }
+  bool asynchronous() const override { return async; }
+  bool async = true;
+  void sample_clock() override {}
+  LaunchOutcome profile_launch(int set, const std::string& name) override {
+    calls.push_back("profile_launch(" + std::to_string(set) + "," + name + ")");
+    return {status, {}};
+  }
+  int variant_count() override { return variants; }
+  json variant_description(int i) override {
+    return {{"library", i == 0 ? "cublas" : "cublasLt"}, {"variant", i}};
+  }
+  DeviceStatus select_variant(int i) override {
+    calls.push_back("select(" + std::to_string(i) + ")");
+    selected = i;
+    return {};
+  }
+
+  int count(const std::string& call) const { return static_cast<int>(std::count(calls.begin(), calls.end(), call)); }
+
+  int launches = 0;
+  int compares = 0;
+  int timed = 0;
+  int selected = 0;
+  bool timing_now = false;
+  double last_ms = 0;
+};
+
+ProblemDesc problem_1024() {
+  ProblemDesc p;
+  p.m = p.n = p.k = 1024;  // 2.147 GFLOP: 1 ms = 2.15 TFLOPS
+  p.dtype = "f16f32";
+  return p;
+}
+
+ProcedureOptions quick() {
+  ProcedureOptions o;
+  o.seed = 42;
+  o.warmup = 2;
+  o.stop.min_reps = 5;
+  o.stop.max_reps = 50;
+  o.stop.cv_target = 0.01;
+  o.stop.time_budget_ms = 1e9;
+  return o;
+}
+
+Measurement measure(FakeBackend& b, ProcedureOptions o = quick()) {
+  return run_procedure(b, problem_1024(), *parse_dtype_pair("f16f32"), o);
+}
+
+TEST(MeasureProcedure, EveryTimedRepetitionFollowsTheProtocolOrder) {
+  FakeBackend b;
+  Measurement m = measure(b);
+  ASSERT_EQ(m.verdict, Verdict::PASS) << m.detail;
+  int reps = 0;
+  for (size_t i = 0; i < b.calls.size(); ++i) {
+    if (b.calls[i] != "start") continue;
+    ++reps;
+    ASSERT_GE(i, 2u);
+    EXPECT_EQ(b.calls[i - 2], "flush");
+    EXPECT_EQ(b.calls[i - 1], "hold");
+    ASSERT_LT(i + 5, b.calls.size());
+    EXPECT_EQ(b.calls[i + 1].rfind("launch(", 0), 0u);
+    EXPECT_EQ(b.calls[i + 2], "stop");
+    EXPECT_EQ(b.calls[i + 3], "release");
+    EXPECT_EQ(b.calls[i + 4], "sync");
+    EXPECT_EQ(b.calls[i + 5], "read");
+  }
+  EXPECT_EQ(reps, 3 /* probe */ + m.timing->reps);
+}
+
+TEST(MeasureProcedure, APassingCandidateIsVerifiedTimedRecheckedAndCheckedOnASecondSeed) {
+  FakeBackend b;
+  Measurement m = measure(b);
+  ASSERT_EQ(m.verdict, Verdict::PASS) << m.detail;
+  EXPECT_EQ(m.reason, "ok");
+  EXPECT_EQ(m.seed, 42u);
+  EXPECT_EQ(m.second_seed, second_seed(42));
+  EXPECT_TRUE(*m.verification.passed);
+  EXPECT_TRUE(*m.verification.rechecked_after_timing);
+  EXPECT_TRUE(*m.verification.second_seed_passed);
+  ASSERT_TRUE(m.timing);
+  EXPECT_EQ(m.timing->reps, 5);
+  EXPECT_EQ(m.timing->stop_reason, "cv_target");
+  EXPECT_EQ(m.timing->rotation_sets, 2);
+  EXPECT_TRUE(m.timing->stream_held);
+  EXPECT_NEAR(*m.tflops, 2.147483648, 1e-6);
+  // Set 0 from the seed, set 1 for rotation, set 0 refilled in place with the second seed.
+  EXPECT_EQ(b.calls[0], "prepare(2)");
+  EXPECT_EQ(b.calls[1], "fill(0,42)");
+  EXPECT_EQ(b.count("fill(0," + std::to_string(second_seed(42)) + ")"), 1);
+  EXPECT_EQ(b.count("reference(0)"), 2);
+  EXPECT_EQ(b.count("compare"), 3);  // first seed, re-check, second seed
+  EXPECT_EQ(b.count("poison"), 3);   // before each checked launch
+  // Rotation: both sets are launched while timing.
+  EXPECT_GT(b.count("launch(1)"), 0);
+}
+
+TEST(MeasureProcedure, ATimeFasterThanPeakIsImpossibleBeforeVerificationIsConsidered) {
+  FakeBackend b;
+  b.event_ms = [](int) { return 0.001; };  // 2147 TFLOPS against a peak of 100
+  b.on_compare = [](int, Verification& v) { v.mismatches = 50; };
+  Measurement m = measure(b);
+  EXPECT_EQ(m.verdict, Verdict::IMPOSSIBLE);
+  EXPECT_EQ(m.reason, "above_peak");
+  ASSERT_TRUE(m.timing);
+  EXPECT_EQ(m.timing->stop_reason, "probe");
+  EXPECT_FALSE(*m.verification.passed);  // the figures are still reported
+}
+
+TEST(MeasureProcedure, WrongValuesAreAVerifyFailWithoutTiming) {
+  FakeBackend b;
+  b.on_compare = [](int, Verification& v) {
+    v.mismatches = 7;
+    v.max_abs_err = 3.5;
+  };
+  Measurement m = measure(b);
+  EXPECT_EQ(m.verdict, Verdict::VERIFY_FAIL);
+  EXPECT_EQ(m.reason, "mismatch");
+  EXPECT_EQ(m.verification.mismatches, 7);
+  EXPECT_EQ(b.count("fill(1," + std::to_string(splitmix64(42 + 0x101)) + ")"), 0);  // never got to timing
+}
+
+TEST(MeasureProcedure, UnwrittenOutputAndOutOfBoundsWritesHaveTheirOwnReasons) {
+  {
+    FakeBackend b;
+    b.on_compare = [](int, Verification& v) { v.mismatches = v.nan_count = 50; };
+    EXPECT_EQ(measure(b).reason, "unwritten_output");
+  }
+  {
+    FakeBackend b;
+    b.on_compare = [](int, Verification& v) { v.guard_bytes_changed = 4096; };
+    Measurement m = measure(b);
+    EXPECT_EQ(m.verdict, Verdict::VERIFY_FAIL);
+    EXPECT_EQ(m.reason, "out_of_bounds_write");
+  }
+  {
+    FakeBackend b;
+    b.on_compare = [](int, Verification& v) { v.normwise_rel_err = 0.5; };
+    EXPECT_EQ(measure(b).reason, "normwise_error");
+  }
+}
+
+TEST(MeasureProcedure, AStaleResultIsCaughtByTheSecondSeed) {
+  FakeBackend b;
+  b.on_compare = [](int n, Verification& v) {
+    if (n == 2) v.mismatches = 100;  // the third comparison is the second seed's
+  };
+  Measurement m = measure(b);
+  EXPECT_EQ(m.verdict, Verdict::VERIFY_FAIL);
+  EXPECT_EQ(m.reason, "second_seed_mismatch");
+  EXPECT_FALSE(*m.verification.second_seed_passed);
+  EXPECT_TRUE(*m.verification.rechecked_after_timing);
+}
+
+TEST(MeasureProcedure, AnOutputThatChangesDuringTimingFailsTheRecheck) {
+  FakeBackend b;
+  b.on_compare = [](int n, Verification& v) {
+    if (n == 1) v.mismatches = 3;
+  };
+  Measurement m = measure(b);
+  EXPECT_EQ(m.verdict, Verdict::VERIFY_FAIL);
+  EXPECT_EQ(m.reason, "recheck_mismatch");
+}
+
+TEST(MeasureProcedure, LaunchStatusesMapToUnsupportedAndRuntimeFail) {
+  FakeBackend b;
+  b.status = 1;
+  Measurement m = measure(b);
+  EXPECT_EQ(m.verdict, Verdict::UNSUPPORTED);
+  EXPECT_EQ(m.reason, "candidate_unsupported");
+  FakeBackend c;
+  c.status = 3;
+  m = measure(c);
+  EXPECT_EQ(m.verdict, Verdict::RUNTIME_FAIL);
+  EXPECT_EQ(m.reason, "launch_status");
+  EXPECT_NE(m.detail.find("CROQ_LAUNCH_FAILED"), std::string::npos);
+}
+
+TEST(MeasureProcedure, ADeviceErrorAfterTheLaunchIsARuntimeFail) {
+  FakeBackend b;
+  b.sync_fails_after_launch = true;
+  Measurement m = measure(b);
+  EXPECT_EQ(m.verdict, Verdict::RUNTIME_FAIL);
+  EXPECT_EQ(m.reason, "cuda_error");
+  EXPECT_NE(m.detail.find("illegal memory access"), std::string::npos);
+}
+
+TEST(MeasureProcedure, AHarnessFailureBeforeTheCandidateRanIsNotBlamedOnIt) {
+  FakeBackend b;
+  b.fill_fails = true;
+  EXPECT_THROW(measure(b), HarnessError);
+}
+
+TEST(MeasureProcedure, NoisyTimesStopOnTheBudgetOrAtMaxReps) {
+  FakeBackend b;
+  b.event_ms = [](int n) { return n % 2 ? 1.0 : 2.0; };  // cv ~ 0.33
+  ProcedureOptions o = quick();
+  o.stop.time_budget_ms = 40;
+  Measurement m = measure(b, o);
+  ASSERT_EQ(m.verdict, Verdict::PASS) << m.detail;
+  EXPECT_EQ(m.timing->stop_reason, "time_budget");
+  FakeBackend c;
+  c.event_ms = b.event_ms;
+  o.stop.time_budget_ms = 1e9;
+  o.stop.max_reps = 12;
+  m = measure(c, o);
+  EXPECT_EQ(m.timing->stop_reason, "max_reps");
+  EXPECT_EQ(m.timing->reps, 12);
+  EXPECT_NEAR(m.timing->median_ms, 1.5, 1e-9);
+}
+
+TEST(MeasureProcedure, ALaunchThatWaitsForTheHeldStreamIsTimedUnheldWithAWarning) {
+  FakeBackend b;
+  b.hold_times_out_once = true;
+  Measurement m = measure(b);
+  ASSERT_EQ(m.verdict, Verdict::PASS) << m.detail;
+  EXPECT_FALSE(m.timing->stream_held);
+  ASSERT_EQ(m.warnings.size(), 1u);
+  EXPECT_NE(m.warnings[0].find("synchronises inside croq_matmul"), std::string::npos);
+}
+
+TEST(MeasureProcedure, WorkHiddenFromTheEventsIsCaughtByTheHostClock) {
+  FakeBackend b;
+  b.event_ms = [](int) { return 0.05; };  // 43 TFLOPS by the events: plausible
+  b.wall_per_launch = 2.0;                 // but the host sees 2 ms per launch
+  Measurement m = measure(b);
+  EXPECT_EQ(m.verdict, Verdict::IMPOSSIBLE);
+  EXPECT_EQ(m.reason, "timing_escape");
+  ASSERT_TRUE(m.timing->wall_check_ms);
+  EXPECT_NEAR(*m.timing->wall_check_ms, 2.0, 1e-9);
+  // A synchronous device (the CPU) cannot hide work from its timer: a slow host clock there is
+  // noise, flagged but not refused.
+  FakeBackend c;
+  c.async = false;
+  c.event_ms = b.event_ms;
+  c.wall_per_launch = 2.0;
+  Measurement n = measure(c);
+  EXPECT_EQ(n.verdict, Verdict::PASS);
+  EXPECT_NE(std::find(n.flags.begin(), n.flags.end(), "wall_clock_disagrees"), n.flags.end());
+}
+
+TEST(MeasureProcedure, AResultNearThePeakIsFlagged) {
+  FakeBackend b;
+  b.peak = 2.2;  // the fake candidate runs at 2.15 TFLOPS: 97.6 %
+  Measurement m = measure(b);
+  EXPECT_EQ(m.verdict, Verdict::PASS);
+  EXPECT_NE(std::find(m.flags.begin(), m.flags.end(), "near_peak"), m.flags.end());
+}
+
+TEST(MeasureProcedure, VerifyModeChecksTwoSeedsAndTimesNothing) {
+  FakeBackend b;
+  ProcedureOptions o = quick();
+  o.mode = RunMode::verify;
+  Measurement m = measure(b, o);
+  EXPECT_EQ(m.verdict, Verdict::PASS);
+  EXPECT_FALSE(m.timing);
+  EXPECT_FALSE(m.tflops);
+  EXPECT_TRUE(*m.verification.second_seed_passed);
+  EXPECT_EQ(b.count("start"), 0);
+}
+
+TEST(MeasureProcedure, ProfileModeRunsTheWarmupThenExactlyOneRangedLaunchAndNoReference) {
+  FakeBackend b;
+  ProcedureOptions o = quick();
+  o.mode = RunMode::profile;
+  o.warmup = 3;
+  Measurement m = measure(b, o);
+  EXPECT_EQ(m.verdict, Verdict::PASS);
+  EXPECT_EQ(b.count("profile_launch(0,croq_candidate)"), 1);
+  EXPECT_EQ(b.count("launch(0)"), 3);
+  EXPECT_EQ(b.count("reference(0)"), 0);
+  EXPECT_EQ(b.count("compare"), 0);
+  EXPECT_EQ(b.calls.back(), "sync");
+}
+
+TEST(MeasureProcedure, TheBaselineIsTheFasterOfTheDefaultAndTheBestScreenedVariant) {
+  FakeBackend b;
+  b.variants = 3;
+  b.variant_ms = {2.0, 1.0, 1.5};
+  ProcedureOptions o = quick();
+  o.library = true;
+  Measurement m = measure(b, o);
+  ASSERT_EQ(m.verdict, Verdict::PASS) << m.detail;
+  EXPECT_EQ(m.kind, "baseline");
+  EXPECT_EQ(m.library["chosen"], "best_screened");
+  EXPECT_EQ(m.library["algo"]["variant"], 1);
+  EXPECT_EQ(m.library["default"]["variant"], 0);
+  EXPECT_NEAR(m.timing->median_ms, 1.0, 1e-9);
+  EXPECT_EQ(m.library["screened"].size(), 3u);
+  EXPECT_EQ(b.count("prepare(1)"), 1);  // no rotation sets for a library
+
+  FakeBackend c;
+  c.variants = 2;
+  c.variant_ms = {1.0, 1.2};
+  m = measure(c, o);
+  EXPECT_EQ(m.library["chosen"], "default");
+  EXPECT_NEAR(m.timing->median_ms, 1.0, 1e-9);
+}
+
+}  // namespace
+}  // namespace croq

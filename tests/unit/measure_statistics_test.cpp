@@ -1,0 +1,72 @@
+// Sample statistics and the stopping rule of the measurement procedure.
+#include <gtest/gtest.h>
+
+#include "croq/measure/statistics.hpp"
+
+namespace croq {
+namespace {
+
+TEST(MeasureStatistics, SummaryOfAnOddSampleUsesTheMiddleValue) {
+  SampleSummary s = summarize({5.0, 1.0, 3.0, 2.0, 4.0});
+  EXPECT_EQ(s.n, 5);
+  EXPECT_DOUBLE_EQ(s.median, 3.0);
+  EXPECT_DOUBLE_EQ(s.mean, 3.0);
+  EXPECT_DOUBLE_EQ(s.min, 1.0);
+  EXPECT_DOUBLE_EQ(s.max, 5.0);
+  EXPECT_DOUBLE_EQ(s.p90, 4.6);  // linear interpolation: position 0.9 * 4 = 3.6
+  EXPECT_NEAR(s.stddev, 1.5811388300841898, 1e-12);
+  EXPECT_NEAR(s.cv, 1.5811388300841898 / 3.0, 1e-12);
+}
+
+TEST(MeasureStatistics, MedianOfAnEvenSampleIsTheMeanOfTheMiddlePair) {
+  EXPECT_DOUBLE_EQ(summarize({4.0, 1.0, 2.0, 3.0}).median, 2.5);
+}
+
+TEST(MeasureStatistics, SingleAndEmptySamplesAreHandled) {
+  SampleSummary one = summarize({2.0});
+  EXPECT_DOUBLE_EQ(one.median, 2.0);
+  EXPECT_DOUBLE_EQ(one.p90, 2.0);
+  EXPECT_DOUBLE_EQ(one.cv, 0.0);
+  EXPECT_EQ(summarize({}).n, 0);
+}
+
+TEST(MeasureStatistics, AnOutlierMovesTheMeanButNotTheMedian) {
+  SampleSummary s = summarize({1.0, 1.0, 1.0, 1.0, 100.0});
+  EXPECT_DOUBLE_EQ(s.median, 1.0);
+  EXPECT_GT(s.mean, 20.0);
+  EXPECT_GT(s.cv, 1.0);
+}
+
+TEST(MeasureStopRule, SteadySamplesStopOnTheCvTargetAfterMinReps) {
+  StopRule r;
+  r.min_reps = 4;
+  r.max_reps = 100;
+  r.cv_target = 0.01;
+  r.time_budget_ms = 1e9;
+  EXPECT_EQ(r.check({1.0, 1.0, 1.0}, 0), "");
+  EXPECT_EQ(r.check({1.0, 1.0, 1.0, 1.001}, 0), "cv_target");
+}
+
+TEST(MeasureStopRule, NoisySamplesRunUntilTheBudgetOrMaxReps) {
+  StopRule r;
+  r.min_reps = 4;
+  r.max_reps = 6;
+  r.cv_target = 0.01;
+  r.time_budget_ms = 100;
+  std::vector<double> noisy = {1.0, 2.0, 1.0, 2.0};
+  EXPECT_EQ(r.check(noisy, 50), "");
+  EXPECT_EQ(r.check(noisy, 100), "time_budget");
+  noisy.insert(noisy.end(), {1.0, 2.0});
+  EXPECT_EQ(r.check(noisy, 0), "max_reps");
+}
+
+TEST(MeasureStopRule, ASlowKernelStopsOnTheBudgetAfterAFewSamples) {
+  StopRule r;
+  r.min_reps = 20;
+  r.time_budget_ms = 10;
+  EXPECT_EQ(r.check({50.0, 52.0}, 102), "");
+  EXPECT_EQ(r.check({50.0, 52.0, 51.0}, 153), "time_budget");
+}
+
+}  // namespace
+}  // namespace croq

@@ -1,0 +1,164 @@
+// How a finished runner process becomes a verdict (crash, hang, exit codes, a missing document),
+// the ledger decision of each verdict, and legacy self-timed programs' output.
+#include <gtest/gtest.h>
+
+#include <signal.h>
+
+#include "croq/measure/invoke.hpp"
+#include "croq/measure/legacy.hpp"
+#include "croq/util/error.hpp"
+
+namespace croq {
+namespace {
+
+Measurement skeleton() {
+  Measurement m;
+  m.problem.m = m.problem.n = m.problem.k = 1024;
+  m.problem.dtype = "f16f32";
+  m.candidate_path = "/w/bin/k.so";
+  m.device.name = "NVIDIA H200";
+  m.device.peak_tflops = 989.4;
+  return m;
+}
+
+ProcessResult exited(int code, std::string err = {}, std::string out = {}) {
+  ProcessResult r;
+  r.started = true;
+  r.exit_code = code;
+  r.err = std::move(err);
+  r.out = std::move(out);
+  r.wall_ms = 1234;
+  return r;
+}
+
+std::string passing_document() {
+  Measurement m = skeleton();
+  m.verdict = Verdict::PASS;
+  m.reason = "ok";
+  m.tflops = 500;
+  Timing t;
+  t.median_ms = 0.0043;
+  m.timing = t;
+  return m.to_json().dump();
+}
+
+TEST(MeasureVerdict, ASignalIsASegfaultThatSaysWhereTheRunnerWas) {
+  ProcessResult r = exited(-1, "phase: purity scan\nphase: load\nphase: check (first seed)\n");
+  r.term_signal = SIGSEGV;
+  Measurement m = interpret_runner(r, std::nullopt, skeleton());
+  EXPECT_EQ(m.verdict, Verdict::SEGFAULT);
+  EXPECT_EQ(m.reason, "crashed");
+  EXPECT_NE(m.detail.find("SIGSEGV"), std::string::npos);
+  EXPECT_NE(m.detail.find("check (first seed)"), std::string::npos);
+  EXPECT_EQ(m.candidate_path, "/w/bin/k.so");
+  EXPECT_EQ(m.process["signal"], SIGSEGV);
+}
+
+TEST(MeasureVerdict, KilledAtTheLimitIsAHang) {
+  ProcessResult r = exited(-1, "phase: timing\n");
+  r.timed_out = true;
+  r.term_signal = SIGKILL;
+  Measurement m = interpret_runner(r, std::nullopt, skeleton());
+  EXPECT_EQ(m.verdict, Verdict::HANG);
+  EXPECT_EQ(m.reason, "timed_out");
+  EXPECT_NE(m.detail.find("during timing"), std::string::npos);
+  EXPECT_TRUE(m.process["timed_out"].get<bool>());
+}
+
+TEST(MeasureVerdict, TheRunnersDocumentIsTakenAsItIs) {
+  Measurement m = interpret_runner(exited(0), passing_document(), skeleton());
+  EXPECT_EQ(m.verdict, Verdict::PASS);
+  EXPECT_DOUBLE_EQ(*m.tflops, 500);
+  EXPECT_EQ(m.process["exit_code"], 0);
+  // Without an --out file, stdout is read.
+  Measurement n = interpret_runner(exited(0, {}, passing_document()), std::nullopt, skeleton());
+  EXPECT_EQ(n.verdict, Verdict::PASS);
+}
+
+TEST(MeasureVerdict, ExitingWithoutADocumentIsTheCandidatesFault) {
+  Measurement m = interpret_runner(exited(0, "phase: timing\n", "hello"), std::string(), skeleton());
+  EXPECT_EQ(m.verdict, Verdict::RUNTIME_FAIL);
+  EXPECT_EQ(m.reason, "no_measurement");
+  Measurement e = interpret_runner(exited(3, "phase: check (first seed)\n"), std::nullopt, skeleton());
+  EXPECT_EQ(e.verdict, Verdict::RUNTIME_FAIL);
+  EXPECT_NE(e.detail.find("status 3"), std::string::npos);
+}
+
+TEST(MeasureVerdict, TheRunnersOwnFailuresAreCroqErrorsNotVerdicts) {
+  auto code_of = [](int exit_code) {
+    try {
+      interpret_runner(exited(exit_code, "croq-gpu-runner: something\n"), std::nullopt, skeleton());
+    } catch (const Error& e) {
+      return e.code();
+    }
+    return ExitCode::ok;
+  };
+  EXPECT_EQ(code_of(2), ExitCode::internal);
+  EXPECT_EQ(code_of(4), ExitCode::not_found);
+  EXPECT_EQ(code_of(7), ExitCode::no_device);
+  EXPECT_EQ(code_of(70), ExitCode::internal);
+  ProcessResult never;
+  never.spawn_error = "croq-gpu-runner: No such file";
+  EXPECT_THROW(interpret_runner(never, std::nullopt, skeleton()), Error);
+}
+
+TEST(MeasureVerdict, EachFailureHasItsLedgerDecision) {
+  EXPECT_FALSE(failure_decision(Verdict::PASS));
+  EXPECT_EQ(*failure_decision(Verdict::VERIFY_FAIL), Decision::VERIFY_FAIL);
+  EXPECT_EQ(*failure_decision(Verdict::IMPOSSIBLE), Decision::VERIFY_FAIL);
+  EXPECT_EQ(*failure_decision(Verdict::RUNTIME_FAIL), Decision::RUNTIME_FAIL);
+  EXPECT_EQ(*failure_decision(Verdict::UNSUPPORTED), Decision::RUNTIME_FAIL);
+  EXPECT_EQ(*failure_decision(Verdict::SEGFAULT), Decision::SEGFAULT);
+  EXPECT_EQ(*failure_decision(Verdict::HANG), Decision::HANG);
+  EXPECT_EQ(*failure_decision(Verdict::LIBRARY_CALL_FORBIDDEN), Decision::COMPILE_FAIL);
+  EXPECT_EQ(*parse_verdict("verify_fail"), Verdict::VERIFY_FAIL);
+  EXPECT_FALSE(parse_verdict("OK"));
+}
+
+TEST(MeasureLegacy, ParsesTheSeedsAndChoreosLines) {
+  LegacyOutput seeds = parse_legacy_output("VERIFY: PASS\nTFLOPS: 512.30   time_ms: 0.268\n");
+  EXPECT_TRUE(*seeds.verify_passed);
+  EXPECT_DOUBLE_EQ(*seeds.tflops, 512.30);
+  EXPECT_DOUBLE_EQ(*seeds.time_ms, 0.268);
+  LegacyOutput choreo = parse_legacy_output("Timing avg ms: 0.2103\nTFLOPS: 653.5\nHW efficiency: 86%\nTest Passed\n");
+  EXPECT_TRUE(*choreo.verify_passed);
+  EXPECT_DOUBLE_EQ(*choreo.time_ms, 0.2103);
+  LegacyOutput skipped = parse_legacy_output("TFLOPS: 600\nTest Passed (verify skipped)\n");
+  EXPECT_FALSE(skipped.verify_passed);
+  EXPECT_TRUE(skipped.verify_skipped);
+  LegacyOutput failed = parse_legacy_output("[3, 4] 1.5 <-> 9, delta: 500%\nvalues are not equal.\nTest Passed\n");
+  EXPECT_FALSE(*failed.verify_passed);
+  EXPECT_FALSE(*parse_legacy_output("VERIFY: FAIL max_abs_err=3.2\n").verify_passed);
+}
+
+TEST(MeasureLegacy, VerdictsOfSelfTimedPrograms) {
+  auto verdict = [](const std::string& out, ProcessResult r) {
+    Measurement m = skeleton();
+    apply_legacy_result(m, parse_legacy_output(out), r);
+    return m;
+  };
+  Measurement pass = verdict("VERIFY: PASS\nTFLOPS: 512.3   time_ms: 0.0042\n", exited(0));
+  EXPECT_EQ(pass.verdict, Verdict::PASS);
+  EXPECT_EQ(pass.source, "reported");
+  EXPECT_EQ(pass.kind, "legacy");
+  EXPECT_DOUBLE_EQ(*pass.tflops, 512.3);
+  EXPECT_EQ(pass.timing->method, "reported");
+  // Time only: TFLOPS from 2MNK / time.
+  Measurement from_time = verdict("Timing avg ms: 1.0\nTest Passed\n", exited(0));
+  EXPECT_NEAR(*from_time.tflops, 2.147483648, 1e-9);
+  EXPECT_EQ(verdict("TFLOPS: 600\nTest Passed (verify skipped)\n", exited(0)).reason, "legacy_verify_skipped");
+  EXPECT_EQ(verdict("TFLOPS: 600\n", exited(0)).reason, "legacy_verify_skipped");
+  EXPECT_EQ(verdict("VERIFY: FAIL\nTFLOPS: 600\n", exited(1)).verdict, Verdict::VERIFY_FAIL);
+  EXPECT_EQ(verdict("VERIFY: PASS\n", exited(0)).reason, "legacy_no_timing");
+  EXPECT_EQ(verdict("VERIFY: PASS\nTFLOPS: 5000\n", exited(0)).verdict, Verdict::IMPOSSIBLE);
+  EXPECT_EQ(verdict("VERIFY: PASS\nTFLOPS: 500\n", exited(2)).verdict, Verdict::RUNTIME_FAIL);
+  ProcessResult crash = exited(-1);
+  crash.term_signal = SIGABRT;
+  EXPECT_EQ(verdict("TFLOPS: 5\n", crash).verdict, Verdict::SEGFAULT);
+  ProcessResult hang = exited(-1);
+  hang.timed_out = true;
+  EXPECT_EQ(verdict("", hang).verdict, Verdict::HANG);
+}
+
+}  // namespace
+}  // namespace croq
