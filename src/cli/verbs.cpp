@@ -14,6 +14,28 @@ const std::vector<VerbSpec>& verbs() {
        "anything else of the task exists. Idempotent; a different task_uid for an existing task is "
        "refused (exit 9).\n\nOutput: the task config document.",
        setup_task_init},
+      {"protocol begin", "start an invocation: the protocol's mode and round budget for a task",
+       "Writes logs/<key>/<model>/protocol.json (croq-protocol-v1): `--mode enforced` (default: out-of-order or "
+       "evidence-free steps are refused, exit 5) or `advisory`, and the invocation's budget (`--rounds`, default 50, "
+       "counted from the last stored round). Output: the protocol document with the task's state.",
+       setup_protocol_begin},
+      {"state", "where a task stands in the protocol and the next action",
+       "Derived from evidence (ledger, checkpoint, evidence log), never from flags. Output: `{step, next_action, notes, "
+       "details:{mode, round, budget, best, active_bases, checkpoint, attempts}, stop_allowed, stop_reason}`. Steps: "
+       "PREPARE, PROFILE, IDEA, IMPLEMENT, VERIFY, MEASURE, DECIDE, STORE, SHAPE_COMPLETE.",
+       setup_state},
+      {"decide", "the noise-aware KEEP/DISCARD decision for a measured candidate",
+       "Compares the candidate's measurement with the best of its base: KEEP only when the gain exceeds "
+       "1.5 x sqrt(noise_c^2 + noise_b^2) (noise = CV floored at 0.5 %); ties are DISCARD; a change beyond +/-50 % "
+       "needs a back-to-back re-run first (`needs_rerun`). Output: `{decision, reason, needs_rerun, gain, margin, best, "
+       "base_kernel, candidate}`.",
+       setup_decide},
+      {"tune", "tune a shape automatically with croq's own search (no LLM)",
+       "Runs PREPARE (task, protocol, env validate, baseline, starting kernel from the family's default) and then "
+       "rounds PROFILE -> IDEA -> IMPLEMENT -> VERIFY -> MEASURE -> DECIDE -> STORE through the same verbs an agent "
+       "uses, with model `croq-search`. Resumes where it stopped. Progress on a terminal; JSON lines on stderr "
+       "otherwise. Output: `{task, rounds, best, baseline, pct_of_baseline, decisions, seed}`.",
+       setup_tune},
       {"next-iter", "reserve the next iteration id (or attempt id) for a task",
        "The seeds' next_iter. Reserves atomically: two callers at the same moment never get the same "
        "id. Iteration numbers are used only by measured rounds; `--attempt` hands out attempt ids "

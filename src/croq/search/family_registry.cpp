@@ -5,8 +5,11 @@
 
 namespace croq {
 
+std::shared_ptr<KernelFamily> make_cpp_tiled_family();
+
 std::vector<std::shared_ptr<KernelFamily>> kernel_families() {
   std::vector<std::shared_ptr<KernelFamily>> all;
+  all.push_back(make_cpp_tiled_family());
   return all;
 }
 
