@@ -10,6 +10,7 @@
 #include <croq/kernel_abi.h>
 
 #include "croq/util/fs.hpp"
+#include "croq/util/text.hpp"
 #include "support/test_support.hpp"
 
 namespace croq {

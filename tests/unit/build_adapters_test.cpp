@@ -9,6 +9,7 @@
 #include "croq/build/builder.hpp"
 #include "croq/util/error.hpp"
 #include "croq/util/fs.hpp"
+#include "croq/util/text.hpp"
 #include "support/test_support.hpp"
 
 namespace croq {

@@ -1,7 +1,10 @@
 // The build pipeline of every DSL (builder.hpp).
 #include "croq/build/builder.hpp"
 
+#include <unistd.h>
+
 #include <algorithm>
+#include <cstdlib>
 #include <future>
 #include <regex>
 #include <set>

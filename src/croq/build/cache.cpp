@@ -112,8 +112,9 @@ void copy_file_atomic(const fs::path& from, const fs::path& to) {
   if (ec) throw Error(ExitCode::failure, fmt::format("cannot copy {} to {}: {}", from.string(), tmp.string(), ec.message()));
   fs::rename(tmp, to, ec);
   if (ec) {
+    std::string why = ec.message();
     fs::remove(tmp, ec);
-    throw Error(ExitCode::failure, fmt::format("cannot move {} into place: {}", to.string(), ec.message()));
+    throw Error(ExitCode::failure, fmt::format("cannot move {} into place: {}", to.string(), why));
   }
 }
 

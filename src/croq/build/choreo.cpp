@@ -1,6 +1,7 @@
 // Parsing of choreo's generated scripts and the ABI wrapper (choreo.hpp).
 #include "croq/build/choreo.hpp"
 
+#include <cctype>
 #include <regex>
 
 #include <fmt/format.h>

@@ -2,6 +2,7 @@
 #include "croq/build/discover.hpp"
 
 #include <algorithm>
+#include <cctype>
 #include <regex>
 
 #include <fmt/format.h>

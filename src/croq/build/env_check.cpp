@@ -3,11 +3,13 @@
 
 #include <unistd.h>
 
+#include <cstdlib>
 #include <regex>
 
 #include <fmt/format.h>
 
 #include "croq/gpu/device_key.hpp"
+#include "croq/util/error.hpp"
 #include "croq/util/fs.hpp"
 #include "croq/util/paths.hpp"
 #include "croq/util/process.hpp"

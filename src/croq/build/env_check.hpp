@@ -13,6 +13,7 @@
 // Processes start through the process runner and files are read through `read`, so tests replay
 // any machine.
 #pragma once
+#include <chrono>
 #include <filesystem>
 #include <functional>
 #include <optional>

@@ -136,7 +136,7 @@ const std::vector<Rule>& python_rules() {
   return rules;
 }
 
-void apply(const std::vector<Rule>& rules, const std::vector<std::string>& stripped, const std::vector<std::string>& raw,
+void apply_rules(const std::vector<Rule>& rules, const std::vector<std::string>& stripped, const std::vector<std::string>& raw,
            const std::string& file, std::vector<PurityFinding>& out) {
   for (size_t i = 0; i < stripped.size(); ++i) {
     for (const Rule& rule : rules) {
@@ -154,12 +154,12 @@ std::vector<PurityFinding> check_source_purity(const std::string& dsl, std::stri
   std::vector<PurityFinding> out;
   std::vector<std::string> raw = split_lines(text);
   if (dsl == "triton") {
-    apply(python_rules(), split_lines(strip_comments_python(text)), raw, file, out);
+    apply_rules(python_rules(), split_lines(strip_comments_python(text)), raw, file, out);
     return out;
   }
   std::vector<std::string> stripped = split_lines(strip_comments_c(text));
-  apply(c_family_rules(), stripped, raw, file, out);
-  if (dsl == "cpp") apply(cpp_extra_rules(), stripped, raw, file, out);
+  apply_rules(c_family_rules(), stripped, raw, file, out);
+  if (dsl == "cpp") apply_rules(cpp_extra_rules(), stripped, raw, file, out);
   return out;
 }
 
