@@ -10,9 +10,26 @@
 #      and run through its own harness.
 # Results (markdown, with date, device and commit) go to $OUT/build-h200.md when $OUT is set, else
 # docs/results/build-h200.md. Budget: under 5 minutes on an H200.
+#
+# Preparing the carry (on a build machine, once): bench/gpu/build_evidence.sh --prepare-carry
+# CROQTILE_DIR [CUTLASS_INCLUDE_DIR] copies the choreo binary (stripped), its runtime headers and
+# the CUTLASS/CuTe include folder (default CROQTILE_DIR/extern/cutlass/include) into the ignored
+# folder .carry/choreo/ (build/choreo, runtime/, cutlass/include/) for the device machine.
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 REPO=$(pwd)
+if [ "${1:-}" = "--prepare-carry" ]; then
+  SRC=${2:?usage: $0 --prepare-carry CROQTILE_DIR [CUTLASS_INCLUDE_DIR]}
+  INC=${3:-$SRC/extern/cutlass/include}
+  DEST=$REPO/.carry/choreo
+  rm -rf "$DEST" && mkdir -p "$DEST/build" "$DEST/cutlass"
+  cp "$SRC/build/choreo" "$DEST/build/choreo" && strip "$DEST/build/choreo" 2>/dev/null
+  cp -r "$SRC/runtime" "$DEST/runtime"
+  cp -r "$INC" "$DEST/cutlass/include"
+  du -sh "$DEST" "$DEST"/* "$DEST"/build/choreo
+  "$DEST/build/choreo" --help 2>&1 | head -1
+  exit 0
+fi
 START=$(date +%s)
 OUTDIR=${OUT:-$REPO/docs/results}
 mkdir -p "$OUTDIR"

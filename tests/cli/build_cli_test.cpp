@@ -238,3 +238,79 @@ TEST(BuildCli, EnvValidateGivesOneDocumentAndExitsOneOnErrors) {
 
 }  // namespace
 }  // namespace croq
+
+namespace croq {
+namespace {
+
+// A python3 that imports torch (the CPU build is enough), or empty.
+std::string python_with_torch() {
+  for (const char* py : {"python3", "/usr/bin/python3"}) {
+    ProcessSpec spec;
+    spec.argv = {py, "-c", "import torch"};
+    spec.timeout = std::chrono::seconds(60);
+    if (SystemProcessRunner().run(spec).ok()) return py;
+  }
+  return {};
+}
+
+// Runs croq's Python runner on the CPU (its hidden --device cpu mode) and returns the document.
+json run_runner(const std::string& py, const fs::path& candidate, const std::string& dtype, int timeout_s = 60) {
+  ProcessSpec spec;
+  spec.argv = {py, std::string(CROQ_SOURCE_DIR) + "/src/python/croq_runner.py", "--device", "cpu", "--candidate",
+               candidate.string(), "--m", "37", "--n", "29", "--k", "41", "--dtype", dtype, "--warmup", "1",
+               "--max-reps", "5", "--timeout-s", std::to_string(timeout_s)};
+  spec.timeout = std::chrono::seconds(timeout_s + 60);
+  ProcessResult r = SystemProcessRunner().run(spec);
+  return try_parse_json(r.out).value_or(json());
+}
+
+TEST(PythonRunner, VerdictsOfGoodWrongForbiddenAndCrashingCandidates) {
+  std::string py = python_with_torch();
+  if (py.empty()) GTEST_SKIP() << "no python3 with torch";
+  TempDir dir;
+  atomic_write(dir / "good.py",
+               "def croq_matmul(problem, a, b, c):\n"
+               "    bt = b.t() if problem['b_layout'] == 'col' else b\n"
+               "    c.copy_((a.float()[:, :, None] * bt.float()[None, :, :]).sum(1))\n", false);
+  atomic_write(dir / "wrong.py", "def croq_matmul(problem, a, b, c):\n    c.fill_(1.0)\n", false);
+  // Hidden from the AST check; the run-time guard records the call even though it is caught.
+  atomic_write(dir / "sneaky.py",
+               "import torch\n_f = getattr(torch, 'mat' + 'mul')\n"
+               "def croq_matmul(problem, a, b, c):\n"
+               "    try:\n        c.copy_(_f(a.float(), b.float()))\n"
+               "    except Exception:\n        c.copy_((a.float()[:, :, None] * b.float()[None, :, :]).sum(1))\n", false);
+  atomic_write(dir / "crash.py", "import ctypes\ndef croq_matmul(problem, a, b, c):\n    ctypes.string_at(0)\n", false);
+  json good = run_runner(py, dir / "good.py", "f16f32");
+  EXPECT_EQ(good["schema"], "croq-measurement-v1");
+  EXPECT_EQ(good["verdict"], "PASS") << good.dump();
+  EXPECT_EQ(good["verification"]["second_seed_passed"], true);
+  EXPECT_EQ(good["verification"]["rechecked_after_timing"], true);
+  EXPECT_EQ(good["verification"]["tolerance"]["base_tol"], 1.0);
+  EXPECT_GT(good["timing"]["reps"].get<int>(), 0);
+  EXPECT_EQ(good["problem"]["c_type"], "f32");
+  EXPECT_EQ(good["candidate"]["sha256"].get<std::string>().size(), 64u);
+  json wrong = run_runner(py, dir / "wrong.py", "bf16f32");
+  EXPECT_EQ(wrong["verdict"], "VERIFY_FAIL");
+  EXPECT_GT(wrong["verification"]["mismatches"].get<int>(), 0);
+  EXPECT_FALSE(wrong["verification"]["worst"].empty());
+  json sneaky = run_runner(py, dir / "sneaky.py", "f16f32");
+  EXPECT_EQ(sneaky["verdict"], "LIBRARY_CALL_FORBIDDEN");
+  EXPECT_NE(sneaky["reason"].get<std::string>().find("torch.matmul"), std::string::npos);
+  json crash = run_runner(py, dir / "crash.py", "f16f32");
+  EXPECT_EQ(crash["verdict"], "SEGFAULT");
+}
+
+TEST(PythonRunner, MeasuresAnAbiSharedObjectBuiltByCroq) {
+  std::string py = python_with_torch();
+  if (py.empty() || !find_executable("g++")) GTEST_SKIP() << "no python3 with torch, or no g++";
+  TempDir root;
+  ASSERT_EQ(run_croq(root.path(), args({"prepare"}, args(k_cpp_task, {"--pick", "1"}))).rc, 0);
+  auto b = run_croq(root.path(), args({"build"}, args(k_cpp_task, {"--iter", "1"})));
+  ASSERT_EQ(b.rc, 0) << b.err;
+  json m = run_runner(py, root.path() / b.doc["outputs"][0].get<std::string>(), "f32");
+  EXPECT_EQ(m["verdict"], "PASS") << m.dump();
+  EXPECT_EQ(m["candidate"]["info"]["name"], "blocked");
+}
+
+}  // namespace
+}  // namespace croq
