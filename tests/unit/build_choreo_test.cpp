@@ -44,7 +44,7 @@ TEST(BuildChoreo, RealAmpereScriptUsesTheArchVariable) {
   REQUIRE_DATA("ampere_mma.cute.result");
   ChoreoScript s = parse_cute_result(data("ampere_mma.cute.result"));
   ASSERT_NE(s.kernel(), nullptr);
-  EXPECT_EQ(s.nv_arch, "sm_80");
+  EXPECT_EQ(s.nv_arch, "sm_86");
   EXPECT_NE(s.cflags.find("-arch ${nv_arch}"), std::string::npos) << s.cflags;
   std::vector<std::string> unknown;
   auto words = split_shell_words(expand_shell_vars(
@@ -53,7 +53,7 @@ TEST(BuildChoreo, RealAmpereScriptUsesTheArchVariable) {
   EXPECT_TRUE(unknown.empty());
   auto at = std::find(words.begin(), words.end(), "-arch");
   ASSERT_NE(at, words.end());
-  EXPECT_EQ(*(at + 1), "sm_80");
+  EXPECT_EQ(*(at + 1), "sm_86");
   EXPECT_NE(std::find(words.begin(), words.end(), "-I/cute/include"), words.end());
   EXPECT_NE(std::find(words.begin(), words.end(), "-L/cuda/lib64"), words.end());
 }
