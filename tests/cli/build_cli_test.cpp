@@ -216,7 +216,10 @@ TEST(BuildCli, DiscoverOffersTheTensorCoreKernelFirst) {
                                   "sm90_NVIDIA_H200"});
   ASSERT_EQ(r.rc, 0) << r.err;
   EXPECT_EQ(r.doc["tier"], "A");
-  EXPECT_EQ(r.doc["candidates"][0]["name"], "wmma_tc");
+  EXPECT_EQ(r.doc["candidates"][0]["meta"]["tensor_cores"], true);
+  bool wmma = false;
+  for (const auto& c : r.doc["candidates"]) wmma = wmma || c["name"] == "wmma_tc";
+  EXPECT_TRUE(wmma);
   EXPECT_EQ(r.doc["recommendation"]["pick"], 1);
   EXPECT_FALSE(r.doc["scratch"]["references"].empty());
 }

@@ -52,12 +52,15 @@ TEST(BuildDiscover, BundledCudaKernelsAreOfferedBestRankedFirst) {
   Discovery d = discover_starting_kernels(nullptr, req);
   ASSERT_GE(d.candidates.size(), 3u);
   EXPECT_EQ(d.candidates[0].tier, "A");
-  EXPECT_EQ(d.candidates[0].name, "wmma_tc");  // tensor cores first
-  EXPECT_EQ(d.candidates[0].meta.value("tensor_cores", false), true);
+  EXPECT_EQ(d.candidates[0].meta.value("tensor_cores", false), true);  // tensor cores first
   std::vector<std::string> names;
   for (const auto& c : d.candidates) names.push_back(c.name);
-  EXPECT_NE(std::find(names.begin(), names.end(), "naive"), names.end());
-  EXPECT_NE(std::find(names.begin(), names.end(), "smem_tiled"), names.end());
+  auto at = [&names](const char* n) { return std::find(names.begin(), names.end(), n) - names.begin(); };
+  ASSERT_LT(at("wmma_tc"), long(names.size()));
+  ASSERT_LT(at("naive"), long(names.size()));
+  EXPECT_LT(at("wmma_tc"), at("smem_tiled"));
+  EXPECT_LT(at("smem_tiled"), at("naive"));
+  for (size_t i = 1; i < d.candidates.size(); ++i) EXPECT_GE(d.candidates[i - 1].rank, d.candidates[i].rank);
   ASSERT_TRUE(d.recommended);
   EXPECT_EQ(*d.recommended, 0u);
   json j = d.to_json(nullptr);
