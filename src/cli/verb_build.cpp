@@ -8,6 +8,10 @@
 #include <fmt/format.h>
 
 #include "cli/verbs.hpp"
+#include "croq/protocol/protocol.hpp"
+#include "croq/util/fs.hpp"
+#include "croq/util/hash.hpp"
+#include "croq/workspace/ids.hpp"
 #include "croq/build/builder.hpp"
 #include "croq/build/choreo.hpp"
 #include "croq/util/paths.hpp"
@@ -58,6 +62,11 @@ VerbRunner setup_build(CLI::App& app) {
     // Resolve every target first: a typo in one --iter changes nothing.
     std::vector<BuildTarget> targets;
     for (const auto& it : o->iters) targets.push_back(locate_build_target(ws, task, it));
+    // The protocol: a build implements the open plan (no-op for advisory tasks).
+    for (const auto& t : targets) {
+      if (auto id = try_parse_iter_id(t.kernel)) guard_implement(ws, task, id->number, false);
+      else guard_implement(ws, task, 0, true);
+    }
 
     std::vector<json> docs(targets.size());
     std::vector<std::exception_ptr> failures(targets.size());
@@ -82,6 +91,29 @@ VerbRunner setup_build(CLI::App& app) {
     for (auto& t : threads) t.join();
     for (auto& f : failures) {
       if (f) std::rethrow_exception(f);
+    }
+
+    // Evidence for the protocol: what was built from which source.
+    for (size_t i = 0; i < targets.size(); ++i) {
+      json summary = {{"verdict", docs[i].value("verdict", "")}, {"source", ws.display(targets[i].source)},
+                      {"source_sha256", sha256_file(targets[i].source)}};
+      if (docs[i].contains("outputs") && docs[i]["outputs"].is_array() && !docs[i]["outputs"].empty()) {
+        std::string out = docs[i]["outputs"].back().get<std::string>();
+        for (const auto& x : docs[i]["outputs"]) {
+          std::string s = x.get<std::string>();
+          if (s.size() > 3 && s.compare(s.size() - 3, 3, ".so") == 0) out = s;
+        }
+        fs::path op = fs::path(out).is_absolute() ? fs::path(out) : ws.root() / out;
+        std::error_code ec;
+        if (fs::exists(op, ec)) {
+          summary["output"] = out;
+          summary["output_sha256"] = sha256_file(op);
+        }
+      }
+      fs::path doc_file = ws.kind_dir(task, ArtifactKind::perf) / ("build_" + targets[i].kernel + ".json");
+      std::error_code ec;
+      if (!fs::exists(doc_file, ec)) atomic_write(doc_file, dump_pretty(docs[i]));
+      record_evidence(ws, task, EvidenceKind::build, targets[i].kernel, doc_file, summary);
     }
 
     bool all_ok = true;

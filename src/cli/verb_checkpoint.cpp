@@ -9,7 +9,7 @@
 #include "croq/ledger/records.hpp"
 #include "croq/protocol/protocol.hpp"
 #include "croq/session/drift.hpp"
-#include "croq/session/sources.hpp"
+#include "croq/workspace/sources.hpp"
 #include "croq/util/fs.hpp"
 #include "croq/util/text.hpp"
 #include "croq/util/time.hpp"

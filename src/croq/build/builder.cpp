@@ -692,14 +692,6 @@ json build_croqtile(const Workspace& ws, const BuildTarget& t, const BuildOption
 
 }  // namespace
 
-const std::vector<std::string>& source_extensions(const std::string& dsl) {
-  static const std::map<std::string, std::vector<std::string>> exts{
-      {"cuda", {".cu"}}, {"cpp", {".cpp", ".cc", ".cxx"}}, {"triton", {".py"}}, {"croqtile", {".co", ".cu"}}};
-  auto it = exts.find(dsl);
-  if (it == exts.end()) throw_usage("unknown dsl " + dsl, "use cuda, croqtile, triton or cpp");
-  return it->second;
-}
-
 BuildTarget locate_build_target(const Workspace& ws, const TaskRef& task, const std::string& iter) {
   std::string id, tag;
   if (auto a = try_parse_attempt_id(iter)) {

@@ -25,6 +25,7 @@
 
 #include "croq/build/toolchain.hpp"
 #include "croq/util/json.hpp"
+#include "croq/workspace/sources.hpp"  // source_extensions
 #include "croq/workspace/workspace.hpp"
 
 namespace croq {
@@ -51,8 +52,6 @@ struct BuildTarget {
   std::filesystem::path source;  // the primary source (.cu / .cpp / .py / .co)
 };
 
-// Source extensions of a dsl, primary first.
-const std::vector<std::string>& source_extensions(const std::string& dsl);
 
 // Finds the source of `iter` ("7", "iter007", "iter007_tag", "attemptAAAB[_tag]") in the task's
 // srcs/ folder. Throws not_found (no such source) or usage (several tags, bad id).

@@ -10,7 +10,7 @@
 #include "croq/protocol/evidence.hpp"
 #include "croq/protocol/history.hpp"
 #include "croq/search/search.hpp"
-#include "croq/session/sources.hpp"
+#include "croq/workspace/sources.hpp"
 #include "croq/util/error.hpp"
 #include "croq/util/fs.hpp"
 #include "croq/util/process.hpp"
@@ -214,9 +214,8 @@ struct Tuner::Impl {
   // Builds a candidate; returns the build document (verdict OK or COMPILE_FAIL).
   json build(const std::string& kernel, const FamilyConfig& cfg, const std::string&) {
     std::vector<std::string> args = {"build", "--iter", kernel};
-    for (const auto& f : family->build_flags(cfg, problem)) {
-      args.push_back("--flag=" + f);
-    }
+    auto flags = family->build_flags(cfg, problem);
+    if (!flags.empty()) args.push_back("--flags=" + shell_join(flags));
     VerbResult r = call("build", args);
     if (!r.doc.is_object()) {
       throw Error(ExitCode::failure, "croq build failed: " + r.message());
