@@ -58,4 +58,8 @@ done < "$configs"
 wait
 mv "$out/manifest.tsv.new" "$out/manifest.tsv"
 (cd "$root" && git rev-parse --short=12 HEAD > "$out/commit.txt" 2>/dev/null)
+# Make the folder self-contained: the probe script, the harness source (rebuilt on the device if
+# the carried binary does not start there) and the ABI header travel with it.
+cp "$root/bench/gpu/gemm_probe.sh" "$root/bench/gpu/gemm_probe.cu" "$out/"
+mkdir -p "$out/include/croq" && cp "$root/include/croq/kernel_abi.h" "$out/include/croq/"
 du -sh "$out"

@@ -1,8 +1,11 @@
 #!/usr/bin/env bash
 # GPU probe of the GEMM families, run on the H200 from the repository root with .carry/gemm
-# carried (built beforehand by bench/gpu/gemm_build_probe.sh on a machine without a GPU):
+# carried (built beforehand by bench/gpu/gemm_build_probe.sh on a machine without a GPU, which also
+# copies this script, the harness source and the ABI header into it, so the folder is
+# self-contained):
 #
-#   bash bench/gpu/gemm_probe.sh            (carry: .carry/gemm)
+#   bash .carry/gemm/gemm_probe.sh          (carry: .carry/gemm)
+#   bash bench/gpu/gemm_probe.sh            (the same, from a checkout of this branch)
 #
 # For every configuration in .carry/gemm/manifest.tsv it checks correctness against cuBLAS
 # (random inputs, every element, odd shapes such as 1000x1000x1000 and 4096x4100x520, both B
@@ -16,8 +19,8 @@
 # Environment: PROBE_ONLY="hc1 hp2" (labels to run), PROBE_REPS (timed repetitions, default 15),
 # PROBE_BUDGET_S (default 300), PROBE_TIME=0 (checks only).
 set -u
-root=$(cd "$(dirname "$0")/../.." && pwd)
-carry="$root/.carry/gemm"
+here=$(cd "$(dirname "$0")" && pwd)
+if [ -f "$here/manifest.tsv" ]; then carry=$here; root=$(cd "$here/../.." && pwd); else root=$(cd "$here/../.." && pwd); carry="$root/.carry/gemm"; fi
 out=${OUT:-$root/docs/results/gemm-probe}
 mkdir -p "$out"
 log="$out/log.txt"
@@ -43,7 +46,7 @@ probe="$carry/gemm_probe"
 if [ $? -ne 2 ]; then  # with no arguments the harness prints its usage and exits with 2
   echo "== the carried harness does not start here ($(ldd "$probe" 2>&1 | grep 'not found' | tr '\n' ' ')); rebuilding it"
   probe=/tmp/gemm_probe
-  nvcc -O2 -std=c++17 -I"$root/include" -gencode=arch=compute_90,code=sm_90 "$root/bench/gpu/gemm_probe.cu" \
+  nvcc -O2 -std=c++17 -I"$carry/include" -I"$root/include" -gencode=arch=compute_90,code=sm_90 "$carry/gemm_probe.cu" \
     -o "$probe" -lcublas -ldl -cudart shared || { echo "harness build failed"; exit 1; }
 fi
 
@@ -52,7 +55,8 @@ first_so=$(awk -F'\t' 'NR==1 {print $1}' "$carry/manifest.tsv")
 if command -v cuobjdump > /dev/null && [ -f "$carry/$first_so.so" ]; then
   cuobjdump -sass "$carry/$first_so.so" > /tmp/sass.txt 2>&1
   awk '/Function :/ {name=$3} /HGMMA|UTMALDG|UTMASTG|UTMAPF|SYNCS|STSM|USETMAXREG|BAR\.|LDL|STL|UBLKCP/ {
-         op=$0; sub(/^[^A-Z]*\/\*[0-9a-f]*\*\/ */, "", op); split(op, w, /[ .;]/); c[name" "w[1]]++ }
+         op=$0; sub(/^[^A-Z]*\/\*[0-9a-f]*\*\/ */, "", op); sub(/^@!?U?P[0-9T] +/, "", op)
+         split(op, w, /[ .;]/); c[name" "w[1]]++ }
        END { for (k in c) print c[k], k }' /tmp/sass.txt | sort -k2 > "$out/sass_summary.txt"
   grep -m3 HGMMA /tmp/sass.txt >> "$out/sass_summary.txt"
   cat "$out/sass_summary.txt" | head -60
@@ -117,6 +121,17 @@ for r in rows:
 EOF
 done < "$carry/manifest.tsv"
 
+# A memory check of two configurations on small odd shapes (out-of-bounds or misaligned global
+# accesses at the edges), when there is time left and the sanitizer works on this machine.
+if command -v compute-sanitizer > /dev/null && [ $((SECONDS - start)) -lt $((budget - 60)) ]; then
+  for label in hc1 hc2; do
+    [ -f "$carry/$label.so" ] || continue
+    echo "== compute-sanitizer memcheck [$label]"
+    timeout 90 compute-sanitizer --tool memcheck --print-limit 5 "$probe" --so "$carry/$label.so" --label "$label-memcheck" \
+      --check 257,129,65,f16f32,row --check 257,129,65,bf16,col --check 17,33,9,f16,row 2>&1 | tail -12 | sed "s/^/   /"
+  done
+fi
+
 echo "== summary (elapsed $((SECONDS - start)) s)"
 python3 - "$results" "$carry/manifest.tsv" > "$out/table.md" <<'EOF'
 import json, sys, collections
@@ -136,9 +151,13 @@ for lab, rs in by.items():
     f = [r for r in rs if r.get("verdict") == "FAIL"]
     o = [r for r in rs if r.get("verdict") not in ("PASS", "FAIL")]
     worst = max([r.get("rel_err", 0) for r in rs if "rel_err" in r] or [0])
-    bad = "; ".join(f'{r.get("m")}x{r.get("n")}x{r.get("k")} {r.get("dtype")} {r.get("layout")} '
-                    f'{r.get("verdict")} bad={r.get("bad")} nan={r.get("nan")} at ({r.get("first_bad_row")},{r.get("first_bad_col")})'
-                    for r in (f + o)[:4])
+    def what(r):
+        if "m" not in r: return f'{r.get("verdict")} {r.get("error", "")}'
+        s = f'{r["m"]}x{r["n"]}x{r["k"]} {r["dtype"]} {r["layout"]} {r.get("verdict")}'
+        if r.get("verdict") == "FAIL":
+            s += f' bad={r.get("bad")} nan={r.get("nan")} at ({r.get("first_bad_row")},{r.get("first_bad_col")}) max_abs={r.get("max_abs_err")}'
+        return s + (f' {r["cuda"]}' if "cuda" in r else "")
+    bad = "; ".join(what(r) for r in (f + o)[:4])
     print(f"| {lab} | {p} | {len(f)} | {len(o)} | {worst:.2e} | {bad} |")
 print("\n## Timing (median TFLOPS, L2 flushed; ratio = cuBLAS time / candidate time)\n")
 timed = [r for r in rows if "tflops" in r]

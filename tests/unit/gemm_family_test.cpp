@@ -43,9 +43,13 @@ ProblemDesc problem(Shape s, const std::string& dtype, bool col, const std::stri
 
 int iv(const FamilyConfig& c, const char* name) { return gemm::int_param(c, name).value(); }
 
-// Calls `visit` with every configuration of the family's parameter space.
-void for_each_config(const KernelFamily& f, const std::function<void(const FamilyConfig&)>& visit) {
-  const auto specs = f.params();
+// Calls `visit` with every configuration of the family's parameter space, the parameters in
+// `fixed` held at the given values.
+void for_each_config(const KernelFamily& f, const std::function<void(const FamilyConfig&)>& visit,
+                     const FamilyConfig& fixed = {}) {
+  auto specs = f.params();
+  for (auto& s : specs)
+    if (fixed.count(s.name)) s.values = {fixed.at(s.name)};
   std::vector<size_t> idx(specs.size(), 0);
   FamilyConfig c;
   for (const auto& s : specs) c[s.name] = s.values[0];
@@ -73,13 +77,17 @@ void expect_hopper_invariants(const FamilyConfig& c, const ProblemDesc& p) {
   // WGMMA: N a multiple of 8 up to 256 (the template's register lists come in 32s), M in 64s.
   EXPECT_TRUE(bn % 32 == 0 && bn >= 32 && bn <= 256) << bn;
   const int rows_per_consumer = iv(c, "PINGPONG") == 1 ? bm : bm / consumers;
-  if (iv(c, "PINGPONG") == 1) EXPECT_EQ(consumers, 2);
+  if (iv(c, "PINGPONG") == 1) {
+    EXPECT_EQ(consumers, 2);
+  }
   EXPECT_EQ(rows_per_consumer % 64, 0);
   EXPECT_EQ(bm % consumers, 0);
   // 16-bit operands: K per instruction is 16; a stage is whole swizzle rows.
   EXPECT_EQ(bk % 16, 0);
   EXPECT_EQ(bk % (sw / 2), 0);
-  if (!p.b_col_major) EXPECT_EQ(bn % (sw / 2), 0);
+  if (!p.b_col_major) {
+    EXPECT_EQ(bn % (sw / 2), 0);
+  }
   // Accumulators: 64 x BN f32 per m64 atom spread over 128 threads.
   EXPECT_LE((rows_per_consumer / 64) * (64 * bn / 128), 128);
   // Shared memory: stages of A and B tiles, epilogue slots, barriers, alignment slack.
@@ -163,7 +171,8 @@ TEST(HopperGemmFamily, DefaultsUseTheLargeTileWhenThereAreEnoughTiles) {
 
 // Every configuration the search can produce, for problems that exercise the layout- and
 // shape-dependent rules: either legal (and then the hardware invariants hold) or refused with a
-// reason.
+// reason. The tile order (RASTER, GROUP) enters no constraint (next test), so it is held fixed
+// here to keep the walk short.
 TEST(HopperGemmFamily, EveryConfigurationIsLegalOrRefusedWithAReason) {
   HopperGemmFamily f;
   const std::vector<ProblemDesc> problems = {problem({4096, 4096, 4096}, "f16f32", false, "sm_90a"),
@@ -181,10 +190,25 @@ TEST(HopperGemmFamily, EveryConfigurationIsLegalOrRefusedWithAReason) {
         ++legal;
         expect_hopper_invariants(c, p);
       }
-    });
+    }, {{"RASTER", "1"}, {"GROUP", "8"}});
     EXPECT_GT(legal, 1000);
     EXPECT_GT(refused, 1000);
     EXPECT_GT(reasons.size(), 4u);
+  }
+}
+
+TEST(HopperGemmFamily, TileOrderNeverDecidesLegality) {
+  HopperGemmFamily f;
+  const auto p = problem({1000, 3000, 700}, "f16", false, "sm_90a");
+  std::vector<bool> reference;
+  for_each_config(f, [&](const FamilyConfig& c) { reference.push_back(!f.violation(c, p)); },
+                  {{"RASTER", "1"}, {"GROUP", "8"}});
+  for (auto [raster, group] : std::vector<std::pair<const char*, const char*>>{{"0", "1"}, {"2", "16"}}) {
+    size_t i = 0, differ = 0;
+    for_each_config(f, [&](const FamilyConfig& c) { differ += reference.at(i++) != !f.violation(c, p); },
+                    {{"RASTER", raster}, {"GROUP", group}});
+    EXPECT_EQ(i, reference.size());
+    EXPECT_EQ(differ, 0u) << raster << "/" << group;
   }
 }
 

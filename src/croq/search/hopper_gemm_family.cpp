@@ -54,7 +54,7 @@ std::vector<ParamSpec> HopperGemmFamily::params() const {
 long long HopperGemmFamily::smem_bytes(const FamilyConfig& c) {
   const long long stages = get(c, "STAGES"), bm = get(c, "BM"), bn = get(c, "BN"), bk = get(c, "BK");
   const long long epi = get(c, "EPILOGUE") == 1 ? get(c, "CONSUMERS") * 2LL * 64 * 32 * 4 : 0;
-  const long long bars = ceil_div(2 * stages * 8, 128) * 128;
+  const long long bars = ceil_div((2 * stages + 2) * 8, 128) * 128;
   return 1024 + stages * (bm + bn) * bk * 2 + epi + bars;
 }
 

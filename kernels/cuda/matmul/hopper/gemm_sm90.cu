@@ -125,7 +125,7 @@ constexpr int STAGE_BYTES = A_STAGE_BYTES + B_STAGE_BYTES;
 constexpr int EPI_COLS = 32;                     // columns of C per epilogue chunk
 constexpr int EPI_SLOT_BYTES = 64 * EPI_COLS * 4;  // one 64 x 32 chunk (sized for f32)
 constexpr int EPI_BYTES = CROQ_EPILOGUE == 1 ? CONSUMERS * 2 * EPI_SLOT_BYTES : 0;
-constexpr int BAR_BYTES = ((2 * STAGES * 8 + 127) / 128) * 128;
+constexpr int BAR_BYTES = (((2 * STAGES + 2) * 8 + 127) / 128) * 128;  // full, empty, 2 order barriers
 constexpr int SMEM_BYTES = 1024 /* alignment slack */ + STAGES * STAGE_BYTES + EPI_BYTES + BAR_BYTES;
 constexpr int SW_MODE = SW == 128 ? 1 : SW == 64 ? 2 : 3;  // descriptor layout type
 constexpr int PRODUCER_REGS = 40, CONSUMER_REGS = 232;
@@ -410,6 +410,9 @@ __global__ void __launch_bounds__(THREADS, 1)
   const uint32_t bar_base = epi_base + EPI_BYTES;
   auto full_bar = [&](int s) { return bar_base + 8u * s; };
   auto empty_bar = [&](int s) { return bar_base + 8u * (STAGES + s); };
+  // PINGPONG: order_bar(c) completes a phase each time consumer c has finished waiting for the
+  // stages of one of its tiles; the other consumer starts its next tile only after that.
+  auto order_bar = [&](int c) { return bar_base + 8u * (2 * STAGES + c); };
 
   const int wg = threadIdx.x / 128;
   const int tid = threadIdx.x % 128;
@@ -422,6 +425,8 @@ __global__ void __launch_bounds__(THREADS, 1)
       mbar_init(full_bar(s), 1);
       mbar_init(empty_bar(s), (PINGPONG ? 1 : CONSUMERS) * CS);  // releasing warpgroups per stage
     }
+    mbar_init(order_bar(0), 1);
+    mbar_init(order_bar(1), 1);
     fence_barrier_init();
     prefetch_tmap(&tm_a);
     prefetch_tmap(&tm_b);
@@ -539,6 +544,11 @@ __global__ void __launch_bounds__(THREADS, 1)
         const long long pos = static_cast<long long>(local) * p.num_kb;
         stage = static_cast<int>(pos % STAGES);
         phase = static_cast<uint32_t>((pos / STAGES) & 1);
+        // Start only when the other consumer has waited for every stage of the previous tile:
+        // then no stage of this tile can be a whole phase behind the parity waited for below
+        // (TMA loads complete in any order), and the two mainloops alternate, each epilogue
+        // overlapping the other consumer's MMAs.
+        if (local > 0) mbar_wait(order_bar(1 - cw), static_cast<uint32_t>(((local - 1) >> 1) & 1));
       }
       int um, un;
       unit_coords(unit, p, um, un);
@@ -584,6 +594,9 @@ __global__ void __launch_bounds__(THREADS, 1)
           stage = 0;
           phase ^= 1;
         }
+      }
+      if constexpr (PINGPONG) {
+        if (tid == 0) mbar_arrive_local(order_bar(cw));
       }
 #if CROQ_MMA_DEPTH == 1
       wgmma_wait<0>();
