@@ -123,11 +123,11 @@ done < "$carry/manifest.tsv"
 
 # A memory check of two configurations on small odd shapes (out-of-bounds or misaligned global
 # accesses at the edges), when there is time left and the sanitizer works on this machine.
-if command -v compute-sanitizer > /dev/null && [ $((SECONDS - start)) -lt $((budget - 60)) ]; then
+if command -v compute-sanitizer > /dev/null && [ $((SECONDS - start)) -lt $((budget - 100)) ]; then
   for label in hc1 hc2; do
     [ -f "$carry/$label.so" ] || continue
     echo "== compute-sanitizer memcheck [$label]"
-    timeout 90 compute-sanitizer --tool memcheck --print-limit 5 "$probe" --so "$carry/$label.so" --label "$label-memcheck" \
+    timeout 60 compute-sanitizer --tool memcheck --print-limit 5 "$probe" --so "$carry/$label.so" --label "$label-memcheck" \
       --check 257,129,65,f16f32,row --check 257,129,65,bf16,col --check 17,33,9,f16,row 2>&1 | tail -12 | sed "s/^/   /"
   done
 fi
