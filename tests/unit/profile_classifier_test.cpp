@@ -3,6 +3,7 @@
 // and its evidence is covered until the H200 fixtures of bench/gpu/profile_fixtures.sh are in.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <map>
 #include <string>
 
@@ -211,7 +212,7 @@ TEST(Classifier, UnknownUnitLeavesTheFigureOutWithAWarning) {
   KernelProfile k = fixture_kernel();
   k.metrics["gpu__time_duration.sum"].unit = "fortnight";
   ProfileMetrics m = extract_metrics(k);
-  EXPECT_FALSE(m.duration_us.has_value());
+  EXPECT_FALSE(m.duration_us.value.has_value());
   ASSERT_FALSE(m.warnings.empty());
   EXPECT_NE(m.warnings[0].find("fortnight"), std::string::npos);
 }

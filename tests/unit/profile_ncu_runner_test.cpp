@@ -3,6 +3,7 @@
 // its message and exit code.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <functional>
 #include <string>
 

@@ -2,6 +2,7 @@
 // (cuBLAS-like) kernel must report the tensor-core difference first.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <string>
 
 #include "croq/profile/sass.hpp"

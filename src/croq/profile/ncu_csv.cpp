@@ -1,6 +1,7 @@
 // Nsight Compute CSV reader (ncu_csv.hpp): CSV splitting, ncu's number format, and the two forms.
 #include "croq/profile/ncu_csv.hpp"
 
+#include <algorithm>
 #include <cctype>
 #include <cstdlib>
 
