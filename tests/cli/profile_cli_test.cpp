@@ -99,6 +99,7 @@ TEST(ClassifyCli, CublasFixtureIsComputeBoundWithTensorEvidenceAndTflops) {
   EXPECT_NEAR(r.doc["metrics"]["achieved_tflops"].get<double>(), 724.5, 0.1);
   EXPECT_NEAR(r.doc["metrics"]["pct_of_peak"].get<double>(), 86.9, 0.1);
   EXPECT_EQ(r.doc["hints"][0]["menu"], "cuda IDEA menu: Compute-bound");
+  EXPECT_FALSE(r.doc.contains("hint"));
   bool tensor_rule = false;
   for (const auto& rule : r.doc["evidence"]["rules"]) {
     if (rule["rule"] == "tensor_pipe_busy") {
@@ -116,6 +117,7 @@ TEST(ClassifyCli, SectionCsvAndCroqtileMenu) {
   EXPECT_EQ(r.doc["bottleneck"], "compute_bound");
   EXPECT_EQ(r.doc["confidence"], "medium");
   EXPECT_EQ(r.doc["evidence"]["csv_form"], "long_form");
+  EXPECT_NE(r.doc["hint"].get<std::string>().find("confidence is medium"), std::string::npos);  // the seeds' hint field
   EXPECT_EQ(r.doc["hints"][0]["menu"], "croqtile IDEA menu: Compute-bound");
   EXPECT_EQ(r.doc["hints"][0]["idea"], "Switch MMA to mma.op with higher throughput shape; more register accumulators");
 }

@@ -51,6 +51,13 @@ json classify_csv(const ClassifyRequest& req) {
                                          {"origin", kernel_origin_name(kernel_origin(m.kernel))},
                                          {"rows", sel.rows}};
   doc["dsl"] = req.options.dsl;
+  // The seeds' contract: a `hint` field when the classification is not sure, pointing at the deeper
+  // analyses (the details page of the report, the SASS comparison).
+  if (doc["confidence"] != "high") {
+    doc["hint"] = fmt::format("confidence is {}: read the warp-stall and memory tables with `ncu --import {} --page "
+                              "details`, and compare the SASS with the baseline (`croq sass compare`)",
+                              doc["confidence"].get<std::string>(), rep ? rep->string() : std::string("<report>.ncu-rep"));
+  }
   if (sel.only_non_candidates && csv.kernels.size() > 1) {
     doc["warnings"].push_back("no candidate kernel in the CSV: the row classified is a library or harness kernel");
   }
