@@ -144,8 +144,8 @@ TEST(NcuCsv, FileWithoutIdentityColumnsIsNotAnNcuCsv) {
   EXPECT_NE(msg.find("Metric Value"), std::string::npos) << msg;
 }
 
-TEST(NcuCsv, NcuLogLinesAroundTheTableAreSkipped) {
-  std::string text = "==PROF== Connected to process 842 (/tmp/gp)\n==WARNING== Note: unmodified clocks\n" + raw_text() +
+TEST(NcuCsv, NcuLogLinesAndProgramOutputBeforeTheTableAreSkipped) {
+  std::string text = "==PROF== Connected to process 842 (/tmp/gp)\nresult \"quoted, unbalanced\nTFLOPS=396.9\n" + raw_text() +
                      "==PROF== Disconnected from process 842\n";
   NcuCsv csv = parse_ncu_csv(text, "log.csv");
   ASSERT_EQ(csv.kernels.size(), 1u);
@@ -173,7 +173,7 @@ TEST(KernelSelect, PicksTheCandidateAmongLibraryAndHarnessRowsAndSaysWhy) {
   ASSERT_EQ(csv.kernels.size(), 3u);
   KernelSelection s = select_kernel(csv, "");
   EXPECT_EQ(csv.kernels[s.index].name.rfind("naive_matmul", 0), 0u);
-  EXPECT_NE(s.reason.find("not library or harness"), std::string::npos) << s.reason;
+  EXPECT_NE(s.reason.find("not a library or harness"), std::string::npos) << s.reason;
   EXPECT_EQ(s.rows[0]["origin"], "library");
   EXPECT_EQ(s.rows[1]["origin"], "harness");
   EXPECT_EQ(s.rows[2]["origin"], "candidate");

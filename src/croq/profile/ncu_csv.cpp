@@ -302,7 +302,8 @@ NcuCsv parse_long(const std::vector<std::vector<std::string>>& rows, const std::
   std::map<std::string, size_t> by_id;  // launch ID (+ name) -> index in out.kernels
   for (size_t r = 1; r < rows.size(); ++r) {
     const auto& row = rows[r];
-    // Rule rows may end early when their trailing cells are empty; metric rows must be whole.
+    // ncu leaves the trailing rule columns off metric rows ("...","Metric Value",) and the metric
+    // columns empty on rule rows: every row must reach the Metric Value column, no further.
     if (row.size() < static_cast<size_t>(std::max({metric, unit, value})) + 1) {
       truncated_row(origin, r + 1, row.size(), header.size());
     }
@@ -321,7 +322,6 @@ NcuCsv parse_long(const std::vector<std::vector<std::string>>& rows, const std::
       if (!d.empty()) k.rule_messages.push_back(d);
       continue;
     }
-    if (row.size() != header.size()) truncated_row(origin, r + 1, row.size(), header.size());
     const std::string& text = row[static_cast<size_t>(value)];
     if (looks_like_decimal_comma(text)) refuse_decimal_comma(origin, mname, text);
     std::string sec = section >= 0 ? row[static_cast<size_t>(section)] : std::string();
@@ -337,6 +337,27 @@ NcuCsv parse_ncu_csv(std::string_view text, const std::string& origin) {
     throw Error(ExitCode::usage, fmt::format("{} is empty: ncu wrote no profile", origin),
                 "check the ncu log: the kernel filter or the NVTX range may have matched no launch");
   }
+  // ncu prints the profiled program's own output and its log lines before the table when both go
+  // to one stream: the table starts at the header line ("ID",... or ID,...).
+  size_t start = 0;
+  bool found_header = false;
+  for (size_t pos = 0; pos < text.size();) {
+    size_t end = text.find('\n', pos);
+    std::string_view line = text.substr(pos, end == std::string_view::npos ? std::string_view::npos : end - pos);
+    std::string_view t = line;
+    while (!t.empty() && (t.front() == ' ' || t.front() == '\t' || t.front() == '\xef' || t.front() == '\xbb' ||
+                          t.front() == '\xbf')) {
+      t.remove_prefix(1);  // blanks and a UTF-8 byte-order mark
+    }
+    if (starts_with(t, "\"ID\",") || starts_with(t, "ID,")) {
+      start = pos;
+      found_header = true;
+      break;
+    }
+    if (end == std::string_view::npos) break;
+    pos = end + 1;
+  }
+  if (found_header) text = text.substr(start);
   auto rows = split_csv(text);
   if (rows.empty()) {
     throw Error(ExitCode::usage, fmt::format("{} holds no CSV rows (only ncu log lines)", origin),
