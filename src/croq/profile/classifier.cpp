@@ -43,7 +43,6 @@ namespace {
 
 double round2(double v) { return std::round(v * 100.0) / 100.0; }
 
-std::string fmt_value(const std::optional<double>& v) { return v ? fmt::format("{:.2f}", *v) : "n/a"; }
 
 // The memory-side Speed-of-Light figure: ncu's "Memory Throughput" (the busiest memory unit), or
 // when a CSV lacks it the largest of DRAM, L1/TEX and L2 throughput.
@@ -124,13 +123,13 @@ Classification classify(const ProfileMetrics& m, const ClassifyOptions& opt) {
 
   // Corroborating figures.
   bool tensor_busy = add("tensor_pipe_busy", m.tensor_pipe_pct, ">=", k_pipe_busy_pct,
-                         m.tensor_pipe_pct && *m.tensor_pipe_pct >= k_pipe_busy_pct, "corroborates",
+                         m.tensor_pipe_pct && *m.tensor_pipe_pct >= k_pipe_busy_pct, "corroborates compute_bound",
                          "the tensor cores are the busy compute unit");
   bool fma_busy = add("fma_pipe_busy", m.fma_pipe_pct, ">=", k_pipe_busy_pct,
-                      m.fma_pipe_pct && *m.fma_pipe_pct >= k_pipe_busy_pct, "corroborates",
+                      m.fma_pipe_pct && *m.fma_pipe_pct >= k_pipe_busy_pct, "corroborates compute_bound",
                       "the FP32 FMA pipe is the busy compute unit");
   bool dram_busy = add("dram_busy", m.dram_throughput_pct, ">=", k_dram_busy_pct,
-                       m.dram_throughput_pct && *m.dram_throughput_pct >= k_dram_busy_pct, "corroborates",
+                       m.dram_throughput_pct && *m.dram_throughput_pct >= k_dram_busy_pct, "corroborates memory_bound",
                        "DRAM bandwidth is the busy memory level");
 
   auto shares = m.stall_shares();
@@ -150,7 +149,7 @@ Classification classify(const ProfileMetrics& m, const ClassifyOptions& opt) {
   bool latency_stall = add("latency_stall_dominates", top_stall_fig, ">=", k_stall_dominant_pct,
                            !top_stall.empty() && top_share >= k_stall_dominant_pct &&
                                contains(latency_stall_reasons(), top_stall),
-                           "corroborates", "warps mostly wait on a dependency (" +
+                           "corroborates latency_bound", "warps mostly wait on a dependency (" +
                                                (top_stall.empty() ? std::string("no stall data") : top_stall) + ")");
   double throttle_share = 0;
   for (const auto& r : throttle_stall_reasons()) {
@@ -159,10 +158,10 @@ Classification classify(const ProfileMetrics& m, const ClassifyOptions& opt) {
   }
   Figure throttle_fig = shares.empty() ? Figure{} : Figure{throttle_share, "share of mio/lg/math_pipe/tex throttle stalls"};
   bool throttled = add("throttle_stalls_dominate", throttle_fig, ">=", k_stall_dominant_pct,
-                       !shares.empty() && throttle_share >= k_stall_dominant_pct, "corroborates",
+                       !shares.empty() && throttle_share >= k_stall_dominant_pct, "contradicts latency_bound",
                        "warps wait for a saturated unit's queue (a throughput limit, not latency)");
   bool low_issue = add("issue_slots_low", m.issue_slot_pct, "<", k_low_issue_pct,
-                       m.issue_slot_pct && *m.issue_slot_pct < k_low_issue_pct, "corroborates",
+                       m.issue_slot_pct && *m.issue_slot_pct < k_low_issue_pct, "corroborates latency_bound",
                        "the schedulers issue in few cycles: warps are not ready");
 
   // Hint-only figures.

@@ -47,7 +47,7 @@ struct RuleResult {
   std::string op;        // ">=", "<", ...
   double threshold = 0;
   bool fired = false;
-  std::string role;      // "decides", "corroborates", "contradicts", "hint"
+  std::string role;      // "decides", "corroborates <class>", "contradicts <class>", "hint"
   std::string meaning;   // one line: what firing means
 };
 

@@ -117,7 +117,10 @@ std::vector<Hint> menu_hints(const std::string& dsl, Bottleneck b, const Profile
   bool reg_limited = m.occupancy_limiter.find("registers") != std::string::npos;
   if (fired(rules, "local_memory_used")) {
     push(menu.registers, "registers spill to local memory");
-  } else if (fired(rules, "occupancy_low") && reg_limited) {
+  } else if (fired(rules, "occupancy_low") && reg_limited &&
+             (b == Bottleneck::latency_bound || b == Bottleneck::memory_bound)) {
+    // More resident warps help only where warps wait; a compute-bound kernel at low occupancy
+    // (a wgmma kernel holding a large accumulator tile) is low on purpose.
     push(menu.registers, "low occupancy, limited by registers");
   }
   if (fired(rules, "bank_conflicts_high")) push(menu.bank, "shared-memory bank conflicts");
