@@ -12,7 +12,9 @@
 #include <fmt/format.h>
 
 #include "cli/verbs.hpp"
+#include "croq/ledger/ledger.hpp"
 #include "croq/profile/classify_csv.hpp"
+#include "croq/protocol/evidence.hpp"
 #include "croq/profile/lease.hpp"
 #include "croq/profile/ncu_runner.hpp"
 #include "croq/util/paths.hpp"
@@ -59,6 +61,7 @@ VerbRunner setup_profile(CLI::App& app) {
     std::string iter;
     int round = -1;
     std::string library;
+    bool baseline = false;
     std::string binary;
     std::vector<std::string> binary_args;
     std::string preset = "full";
@@ -77,8 +80,10 @@ VerbRunner setup_profile(CLI::App& app) {
   auto o = std::make_shared<Opts>();
   add_task_options(app, o->task);
   app.add_option("--iter", o->iter, "the candidate: iter<NNN>_<tag> (or iter<NNN>); its .so is bin/<key>/<model>/<kernel>.so");
-  app.add_option("--round", o->round, "the round number (files are named ncu_<kernel>_round<R>)")->required()->check(CLI::Range(0, 1000000));
+  app.add_option("--round", o->round, "the round number for the file names ncu_<kernel>_round<R> (default: the task's next round)")
+      ->check(CLI::Range(0, 1000000));
   app.add_option("--library", o->library, "profile the library baseline instead (cublas): files ncu_iter000_<library>_round<R>");
+  app.add_flag("--baseline", o->baseline, "the library baseline (same as --library cublas)");
   app.add_option("--binary", o->binary, "a legacy self-contained executable to profile (kernel-name filter and launch skip instead of NVTX)");
   app.add_option("--binary-arg", o->binary_args, "an argument for --binary (repeatable)");
   app.add_option("--preset", o->preset, "full (--set full, every section) or quick (the sections the classifier reads)")
@@ -97,6 +102,11 @@ VerbRunner setup_profile(CLI::App& app) {
   return [o](Context& ctx) {
     TaskRef t = resolve_task(ctx, o->task);
     Workspace& ws = ctx.ws();
+    if (o->baseline && o->library.empty()) o->library = "cublas";
+    if (o->round < 0) {
+      Ledger ledger(ws, t);
+      o->round = ledger.exists() ? ledger.index().max_round + 1 : 1;
+    }
     int sources = (!o->iter.empty()) + (!o->library.empty()) + (!o->binary.empty());
     if (sources != 1) throw_usage("give exactly one of --iter, --library or --binary", "e.g. --iter iter005_stages4");
     profile::NcuCapture cap;
@@ -196,6 +206,15 @@ VerbRunner setup_profile(CLI::App& app) {
         doc["classification_error"] = e.what();
       }
     }
+    // Evidence for the protocol's guards (profile before idea; a fresh baseline profile at 7 discards).
+    json summary = {{"captured_kernel", r.kernel}, {"kernel_origin", r.kernel_origin}, {"preset", o->preset},
+                    {"report", ws.display(r.report)}};
+    if (doc.contains("classification") && doc["classification"].is_object()) {
+      summary["bottleneck"] = doc["classification"]["bottleneck"];
+      summary["confidence"] = doc["classification"]["confidence"];
+    }
+    record_evidence(ws, t, o->library.empty() ? EvidenceKind::profile : EvidenceKind::baseline_profile, kernel, r.csv,
+                    summary, o->round);
     ctx.trace_extra["profile_kernel"] = r.kernel;
     ctx.emit(doc);
     return ExitCode::ok;

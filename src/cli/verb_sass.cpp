@@ -12,6 +12,7 @@
 
 #include "cli/verbs.hpp"
 #include "croq/profile/sass.hpp"
+#include "croq/protocol/evidence.hpp"
 #include "croq/util/fs.hpp"
 #include "croq/util/process.hpp"
 #include "croq/util/text.hpp"
@@ -176,10 +177,14 @@ VerbRunner setup_sass_compare(CLI::App& app) {
   app.add_option("--ncu", o->ncu, "ncu executable (default: CROQ_NCU, else ncu)");
   return [o](Context& ctx) {
     SassSource cand = o->cand, base = o->base;
+    std::optional<TaskRef> task_ref;
+    std::string kernel_name;
     if (!o->iter.empty()) {
       TaskOptions t{o->gpu, o->dsl, o->shape_key, o->model};
       TaskRef task = resolve_task(ctx, t);
+      task_ref = task;
       IterId id = parse_iter_id(o->iter);
+      kernel_name = id.name();
       fs::path perf = ctx.ws().kind_dir(task, ArtifactKind::perf);
       fs::path cached = perf / ("sass_" + id.name() + ".sass");
       std::error_code ec;
@@ -210,6 +215,17 @@ VerbRunner setup_sass_compare(CLI::App& app) {
     doc["baseline"] = side_json(lb, fb, mb);
     doc["divergences"] = profile::divergences_json(div);
     doc["top"] = div.empty() ? json(nullptr) : doc["divergences"][0];
+    if (task_ref) {
+      // Kept beside the profiles and recorded as evidence (the protocol asks for a SASS comparison
+      // after 7 consecutive discards on a base).
+      fs::path file = ctx.ws().kind_dir(*task_ref, ArtifactKind::perf) / ("sass_compare_" + kernel_name + ".json");
+      atomic_write(file, dump_pretty(doc));
+      doc["file"] = ctx.ws().display(file);
+      json summary = {{"divergences", div.size()},
+                      {"top_category", div.empty() ? json(nullptr) : json(div.front().category)},
+                      {"top_severity", div.empty() ? json(nullptr) : json(div.front().severity)}};
+      record_evidence(ctx.ws(), *task_ref, EvidenceKind::sass_compare, kernel_name, file, summary);
+    }
     ctx.note(div.empty() ? std::string("[sass] no notable divergence")
                          : fmt::format("[sass] top divergence ({}): {}", div.front().severity, div.front().reason));
     ctx.emit(doc);

@@ -148,10 +148,11 @@ const std::vector<VerbSpec>& verbs() {
        "--launch-count 1 --target-processes all --export ...` on `croq-gpu-runner --mode profile` (the runner "
        "warms up, then launches the candidate once inside the NVTX range `croq_candidate`), so only the "
        "candidate's launch is captured: never the input initialisation, the reference or a warm-up. "
-       "`--library cublas` profiles the baseline; `--binary` a legacy self-timed executable (kernel-name filter "
-       "and `--launch-skip` instead of NVTX). `--preset quick` reads only the sections the classifier needs. "
-       "Holds the GPU lease while ncu runs. Writes perf/<key>/<model>/ncu_<kernel>_round<R>.{ncu-rep,csv} "
-       "atomically and classifies the CSV.\n\n"
+       "`--baseline` (or `--library cublas`) profiles the library baseline; `--binary` a legacy self-timed "
+       "executable (kernel-name filter and `--launch-skip` instead of NVTX). `--preset quick` reads only the "
+       "sections the classifier needs. Holds the GPU lease while ncu runs. Writes "
+       "perf/<key>/<model>/ncu_<kernel>_round<R>.{ncu-rep,csv} atomically (R defaults to the task's next round), "
+       "classifies the CSV and records it in the task's evidence log (kind profile, or baseline_profile).\n\n"
        "Output: `{ok, kernel, kernel_origin, candidate, round, report, csv, preset, ncu_argv, profile_s, "
        "export_s, classification}`; `kernel` is the captured kernel's name as ncu reports it. Exit 7 when ncu "
        "or the runner is missing; 1 when the counters are not permitted (ERR_NVGPUCTRPERM; the hint says how "
@@ -189,8 +190,11 @@ const std::vector<VerbSpec>& verbs() {
        "instructions (HGMMA/QGMMA/HMMA/IMMA vs FFMA), local memory (LDL/STL), TMA, global load width, "
        "ldmatrix use, registers, barrier density and instruction count; each divergence has a severity "
        "(high/medium/low) and a one-line reason (rules in docs/classifier.md).\n\n"
+       "With the task options and `--iter`, the candidate defaults to bin/<key>/<model>/<kernel>.so (or its kept "
+       "sass_<kernel>.sass), the baseline to perf/<key>/<model>/sass_baseline.sass, and the result is kept as "
+       "perf/<key>/<model>/sass_compare_<kernel>.json and recorded as sass_compare evidence.\n\n"
        "Output: `{candidate:{origin, kernel, mix}, baseline:{...}, divergences:[{rank, severity, category, "
-       "reason, candidate, baseline}], top}`.",
+       "reason, candidate, baseline}], top, file}`.",
        setup_sass_compare},
       {"serve", "the monitor: tasks, scheduler, live dashboard, REST API",
        "Runs until stopped.",

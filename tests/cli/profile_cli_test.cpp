@@ -182,6 +182,25 @@ TEST(ProfileCli, CapturesTheCandidateAndWritesBothFilesUnderPerf) {
             std::string::npos) << log;
   EXPECT_NE(log.find("--m 4096 --n 4096 --k 4096 --dtype f16f32"), std::string::npos) << log;
   EXPECT_NE(log.find("--mode profile --warmup 3"), std::string::npos) << log;
+  // Recorded as evidence for the protocol's profile-before-idea guard.
+  std::string evidence = croq::read_file_or_throw(s.root / "tuning/sm90_NVIDIA_H200/cuda/logs" / k_key / "m1/evidence.jsonl");
+  EXPECT_NE(evidence.find("\"kind\":\"profile\""), std::string::npos) << evidence;
+  EXPECT_NE(evidence.find("\"bottleneck\":\"compute_bound\""), std::string::npos) << evidence;
+  EXPECT_NE(evidence.find("ncu_iter001_naive_round3.csv"), std::string::npos) << evidence;
+}
+
+TEST(ProfileCli, RoundDefaultsToTheNextRoundAndBaselineFlagProfilesTheLibrary) {
+  ProfileSetup s;
+  auto r = run_croq(s.root, {"profile", "--gpu", "sm90_NVIDIA_H200", "--dsl", "cuda", "--shape-key", k_key, "--model",
+                             "m1", "--baseline", "--ncu", s.ncu.string(), "--runner", "/bin/true"},
+                    {{"FAKE_NCU_LOG", s.log.string()}, {"FAKE_NCU_CSV", k_raw}, {"CROQ_LEASE_DIR", (s.dir / "leases").string()}});
+  ASSERT_EQ(r.rc, 0) << r.err << r.out;
+  EXPECT_EQ(r.doc["kernel_origin"], "library");
+  EXPECT_EQ(r.doc["round"], 1);
+  EXPECT_TRUE(fs::exists(s.perf / "ncu_iter000_cublas_round1.csv"));
+  EXPECT_NE(croq::read_file_or_throw(s.log).find("--library cublas"), std::string::npos);
+  std::string evidence = croq::read_file_or_throw(s.root / "tuning/sm90_NVIDIA_H200/cuda/logs" / k_key / "m1/evidence.jsonl");
+  EXPECT_NE(evidence.find("\"kind\":\"baseline_profile\""), std::string::npos) << evidence;
 }
 
 TEST(ProfileCli, LibraryKernelInsteadOfTheCandidateIsRefused) {
@@ -243,6 +262,9 @@ TEST(SassCli, DumpKeepsTheTextUnderPerfForATask) {
                       "m1", "--iter", "iter001_naive", "--candidate-sass", k_data + "/sass/synthetic_naive_sm90a.sass"});
   ASSERT_EQ(r.rc, 0) << r.err << r.out;
   EXPECT_EQ(r.doc["top"]["category"], "tensor_core");
+  EXPECT_TRUE(fs::exists(root / "tuning/sm90_NVIDIA_H200/cuda/perf" / k_key / "m1/sass_compare_iter001_naive.json"));
+  std::string evidence = croq::read_file_or_throw(root / "tuning/sm90_NVIDIA_H200/cuda/logs" / k_key / "m1/evidence.jsonl");
+  EXPECT_NE(evidence.find("\"kind\":\"sass_compare\""), std::string::npos) << evidence;
 }
 
 TEST(SassCli, MissingCuobjdumpIsNoDevice) {
