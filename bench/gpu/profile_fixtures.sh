@@ -208,7 +208,9 @@ if [ -x "$CROQ" ]; then
   for f in "$WORK"/csv/*_raw.csv "$WORK"/csv/ncu_*.csv; do
     [ -s "$f" ] || continue
     n=$(basename "$f" .csv)
-    "$CROQ" --pretty classify --csv "$f" > "$WORK/classify/$n.json" 2>> "$LOG"
+    extra=""
+    case "$n" in gemm_*|ncu_*) extra="--shape-key matmul_f16fp32_4096x4096x4096" ;; esac
+    "$CROQ" --pretty classify --csv "$f" $extra > "$WORK/classify/$n.json" 2>> "$LOG"
     echo -e "$n\t$(python3 -c "import json,sys; d=json.load(open('$WORK/classify/$n.json')); print(d.get('kernel','')[:60], d.get('bottleneck'), d.get('confidence'), d.get('reason','')[:160], sep='\t')" 2>/dev/null)" >> "$SUMMARY"
     # Several kernels (the mixed sweep): classify each row.
     if [ "$n" = mixed_fma_stream_raw ]; then
