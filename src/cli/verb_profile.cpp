@@ -102,6 +102,10 @@ VerbRunner setup_profile(CLI::App& app) {
   return [o](Context& ctx) {
     TaskRef t = resolve_task(ctx, o->task);
     Workspace& ws = ctx.ws();
+    if (t.dsl == "cpp") {
+      throw Error(ExitCode::no_device, "croq profile runs Nsight Compute on a GPU kernel; the cpp backend has none",
+                  "profile GPU tasks (dsl cuda, croqtile, triton)");
+    }
     if (o->baseline && o->library.empty()) o->library = "cublas";
     if (o->round < 0) {
       Ledger ledger(ws, t);
@@ -201,6 +205,9 @@ VerbRunner setup_profile(CLI::App& app) {
       req.options.dtype = w.dtype;
       try {
         doc["classification"] = profile::classify_csv(req);
+        // The class at the top level too, as the seeds' ncu_profile + profile_extract pair reported it.
+        doc["bottleneck"] = doc["classification"]["bottleneck"];
+        doc["confidence"] = doc["classification"]["confidence"];
       } catch (const Error& e) {
         doc["classification"] = nullptr;
         doc["classification_error"] = e.what();

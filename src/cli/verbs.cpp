@@ -154,7 +154,7 @@ const std::vector<VerbSpec>& verbs() {
        "perf/<key>/<model>/ncu_<kernel>_round<R>.{ncu-rep,csv} atomically (R defaults to the task's next round), "
        "classifies the CSV and records it in the task's evidence log (kind profile, or baseline_profile).\n\n"
        "Output: `{ok, kernel, kernel_origin, candidate, round, report, csv, preset, ncu_argv, profile_s, "
-       "export_s, classification}`; `kernel` is the captured kernel's name as ncu reports it. Exit 7 when ncu "
+       "export_s, classification, bottleneck, confidence}`; `kernel` is the captured kernel's name as ncu reports it. Exit 7 when ncu "
        "or the runner is missing; 1 when the counters are not permitted (ERR_NVGPUCTRPERM; the hint says how "
        "to allow them) or ncu timed out; 4 when no kernel matched the filters; 5 when the captured kernel is a "
        "library or harness kernel instead of the candidate; 6 when the GPU lease stays busy; 8 when the "

@@ -175,6 +175,7 @@ TEST(ProfileCli, CapturesTheCandidateAndWritesBothFilesUnderPerf) {
   EXPECT_TRUE(fs::exists(s.perf / "ncu_iter001_naive_round3.ncu-rep"));
   EXPECT_TRUE(fs::exists(s.perf / "ncu_iter001_naive_round3.csv"));
   EXPECT_EQ(r.doc["classification"]["bottleneck"], "compute_bound");
+  EXPECT_EQ(r.doc["bottleneck"], "compute_bound");  // read by croq tune
   std::string log = croq::read_file_or_throw(s.log);
   EXPECT_NE(log.find("--nvtx-include croq_candidate/"), std::string::npos) << log;
   EXPECT_NE(log.find("--clock-control none --set full"), std::string::npos) << log;
