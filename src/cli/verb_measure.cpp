@@ -18,6 +18,8 @@
 #include "croq/measure/peak.hpp"
 #include "croq/measure/problem.hpp"
 #include "croq/measure/store_measurement.hpp"
+#include "croq/protocol/evidence.hpp"
+#include "croq/protocol/protocol.hpp"
 #include "croq/util/build_info.hpp"
 #include "croq/util/fs.hpp"
 #include "croq/util/hash.hpp"
@@ -214,6 +216,7 @@ VerbRunner setup_measure(CLI::App& app) {
     check_matmul_shape(t.shape);
     Workspace& ws = ctx.ws();
     CandidateRef c = resolve_candidate(ws, t, o->iter, o->candidate, o->legacy);
+    guard_measure(ws, t, c.kernel);  // an enforced task measures its open, verified plan only
     const DtypePair dtype = parse_dtype_pair_or_throw(t.shape.dtype_token);
     DeviceChoice dev = choose_device(t.dsl, o->run.device, dtype);
     Measurement skel = skeleton_for(t.shape, dev, o->run.b_layout);
@@ -276,6 +279,13 @@ VerbRunner setup_measure(CLI::App& app) {
       atomic_write(text_path, timing_text(m, c.kernel, ws.display(out)));
       files["timing"] = ws.display(text_path);
     }
+    // Evidence for the protocol: this measurement of this kernel, by its file's hash.
+    json summary = {{"verdict", verdict_name(m.verdict)}, {"reason", m.reason},
+                    {"tflops", m.tflops ? json(*m.tflops) : json(nullptr)},
+                    {"median_ms", m.timing ? json(m.timing->median_ms) : json(nullptr)},
+                    {"cv", m.timing ? json(m.timing->cv) : json(nullptr)},
+                    {"candidate_sha256", m.candidate_sha256}};
+    record_evidence(ws, t, EvidenceKind::measure, c.kernel, out, summary);
     json doc = m.to_json();
     doc["files"] = files;
     doc["ran"] = ran;

@@ -6,6 +6,7 @@
 #include "cli/verbs.hpp"
 #include "croq/ledger/store.hpp"
 #include "croq/measure/store_measurement.hpp"
+#include "croq/protocol/protocol.hpp"
 #include "croq/util/text.hpp"
 #include "croq/util/time.hpp"
 
@@ -63,14 +64,18 @@ VerbRunner setup_store_round(CLI::App& app) {
       throw_usage("extra.measurement is written by croq from --measurement", "pass --measurement FILE instead");
     }
     TaskRef t = resolve_task(ctx, o->task);
+    json measurement_doc = nullptr;
     if (!o->measurement.empty()) {
       MeasurementFile mf = read_measurement_file(o->measurement);
       apply_measurement(req, mf, ctx.ws().display(fs::absolute(o->measurement)), t.shape);
+      measurement_doc = mf.measurement.to_json();
     } else if (req.decision.empty()) {
       throw_usage("--decision is required", "KEEP, DISCARD, COMPILE_FAIL, VERIFY_FAIL, RUNTIME_FAIL, SEGFAULT or HANG");
     }
-    // Validate before touching the disk (store_round validates again under the lock).
-    (void)make_round_record(req);
+    // Validate before touching the disk (store_round validates again under the lock), then ask the
+    // protocol whether this round may be stored.
+    RoundRecord preview_record = make_round_record(req);
+    guard_store(ctx.ws(), t, preview_record, measurement_doc);
     Ledger ledger(ctx.ws(), t);
     StoreRoundResult r = store_round(ledger, req, lock_timeout(o->task));
     json doc;

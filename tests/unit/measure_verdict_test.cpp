@@ -107,10 +107,10 @@ TEST(MeasureVerdict, EachFailureHasItsLedgerDecision) {
   EXPECT_EQ(*failure_decision(Verdict::VERIFY_FAIL), Decision::VERIFY_FAIL);
   EXPECT_EQ(*failure_decision(Verdict::IMPOSSIBLE), Decision::VERIFY_FAIL);
   EXPECT_EQ(*failure_decision(Verdict::RUNTIME_FAIL), Decision::RUNTIME_FAIL);
-  EXPECT_EQ(*failure_decision(Verdict::UNSUPPORTED), Decision::RUNTIME_FAIL);
+  EXPECT_EQ(*failure_decision(Verdict::UNSUPPORTED), Decision::VERIFY_FAIL);
   EXPECT_EQ(*failure_decision(Verdict::SEGFAULT), Decision::SEGFAULT);
   EXPECT_EQ(*failure_decision(Verdict::HANG), Decision::HANG);
-  EXPECT_EQ(*failure_decision(Verdict::LIBRARY_CALL_FORBIDDEN), Decision::COMPILE_FAIL);
+  EXPECT_EQ(*failure_decision(Verdict::LIBRARY_CALL_FORBIDDEN), Decision::VERIFY_FAIL);
   EXPECT_EQ(*parse_verdict("verify_fail"), Verdict::VERIFY_FAIL);
   EXPECT_FALSE(parse_verdict("OK"));
 }

@@ -31,12 +31,12 @@ std::optional<Decision> failure_decision(Verdict v) {
   switch (v) {
     case Verdict::PASS: return std::nullopt;
     case Verdict::VERIFY_FAIL:
-    case Verdict::IMPOSSIBLE: return Decision::VERIFY_FAIL;
-    case Verdict::RUNTIME_FAIL:
-    case Verdict::UNSUPPORTED: return Decision::RUNTIME_FAIL;
+    case Verdict::IMPOSSIBLE:
+    case Verdict::UNSUPPORTED:
+    case Verdict::LIBRARY_CALL_FORBIDDEN: return Decision::VERIFY_FAIL;
+    case Verdict::RUNTIME_FAIL: return Decision::RUNTIME_FAIL;
     case Verdict::SEGFAULT: return Decision::SEGFAULT;
     case Verdict::HANG: return Decision::HANG;
-    case Verdict::LIBRARY_CALL_FORBIDDEN: return Decision::COMPILE_FAIL;
   }
   return std::nullopt;
 }

@@ -25,11 +25,12 @@ enum class Verdict { PASS, VERIFY_FAIL, RUNTIME_FAIL, SEGFAULT, HANG, IMPOSSIBLE
 const char* verdict_name(Verdict v);
 std::optional<Verdict> parse_verdict(const std::string& text);
 
-// The ledger decision a failed measurement is stored as:
-//   VERIFY_FAIL, IMPOSSIBLE -> VERIFY_FAIL; RUNTIME_FAIL, UNSUPPORTED -> RUNTIME_FAIL;
-//   SEGFAULT -> SEGFAULT; HANG -> HANG; LIBRARY_CALL_FORBIDDEN -> COMPILE_FAIL (the seeds reject
-//   such a candidate at IMPLEMENT, before it runs). nullopt for PASS (KEEP/DISCARD is the
-//   driver's decision, BASELINE for a library baseline).
+// The ledger decision a failed measurement is stored as (one of the seeds' four run failures):
+//   VERIFY_FAIL, IMPOSSIBLE, UNSUPPORTED, LIBRARY_CALL_FORBIDDEN -> VERIFY_FAIL (the result cannot
+//   be accepted as a correct computation of this problem); RUNTIME_FAIL -> RUNTIME_FAIL;
+//   SEGFAULT -> SEGFAULT; HANG -> HANG. The verdict and reason stay in the record's measurement
+//   provenance. nullopt for PASS (KEEP/DISCARD is the driver's decision, BASELINE for a library
+//   baseline).
 std::optional<Decision> failure_decision(Verdict v);
 
 // Reason codes (the `reason` field); `detail` carries the human sentence.
