@@ -363,6 +363,10 @@ std::string cli_reference_markdown() {
      << "Every verb prints one JSON document on stdout and human messages on stderr. Global options "
         "(before the verb): `--root DIR` (workspace root; default `CROQ_ROOT`, else the nearest folder "
         "above holding `tuning/`, else the git root), `--pretty`, `-q/--quiet`, `--version`.\n\n"
+     << "Every verb that acts on an existing task (one whose `logs/<key>/<model>/` folder exists) "
+        "appends one line `{timestamp, verb, argv, exit_code, ms, pid}` to "
+        "`memory/<key>/<model>/activity.jsonl`, refused calls included. Record formats: "
+        "docs/formats.md.\n\n"
      << "## Exit codes\n\n| code | name | meaning |\n|---|---|---|\n";
   const std::pair<ExitCode, const char*> codes[] = {
       {ExitCode::ok, "success"},
@@ -393,17 +397,25 @@ std::string cli_reference_markdown() {
     CLI::App& sub = *scratch.add_subcommand("x", "");
     (void)v.setup(sub);
     md << "### croq " << v.name << "\n\n" << v.summary << "\n\n";
-    md << "| option | description |\n|---|---|\n";
+    std::string rows;
     for (const CLI::Option* opt : sub.get_options()) {
       if (opt->get_name() == "--help" || opt->get_name().empty()) continue;
       std::string names = opt->get_name(false, true);
-      std::string desc = opt->get_description();
-      std::replace(desc.begin(), desc.end(), '|', '/');
+      std::string desc;
+      for (char c : opt->get_description()) {
+        // Table cells: no column separators, no angle brackets taken for HTML.
+        if (c == '|') desc += '/';
+        else if (c == '<') desc += "&lt;";
+        else if (c == '>') desc += "&gt;";
+        else desc += c;
+      }
       if (opt->get_required()) desc += " **(required)**";
       std::string def = opt->get_default_str();
       if (!def.empty()) desc += " (default: `" + def + "`)";
-      md << "| `" << names << "` | " << desc << " |\n";
+      rows += "| `" + names + "` | " + desc + " |\n";
     }
+    if (rows.empty()) md << "No options.\n";
+    else md << "| option | description |\n|---|---|\n" << rows;
     md << "\n" << v.details << "\n\n";
   }
   return md.str();

@@ -113,11 +113,7 @@ VerbRunner setup_attempt(CLI::App& app) {
     std::string planned;
     if (!o->planned_iter.empty()) planned = iter_number_name(parse_iter_number(o->planned_iter));
     Ledger ledger(ctx.ws(), t);
-    int idx = ledger.reserve_attempt(lock_timeout(o->task));
-    AttemptId id{idx, o->tag};
     json rec;
-    rec["attempt"] = "attempt" + id.letters();
-    rec["kernel"] = id.name();
     rec["reason"] = o->reason;
     rec["idea"] = o->idea;
     if (!planned.empty()) rec["planned_iter"] = planned;
@@ -126,7 +122,7 @@ VerbRunner setup_attempt(CLI::App& app) {
     for (auto it = extra.begin(); it != extra.end(); ++it) {
       if (!rec.contains(it.key())) rec[it.key()] = it.value();
     }
-    ledger.append_attempt(rec, lock_timeout(o->task));
+    rec = ledger.append_attempt(rec, o->tag, lock_timeout(o->task));
     ctx.emit(rec);
     return ExitCode::ok;
   };

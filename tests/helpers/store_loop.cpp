@@ -5,6 +5,10 @@
 //
 // Usage: croq_store_loop ROOT FIRST_SEQ [COUNT]   (COUNT 0 or absent: until killed)
 // Prints "ready" once started, then "stored <seq>" after each store.
+//
+// Usage: croq_store_loop --worker W ROOT COUNT
+// One of several concurrent writers: COUNT rounds of (reserve the next iteration, store it) into
+// the concurrency test's task, each with the idea "worker W round I".
 // Round <seq> is fully determined by seq (see expected_idea), so a checker can tell exactly what
 // each surviving record must hold.
 #include <cstdio>
@@ -17,7 +21,44 @@
 #include "croq/util/error.hpp"
 #include "store_loop.hpp"
 
+namespace {
+
+int run_worker(int argc, char** argv) {
+  using namespace croq;
+  if (argc != 5) {
+    std::fprintf(stderr, "usage: croq_store_loop --worker W ROOT COUNT\n");
+    return 2;
+  }
+  const long worker = std::atol(argv[2]);
+  Workspace ws(argv[3]);
+  const long count = std::atol(argv[4]);
+  TaskRef task = make_task(test::k_loop_gpu, "cuda", test::k_race_shape, test::k_race_model);
+  Ledger ledger(ws, task);
+  const auto wait = std::chrono::milliseconds(120000);
+  for (long i = 0; i < count; ++i) {
+    const int n = ledger.reserve_iter(wait);
+    StoreRequest q;
+    q.kernel = q.iter = IterId{n, "w" + std::to_string(worker) + "_" + std::to_string(i)}.name();
+    q.decision = i % 2 ? "DISCARD" : "KEEP";
+    q.tflops = 100.0 + static_cast<double>(worker);
+    q.bottleneck = "compute_bound";
+    q.idea = test::worker_idea(worker, i);
+    store_round(ledger, q, wait);
+  }
+  return 0;
+}
+
+}  // namespace
+
 int main(int argc, char** argv) {
+  if (argc > 1 && std::string(argv[1]) == "--worker") {
+    try {
+      return run_worker(argc, argv);
+    } catch (const croq::Error& e) {
+      std::fprintf(stderr, "croq_store_loop: %s\n", e.what());
+      return 1;
+    }
+  }
   if (argc < 3) {
     std::fprintf(stderr, "usage: croq_store_loop ROOT FIRST_SEQ [COUNT]\n");
     return 2;

@@ -17,6 +17,13 @@ inline std::string expected_idea(long seq) {
   idea += std::string(static_cast<size_t>((seq * 37) % 1500), static_cast<char>('a' + seq % 26));
   return idea;
 }
+// The concurrency test's task and what its worker W stores as round I.
+inline constexpr const char* k_race_shape = "matmul_f16fp32_4096x4096x4096";
+inline constexpr const char* k_race_model = "race";
+inline std::string worker_idea(long worker, long i) {
+  return "worker " + std::to_string(worker) + " round " + std::to_string(i) + " \"q\" 'a'\tt";
+}
+
 inline std::string loop_tag(long seq) { return "s" + std::to_string(seq); }
 // Every fifth round fails: it is stored under an attempt id and frees its iteration number.
 inline std::string loop_decision(long seq) {

@@ -465,13 +465,22 @@ TEST_F(LedgerTest, RecordAtReadsTheLineAtAnOffset) {
 }
 
 TEST_F(LedgerTest, AttemptLogAppendsWholeJsonLines) {
-  ledger.append_attempt({{"attempt", "attemptAAAA"}, {"reason", "code_bug"}}, k_wait);
-  ledger.append_attempt({{"attempt", "attemptAAAB"}, {"reason", "line\nbreak \"quoted\""}}, k_wait);
+  json a = ledger.append_attempt({{"reason", "code_bug"}}, "tma", k_wait);
+  EXPECT_EQ(a["attempt"], "attemptAAAA");
+  EXPECT_EQ(a["kernel"], "attemptAAAA_tma");
+  json b = ledger.append_attempt({{"reason", "line\nbreak \"quoted\""}}, "tma", k_wait);
+  EXPECT_EQ(b["attempt"], "attemptAAAB");
   std::vector<std::string> w;
   auto all = ledger.read_attempts(&w);
   EXPECT_TRUE(w.empty());
   ASSERT_EQ(all.size(), 2u);
   EXPECT_EQ(all[1]["reason"], "line\nbreak \"quoted\"");
+  EXPECT_EQ(ledger.reserve_attempt(k_wait), 2) << "attempt ids are shared with next-iter --attempt";
+  // A damaged log takes nothing more.
+  atomic_write(ws.attempt_log(task), *read_file(ws.attempt_log(task)) + "{broken\n");
+  auto before = snapshot(dir.path());
+  EXPECT_EQ(code_of([&] { ledger.append_attempt({{"reason", "x"}}, "tma", k_wait); }), ExitCode::corrupt);
+  EXPECT_EQ(snapshot(dir.path()), before);
 }
 
 TEST_F(LedgerTest, LockIsExclusiveAndReportsItsHolder) {

@@ -691,9 +691,30 @@ void Ledger::release_iter(int number, std::chrono::milliseconds lock_timeout) {
   write_reservations(res);
 }
 
-void Ledger::append_attempt(const json& record, std::chrono::milliseconds lock_timeout) {
+json Ledger::append_attempt(json record, const std::string& tag, std::chrono::milliseconds lock_timeout) {
   FileLock guard = lock(lock_timeout, "attempt");
-  append_line(m_ws.attempt_log(m_task), dump_compact(record), /*durable=*/true, json_tail_policy());
+  std::vector<std::string> warnings;
+  (void)read_attempts(&warnings);
+  for (const auto& w : warnings) {
+    if (w.find("torn") != std::string::npos) continue;  // cut off by the append
+    throw Error(ExitCode::corrupt, fmt::format("{}; croq adds nothing to a damaged log", w),
+                "`croq session clean --invalid-only` sets the unreadable lines aside (the old file is kept as .bak.<time>)");
+  }
+  std::vector<RoundRecord> legacy;
+  LedgerIndex idx = writable_state_locked(&legacy);
+  Reservations res = reservations();
+  const int index = std::max(idx.attempts.max().value_or(-1), res.max_attempt) + 1;
+  const AttemptId id{index, tag};
+  json out = json::object();
+  out["attempt"] = "attempt" + id.letters();
+  out["kernel"] = id.name();
+  for (auto it = record.begin(); it != record.end(); ++it) {
+    if (!out.contains(it.key())) out[it.key()] = it.value();
+  }
+  append_line(m_ws.attempt_log(m_task), dump_compact(out), /*durable=*/true, json_tail_policy());
+  res.max_attempt = index;
+  write_reservations(res);
+  return out;
 }
 
 std::vector<json> Ledger::read_attempts(std::vector<std::string>* warnings) const {

@@ -110,7 +110,7 @@ struct Reservations {
 
 // Longest unterminated tail of idea-log.jsonl that a writer treats as a torn record and cuts off;
 // anything longer is damage (Error corrupt).
-inline constexpr size_t k_max_record_bytes = 256 * 1024;
+inline constexpr size_t k_max_record_bytes = 64 * 1024;
 
 class Ledger {
  public:
@@ -151,8 +151,10 @@ class Ledger {
   Reservations reservations() const;
   void release_iter(int number, std::chrono::milliseconds lock_timeout);
 
-  // attempt-log.jsonl
-  void append_attempt(const json& record, std::chrono::milliseconds lock_timeout);
+  // attempt-log.jsonl: under one lock, takes the next attempt id (as next-iter --attempt does),
+  // puts {attempt, kernel} in front of `record` and appends it as one fsynced line. Refuses
+  // (Error corrupt, nothing changed) if the log or the ledger is damaged. Returns what was stored.
+  json append_attempt(json record, const std::string& tag, std::chrono::milliseconds lock_timeout);
   std::vector<json> read_attempts(std::vector<std::string>* warnings) const;
 
   // Rewrites results.tsv from the JSONL (atomically). Caller holds the lock.

@@ -266,7 +266,7 @@ bool FileLock::acquire(const fs::path& lock_path, std::chrono::milliseconds time
       return false;
     }
     std::this_thread::sleep_for(pause);
-    if (pause < std::chrono::milliseconds(20)) pause *= 2;
+    if (pause < std::chrono::milliseconds(4)) pause *= 2;  // short: a store holds the lock for milliseconds
   }
   // Informational only: who holds the lock, for the message a waiting process prints.
   std::string who = fmt::format("pid {}{}{}", ::getpid(), purpose.empty() ? "" : ": ", purpose);
