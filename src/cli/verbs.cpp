@@ -19,6 +19,28 @@ const std::vector<VerbSpec>& verbs() {
        "Exit 9 if the task already has another task_uid; 2 on an invalid name; 10 if the existing "
        "task_config.json is damaged (nothing is changed).",
        setup_task_init},
+      {"protocol begin", "start an invocation: the protocol's mode and round budget for a task",
+       "Writes logs/<key>/<model>/protocol.json (croq-protocol-v1): `--mode enforced` (default: out-of-order or "
+       "evidence-free steps are refused, exit 5) or `advisory`, and the invocation's budget (`--rounds`, default 50, "
+       "counted from the last stored round). Output: the protocol document with the task's state.",
+       setup_protocol_begin},
+      {"state", "where a task stands in the protocol and the next action",
+       "Derived from evidence (ledger, checkpoint, evidence log), never from flags. Output: `{step, next_action, notes, "
+       "details:{mode, round, budget, best, active_bases, checkpoint, attempts}, stop_allowed, stop_reason}`. Steps: "
+       "PREPARE, PROFILE, IDEA, IMPLEMENT, VERIFY, MEASURE, DECIDE, STORE, SHAPE_COMPLETE.",
+       setup_state},
+      {"decide", "the noise-aware KEEP/DISCARD decision for a measured candidate",
+       "Compares the candidate's measurement with the best of its base: KEEP only when the gain exceeds "
+       "1.5 x sqrt(noise_c^2 + noise_b^2) (noise = CV floored at 0.5 %); ties are DISCARD; a change beyond +/-50 % "
+       "needs a back-to-back re-run first (`needs_rerun`). Output: `{decision, reason, needs_rerun, gain, margin, best, "
+       "base_kernel, candidate}`.",
+       setup_decide},
+      {"tune", "tune a shape automatically with croq's own search (no LLM)",
+       "Runs PREPARE (task, protocol, env validate, baseline, starting kernel from the family's default) and then "
+       "rounds PROFILE -> IDEA -> IMPLEMENT -> VERIFY -> MEASURE -> DECIDE -> STORE through the same verbs an agent "
+       "uses, with model `croq-search`. Resumes where it stopped. Progress on a terminal; JSON lines on stderr "
+       "otherwise. Output: `{task, rounds, best, baseline, pct_of_baseline, decisions, seed}`.",
+       setup_tune},
       {"next-iter", "reserve the next iteration id (or attempt id) for a task",
        "The seeds' next_iter. Reserves atomically: two callers at the same moment never get the same "
        "id. Iteration numbers are used only by measured rounds; `--attempt` hands out attempt ids "
@@ -120,19 +142,42 @@ const std::vector<VerbSpec>& verbs() {
        "Output: `{processes:[{pid, name, ours}]}`.",
        setup_gpu_contention},
       {"env validate", "check the toolchain for a dsl (the seeds' validate_env)",
-       "Output: `{dsl, pass, errors, warnings}`; exit 1 when errors.",
+       "The seeds' validate_env. GPU dsls: nvcc (12+), a visible GPU (nvidia-smi), ncu, and whether GPU "
+       "counters are readable (the driver's RmProfilingAdminOnly unless root; perf_event_paranoid as a warning). "
+       "croqtile: CHOREO_HOME, `choreo --help`, CUTE_HOME with CuTe/CUTLASS headers (4.2.1 expected). triton: "
+       "python3, `import torch` with CUDA, `import triton` (in a child process with a time limit). cpp: g++ and "
+       "OpenBLAS (no GPU needed).\n\nOutput: `{dsl, pass, errors, warnings, checks}`; each error and warning is "
+       "`{check, message, fix}`. Exit 1 when there is an error.",
        setup_env_validate},
       {"baseline", "measure and store the library baseline (iter000) with the candidates' harness",
        "Output: the baseline result document.",
        setup_baseline},
       {"discover", "find a starting kernel: bundled (tier A), earlier sessions (tier B), or scratch (tier C)",
-       "Output: `{tier, candidates, recommendation}`.",
+       "The seeds' discover_baseline. Tier A: croq's bundled kernels in kernels/<dsl>/<operator>/ (never files "
+       "named *_aitune_*), filtered by --dtype and ordered by their `croq-kernel:` rank. Tier B: every other task "
+       "of the operator in the workspace offers its best KEEP (highest TFLOPS in its ledger, not its "
+       "highest-numbered file), same GPU first. Tier C: a from-scratch recommendation with references.\n\n"
+       "Output: `{dsl, operator, dtype, gpu, tier, candidates:[{index, tier, name, path, companions, rank, meta, "
+       "tflops}], recommendation:{tier, pick, path, why}, scratch}`; `index` is what `croq prepare --pick` takes.",
        setup_discover},
       {"prepare", "copy the chosen starting kernel to iter001 with its build and run scripts",
-       "Output: `{iter, source, scripts}`.",
+       "Copies the recommended (or `--pick N`, or `--from FILE`) kernel to srcs/<key>/<model>/iter001_<tag>.<ext> "
+       "(a croqtile .co with its .cu), reserves iter001 in the ledger, and writes cmd/.../build_iter001.sh and "
+       "run_iter001.sh. Refused (exit 9) when iter001 has a source, unless --force, and always once it is stored.\n\n"
+       "Output: `{iter, kernel, source, files, from, scripts, next}`. Exit 4 when nothing is found (tier C).",
        setup_prepare},
       {"build", "build an iteration's source into the candidate the runner loads (cached)",
-       "Output: `{verdict, outputs, flags, compile_ms, resources, cached}`.",
+       "The seeds' build_iter and co2cu. Adapters: cuda (.cu -> nvcc --shared -> bin/.../<kernel>.so, arch from "
+       "--arch or the device key, sm90_* -> sm_90a), cpp (.cpp -> g++ -O3 -march=native -> .so), triton (.py: parse, "
+       "AST purity and import check in a child process), croqtile (phase 1: choreo -gs -t cute -> .cute.result -> "
+       "the .cu next to the .co; phase 2: nvcc with the script's CFLAGS -> bin/.../<kernel> with choreo's harness "
+       "and, for a plain matmul .co, <kernel>.so bound to the ABI). Sources are checked for library calls first "
+       "(LIBRARY_CALL_FORBIDDEN). Outputs are cached by the hash of source, included headers, flags and compiler "
+       "version. Writes cmd/.../build_iter<NNN>.sh, run_iter<NNN>.sh, perf/.../build_iter<NNN>.txt and "
+       "build_<kernel>.json. See docs/dsl.md.\n\nOutput: `{verdict: OK|COMPILE_FAIL|LIBRARY_CALL_FORBIDDEN, "
+       "outputs, command, flags, compile_ms, cached, cache_key, resources:[{kernel, registers, shared_bytes, "
+       "stack_bytes, spill_stores, spill_loads}], errors, purity, scripts, phase1, abi}`; several --iter give "
+       "`{verdict, builds}`. Exit 8 when a candidate failed to build.",
        setup_build},
       {"measure", "verify and time a candidate with croq's own harness; writes a measurement file",
        "Output: the measurement document.",

@@ -155,6 +155,22 @@ StoreRoundResult store_round(Ledger& ledger, const StoreRequest& request, std::c
   StoreOptions options;
   options.auto_round = !request.round.has_value();
   options.failure_to_attempt = true;  // a failure never consumes an iteration number
+  // The idea plan of the round comes from its checkpoint (base, parameter set, structural change).
+  // (A failure is renamed to an attempt id only inside Ledger::store; here record.iter is still
+  // the planned iteration.)
+  try {
+    if (auto cp = read_checkpoint(ledger.workspace(), ledger.task()); cp && cp->open()) {
+      std::string planned = get_string(record.extra, "planned_iter").value_or(record.iter);
+      if (cp->iter == planned || cp->iter == record.iter) {
+        if (!record.extra.contains("base") && !cp->base.empty()) record.extra["base"] = cp->base;
+        for (const char* key : {"params", "structural", "change_kind", "combination", "structure", "family", "levers"}) {
+          if (!record.extra.contains(key) && cp->extra.contains(key)) record.extra[key] = cp->extra[key];
+        }
+        if (!record.extra.contains("levers") && !cp->levers.empty()) record.extra["levers"] = cp->levers;
+      }
+    }
+  } catch (const Error&) {
+  }
   StoreRoundResult result;
   result.outcome = ledger.store(record, options, lock_timeout);
   const RoundRecord& stored = result.outcome.record;
