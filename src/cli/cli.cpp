@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cmath>
 #include <iostream>
 #include <sstream>
 
@@ -72,6 +73,24 @@ json parse_json_object_arg(const std::string& text, const char* flag) {
   return *j;
 }
 
+std::string read_text_arg(const std::string& path, const char* flag, size_t max_bytes) {
+  std::string text;
+  if (path == "-") {
+    char buf[1 << 16];
+    while (std::cin.read(buf, sizeof buf) || std::cin.gcount() > 0) {
+      text.append(buf, static_cast<size_t>(std::cin.gcount()));
+      if (text.size() > max_bytes) break;
+    }
+  } else {
+    text = read_file_or_throw(path);
+  }
+  if (text.size() > max_bytes) {
+    throw_usage(fmt::format("{} holds {}{} bytes; the limit is {}", flag, path == "-" ? "more than " : "", text.size(), max_bytes),
+                "summarise it in a few sentences; details belong in the source and memory/");
+  }
+  return text;
+}
+
 namespace {
 
 size_t edit_distance(const std::string& a, const std::string& b) {
@@ -105,7 +124,30 @@ struct Built {
   std::vector<std::pair<CLI::App*, VerbRunner>> runners;
 };
 
-void setup_app(CLI::App& app, Context& ctx, std::vector<std::pair<CLI::App*, VerbRunner>>& runners) {
+// The verb named on the command line ("store-round", "checkpoint write"), judged from its first
+// words; empty if none. Only that verb's options are built: building all of them is most of
+// croq's own start-up time, and every verb runs as a fresh process.
+std::string named_verb(int argc, char** argv) {
+  std::vector<std::string> words;
+  for (int i = 1; i < argc && words.size() < 2; ++i) {
+    std::string a = argv[i];
+    if (a == "--root") {
+      ++i;  // its value
+      continue;
+    }
+    if (!a.empty() && a[0] == '-') continue;
+    words.push_back(a);
+  }
+  for (const auto& v : verbs()) {
+    const std::string name = v.name;
+    if (!words.empty() && name == words[0]) return name;
+    if (words.size() == 2 && name == words[0] + " " + words[1]) return name;
+  }
+  return {};
+}
+
+void setup_app(CLI::App& app, Context& ctx, std::vector<std::pair<CLI::App*, VerbRunner>>& runners,
+               const std::string& named) {
   app.set_help_flag("-h,--help", "show help");
   app.add_option("--root", ctx.root_flag, "workspace root (default: CROQ_ROOT, else the folder above holding tuning/, else the git root)");
   app.add_flag("--pretty", ctx.pretty, "indent the JSON output");
@@ -136,15 +178,23 @@ void setup_app(CLI::App& app, Context& ctx, std::vector<std::pair<CLI::App*, Ver
     }
     CLI::App* sub = parent->add_subcommand(name, v.summary);
     sub->footer(std::string("\n") + v.details);
-    runners.emplace_back(sub, v.setup(*sub));
+    if (named == v.name) {
+      runners.emplace_back(sub, v.setup(*sub));
+    } else {
+      // Listed (for help and "did you mean"), not built: the command line does not name it.
+      sub->allow_extras();
+      runners.emplace_back(sub, [](Context& c) -> ExitCode {
+        throw Error(ExitCode::internal, "verb " + c.verb + " was not set up");
+      });
+    }
   }
 }
 
 void append_trace(Context& ctx, ExitCode code, double ms) {
-  if (!ctx.task || !ctx.workspace) return;
-  std::error_code ec;
-  // Only tasks that exist on disk get a trace (a refused call on a mistyped task creates nothing).
-  if (!fs::is_directory(ctx.workspace->kind_dir(*ctx.task, ArtifactKind::logs), ec)) return;
+  if (!ctx.workspace) return;
+  std::vector<TaskRef> tasks = ctx.also_traced;
+  if (ctx.task) tasks.insert(tasks.begin(), *ctx.task);
+  if (tasks.empty()) return;
   json j;
   j["timestamp"] = now_iso8601();
   j["verb"] = ctx.verb;
@@ -153,10 +203,26 @@ void append_trace(Context& ctx, ExitCode code, double ms) {
   j["ms"] = std::round(ms * 100) / 100;
   j["pid"] = ::getpid();
   for (auto it = ctx.trace_extra.begin(); it != ctx.trace_extra.end(); ++it) j[it.key()] = it.value();
-  try {
-    append_line(ctx.workspace->activity_log(*ctx.task), dump_compact(j), /*durable=*/false);
-  } catch (const Error&) {
-    // The trace is informational; never fail a verb because of it.
+  const std::string line = dump_compact(j);
+  TailPolicy whole_json{[](std::string_view t) { return try_parse_json(t).has_value(); }, 1u << 20};
+  for (const auto& task : tasks) {
+    std::error_code ec;
+    // Only tasks that exist on disk get a trace (a refused call on a mistyped task creates nothing).
+    if (!fs::is_directory(ctx.workspace->kind_dir(task, ArtifactKind::logs), ec)) continue;
+    const fs::path log = ctx.workspace->activity_log(task);
+    try {
+      // Appends from concurrent croq processes are serialised, so a torn tail is always one
+      // that a dead process left.
+      auto lock = FileLock::try_acquire(log.parent_path() / ".activity.lock", std::chrono::milliseconds(5000), ctx.verb);
+      if (!lock) {
+        ctx.note("croq: activity trace not written (its lock is busy)");
+        continue;
+      }
+      append_line(log, line, /*durable=*/false, whole_json);
+    } catch (const Error& e) {
+      // The trace is informational: a verb does not fail because of it, but says so.
+      ctx.note(std::string("croq: activity trace not written: ") + e.what());
+    }
   }
 }
 
@@ -164,11 +230,11 @@ void append_trace(Context& ctx, ExitCode code, double ms) {
 
 int run(int argc, char** argv, std::ostream& out, std::ostream& err) {
   Stopwatch clock;
-  Context ctx{out, err, {}, false, false, {}, {}, std::nullopt, std::nullopt, json::object()};
+  Context ctx{out, err, {}, false, false, {}, {}, std::nullopt, std::nullopt, {}, json::object()};
   for (int i = 1; i < argc; ++i) ctx.argv.emplace_back(argv[i]);
   CLI::App app(top_description(), "croq");
   std::vector<std::pair<CLI::App*, VerbRunner>> runners;
-  setup_app(app, ctx, runners);
+  setup_app(app, ctx, runners, named_verb(argc, argv));
 
   auto fail = [&](ExitCode code, const std::string& message, const std::string& hint, const json& details = nullptr) {
     err << "croq" << (ctx.verb.empty() ? "" : " " + ctx.verb) << ": error: " << message << "\n";
@@ -225,7 +291,18 @@ int run(int argc, char** argv, std::ostream& out, std::ostream& err) {
     }
     std::sort(near.begin(), near.end());
     std::string hint = "run `croq --help` for the list of verbs";
-    if (!near.empty()) hint = "did you mean `croq " + near.front().second + "`?";
+    if (!near.empty() && near.front().first == 0) {
+      // The verb exists: an argument it does not take.
+      for (CLI::App* a = &app;;) {
+        auto subs = a->get_subcommands();
+        if (subs.empty()) break;
+        a = subs.front();
+        ctx.verb += (ctx.verb.empty() ? "" : " ") + a->get_name();
+      }
+      hint = "run `croq " + (ctx.verb.empty() ? near.front().second : ctx.verb) + " --help` for its options";
+    } else if (!near.empty()) {
+      hint = "did you mean `croq " + near.front().second + "`?";
+    }
     return fail(ExitCode::usage, e.what(), hint);
   } catch (const CLI::ParseError& e) {
     for (CLI::App* a = &app;;) {
@@ -289,6 +366,10 @@ std::string cli_reference_markdown() {
      << "Every verb prints one JSON document on stdout and human messages on stderr. Global options "
         "(before the verb): `--root DIR` (workspace root; default `CROQ_ROOT`, else the nearest folder "
         "above holding `tuning/`, else the git root), `--pretty`, `-q/--quiet`, `--version`.\n\n"
+     << "Every verb that acts on an existing task (one whose `logs/<key>/<model>/` folder exists) "
+        "appends one line `{timestamp, verb, argv, exit_code, ms, pid}` to "
+        "`memory/<key>/<model>/activity.jsonl`, refused calls included. Record formats: "
+        "docs/formats.md.\n\n"
      << "## Exit codes\n\n| code | name | meaning |\n|---|---|---|\n";
   const std::pair<ExitCode, const char*> codes[] = {
       {ExitCode::ok, "success"},
@@ -319,17 +400,25 @@ std::string cli_reference_markdown() {
     CLI::App& sub = *scratch.add_subcommand("x", "");
     (void)v.setup(sub);
     md << "### croq " << v.name << "\n\n" << v.summary << "\n\n";
-    md << "| option | description |\n|---|---|\n";
+    std::string rows;
     for (const CLI::Option* opt : sub.get_options()) {
       if (opt->get_name() == "--help" || opt->get_name().empty()) continue;
       std::string names = opt->get_name(false, true);
-      std::string desc = opt->get_description();
-      std::replace(desc.begin(), desc.end(), '|', '/');
+      std::string desc;
+      for (char c : opt->get_description()) {
+        // Table cells: no column separators, no angle brackets taken for HTML.
+        if (c == '|') desc += '/';
+        else if (c == '<') desc += "&lt;";
+        else if (c == '>') desc += "&gt;";
+        else desc += c;
+      }
       if (opt->get_required()) desc += " **(required)**";
       std::string def = opt->get_default_str();
       if (!def.empty()) desc += " (default: `" + def + "`)";
-      md << "| `" << names << "` | " << desc << " |\n";
+      rows += "| `" + names + "` | " + desc + " |\n";
     }
+    if (rows.empty()) md << "No options.\n";
+    else md << "| option | description |\n|---|---|\n" << rows;
     md << "\n" << v.details << "\n\n";
   }
   return md.str();

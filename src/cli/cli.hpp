@@ -29,9 +29,11 @@ struct Context {
   std::vector<std::string> argv;
   std::string verb;
 
-  // Set by verbs that act on one task: the activity trace is appended there.
+  // Set by verbs that act on one task: the activity trace is appended there (and to the tasks
+  // in `also_traced`, for verbs that act on several).
   std::optional<Workspace> workspace;
   std::optional<TaskRef> task;
+  std::vector<TaskRef> also_traced;
   json trace_extra = json::object();
 
   Workspace& ws();              // resolves the root on first use (throws usage if none)
@@ -76,5 +78,8 @@ std::chrono::milliseconds lock_timeout(const TaskOptions& o);
 std::vector<std::string> split_list(const std::string& text);
 // Parses a JSON object given on the command line (--extra); throws usage if it is not one.
 json parse_json_object_arg(const std::string& text, const char* flag);
+// The text of a --*-file option: the file's content, or standard input for "-". At most
+// `max_bytes` (throws usage beyond, naming the flag); throws not_found if the file is missing.
+std::string read_text_arg(const std::string& path, const char* flag, size_t max_bytes);
 
 }  // namespace croq::cli

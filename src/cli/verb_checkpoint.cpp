@@ -7,6 +7,7 @@
 #include "croq/ledger/documents.hpp"
 #include "croq/ledger/ledger.hpp"
 #include "croq/ledger/records.hpp"
+#include "croq/ledger/store.hpp"
 #include "croq/protocol/protocol.hpp"
 #include "croq/session/drift.hpp"
 #include "croq/workspace/sources.hpp"
@@ -19,14 +20,15 @@ namespace croq::cli {
 VerbRunner setup_checkpoint_write(CLI::App& app) {
   struct Opts {
     TaskOptions task;
-    std::string iter, bottleneck, idea, expected_gain, levers, base, extra, params, structural;
+    std::string iter, bottleneck, idea, idea_file, expected_gain, levers, base, extra, params, structural;
     int round = 0;
   };
   auto o = std::make_shared<Opts>();
   add_task_options(app, o->task);
   app.add_option("--iter", o->iter, "the planned iteration (iter<NNN>)")->required();
   app.add_option("--bottleneck", o->bottleneck, "the profile's bottleneck the idea targets")->required();
-  app.add_option("--idea", o->idea, "one-line description of the idea")->required();
+  auto* idea = app.add_option("--idea", o->idea, "one-line description of the idea (or --idea-file)");
+  app.add_option("--idea-file", o->idea_file, "read the idea from this file ('-': standard input)")->excludes(idea);
   app.add_option("--expected-gain", o->expected_gain, "e.g. +20 TFLOPS");
   app.add_option("--levers", o->levers, "comma-separated parameter or construct names the change touches");
   app.add_option("--base", o->base, "the kernel the candidate derives from (default: the current best)");
@@ -37,18 +39,28 @@ VerbRunner setup_checkpoint_write(CLI::App& app) {
                  "hierarchy, ...); omit for a macro-only change");
   app.add_option("--extra", o->extra, "JSON object of further fields");
   return [o](Context& ctx) {
+    TaskRef t = resolve_task(ctx, o->task);
+    std::string idea_text = o->idea;
+    if (!o->idea_file.empty()) idea_text = read_text_arg(o->idea_file, "--idea-file", k_max_idea_bytes);
     if (o->bottleneck == "unknown" || !is_valid_bottleneck(o->bottleneck)) {
       throw_usage(fmt::format("invalid bottleneck '{}'", preview(o->bottleneck)),
                   "memory_bound, compute_bound, latency_bound, launch_bound or mixed (from `croq classify`)");
     }
-    if (trim(o->idea).empty() || !is_valid_utf8(o->idea) || o->idea.size() > 16384) {
-      throw_usage("--idea must be a non-empty UTF-8 sentence (at most 16 KiB)");
+    if (trim(idea_text).empty() || !is_valid_utf8(idea_text) || idea_text.size() > k_max_idea_bytes ||
+        idea_text.find('\0') != std::string::npos) {
+      throw_usage("the idea must be a non-empty UTF-8 sentence (at most 16 KiB)", "pass --idea TEXT or --idea-file FILE");
     }
     int planned = parse_iter_number(o->iter);
     if (!o->base.empty() && !try_parse_iter_id(o->base)) {
       throw_usage(fmt::format("--base '{}' is not a kernel name", preview(o->base)), "e.g. --base iter009_bn256");
     }
-    TaskRef t = resolve_task(ctx, o->task);
+    for (const std::string* text : {&o->expected_gain, &o->levers}) {
+      if (!is_valid_utf8(*text) || text->size() > 4096 || text->find('\0') != std::string::npos) {
+        throw_usage("--expected-gain and --levers must be short UTF-8 text");
+      }
+    }
+    json extra = o->extra.empty() ? json::object() : parse_json_object_arg(o->extra, "--extra");
+    if (o->round < 0) throw_usage(fmt::format("--round {} is negative", o->round));
     Ledger ledger(ctx.ws(), t);
     LedgerIndex idx = ledger.index();
     Checkpoint cp;
@@ -56,12 +68,12 @@ VerbRunner setup_checkpoint_write(CLI::App& app) {
     cp.iter = iter_number_name(planned);
     cp.round = o->round > 0 ? o->round : idx.max_round + 1;
     cp.bottleneck = o->bottleneck;
-    cp.idea = o->idea;
+    cp.idea = idea_text;
     cp.expected_gain = o->expected_gain;
     cp.levers = split_list(o->levers);
     cp.base = !o->base.empty() ? o->base : (idx.best ? idx.best->kernel : std::string());
     cp.created_at = cp.updated_at = now_iso8601();
-    if (!o->extra.empty()) cp.extra = parse_json_object_arg(o->extra, "--extra");
+    cp.extra = extra;
     if (!o->params.empty()) cp.extra["params"] = parse_json_object_arg(o->params, "--params");
     if (!is_valid_utf8(o->structural) || o->structural.size() > 4096) throw_usage("--structural must be a short UTF-8 text");
     cp.extra["structural"] = o->structural;
@@ -96,7 +108,7 @@ VerbRunner setup_checkpoint_read(CLI::App& app) {
     if (cp->status == CheckpointStatus::PLANNED) {
       cp->status = CheckpointStatus::IMPLEMENTING;
       cp->updated_at = now_iso8601();
-      write_checkpoint(ctx.ws(), t, *cp);
+      write_checkpoint(ctx.ws(), t, *cp, /*durable=*/false);
     }
     ctx.emit(cp->to_json());
     return ExitCode::ok;
@@ -112,8 +124,8 @@ VerbRunner setup_checkpoint_verify(CLI::App& app) {
   add_task_options(app, o->task);
   app.add_option("--iter", o->iter, "the iteration actually built (iter<NNN> or iter<NNN>_<tag>)")->required();
   return [o](Context& ctx) {
-    int built = parse_iter_number(o->iter);
     TaskRef t = resolve_task(ctx, o->task);
+    int built = parse_iter_number(o->iter);
     auto cp = read_checkpoint(ctx.ws(), t);
     if (!cp) throw_not_found("no checkpoint for " + t.id(), "write the plan first: `croq checkpoint write ...`");
     auto cand = find_primary_source(ctx.ws(), t, iter_number_name(built));
@@ -125,7 +137,7 @@ VerbRunner setup_checkpoint_verify(CLI::App& app) {
     cp->status = d.significant ? CheckpointStatus::DRIFT : CheckpointStatus::VERIFIED;
     cp->updated_at = now_iso8601();
     cp->extra["verified_iter"] = iter_number_name(built);
-    write_checkpoint(ctx.ws(), t, *cp);
+    write_checkpoint(ctx.ws(), t, *cp, /*durable=*/false);
     json doc = d.to_json();
     doc["status"] = checkpoint_status_name(cp->status);
     doc["planned_iter"] = cp->iter;

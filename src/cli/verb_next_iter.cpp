@@ -20,8 +20,8 @@ VerbRunner setup_next_iter(CLI::App& app) {
   app.add_flag("--attempt", o->attempt, "an attempt id (attempt<AAAA>_<tag>) for a failed try; uses no iteration number");
   app.add_flag("--peek", o->peek, "show the next id without reserving it");
   return [o](Context& ctx) {
-    validate_tag(o->tag);
     TaskRef t = resolve_task(ctx, o->task);
+    validate_tag(o->tag);
     Ledger ledger(ctx.ws(), t);
     if (!o->peek) guard_implement(ctx.ws(), t, o->attempt ? 0 : ledger.peek_next_iter(), o->attempt);
     if (o->attempt) {

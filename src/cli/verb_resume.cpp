@@ -57,6 +57,7 @@ std::vector<TaskRef> select_tasks(Context& ctx, const SessionOpts& o, std::strin
     out.push_back(t);
   }
   if (out.size() == 1) ctx.task = out.front();
+  else ctx.also_traced = out;
   return out;
 }
 

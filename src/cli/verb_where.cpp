@@ -24,10 +24,18 @@ VerbRunner setup_where(CLI::App&) {
 
 VerbRunner setup_help(CLI::App& app) {
   auto markdown = std::make_shared<bool>(false);
-  app.add_flag("--markdown", *markdown, "print the whole reference as Markdown (docs/cli.md)");
-  return [markdown](Context& ctx) {
+  auto as_json = std::make_shared<bool>(false);
+  auto* md = app.add_flag("--markdown", *markdown, "print the whole reference as Markdown (docs/cli.md)");
+  app.add_flag("--json", *as_json, "print the verb table as JSON: [{name, summary, details}]")->excludes(md);
+  return [markdown, as_json](Context& ctx) {
     if (*markdown) {
       ctx.out << cli_reference_markdown();
+      return ExitCode::ok;
+    }
+    if (*as_json) {
+      json table = json::array();
+      for (const auto& v : verbs()) table.push_back({{"name", v.name}, {"summary", v.summary}, {"details", v.details}});
+      ctx.emit(table);
       return ExitCode::ok;
     }
     ctx.out << "croq verbs:\n";

@@ -7,12 +7,17 @@ namespace croq::cli {
 const std::vector<VerbSpec>& verbs() {
   static const std::vector<VerbSpec> table = {
       {"where", "show the workspace root and where it came from",
-       "Output: `{root, origin, tuning_dir, tasks}`. Exit 2 when no root can be found.",
+       "The root is `--root`, else `CROQ_ROOT`, else the nearest folder above the current one that "
+       "holds `tuning/`, else the enclosing git root; never silently the current folder.\n\n"
+       "Output: `{root, origin, tuning_dir, tasks}` (`tasks`: every `<gpu>/<dsl>/<shape_key>/<model>` "
+       "with a logs folder). Exit 2 when no root can be found or the root is not a folder.",
        setup_where},
       {"task init", "create a task's logs/task_config.json (task_uid first, as the seeds require)",
-       "Writes `logs/<key>/<model>/task_config.json` with the given `--task-uid` (or a new one) before "
-       "anything else of the task exists. Idempotent; a different task_uid for an existing task is "
-       "refused (exit 9).\n\nOutput: the task config document.",
+       "Writes `logs/<key>/<model>/task_config.json` (`croq-task-v1`) with the given `--task-uid` (or "
+       "a new one) before anything else of the task exists. Idempotent.\n\n"
+       "Output: the task config document `{schema, task_uid, gpu, dsl, shape_key, model, created_at}`. "
+       "Exit 9 if the task already has another task_uid; 2 on an invalid name; 10 if the existing "
+       "task_config.json is damaged (nothing is changed).",
        setup_task_init},
       {"protocol begin", "start an invocation: the protocol's mode and round budget for a task",
        "Writes logs/<key>/<model>/protocol.json (croq-protocol-v1): `--mode enforced` (default: out-of-order or "
@@ -40,38 +45,64 @@ const std::vector<VerbSpec>& verbs() {
        "The seeds' next_iter. Reserves atomically: two callers at the same moment never get the same "
        "id. Iteration numbers are used only by measured rounds; `--attempt` hands out attempt ids "
        "(attemptAAAA, attemptAAAB, ...) that never consume an iteration number.\n\n"
-       "Output: `{iter, kernel, number}` or `{attempt, kernel, index}`; `kernel` is the canonical "
-       "name to use for files (iter<NNN>_<tag>). `--peek` shows the next id without reserving it.",
+       "Output: `{iter, kernel, number, reserved}` or, with `--attempt`, `{attempt, kernel, index, "
+       "reserved}`; `kernel` is the canonical name to use for files (`iter<NNN>_<tag>`, "
+       "`attempt<AAAA>_<tag>`). `--peek` shows the next id without reserving it. The next number "
+       "follows the highest stored or reserved one; a number freed by a failure (see store-round) is "
+       "handed out again.\n\nExit 2 on an invalid tag or task name; 6 if the task lock stays busy "
+       "(`--lock-timeout`); 10 if idea-log.jsonl has unreadable lines or reservations.json is damaged "
+       "(nothing is changed; `croq session clean --invalid-only` repairs).",
        setup_next_iter},
       {"store-round", "store one round: idea-log.jsonl record and results.tsv row, atomically",
        "The seeds' store_round. Decisions: BASELINE (iter000), KEEP, DISCARD, COMPILE_FAIL, "
        "VERIFY_FAIL, RUNTIME_FAIL, SEGFAULT, HANG. Bottleneck: memory_bound, compute_bound, "
        "latency_bound, launch_bound or mixed (never unknown; `n/a` only for round 0). A failure "
        "given an iteration id is stored under a fresh attempt id and frees the iteration number. "
-       "`--round` defaults to the next round. The TFLOPS typed on the command line is stored with "
-       "`source: reported`. With `--measurement FILE` (from `croq measure`) the TFLOPS and the verdict "
-       "come from the file (source: measured, and `measurement` provenance in the record): a failed "
-       "verdict is stored as its failure decision, and KEEP or DISCARD with a failed measurement is "
-       "refused.\n\nOutput: `{ok, record, files, line}`; stderr gets "
-       "`[store_round] STORE complete ...`. Exit 9 if the iteration, attempt or round is already "
-       "stored; exit 2 on bad input (nothing is written).",
+       "`--round` defaults to the next round (0 for BASELINE). The TFLOPS typed on the command line "
+       "is stored with `source: reported`. With `--measurement FILE` (from `croq measure`) the TFLOPS "
+       "and the verdict come from the file (source: measured, and `measurement` provenance in the "
+       "record): a failed verdict is stored as its failure decision, and KEEP or DISCARD with a failed "
+       "measurement is refused. Idea text of any content (quotes, tabs, newlines, "
+       "non-ASCII; at most 16 KiB of UTF-8) is stored exactly; `--idea-file FILE` (or `-` for "
+       "standard input) avoids shell quoting.\n\n"
+       "The record is appended to idea-log.jsonl as one line with one write and fsynced, under the "
+       "task lock; then the results.tsv row is appended (the view is rebuilt first if it was out of "
+       "step), the reservation released and the checkpoint of this iteration closed. A torn last "
+       "line left by an interrupted store is cut off first.\n\n"
+       "Output: `{ok, record, files, tsv_rebuilt, repaired_torn_tail, imported_tsv, planned_iter, "
+       "released_reservation, checkpoint_closed, line}`; stderr always gets `[store_round] STORE "
+       "complete: round <R> <kernel> <decision> <tflops> TFLOPS <bottleneck>` (even with --quiet).\n\n"
+       "Exit 9 if the iteration, attempt or round is already stored; 2 on bad input; 4 if "
+       "`--idea-file` is missing; 5 if the protocol refuses the round; 6 if the lock stays busy; 10 if "
+       "the ledger is damaged (unreadable lines, a damaged reservations.json or a legacy results.tsv "
+       "with unreadable rows). On every error nothing is written.",
        setup_store_round},
       {"attempt", "log a failed attempt of the current idea (attempt-log.jsonl) without ending the round",
        "Reserves the next attempt id and appends `{attempt, kernel, reason, idea, planned_iter, "
-       "timestamp, ...}` to attempt-log.jsonl. Output: the stored attempt record.",
+       "build_log, timestamp, ...}` to attempt-log.jsonl (one line, fsynced). Use it for each failed "
+       "fix of the current idea; the round itself ends with store-round.\n\nOutput: the stored "
+       "attempt record. Exit 2 on bad input, 6 busy, 10 damaged ledger.",
        setup_attempt},
       {"checkpoint write", "write the IDEA checkpoint (current_idea.json, status PLANNED)",
-       "The last action of IDEA. Output: the checkpoint document.", setup_checkpoint_write},
+       "The last action of IDEA. Writes `checkpoints/<key>/<model>/current_idea.json` "
+       "(`croq-checkpoint-v1`) atomically: `{schema, status, iter, round, bottleneck, idea, "
+       "expected_gain, levers, base, created_at, updated_at}`; `base` defaults to the current best "
+       "kernel and `round` to the next round. An open plan it replaces is kept in `replaces`; a "
+       "damaged checkpoint file is replaced.\n\nOutput: the checkpoint document. Exit 2 on bad input "
+       "(bottleneck `unknown` included).", setup_checkpoint_write},
       {"checkpoint read", "read the checkpoint at the start of IMPLEMENT (status -> IMPLEMENTING)",
-       "Output: the checkpoint document. Exit 4 if there is none.", setup_checkpoint_read},
+       "Moves a PLANNED checkpoint to IMPLEMENTING; other statuses are shown unchanged.\n\n"
+       "Output: the checkpoint document. Exit 4 if there is none; 10 if it cannot be read (the file "
+       "is left as it is; `checkpoint write` replaces it).", setup_checkpoint_read},
       {"checkpoint verify", "compare the plan with what was built; exit 3 on significant drift",
        "Compares the planned iteration with `--iter`, and the planned levers with the lines that "
        "changed between the candidate's source and its base's. Significant drift: another "
        "iteration number, no source for the iteration, a source identical to its base, or none of "
        "the planned levers among the changed lines. Minor drift (reported, exit 0): some levers "
        "untouched, or macros changed that the plan did not name.\n\nOutput: `{status, significant, "
-       "findings, levers_found, levers_missing, changed_macros, diff}`. Exit 3 on significant drift, "
-       "4 without a checkpoint.",
+       "findings, levers_found, levers_missing, changed_macros, diff, planned_iter, built_iter, "
+       "candidate, base}`; the checkpoint's status becomes VERIFIED or DRIFT. Exit 3 on significant "
+       "drift, 4 without a checkpoint, 10 if the checkpoint cannot be read.",
        setup_checkpoint_verify},
       {"resume", "where a task stands: the seeds' resume JSON",
        "The seeds' resume_state. Fields: dsl, shape_key, current_best_tflops, current_best_kernel, "
@@ -79,22 +110,30 @@ const std::vector<VerbSpec>& verbs() {
        "src_count, open_checkpoint, memory_files_ok, warnings; plus gpu, model, task_uid, "
        "baseline_tflops, pct_of_baseline, rounds, decisions, fresh_start and similar_keys. "
        "Exact-match guard: a shape key with no srcs/ folder is a fresh start, even when a key with "
-       "the same dimensions in another order exists (named in `similar_keys`).",
+       "the same dimensions in another order exists (named in `similar_keys`, never resumed).\n\n"
+       "Read-only and tolerant: malformed or torn lines, a damaged checkpoint, task config or "
+       "reservations file become `warnings`, not errors. Exit 0 unless the arguments are invalid (2).",
        setup_resume},
       {"reinforce", "the one-line progress summary printed after every STORE",
-       "Output: `{line, round, best, last, next_iter, reread}`; the line also goes to stderr.",
+       "Output: `{line, round, best, last, discard_streak, next_iter, next_round, reread}`; the line "
+       "also goes to stderr. Exit 4 if the task has no stored rounds.",
        setup_reinforce},
       {"session validate", "check the ledgers of one task or every task of a dsl",
        "The seeds' validate_tuning_session. Checks that records parse, ids and rounds are unique, "
        "bottlenecks are valid, results.tsv is in step with idea-log.jsonl, measured iterations "
-       "have sources, and checkpoints and task configs read. Output: `{pass, tasks:[{task, "
-       "errors, warnings}]}`; exit 1 if any error.",
+       "have sources, and checkpoints, task configs, reservations and attempt logs read; temporary "
+       "files left by interrupted writes are reported. `--shape-key`/`--model` narrow it to one task.\n\n"
+       "Output: `{pass, gpu, dsl, tasks:[{task, pass, errors, warnings}]}`; errors also go to stderr. "
+       "Exit 1 if any error.",
        setup_session_validate},
       {"session clean", "repair (--invalid-only) or set aside (--reset-all --yes) a dsl's work state",
        "The seeds' clean_kernel_work_state. `--invalid-only` drops unreadable records (the old file "
-       "is kept as `.bak.<time>`), rebuilds results.tsv and the index, and removes a damaged "
-       "checkpoint. `--reset-all` moves the dsl's whole tree to `tuning/.trash/<time>/` and is "
-       "refused without `--yes`. Nothing is deleted outright. Output: `{actions}`.",
+       "is kept as `.bak.<time>`; repeated rounds or ids keep their first record), imports a legacy "
+       "TSV-only ledger, rebuilds results.tsv and the index, sets a damaged checkpoint or "
+       "reservations.json aside and removes temporary files of dead writers. `--reset-all` moves the "
+       "dsl's whole tree to `tuning/.trash/<time>/` and is refused without `--yes`. Nothing is "
+       "deleted outright.\n\nOutput: `{actions}` (per task) or `{actions, moved_to}`. Exit 2 without "
+       "exactly one of the two flags or without `--yes`; 4 if there is nothing to reset.",
        setup_session_clean},
       {"gpu key", "the device key of the GPU (the seeds' detect_gpu): sm90_NVIDIA_H200",
        "The GPU is `--device` (index or UUID), else the first entry of CUDA_VISIBLE_DEVICES, else 0; "
@@ -237,7 +276,8 @@ const std::vector<VerbSpec>& verbs() {
        "Output: `{out, files}`.",
        setup_report},
       {"help", "print the verb list, or the full reference as Markdown (--markdown)",
-       "`croq help --markdown` prints docs/cli.md.", setup_help},
+       "`croq help --markdown` prints docs/cli.md; `croq help --json` the verb table as "
+       "`[{name, summary, details}]`.", setup_help},
   };
   return table;
 }

@@ -113,8 +113,8 @@ std::optional<Checkpoint> read_checkpoint(const Workspace& ws, const TaskRef& ta
   return c;
 }
 
-void write_checkpoint(const Workspace& ws, const TaskRef& task, const Checkpoint& cp) {
-  atomic_write(ws.checkpoint(task), dump_pretty(cp.to_json()));
+void write_checkpoint(const Workspace& ws, const TaskRef& task, const Checkpoint& cp, bool durable) {
+  atomic_write(ws.checkpoint(task), dump_pretty(cp.to_json()), durable);
 }
 
 std::optional<json> read_task_config(const Workspace& ws, const TaskRef& task) {

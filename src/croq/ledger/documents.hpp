@@ -48,7 +48,9 @@ struct Checkpoint {
 
 // nullopt if there is no checkpoint file; throws Error(corrupt) if it cannot be read.
 std::optional<Checkpoint> read_checkpoint(const Workspace& ws, const TaskRef& task);
-void write_checkpoint(const Workspace& ws, const TaskRef& task, const Checkpoint& cp);
+// Replaced atomically; `durable` adds the fsyncs (a plan is durable; status changes made on the
+// way, such as the close by store-round, need not be: the round record is the truth).
+void write_checkpoint(const Workspace& ws, const TaskRef& task, const Checkpoint& cp, bool durable = true);
 
 // task_config.json: nullopt if absent; throws Error(corrupt) on a damaged file.
 std::optional<json> read_task_config(const Workspace& ws, const TaskRef& task);

@@ -9,8 +9,8 @@
 #include <fmt/format.h>
 
 #include "croq/util/error.hpp"
-#include "croq/util/hash.hpp"
 #include "croq/util/time.hpp"
+#include "croq/workspace/ids.hpp"
 
 namespace croq {
 
@@ -19,11 +19,25 @@ namespace {
 constexpr size_t k_max_index_warnings = 20;
 constexpr size_t k_sig_bytes = 64;
 
-uint64_t size_of_file(const fs::path& p) {
+struct FileStat {
+  bool exists = false;
+  uint64_t size = 0;
+  uint64_t inode = 0;
+  int64_t mtime_ns = 0;
+};
+
+FileStat stat_file(const fs::path& p) {
   struct stat st{};
-  if (::stat(p.c_str(), &st) != 0) return 0;
-  return static_cast<uint64_t>(st.st_size);
+  FileStat f;
+  if (::stat(p.c_str(), &st) != 0) return f;
+  f.exists = true;
+  f.size = static_cast<uint64_t>(st.st_size);
+  f.inode = static_cast<uint64_t>(st.st_ino);
+  f.mtime_ns = static_cast<int64_t>(st.st_mtim.tv_sec) * 1000000000 + st.st_mtim.tv_nsec;
+  return f;
 }
+
+uint64_t size_of_file(const fs::path& p) { return stat_file(p).size; }
 
 // Reads [offset, offset+len) of a file (shorter if the file is shorter).
 std::string read_range(const fs::path& p, uint64_t offset, uint64_t len) {
@@ -42,9 +56,56 @@ std::string read_range(const fs::path& p, uint64_t offset, uint64_t len) {
   return out;
 }
 
+// Signatures tell whether bytes already folded are still the same (not an integrity check
+// against tampering): FNV-1a over at most 64 bytes, cheap enough for every call of every verb.
+std::string fingerprint(std::string_view bytes) {
+  uint64_t h = 1469598103934665603ull;
+  for (unsigned char c : bytes) {
+    h ^= c;
+    h *= 1099511628211ull;
+  }
+  return fmt::format("{:016x}{:04x}", h, bytes.size());
+}
+
 std::string signature_before(const fs::path& p, uint64_t offset) {
   uint64_t start = offset > k_sig_bytes ? offset - k_sig_bytes : 0;
-  return sha256_hex(read_range(p, start, offset - start)).substr(0, 32);
+  return fingerprint(read_range(p, start, offset - start));
+}
+
+std::string signature_head(const fs::path& p, uint64_t offset) {
+  return fingerprint(read_range(p, 0, std::min<uint64_t>(offset, k_sig_bytes)));
+}
+
+bool is_blank(std::string_view s) {
+  return std::all_of(s.begin(), s.end(), [](char c) { return c == ' ' || c == '\t' || c == '\r' || c == '\n'; });
+}
+
+// An unterminated last line of idea-log.jsonl that is a whole record (hand-written files often
+// lack the final newline) is kept; anything else there is a torn record.
+bool is_whole_record(std::string_view tail) {
+  auto j = try_parse_json(tail);
+  return j && RoundRecord::from_json(*j).has_value();
+}
+
+bool is_whole_tsv_row(std::string_view tail) {
+  std::vector<std::string> w;
+  return parse_results_tsv(std::string(k_tsv_header) + "\n" + std::string(tail), &w).size() == 1 && w.empty();
+}
+
+TailPolicy idea_log_tail_policy() { return TailPolicy{is_whole_record, k_max_record_bytes}; }
+TailPolicy tsv_tail_policy() { return TailPolicy{is_whole_tsv_row, k_max_record_bytes}; }
+TailPolicy json_tail_policy() {
+  return TailPolicy{[](std::string_view t) { return try_parse_json(t).has_value(); }, k_max_record_bytes};
+}
+
+IntSet without(const IntSet& set, int value) {
+  IntSet kept;
+  for (const auto& [lo, hi] : set.ranges()) {
+    for (int v = lo; v <= hi; ++v) {
+      if (v != value) kept.insert(v);
+    }
+  }
+  return kept;
 }
 
 size_t count_tsv_rows(const std::string& content) {
@@ -136,7 +197,13 @@ json LedgerIndex::to_json() const {
   json j;
   j["schema"] = k_index_schema;
   j["bytes"] = bytes;
+  j["inode"] = inode;
+  j["mtime_ns"] = mtime_ns;
+  j["head_sig"] = head_sig;
   j["tail_sig"] = tail_sig;
+  j["tsv_bytes"] = tsv_bytes;
+  j["tsv_mtime_ns"] = tsv_mtime_ns;
+  j["tsv_rows"] = tsv_rows;
   j["records"] = records;
   j["invalid_lines"] = invalid_lines;
   j["torn_tail"] = torn_tail;
@@ -159,9 +226,16 @@ std::optional<LedgerIndex> LedgerIndex::from_json(const json& j) {
   if (get_string(j, "schema").value_or("") != k_index_schema) return std::nullopt;
   LedgerIndex x;
   auto bytes = get_integer(j, "bytes");
-  if (!bytes || *bytes < 0) return std::nullopt;
+  auto inode = get_integer(j, "inode");
+  if (!bytes || *bytes < 0 || !inode) return std::nullopt;
   x.bytes = static_cast<uint64_t>(*bytes);
+  x.inode = static_cast<uint64_t>(*inode);
+  x.mtime_ns = get_integer(j, "mtime_ns").value_or(0);
+  x.head_sig = get_string(j, "head_sig").value_or("");
   x.tail_sig = get_string(j, "tail_sig").value_or("");
+  x.tsv_bytes = static_cast<uint64_t>(std::max(0LL, get_integer(j, "tsv_bytes").value_or(0)));
+  x.tsv_mtime_ns = get_integer(j, "tsv_mtime_ns").value_or(0);
+  x.tsv_rows = static_cast<int>(get_integer(j, "tsv_rows").value_or(-1));
   x.records = static_cast<int>(get_integer(j, "records").value_or(0));
   x.invalid_lines = static_cast<int>(get_integer(j, "invalid_lines").value_or(0));
   x.torn_tail = j.value("torn_tail", false);
@@ -188,15 +262,14 @@ std::optional<LedgerIndex> LedgerIndex::from_json(const json& j) {
 }
 
 json Reservations::to_json() const {
-  return {{"schema", "croq-reservations-v1"}, {"live_iters", live_iters.to_json()}, {"max_attempt", max_attempt}};
+  return {{"schema", k_reservations_schema}, {"live_iters", live_iters.to_json()}, {"max_attempt", max_attempt}};
 }
 
-Reservations Reservations::from_json(const json& j) {
+std::optional<Reservations> Reservations::from_json(const json& j) {
+  if (!j.is_object() || get_string(j, "schema").value_or("") != k_reservations_schema) return std::nullopt;
   Reservations r;
-  if (j.is_object()) {
-    r.live_iters = IntSet::from_json(j.value("live_iters", json::array()));
-    r.max_attempt = static_cast<int>(get_integer(j, "max_attempt").value_or(-1));
-  }
+  r.live_iters = IntSet::from_json(j.value("live_iters", json::array()));
+  r.max_attempt = static_cast<int>(std::max(-1LL, get_integer(j, "max_attempt").value_or(-1)));
   return r;
 }
 
@@ -215,55 +288,75 @@ void Ledger::write_index(const LedgerIndex& index) const {
   try {
     atomic_write(m_ws.ledger_index(m_task), dump_compact(index.to_json()) + "\n", /*durable=*/false);
   } catch (const Error&) {
-    // The index is a cache; failing to write it loses nothing.
+    // The index is a cache; failing to write it loses nothing (the next reader folds again).
   }
 }
 
 LedgerIndex Ledger::refresh_index(bool write_back) const {
   const fs::path log = m_ws.idea_log(m_task);
-  const uint64_t size = size_of_file(log);
+  const FileStat st = stat_file(log);
+  const uint64_t size = st.size;
   LedgerIndex idx;
   bool loaded = false;
   if (auto text = read_file(m_ws.ledger_index(m_task))) {
     if (auto j = try_parse_json(*text)) {
       if (auto x = LedgerIndex::from_json(*j)) {
-        if (x->bytes <= size && (x->bytes == 0 || signature_before(log, x->bytes) == x->tail_sig)) {
+        // Still the same file, and the bytes folded are still there? (A file of the same size
+        // with another modification time was rewritten in place.)
+        const bool rewritten_same_size = x->bytes == size && x->mtime_ns != st.mtime_ns;
+        if (st.exists && x->inode == st.inode && x->bytes <= size && !rewritten_same_size &&
+            (x->bytes == 0 || (signature_before(log, x->bytes) == x->tail_sig &&
+                               signature_head(log, x->bytes) == x->head_sig))) {
           idx = std::move(*x);
           loaded = true;
         }
       }
     }
   }
-  if (!loaded) idx = LedgerIndex{};
+  if (!loaded) {
+    idx = LedgerIndex{};
+    idx.inode = st.inode;
+  }
   bool changed = !loaded;
   if (idx.bytes < size) {
     std::string chunk = read_range(log, idx.bytes, size - idx.bytes);
     size_t last_nl = chunk.rfind('\n');
     size_t complete = last_nl == std::string::npos ? 0 : last_nl + 1;
     // Line numbers are only known when folding from the start.
-    JsonlParse parsed = parse_idea_log(std::string_view(chunk).substr(0, complete),
-                                       idx.bytes == 0 ? 1 : 0);
+    JsonlParse parsed = parse_idea_log(std::string_view(chunk).substr(0, complete), idx.bytes == 0 ? 1 : 0);
     for (const auto& r : parsed.records) idx.fold(r);
     idx.invalid_lines += parsed.invalid_lines;
     for (auto& w : parsed.warnings) {
-      if (idx.warnings.size() < k_max_index_warnings) {
-        if (idx.bytes != 0) {
-          // Renumbering is not possible incrementally; say where instead.
-          auto pos = w.find(" line ");
-          if (pos != std::string::npos) w = fmt::format("idea-log.jsonl: a malformed line after byte {} skipped", idx.bytes);
-        }
-        idx.warnings.push_back(w);
+      if (idx.warnings.size() >= k_max_index_warnings) break;
+      if (idx.bytes != 0) w = fmt::format("idea-log.jsonl: a malformed line after byte {} skipped", idx.bytes);
+      idx.warnings.push_back(w);
+    }
+    uint64_t folded_to = idx.bytes + complete;
+    // What follows the last newline: a whole record without its newline, or a torn one.
+    std::string_view rest = std::string_view(chunk).substr(complete);
+    bool torn = false;
+    if (!rest.empty() && !is_blank(rest)) {
+      auto j = try_parse_json(rest);
+      std::optional<RoundRecord> r;
+      if (j) r = RoundRecord::from_json(*j);
+      if (r) {
+        idx.fold(*r);
+        folded_to = size;
+      } else {
+        torn = true;
       }
     }
-    idx.bytes += complete;
-    idx.torn_tail = complete < chunk.size();
-    if (idx.torn_tail && idx.warnings.size() < k_max_index_warnings) {
-      idx.warnings.push_back("idea-log.jsonl: torn last line skipped (an interrupted write)");
-    }
+    if (folded_to != idx.bytes || torn != idx.torn_tail) changed = true;
+    idx.bytes = folded_to;
+    idx.torn_tail = torn;
+    idx.head_sig = signature_head(log, idx.bytes);
     idx.tail_sig = signature_before(log, idx.bytes);
+  } else if (idx.torn_tail) {
+    idx.torn_tail = false;  // the torn tail was cut off by a writer
     changed = true;
-  } else if (idx.torn_tail && idx.bytes == size) {
-    idx.torn_tail = false;  // the torn tail was repaired by a writer
+  }
+  if (idx.mtime_ns != st.mtime_ns) {
+    idx.mtime_ns = st.mtime_ns;
     changed = true;
   }
   if (changed && write_back) write_index(idx);
@@ -280,6 +373,23 @@ JsonlParse Ledger::read_all() const {
   auto text = read_file(m_ws.idea_log(m_task));
   if (!text) return {};
   return parse_idea_log(*text);
+}
+
+std::optional<RoundRecord> Ledger::record_at(uint64_t offset) const {
+  const fs::path log = m_ws.idea_log(m_task);
+  std::string line;
+  for (uint64_t chunk = 4096; line.size() <= k_max_record_bytes; chunk *= 4) {
+    line = read_range(log, offset, chunk);
+    size_t nl = line.find('\n');
+    if (nl != std::string::npos) {
+      line.resize(nl);
+      break;
+    }
+    if (line.size() < chunk) break;  // end of file
+  }
+  auto j = try_parse_json(line);
+  if (!j) return std::nullopt;
+  return RoundRecord::from_json(*j);
 }
 
 std::vector<RoundRecord> Ledger::tail(size_t n) const {
@@ -317,56 +427,121 @@ std::vector<RoundRecord> Ledger::read_tsv(std::vector<std::string>* warnings) co
 void Ledger::rebuild_tsv_locked(const std::vector<RoundRecord>& records) const {
   std::string out = std::string(k_tsv_header) + "\n";
   for (const auto& r : records) out += tsv_row(r) + "\n";
-  atomic_write(m_ws.results_tsv(m_task), out);
+  atomic_write(m_ws.results_tsv(m_task), out, /*durable=*/false);
 }
 
-bool Ledger::import_legacy_tsv_locked() const {
-  if (size_of_file(m_ws.idea_log(m_task)) > 0) return false;
-  std::vector<std::string> warnings;
-  auto rows = read_tsv(&warnings);
-  if (rows.empty()) return false;
-  std::string content;
-  for (auto& r : rows) {
-    r.extra["source"] = "tsv-import";
-    r.extra["schema"] = k_round_schema;
-    content += dump_compact(r.to_json()) + "\n";
+LedgerIndex Ledger::writable_state_locked(std::vector<RoundRecord>* legacy_rows) const {
+  const fs::path log = m_ws.idea_log(m_task);
+  if (size_of_file(log) == 0) {
+    std::vector<std::string> warnings;
+    auto rows = read_tsv(&warnings);
+    if (!rows.empty() || !warnings.empty()) {
+      // A legacy task: only a hand-written results.tsv.
+      if (!warnings.empty()) {
+        throw Error(ExitCode::corrupt,
+                    fmt::format("{} has unreadable rows ({}), and there is no idea-log.jsonl to rebuild it from",
+                                m_ws.display(m_ws.results_tsv(m_task)), warnings.front()),
+                    "fix the rows by hand, or run `croq session clean --invalid-only` to import the readable ones "
+                    "(the file is kept as .bak.<time>)");
+      }
+      LedgerIndex idx;
+      for (const auto& r : rows) idx.fold(r);
+      if (legacy_rows) *legacy_rows = std::move(rows);
+      return idx;
+    }
   }
-  atomic_write(m_ws.idea_log(m_task), content);
-  return true;
+  LedgerIndex idx = refresh_index(false);
+  if (idx.torn_tail && size_of_file(log) - idx.bytes > k_max_record_bytes) {
+    throw Error(ExitCode::corrupt,
+                fmt::format("{} ends with {} bytes without a line end: damage, not an interrupted write",
+                            m_ws.display(log), size_of_file(log) - idx.bytes),
+                "`croq session clean --invalid-only` sets them aside (the old file is kept as .bak.<time>)");
+  }
+  if (idx.invalid_lines > 0) {
+    throw Error(ExitCode::corrupt,
+                fmt::format("{} has {} unreadable line(s){}; croq adds nothing to a damaged ledger",
+                            m_ws.display(log), idx.invalid_lines,
+                            idx.warnings.empty() ? "" : " (" + idx.warnings.front() + ")"),
+                "see them with `croq session validate`; `croq session clean --invalid-only` sets them aside "
+                "(the old file is kept as .bak.<time>)");
+  }
+  return idx;
 }
 
-void Ledger::check_tsv_in_step_locked(const LedgerIndex& index, StoreOutcome& outcome) const {
+void Ledger::note_tsv_locked(LedgerIndex& index) const {
+  FileStat t = stat_file(m_ws.results_tsv(m_task));
+  index.tsv_bytes = t.size;
+  index.tsv_mtime_ns = t.mtime_ns;
+  index.tsv_rows = index.records;
+}
+
+void Ledger::check_tsv_in_step_locked(LedgerIndex& index, StoreOutcome& outcome) const {
   const fs::path tsv = m_ws.results_tsv(m_task);
+  FileStat t = stat_file(tsv);
+  if (t.exists && t.size == index.tsv_bytes && t.mtime_ns == index.tsv_mtime_ns && index.tsv_rows == index.records) {
+    return;  // as the last writer left it
+  }
   auto text = read_file(tsv);
-  size_t rows = text ? count_tsv_rows(*text) : 0;
-  bool header_ok = !text || text->empty() || text->rfind(k_tsv_header, 0) == 0;
-  if (rows == static_cast<size_t>(index.records) && header_ok) return;
-  if (text && !text->empty()) {
-    // Keep what was there: the view is rebuilt, the old file is set aside.
+  bool header_ok = text && text->rfind(std::string(k_tsv_header) + "\n", 0) == 0;
+  if (text && header_ok && count_tsv_rows(*text) == static_cast<size_t>(index.records)) {
+    note_tsv_locked(index);
+    return;
+  }
+  if (index.records == 0 && (!text || text->empty())) return;
+  std::string fresh = std::string(k_tsv_header) + "\n";
+  for (const auto& r : read_all().records) fresh += tsv_row(r) + "\n";
+  if (text && !text->empty() && fresh.rfind(*text, 0) != 0) {
+    // Not just a view that fell behind (a crash between the two appends): keep what was there.
     atomic_write(tsv.string() + ".bak." + std::to_string(::time(nullptr)), *text);
   }
-  rebuild_tsv_locked(read_all().records);
+  atomic_write(tsv, fresh, /*durable=*/false);  // a view: rebuilt from the records whenever it is out of step
+  note_tsv_locked(index);
   outcome.tsv_rebuilt = true;
 }
 
 Reservations Ledger::reservations() const {
-  auto text = read_file(m_ws.reservations(m_task));
+  const fs::path path = m_ws.reservations(m_task);
+  auto text = read_file(path);
   if (!text) return {};
   auto j = try_parse_json(*text);
-  return j ? Reservations::from_json(*j) : Reservations{};
+  std::optional<Reservations> r;
+  if (j) r = Reservations::from_json(*j);
+  if (!r) {
+    throw Error(ExitCode::corrupt, fmt::format("{} cannot be read", m_ws.display(path)),
+                "run `croq session clean --invalid-only` (it sets the file aside; ids handed out but not yet "
+                "stored are then free again)");
+  }
+  return *r;
 }
 
 void Ledger::write_reservations(const Reservations& r) const {
-  atomic_write(m_ws.reservations(m_task), dump_compact(r.to_json()) + "\n");
+  // Atomic but not fsynced: a process crash never loses it; after a power loss it may revert,
+  // and ids then come from the stored records again (which are fsynced).
+  atomic_write(m_ws.reservations(m_task), dump_compact(r.to_json()) + "\n", /*durable=*/false);
 }
 
-StoreOutcome Ledger::store(RoundRecord record, bool auto_round, std::chrono::milliseconds lock_timeout) {
+StoreOutcome Ledger::store(RoundRecord record, const StoreOptions& options, std::chrono::milliseconds lock_timeout) {
   FileLock guard = lock(lock_timeout, "store-round " + record.kernel);
   StoreOutcome outcome;
-  outcome.imported_tsv = import_legacy_tsv_locked();
-  LedgerIndex idx = refresh_index(false);
-  check_tsv_in_step_locked(idx, outcome);
+  const fs::path log = m_ws.idea_log(m_task);
 
+  // 1. Decide everything from the current state; nothing is written until all checks pass.
+  std::vector<RoundRecord> legacy_rows;
+  LedgerIndex idx = writable_state_locked(&legacy_rows);
+  Reservations res = reservations();
+  bool res_changed = false;
+
+  if (options.failure_to_attempt && is_failure(record.decision) && record.iter_number()) {
+    outcome.planned_iter = record.iter;
+    const std::string tag = record.kernel.substr(record.kernel.find('_') + 1);
+    int index = std::max(idx.attempts.max().value_or(-1), res.max_attempt) + 1;
+    AttemptId id{index, tag};
+    record.iter = "attempt" + id.letters();
+    record.kernel = id.name();
+    record.extra["planned_iter"] = outcome.planned_iter;
+    res.max_attempt = index;
+    res_changed = true;
+  }
   auto num = record.iter_number();
   if (num && !is_failure(record.decision) && idx.iters.contains(*num)) {
     throw Error(ExitCode::conflict, fmt::format("{} is already stored for this task", iter_number_name(*num)),
@@ -376,7 +551,7 @@ StoreOutcome Ledger::store(RoundRecord record, bool auto_round, std::chrono::mil
     throw Error(ExitCode::conflict, fmt::format("attempt{} is already stored for this task", attempt_letters(*a)),
                 "get a fresh attempt id with `croq next-iter --attempt`");
   }
-  if (auto_round) {
+  if (options.auto_round) {
     record.round = record.decision == Decision::BASELINE ? 0 : idx.max_round + 1;
   } else if (record.round >= 1 && idx.rounds.contains(record.round)) {
     throw Error(ExitCode::conflict, fmt::format("round {} is already stored for this task", record.round),
@@ -384,27 +559,11 @@ StoreOutcome Ledger::store(RoundRecord record, bool auto_round, std::chrono::mil
   }
   if (record.timestamp.empty()) record.timestamp = now_iso8601();
   if (!record.extra.contains("schema")) record.extra["schema"] = k_round_schema;
-
   const std::string line = dump_compact(record.to_json());
-  AppendOutcome app = append_line(m_ws.idea_log(m_task), line, /*durable=*/true);
-  outcome.repaired_torn_tail = app.repaired_torn_tail;
-  if (app.repaired_torn_tail) {
-    idx = refresh_index(false);  // the torn bytes are gone: refold from what is there
-  } else {
-    idx.fold(record);
-    idx.bytes = app.offset + line.size() + 1;
-    idx.tail_sig = signature_before(m_ws.idea_log(m_task), idx.bytes);
+  if (line.size() > k_max_record_bytes) {
+    throw_usage(fmt::format("the record is {} bytes; the limit is {}", line.size(), k_max_record_bytes),
+                "shorten the idea or the extra fields");
   }
-
-  // The TSV view: a header first if the file is new, then the row, as one write.
-  const fs::path tsv = m_ws.results_tsv(m_task);
-  std::string row = tsv_row(record);
-  if (size_of_file(tsv) == 0) row = std::string(k_tsv_header) + "\n" + row;
-  append_line(tsv, row, /*durable=*/false);
-
-  // Reservations consumed or released by this round.
-  Reservations res = reservations();
-  bool res_changed = false;
   std::vector<int> release;
   if (num && !is_failure(record.decision)) release.push_back(*num);
   if (auto planned = get_string(record.extra, "planned_iter")) {
@@ -413,15 +572,59 @@ StoreOutcome Ledger::store(RoundRecord record, bool auto_round, std::chrono::mil
     } catch (const Error&) {
     }
   }
+
+  // 2. A legacy task's rows become the JSONL first (the TSV stays as it is).
+  if (!legacy_rows.empty()) {
+    std::string content;
+    for (auto& r : legacy_rows) {
+      r.extra["source"] = "tsv-import";
+      r.extra["schema"] = k_round_schema;
+      content += dump_compact(r.to_json()) + "\n";
+    }
+    atomic_write(log, content);
+    outcome.imported_tsv = true;
+    idx = refresh_index(false);
+  }
+
+  // 3. The view must hold exactly the records before this one gets its row.
+  check_tsv_in_step_locked(idx, outcome);
+
+  // 4. The record: one write, fsynced. From here on the round is stored.
+  AppendOutcome app = append_line(log, line, /*durable=*/true, idea_log_tail_policy());
+  outcome.offset = app.offset;
+  outcome.repaired_torn_tail = app.repaired_torn_tail;
+  outcome.torn_bytes = app.torn_bytes;
+  if (app.offset == idx.bytes || (app.terminated_tail && app.offset == idx.bytes + 1)) {
+    idx.fold(record);
+    idx.torn_tail = false;
+    idx.bytes = app.offset + line.size() + 1;
+    idx.head_sig = signature_head(log, idx.bytes);
+    idx.tail_sig = signature_before(log, idx.bytes);
+    const FileStat after = stat_file(log);
+    idx.mtime_ns = after.mtime_ns;
+    idx.inode = after.inode;  // the file may have been created by this append
+  } else {
+    idx = refresh_index(false);
+  }
+
+  // 5. The TSV row (a header first if the file is new), as one write.
+  const fs::path tsv = m_ws.results_tsv(m_task);
+  std::string row = tsv_row(record);
+  if (size_of_file(tsv) == 0) row = std::string(k_tsv_header) + "\n" + row;
+  AppendOutcome tsv_app = append_line(tsv, row, /*durable=*/false, tsv_tail_policy());
+  if (tsv_app.repaired_torn_tail) {
+    StoreOutcome ignored;
+    idx.tsv_rows = -1;
+    check_tsv_in_step_locked(idx, ignored);
+    outcome.tsv_rebuilt = outcome.tsv_rebuilt || ignored.tsv_rebuilt;
+  } else {
+    note_tsv_locked(idx);
+  }
+
+  // 6. Reservations consumed or released by this round.
   for (int n : release) {
     if (res.live_iters.contains(n)) {
-      IntSet kept;
-      for (const auto& [lo, hi] : res.live_iters.ranges()) {
-        for (int v = lo; v <= hi; ++v) {
-          if (v != n) kept.insert(v);
-        }
-      }
-      res.live_iters = kept;
+      res.live_iters = without(res.live_iters, n);
       res_changed = true;
       outcome.released_reservation = iter_number_name(n);
     }
@@ -435,21 +638,24 @@ StoreOutcome Ledger::store(RoundRecord record, bool auto_round, std::chrono::mil
 }
 
 int Ledger::peek_next_iter() const {
-  LedgerIndex idx = refresh_index(false);
+  std::vector<RoundRecord> legacy;
+  LedgerIndex idx = writable_state_locked(&legacy);
   Reservations res = reservations();
   int top = std::max(idx.iters.max().value_or(0), res.live_iters.max().value_or(0));
   return top + 1;
 }
 
 int Ledger::peek_next_attempt() const {
-  LedgerIndex idx = refresh_index(false);
+  std::vector<RoundRecord> legacy;
+  LedgerIndex idx = writable_state_locked(&legacy);
   Reservations res = reservations();
   return std::max(idx.attempts.max().value_or(-1), res.max_attempt) + 1;
 }
 
 int Ledger::reserve_iter(std::chrono::milliseconds lock_timeout) {
   FileLock guard = lock(lock_timeout, "next-iter");
-  LedgerIndex idx = refresh_index(false);
+  std::vector<RoundRecord> legacy;
+  LedgerIndex idx = writable_state_locked(&legacy);
   Reservations res = reservations();
   // Drop reservations that have since been stored.
   IntSet live;
@@ -467,9 +673,11 @@ int Ledger::reserve_iter(std::chrono::milliseconds lock_timeout) {
 
 int Ledger::reserve_attempt(std::chrono::milliseconds lock_timeout) {
   FileLock guard = lock(lock_timeout, "next-iter --attempt");
-  LedgerIndex idx = refresh_index(false);
+  std::vector<RoundRecord> legacy;
+  LedgerIndex idx = writable_state_locked(&legacy);
   Reservations res = reservations();
   int next = std::max(idx.attempts.max().value_or(-1), res.max_attempt) + 1;
+  (void)attempt_letters(next);  // refuses past ZZZZ
   res.max_attempt = next;
   write_reservations(res);
   return next;
@@ -478,19 +686,35 @@ int Ledger::reserve_attempt(std::chrono::milliseconds lock_timeout) {
 void Ledger::release_iter(int number, std::chrono::milliseconds lock_timeout) {
   FileLock guard = lock(lock_timeout, "release");
   Reservations res = reservations();
-  IntSet kept;
-  for (const auto& [lo, hi] : res.live_iters.ranges()) {
-    for (int v = lo; v <= hi; ++v) {
-      if (v != number) kept.insert(v);
-    }
-  }
-  res.live_iters = kept;
+  if (!res.live_iters.contains(number)) return;
+  res.live_iters = without(res.live_iters, number);
   write_reservations(res);
 }
 
-void Ledger::append_attempt(const json& record, std::chrono::milliseconds lock_timeout) {
+json Ledger::append_attempt(json record, const std::string& tag, std::chrono::milliseconds lock_timeout) {
   FileLock guard = lock(lock_timeout, "attempt");
-  append_line(m_ws.attempt_log(m_task), dump_compact(record), /*durable=*/true);
+  std::vector<std::string> warnings;
+  (void)read_attempts(&warnings);
+  for (const auto& w : warnings) {
+    if (w.find("torn") != std::string::npos) continue;  // cut off by the append
+    throw Error(ExitCode::corrupt, fmt::format("{}; croq adds nothing to a damaged log", w),
+                "`croq session clean --invalid-only` sets the unreadable lines aside (the old file is kept as .bak.<time>)");
+  }
+  std::vector<RoundRecord> legacy;
+  LedgerIndex idx = writable_state_locked(&legacy);
+  Reservations res = reservations();
+  const int index = std::max(idx.attempts.max().value_or(-1), res.max_attempt) + 1;
+  const AttemptId id{index, tag};
+  json out = json::object();
+  out["attempt"] = "attempt" + id.letters();
+  out["kernel"] = id.name();
+  for (auto it = record.begin(); it != record.end(); ++it) {
+    if (!out.contains(it.key())) out[it.key()] = it.value();
+  }
+  append_line(m_ws.attempt_log(m_task), dump_compact(out), /*durable=*/true, json_tail_policy());
+  res.max_attempt = index;
+  write_reservations(res);
+  return out;
 }
 
 std::vector<json> Ledger::read_attempts(std::vector<std::string>* warnings) const {
@@ -504,10 +728,14 @@ std::vector<json> Ledger::read_attempts(std::vector<std::string>* warnings) cons
     std::string_view line(text->data() + s, (e == std::string::npos ? text->size() : e) - s);
     s = e == std::string::npos ? text->size() : e + 1;
     ++line_no;
-    if (line.empty()) continue;
+    if (is_blank(line)) continue;
     auto j = try_parse_json(line);
     if (!j || !j->is_object()) {
-      if (warnings) warnings->push_back(fmt::format("attempt-log.jsonl line {}: not a JSON object — skipped", line_no));
+      if (warnings) {
+        warnings->push_back(e == std::string::npos
+                                ? fmt::format("attempt-log.jsonl line {}: torn last line skipped (an interrupted write)", line_no)
+                                : fmt::format("attempt-log.jsonl line {}: not a JSON object — skipped", line_no));
+      }
       continue;
     }
     out.push_back(std::move(*j));

@@ -5,10 +5,14 @@
 //
 // Reading thousands of rounds must stay fast, so the ledger keeps an index
 // (logs/.../.ledger-index.json, croq-ledger-index-v1): a fold over the records up to a byte
-// offset of idea-log.jsonl, with a signature of the bytes just before that offset. An index whose
-// offset and signature still match is extended with only the records appended since; one that does
-// not match (the file was rewritten) is rebuilt from scratch. The index is a cache: deleting it
-// loses nothing.
+// offset of idea-log.jsonl, with the file's inode and signatures of its first bytes and of the
+// bytes just before that offset. An index that still matches is extended with only the records
+// appended since; one that does not (the file was replaced or rewritten) is rebuilt from scratch.
+// The index is a cache: deleting it loses nothing, and any process may write it (a stale one is
+// still a correct fold of a prefix).
+//
+// Writers refuse to add to a damaged ledger (unreadable lines other than a torn last line):
+// Error(corrupt), nothing changed; `croq session clean --invalid-only` repairs it.
 #pragma once
 #include <chrono>
 #include <map>
@@ -43,10 +47,18 @@ inline constexpr const char* k_index_schema = "croq-ledger-index-v1";
 
 struct LedgerIndex {
   uint64_t bytes = 0;          // offset in idea-log.jsonl up to which records are folded
+  uint64_t inode = 0;          // of idea-log.jsonl when the fold began (a replaced file differs)
+  int64_t mtime_ns = 0;        // of idea-log.jsonl when last folded: same size, other time = rewritten
+  std::string head_sig;        // sha256 of the first (up to) 64 bytes
   std::string tail_sig;        // sha256 of the (up to) 64 bytes before `bytes`
+  // results.tsv as the last writer left it (size, mtime, rows): if it still looks so and holds as
+  // many rows as there are records, the view is in step without reading it.
+  uint64_t tsv_bytes = 0;
+  int64_t tsv_mtime_ns = 0;
+  int tsv_rows = -1;
   int records = 0;
   int invalid_lines = 0;
-  bool torn_tail = false;
+  bool torn_tail = false;      // bytes after the last newline that are not a whole record
   IntSet rounds;               // round numbers >= 1
   IntSet iters;                // measured iteration numbers (iter000 included)
   IntSet attempts;             // attempt indexes (AAAA = 0)
@@ -67,19 +79,38 @@ struct LedgerIndex {
 // Outcome of Ledger::store.
 struct StoreOutcome {
   RoundRecord record;              // as stored (round, timestamp and ids filled in)
+  uint64_t offset = 0;             // where the record starts in idea-log.jsonl
   bool tsv_rebuilt = false;        // results.tsv was out of step and was rebuilt from the JSONL
   bool repaired_torn_tail = false; // a torn last line from an earlier crash was cut off first
+  size_t torn_bytes = 0;
   bool imported_tsv = false;       // a legacy TSV-only ledger was imported into the JSONL first
+  std::string planned_iter;        // a failure stored under an attempt id: the iteration it freed
   std::string released_reservation;
   LedgerIndex index;
 };
 
+struct StoreOptions {
+  // Number the round (0 for BASELINE, else the next one) instead of using record.round.
+  bool auto_round = false;
+  // A failure that names an iteration (iter012) is stored under the next attempt id, and the
+  // iteration number is freed (failures never consume iteration numbers).
+  bool failure_to_attempt = true;
+};
+
+inline constexpr const char* k_reservations_schema = "croq-reservations-v1";
+
+// reservations.json: ids handed out by next-iter and not yet stored.
 struct Reservations {
   IntSet live_iters;   // handed out by next-iter, not yet stored or released
   int max_attempt = -1;
   json to_json() const;
-  static Reservations from_json(const json& j);
+  // nullopt if `j` is not a reservations document.
+  static std::optional<Reservations> from_json(const json& j);
 };
+
+// Longest unterminated tail of idea-log.jsonl that a writer treats as a torn record and cuts off;
+// anything longer is damage (Error corrupt).
+inline constexpr size_t k_max_record_bytes = 64 * 1024;
 
 class Ledger {
  public:
@@ -100,24 +131,30 @@ class Ledger {
   // Legacy TSV rows (for tasks that have only a results.tsv).
   std::vector<RoundRecord> read_tsv(std::vector<std::string>* warnings) const;
 
+  // The record that starts at `offset` of idea-log.jsonl (read-back after a store).
+  std::optional<RoundRecord> record_at(uint64_t offset) const;
+
   // Takes the task lock (throws Error(busy) after `timeout`).
   FileLock lock(std::chrono::milliseconds timeout, std::string_view purpose) const;
 
-  // Stores one round under the lock. Refuses (Error(conflict)) a round, iteration or attempt that
-  // is already stored. A record with round == 0 and a decision other than BASELINE, or with
-  // `auto_round`, gets the next round number.
-  StoreOutcome store(RoundRecord record, bool auto_round, std::chrono::milliseconds lock_timeout);
+  // Stores one round under the lock: one whole-line append to idea-log.jsonl (fsynced), then the
+  // results.tsv row, the reservations and the index. Refuses, changing nothing: a round,
+  // iteration or attempt already stored (Error conflict); a damaged ledger (Error corrupt).
+  StoreOutcome store(RoundRecord record, const StoreOptions& options, std::chrono::milliseconds lock_timeout);
 
   // Reservations (next-iter). Both take the lock.
   int reserve_iter(std::chrono::milliseconds lock_timeout);
   int reserve_attempt(std::chrono::milliseconds lock_timeout);
   int peek_next_iter() const;
   int peek_next_attempt() const;
+  // Empty if there is no reservations.json; throws Error(corrupt) if it cannot be read.
   Reservations reservations() const;
   void release_iter(int number, std::chrono::milliseconds lock_timeout);
 
-  // attempt-log.jsonl
-  void append_attempt(const json& record, std::chrono::milliseconds lock_timeout);
+  // attempt-log.jsonl: under one lock, takes the next attempt id (as next-iter --attempt does),
+  // puts {attempt, kernel} in front of `record` and appends it as one fsynced line. Refuses
+  // (Error corrupt, nothing changed) if the log or the ledger is damaged. Returns what was stored.
+  json append_attempt(json record, const std::string& tag, std::chrono::milliseconds lock_timeout);
   std::vector<json> read_attempts(std::vector<std::string>* warnings) const;
 
   // Rewrites results.tsv from the JSONL (atomically). Caller holds the lock.
@@ -127,8 +164,12 @@ class Ledger {
   LedgerIndex refresh_index(bool write_back) const;
   void write_index(const LedgerIndex& index) const;
   void write_reservations(const Reservations& r) const;
-  bool import_legacy_tsv_locked() const;
-  void check_tsv_in_step_locked(const LedgerIndex& index, StoreOutcome& outcome) const;
+  // The state writers decide from: the index of idea-log.jsonl, or (a legacy task with only a
+  // results.tsv) a fold of its rows, returned in `legacy_rows`. Throws Error(corrupt) when the
+  // ledger is damaged.
+  LedgerIndex writable_state_locked(std::vector<RoundRecord>* legacy_rows) const;
+  void check_tsv_in_step_locked(LedgerIndex& index, StoreOutcome& outcome) const;
+  void note_tsv_locked(LedgerIndex& index) const;
 
   const Workspace& m_ws;
   TaskRef m_task;

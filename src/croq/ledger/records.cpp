@@ -7,6 +7,7 @@
 
 #include <fmt/format.h>
 
+#include "croq/util/text.hpp"
 #include "croq/workspace/ids.hpp"
 
 namespace croq {
@@ -194,7 +195,7 @@ std::vector<std::string> split_tabs(const std::string& line) {
   return cols;
 }
 
-std::string trim(std::string s) {
+std::string trim_cell(std::string s) {
   while (!s.empty() && (s.back() == '\r' || s.back() == ' ')) s.pop_back();
   size_t i = 0;
   while (i < s.size() && s[i] == ' ') ++i;
@@ -208,7 +209,7 @@ std::vector<RoundRecord> parse_results_tsv(const std::string& content,
   std::vector<RoundRecord> out;
   // Column positions; -1 when absent.
   int c_round = -1, c_iter = 0, c_kernel = 1, c_tflops = 2, c_decision = 3, c_bottleneck = 4, c_idea = 5;
-  bool have_header = false;
+  bool first_row = true;  // the first non-blank line: a header, or the row that shows the variant
   size_t s = 0;
   int line_no = 0;
   while (s < content.size()) {
@@ -216,14 +217,14 @@ std::vector<RoundRecord> parse_results_tsv(const std::string& content,
     std::string line = content.substr(s, e == std::string::npos ? std::string::npos : e - s);
     s = e == std::string::npos ? content.size() : e + 1;
     ++line_no;
-    if (trim(line).empty()) continue;
+    if (trim_cell(line).empty()) continue;
     auto cols = split_tabs(line);
-    for (auto& c : cols) c = trim(c);
-    if (!have_header && line_no == 1) {
+    for (auto& c : cols) c = trim_cell(c);
+    if (first_row) {
+      first_row = false;
       std::string first = cols[0];
       std::transform(first.begin(), first.end(), first.begin(), ::tolower);
       if (first == "iter" || first == "round") {
-        have_header = true;
         c_round = c_iter = c_kernel = c_tflops = c_decision = c_bottleneck = c_idea = -1;
         for (size_t i = 0; i < cols.size(); ++i) {
           std::string h = cols[i];
@@ -240,8 +241,16 @@ std::vector<RoundRecord> parse_results_tsv(const std::string& content,
         continue;
       }
       // No header: guess the variant from the column count.
-      if (cols.size() == 7) { c_round = 0; c_iter = 1; c_kernel = 2; c_tflops = 3; c_decision = 4; c_bottleneck = 5; c_idea = 6; }
-      else if (cols.size() == 5) { c_kernel = -1; c_iter = 0; c_tflops = 1; c_decision = 2; c_bottleneck = 3; c_idea = 4; }
+      // No header: tell the variant from the first row (a round number in front, or no kernel
+      // column: the decision one column early).
+      auto is_int = [](const std::string& v) {
+        return !v.empty() && std::all_of(v.begin(), v.end(), [](char c) { return c >= '0' && c <= '9'; });
+      };
+      if (cols.size() >= 7 && is_int(cols[0]) && parse_decision(cols[4])) {
+        c_round = 0; c_iter = 1; c_kernel = 2; c_tflops = 3; c_decision = 4; c_bottleneck = 5; c_idea = 6;
+      } else if (cols.size() >= 5 && parse_decision(cols[2]) && !parse_decision(cols[3])) {
+        c_kernel = -1; c_iter = 0; c_tflops = 1; c_decision = 2; c_bottleneck = 3; c_idea = 4;
+      }
     }
     auto col = [&](int idx) -> std::string {
       if (idx < 0 || static_cast<size_t>(idx) >= cols.size()) return {};
@@ -259,16 +268,20 @@ std::vector<RoundRecord> parse_results_tsv(const std::string& content,
       r.iter = id->number_name();
     }
     auto dec = parse_decision(col(c_decision));
-    if (r.iter.empty() || !dec) {
+    if (r.iter.empty() || !dec || (!r.iter_number() && !r.attempt_index())) {
       if (warnings) warnings->push_back(fmt::format("results.tsv line {}: unreadable row skipped", line_no));
       continue;
     }
     r.decision = *dec;
-    try {
-      std::string t = col(c_tflops);
-      if (!t.empty()) r.tflops = std::stod(t);
-    } catch (...) {
-      if (warnings) warnings->push_back(fmt::format("results.tsv line {}: tflops '{}' is not a number", line_no, col(c_tflops)));
+    if (std::string t = col(c_tflops); !t.empty() && t != "-" && t != "n/a") {
+      try {
+        size_t used = 0;
+        double v = std::stod(t, &used);
+        if (used != t.size() || !std::isfinite(v)) throw std::invalid_argument(t);
+        r.tflops = v;
+      } catch (...) {
+        if (warnings) warnings->push_back(fmt::format("results.tsv line {}: tflops '{}' is not a number", line_no, preview(t)));
+      }
     }
     if (c_round >= 0) {
       try {

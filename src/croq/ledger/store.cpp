@@ -160,17 +160,12 @@ RoundRecord make_round_record(const StoreRequest& q) {
 
 StoreRoundResult store_round(Ledger& ledger, const StoreRequest& request, std::chrono::milliseconds lock_timeout) {
   RoundRecord record = make_round_record(request);
-  // A failure never consumes an iteration number: store it under a fresh attempt id.
-  if (is_failure(record.decision) && record.iter_number()) {
-    std::string planned = record.iter;
-    std::string tag = record.kernel.substr(record.kernel.find('_') + 1);
-    int idx = ledger.reserve_attempt(lock_timeout);
-    AttemptId id{idx, tag};
-    record.iter = "attempt" + id.letters();
-    record.kernel = id.name();
-    record.extra["planned_iter"] = planned;
-  }
+  StoreOptions options;
+  options.auto_round = !request.round.has_value();
+  options.failure_to_attempt = true;  // a failure never consumes an iteration number
   // The idea plan of the round comes from its checkpoint (base, parameter set, structural change).
+  // (A failure is renamed to an attempt id only inside Ledger::store; here record.iter is still
+  // the planned iteration.)
   try {
     if (auto cp = read_checkpoint(ledger.workspace(), ledger.task()); cp && cp->open()) {
       std::string planned = get_string(record.extra, "planned_iter").value_or(record.iter);
@@ -185,12 +180,12 @@ StoreRoundResult store_round(Ledger& ledger, const StoreRequest& request, std::c
   } catch (const Error&) {
   }
   StoreRoundResult result;
-  result.outcome = ledger.store(record, !request.round.has_value(), lock_timeout);
+  result.outcome = ledger.store(record, options, lock_timeout);
   const RoundRecord& stored = result.outcome.record;
 
-  // Read back: the record must be the last one in the log.
-  auto back = ledger.tail(1);
-  if (back.empty() || back.back().kernel != stored.kernel || back.back().round != stored.round) {
+  // Read back: the record must be where it was written (other writers may have appended since).
+  auto back = ledger.record_at(result.outcome.offset);
+  if (!back || back->kernel != stored.kernel || back->round != stored.round || back->idea != stored.idea) {
     throw Error(ExitCode::corrupt, "the stored record could not be read back from idea-log.jsonl",
                 "run `croq session validate` on this task");
   }
@@ -203,7 +198,7 @@ StoreRoundResult store_round(Ledger& ledger, const StoreRequest& request, std::c
       if (cp->iter == stored.iter || cp->iter == planned) {
         cp->status = CheckpointStatus::CLOSED;
         cp->extra["closed_by"] = stored.kernel;
-        write_checkpoint(ws, ledger.task(), *cp);
+        write_checkpoint(ws, ledger.task(), *cp, /*durable=*/false);
         result.checkpoint_closed = true;
       }
     }

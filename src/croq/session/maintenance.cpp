@@ -10,6 +10,7 @@
 #include "croq/workspace/sources.hpp"
 #include "croq/util/error.hpp"
 #include "croq/util/fs.hpp"
+#include "croq/util/text.hpp"
 #include "croq/util/time.hpp"
 
 namespace croq {
@@ -78,6 +79,25 @@ TaskValidation validate_task(const Workspace& ws, const TaskRef& task) {
       }
     }
   }
+  {
+    std::vector<std::string> w;
+    (void)ledger.read_attempts(&w);
+    for (auto& s : w) {
+      if (s.find("torn") != std::string::npos) v.warnings.push_back(s);
+      else v.errors.push_back(s);
+    }
+  }
+  try {
+    (void)ledger.reservations();
+  } catch (const Error& e) {
+    v.errors.push_back(e.what());
+  }
+  for (ArtifactKind kind : {ArtifactKind::logs, ArtifactKind::checkpoints, ArtifactKind::memory}) {
+    for (const auto& p : stale_temp_files(ws.kind_dir(task, kind))) {
+      v.warnings.push_back(fmt::format("{}: a temporary file left by an interrupted write (`session clean --invalid-only` "
+                                       "removes it)", ws.display(p)));
+    }
+  }
   try {
     (void)read_checkpoint(ws, task);
   } catch (const Error& e) {
@@ -92,39 +112,60 @@ TaskValidation validate_task(const Workspace& ws, const TaskRef& task) {
   return v;
 }
 
+namespace {
+
+// The lines of a JSONL file that `keep` accepts, verbatim, and how many were dropped.
+struct KeptLines {
+  std::string content;
+  int dropped = 0;
+};
+
+}  // namespace
+
 std::vector<std::string> clean_task_invalid(const Workspace& ws, const TaskRef& task, std::chrono::milliseconds lock_timeout) {
   std::vector<std::string> actions;
   Ledger ledger(ws, task);
   FileLock guard = ledger.lock(lock_timeout, "session clean");
   const std::string stamp = std::to_string(::time(nullptr));
+  auto set_aside = [&](const fs::path& path, const std::string& content) {
+    atomic_write(path.string() + ".bak." + stamp, content);
+  };
+
+  // idea-log.jsonl: keep every line that is a round record, verbatim, dropping unreadable lines
+  // (a torn last line included) and repeats of a round, iteration or attempt (the first is kept).
   auto text = read_file(ws.idea_log(task));
   std::vector<RoundRecord> records;
   if (text) {
-    JsonlParse p = parse_idea_log(*text);
-    // Drop duplicates too (keep the first of each round / iteration / attempt).
+    KeptLines kept;
     std::map<std::string, bool> seen;
-    std::vector<RoundRecord> kept;
-    int dups = 0;
-    for (auto& r : p.records) {
-      std::string key = r.iter_number() && !is_failure(r.decision) ? r.iter : (r.attempt_index() ? r.iter : "");
-      std::string rkey = r.round >= 1 ? "round" + std::to_string(r.round) : "";
+    int invalid = 0, dups = 0;
+    for (const auto& line : split_lines(*text)) {
+      if (trim(line).empty()) continue;
+      auto j = try_parse_json(line);
+      std::optional<RoundRecord> r;
+      if (j) r = RoundRecord::from_json(*j);
+      if (!r) {
+        ++invalid;
+        continue;
+      }
+      std::string key = r->iter_number() && !is_failure(r->decision) ? r->iter : (r->attempt_index() ? r->iter : "");
+      std::string rkey = r->round >= 1 ? "round" + std::to_string(r->round) : "";
       if ((!key.empty() && seen[key]) || (!rkey.empty() && seen[rkey])) {
         ++dups;
         continue;
       }
       if (!key.empty()) seen[key] = true;
       if (!rkey.empty()) seen[rkey] = true;
-      kept.push_back(std::move(r));
+      kept.content += line + "\n";
+      records.push_back(std::move(*r));
     }
-    if (p.invalid_lines > 0 || dups > 0) {
-      atomic_write(ws.idea_log(task).string() + ".bak." + stamp, *text);
-      std::string out;
-      for (const auto& r : kept) out += dump_compact(r.to_json()) + "\n";
-      atomic_write(ws.idea_log(task), out);
-      actions.push_back(fmt::format("idea-log.jsonl: dropped {} unreadable and {} duplicate line(s); old file kept as idea-log.jsonl.bak.{}",
-                                    p.invalid_lines, dups, stamp));
+    if (kept.content != *text) {
+      set_aside(ws.idea_log(task), *text);
+      atomic_write(ws.idea_log(task), kept.content);
+      actions.push_back(fmt::format("idea-log.jsonl: dropped {} unreadable and {} repeated line(s); old file kept as "
+                                    "idea-log.jsonl.bak.{}",
+                                    invalid, dups, stamp));
     }
-    records = std::move(kept);
   } else {
     std::vector<std::string> w;
     records = ledger.read_tsv(&w);
@@ -132,22 +173,60 @@ std::vector<std::string> clean_task_invalid(const Workspace& ws, const TaskRef& 
       std::string out;
       for (auto& r : records) {
         r.extra["source"] = "tsv-import";
+        r.extra["schema"] = k_round_schema;
         out += dump_compact(r.to_json()) + "\n";
       }
       atomic_write(ws.idea_log(task), out);
-      actions.push_back(fmt::format("idea-log.jsonl: imported {} row(s) from results.tsv", records.size()));
+      actions.push_back(fmt::format("idea-log.jsonl: imported {} row(s) from results.tsv{}", records.size(),
+                                    w.empty() ? "" : fmt::format(" ({} unreadable row(s) left out)", w.size())));
     }
   }
+
+  // results.tsv: the view of the records.
   if (!records.empty() || text) {
     auto old_tsv = read_file(ws.results_tsv(task));
     std::string fresh = std::string(k_tsv_header) + "\n";
     for (const auto& r : records) fresh += tsv_row(r) + "\n";
     if (!old_tsv || *old_tsv != fresh) {
-      if (old_tsv) atomic_write(ws.results_tsv(task).string() + ".bak." + stamp, *old_tsv);
+      // A view that only fell behind is simply completed; anything else is kept aside.
+      if (old_tsv && fresh.rfind(*old_tsv, 0) != 0) set_aside(ws.results_tsv(task), *old_tsv);
       atomic_write(ws.results_tsv(task), fresh);
       actions.push_back("results.tsv: rebuilt from idea-log.jsonl");
     }
   }
+
+  // attempt-log.jsonl: unreadable lines set aside the same way.
+  if (auto attempts = read_file(ws.attempt_log(task))) {
+    KeptLines kept;
+    for (const auto& line : split_lines(*attempts)) {
+      if (trim(line).empty()) continue;
+      auto j = try_parse_json(line);
+      if (!j || !j->is_object()) {
+        ++kept.dropped;
+        continue;
+      }
+      kept.content += line + "\n";
+    }
+    if (kept.dropped > 0) {
+      set_aside(ws.attempt_log(task), *attempts);
+      atomic_write(ws.attempt_log(task), kept.content);
+      actions.push_back(fmt::format("attempt-log.jsonl: dropped {} unreadable line(s); old file kept as "
+                                    "attempt-log.jsonl.bak.{}",
+                                    kept.dropped, stamp));
+    }
+  }
+
+  // reservations.json: unreadable means the ids handed out are unknown; set it aside (stored ids
+  // stay taken, so nothing stored can be handed out again).
+  try {
+    (void)ledger.reservations();
+  } catch (const Error&) {
+    fs::path p = ws.reservations(task);
+    std::error_code ec;
+    fs::rename(p, p.string() + ".bak." + stamp, ec);
+    actions.push_back("reservations.json: damaged file set aside as reservations.json.bak." + stamp);
+  }
+
   std::error_code ec;
   if (fs::remove(ws.ledger_index(task), ec)) actions.push_back("index: removed (rebuilt on next read)");
   try {
@@ -156,6 +235,11 @@ std::vector<std::string> clean_task_invalid(const Workspace& ws, const TaskRef& 
     fs::path cp = ws.checkpoint(task);
     fs::rename(cp, cp.string() + ".bak." + stamp, ec);
     actions.push_back("checkpoint: damaged file set aside as current_idea.json.bak." + stamp);
+  }
+  for (ArtifactKind kind : {ArtifactKind::logs, ArtifactKind::checkpoints, ArtifactKind::memory}) {
+    for (const auto& p : stale_temp_files(ws.kind_dir(task, kind))) {
+      if (fs::remove(p, ec)) actions.push_back("removed " + p.filename().string() + " (left by an interrupted write)");
+    }
   }
   return actions;
 }

@@ -72,8 +72,13 @@ json resume_state(const Workspace& ws, const TaskRef& task) {
   j["last_iter"] = idx.last ? json(idx.last->iter) : json(nullptr);
   j["last_decision"] = idx.last ? json(idx.last->decision) : json(nullptr);
   j["last_bottleneck"] = idx.last ? json(idx.last->bottleneck) : json(nullptr);
-  int next = std::max(idx.iters.max().value_or(0), ledger.reservations().live_iters.max().value_or(0)) + 1;
-  j["next_iter_number"] = next;
+  int reserved_top = 0;
+  try {
+    reserved_top = ledger.reservations().live_iters.max().value_or(0);
+  } catch (const Error& e) {
+    warnings.push_back(std::string("reservations: ") + e.what());
+  }
+  j["next_iter_number"] = std::max(idx.iters.max().value_or(0), reserved_top) + 1;
   j["src_count"] = count_iteration_sources(ws, task);
   json open_cp = nullptr;
   try {
@@ -136,7 +141,13 @@ Reinforce reinforce(const Workspace& ws, const TaskRef& task) {
     }
   }
   std::string last = idx.last ? fmt::format("{} {} {}", idx.last->kernel, idx.last->decision, idx.last->bottleneck) : "none";
-  int next = std::max(idx.iters.max().value_or(0), ledger.reservations().live_iters.max().value_or(0)) + 1;
+  int reserved_top = 0;
+  try {
+    reserved_top = ledger.reservations().live_iters.max().value_or(0);
+  } catch (const Error&) {
+    // A damaged reservations.json: resume and session validate report it.
+  }
+  int next = std::max(idx.iters.max().value_or(0), reserved_top) + 1;
   auto reread = skill_files_to_reread(task.dsl);
   Reinforce r;
   r.line = fmt::format("[reinforce] round {} | best {} | last {} | discard streak {} | next {} | re-read {} now, then start round {}",

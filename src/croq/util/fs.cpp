@@ -6,6 +6,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <signal.h>
+
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <random>
@@ -88,6 +91,28 @@ std::string read_file_or_throw(const fs::path& path) {
   return std::move(*content);
 }
 
+std::vector<fs::path> stale_temp_files(const fs::path& dir) {
+  std::vector<fs::path> out;
+  std::error_code ec;
+  for (const auto& e : fs::directory_iterator(dir, ec)) {
+    const std::string name = e.path().filename().string();
+    size_t at = name.rfind(".tmp.");
+    if (at == std::string::npos || at == 0) continue;
+    std::string rest = name.substr(at + 5);  // "<pid>.<hex>"
+    size_t dot = rest.find('.');
+    if (dot == std::string::npos || dot == 0) continue;
+    std::string pid_text = rest.substr(0, dot);
+    if (!std::all_of(pid_text.begin(), pid_text.end(), [](char c) { return c >= '0' && c <= '9'; }) ||
+        pid_text.size() > 9) {
+      continue;
+    }
+    pid_t pid = static_cast<pid_t>(std::stol(pid_text));
+    if (pid > 0 && ::kill(pid, 0) != 0 && errno == ESRCH) out.push_back(e.path());
+  }
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
 void ensure_dir(const fs::path& dir) {
   std::error_code ec;
   fs::create_directories(dir, ec);
@@ -121,7 +146,7 @@ void atomic_write(const fs::path& path, std::string_view content, bool durable) 
   if (durable) fsync_dir(dir);
 }
 
-AppendOutcome append_line(const fs::path& path, std::string_view line, bool durable) {
+AppendOutcome append_line(const fs::path& path, std::string_view line, bool durable, const TailPolicy& tail) {
   const fs::path dir = path.parent_path();
   if (!dir.empty()) ensure_dir(dir);
   int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
@@ -134,16 +159,16 @@ AppendOutcome append_line(const fs::path& path, std::string_view line, bool dura
     throw_io("cannot stat", path, err);
   }
   off_t size = st.st_size;
+  std::string prefix;  // written before the record in the same write
   if (size > 0) {
-    // A crash can leave bytes after the last newline: a record that was never acknowledged.
-    // Cut them off so the new record starts on its own line.
     char last = 0;
     if (::pread(fd, &last, 1, size - 1) == 1 && last != '\n') {
+      // Bytes after the last newline: find where they start.
       off_t scan_end = size;
       off_t cut = 0;
       char buf[4096];
       while (scan_end > 0) {
-        off_t start = scan_end > static_cast<off_t>(sizeof buf) ? scan_end - sizeof buf : 0;
+        off_t start = scan_end > static_cast<off_t>(sizeof buf) ? scan_end - static_cast<off_t>(sizeof buf) : 0;
         ssize_t n = ::pread(fd, buf, static_cast<size_t>(scan_end - start), start);
         if (n <= 0) break;
         bool found = false;
@@ -156,19 +181,38 @@ AppendOutcome append_line(const fs::path& path, std::string_view line, bool dura
         }
         if (found) break;
         scan_end = start;
+        if (static_cast<size_t>(size - scan_end) > tail.max_torn_bytes) break;
       }
-      if (::ftruncate(fd, cut) != 0) {
-        int err = errno;
+      const size_t tail_bytes = static_cast<size_t>(size - cut);
+      if (tail_bytes > tail.max_torn_bytes) {
         ::close(fd);
-        throw_io("cannot repair torn tail of", path, err);
+        throw Error(ExitCode::corrupt,
+                    fmt::format("{} ends with {}{} bytes that are not a record: damage, not an interrupted write",
+                                path.string(), scan_end > cut ? "more than " : "", tail_bytes),
+                    "run `croq session clean --invalid-only` (the damaged file is kept as .bak.<time>)");
       }
-      outcome.repaired_torn_tail = true;
-      outcome.torn_bytes = static_cast<size_t>(size - cut);
-      size = cut;
+      std::string torn(tail_bytes, '\0');
+      ssize_t got = tail_bytes ? ::pread(fd, torn.data(), tail_bytes, cut) : 0;
+      if (got >= 0 && static_cast<size_t>(got) == tail_bytes && tail.is_complete && tail.is_complete(torn)) {
+        // A whole record without its newline (hand-written): keep it, end it.
+        prefix = "\n";
+        outcome.terminated_tail = true;
+      } else {
+        // A record that was never acknowledged: cut it off so the new one starts on its own line.
+        if (::ftruncate(fd, cut) != 0) {
+          int err = errno;
+          ::close(fd);
+          throw_io("cannot repair torn tail of", path, err);
+        }
+        outcome.repaired_torn_tail = true;
+        outcome.torn_bytes = tail_bytes;
+        size = cut;
+      }
     }
   }
-  outcome.offset = static_cast<size_t>(size);
-  std::string record(line);
+  outcome.offset = static_cast<size_t>(size) + prefix.size();
+  std::string record = prefix;
+  record.append(line);
   if (record.empty() || record.back() != '\n') record.push_back('\n');
   try {
     write_all(fd, record, path);
@@ -222,7 +266,7 @@ bool FileLock::acquire(const fs::path& lock_path, std::chrono::milliseconds time
       return false;
     }
     std::this_thread::sleep_for(pause);
-    if (pause < std::chrono::milliseconds(20)) pause *= 2;
+    if (pause < std::chrono::milliseconds(4)) pause *= 2;  // short: a store holds the lock for milliseconds
   }
   // Informational only: who holds the lock, for the message a waiting process prints.
   std::string who = fmt::format("pid {}{}{}", ::getpid(), purpose.empty() ? "" : ": ", purpose);

@@ -7,9 +7,11 @@
 #pragma once
 #include <chrono>
 #include <filesystem>
+#include <functional>
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace croq {
 
@@ -26,13 +28,29 @@ void atomic_write(const fs::path& path, std::string_view content, bool durable =
 // Result of append_line: whether a torn tail (bytes after the last newline) was cut off first.
 struct AppendOutcome {
   bool repaired_torn_tail = false;
+  bool terminated_tail = false;  // the unterminated last line was a whole record: a newline was added
   size_t torn_bytes = 0;
   size_t offset = 0;  // byte offset at which the record starts
 };
 
-// Appends `line` (a newline is added if missing) as one write. The caller holds the lock that
-// serialises writers of this file. `durable` fsyncs the file after the write.
-AppendOutcome append_line(const fs::path& path, std::string_view line, bool durable = true);
+// What append_line does with bytes after the last newline of the file. A crash can leave a torn
+// record there (cut off); a hand-written file may simply lack its final newline (`is_complete`
+// says the tail is a whole record: it is kept and terminated). A tail longer than
+// `max_torn_bytes` is not a torn record but damage: append_line refuses (Error corrupt) and
+// changes nothing.
+struct TailPolicy {
+  std::function<bool(std::string_view tail)> is_complete;  // empty: every tail is torn
+  size_t max_torn_bytes = 1u << 20;
+};
+
+// Appends `line` (a newline is added if missing) as one write(2) on an O_APPEND descriptor. The
+// caller holds the lock that serialises writers of this file. `durable` fsyncs the data.
+AppendOutcome append_line(const fs::path& path, std::string_view line, bool durable = true,
+                          const TailPolicy& tail = {});
+
+// Temporary files atomic_write leaves behind when its process dies between creating and renaming
+// them ("<name>.tmp.<pid>.<hex>" whose pid is no longer running), in `dir` (not recursive).
+std::vector<fs::path> stale_temp_files(const fs::path& dir);
 
 // Creates the folder and its parents (no error if they exist).
 void ensure_dir(const fs::path& dir);

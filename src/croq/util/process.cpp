@@ -187,7 +187,12 @@ ProcessResult SystemProcessRunner::run(const ProcessSpec& spec) {
   }
   result.started = true;
 
-  // Feed stdin without blocking on it.
+  // Feed stdin without blocking on it. A child that exits before reading all of it must not kill
+  // croq with SIGPIPE: the write then fails with EPIPE, and feeding stops.
+  if (!spec.stdin_data.empty()) {
+    struct sigaction current{};
+    if (::sigaction(SIGPIPE, nullptr, &current) == 0 && current.sa_handler == SIG_DFL) ::signal(SIGPIPE, SIG_IGN);
+  }
   size_t in_off = 0;
   if (spec.stdin_data.empty()) close_fd(in_pipe[1]);
   else ::fcntl(in_pipe[1], F_SETFL, O_NONBLOCK);

@@ -238,6 +238,10 @@ int parse_iter_number(const std::string& text) {
 }
 
 std::string attempt_letters(int index) {
+  if (index < 0 || index >= k_max_attempts) {
+    throw Error(ExitCode::failure, fmt::format("attempt index {} is outside AAAA..ZZZZ", index),
+                "a task holds at most 456,976 attempts; start a new task (another model name)");
+  }
   std::string s(4, 'A');
   for (int i = 3; i >= 0 && index > 0; --i) {
     s[static_cast<size_t>(i)] = static_cast<char>('A' + index % 26);

@@ -63,7 +63,8 @@ struct AttemptId {
   std::string name() const;
   std::string letters() const;
 };
-std::string attempt_letters(int index);                      // 0 -> "AAAA"
+inline constexpr int k_max_attempts = 26 * 26 * 26 * 26;
+std::string attempt_letters(int index);                      // 0 -> "AAAA"; throws past ZZZZ
 std::optional<int> parse_attempt_letters(const std::string& letters);
 AttemptId parse_attempt_id(const std::string& text);         // throws usage
 std::optional<AttemptId> try_parse_attempt_id(const std::string& text);
