@@ -171,6 +171,7 @@ VerbRunner setup_serve(CLI::App& app) {
     web::HttpServer http(monitor, ho);
     int port = http.bind();
     bind.port = port;
+    monitor.set_server_fact("bind", bind.text());
     const std::string url = fmt::format("http://{}/", bind.text());
     json doc = {{"ok", true},
                 {"url", url},

@@ -8,6 +8,11 @@
 #include <gtest/gtest.h>
 #include <httplib.h>
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+
+#include <cmath>
 #include <fstream>
 
 #include "croq/util/fs.hpp"
@@ -40,9 +45,19 @@ std::string base64_decode(const std::string& in) {
 }
 
 int free_port() {
-  httplib::Server probe;
-  int p = probe.bind_to_any_port("127.0.0.1");
-  return p;
+  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  a.sin_port = 0;
+  socklen_t len = sizeof a;
+  int port = 0;
+  if (::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0 &&
+      ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len) == 0) {
+    port = ntohs(a.sin_port);
+  }
+  ::close(fd);
+  return port;
 }
 
 // A chromedriver process and one browser session.
@@ -64,12 +79,17 @@ class Browser {
     m_client->set_read_timeout(60, 0);
     m_client->set_connection_timeout(5, 0);
     bool up = wait_for([&] {
+      int st = 0;
+      if (::waitpid(m_pid, &st, WNOHANG) == m_pid) {
+        m_pid = 0;
+        return true;  // it exited: reported below
+      }
       auto r = m_client->Get("/status");
       if (!r) return false;
       auto j = try_parse_json(r->body);
       return j && (*j)["value"].value("ready", false);
     }, std::chrono::seconds(30));
-    if (!up) throw std::runtime_error("chromedriver did not start: " + test::slurp(dir / "chromedriver.out"));
+    if (!up || m_pid == 0) throw std::runtime_error("chromedriver did not start: " + test::slurp(dir / "chromedriver.out"));
     json caps = {{"capabilities",
                   {{"alwaysMatch",
                     {{"browserName", "chrome"},
@@ -123,7 +143,18 @@ class Browser {
     s("/element/" + element(css) + "/clear");
     s("/element/" + element(css) + "/value", {{"text", text}});
   }
-  void click(const std::string& css) { s("/element/" + element(css) + "/click"); }
+  // Parts of the page are replaced as events arrive: an element can go stale between finding and
+  // clicking it, so find it again and retry.
+  void click(const std::string& css) {
+    for (int attempt = 0;; ++attempt) {
+      try {
+        s("/element/" + element(css) + "/click");
+        return;
+      } catch (const std::runtime_error& e) {
+        if (attempt >= 10 || std::string(e.what()).find("stale element") == std::string::npos) throw;
+      }
+    }
+  }
   void window(int w, int h) { s("/window/rect", {{"width", w}, {"height", h}}); }
   void screenshot(const std::filesystem::path& file) {
     json v = call("GET", "/session/" + m_session + "/screenshot", nullptr)["value"];
@@ -155,9 +186,22 @@ TEST(WebBrowser, AddATaskWatchItsRoundsArriveThenCancelIt) {
 
   TempDir dir;
   std::filesystem::copy_file(std::string(CROQ_SOURCE_DIR) + "/tests/data/web/drive.sh", dir / "drive.sh");
+  // Two tasks made outside the monitor (it adopts them) so the list shows more than one.
+  Workspace ws(dir.path());
+  std::vector<double> climb;
+  for (int i = 1; i <= 60; ++i) climb.push_back(i % 9 == 0 ? 0 : 480 + 240 * (1 - std::exp(-i / 18.0)) + (i * 37 % 23) - 11);
+  test::store_rounds(ws, make_task("sm90_NVIDIA_H200", "cuda", "matmul_f16fp32_4096x4096x4096", "agent"), climb, 612.0);
+  test::store_rounds(ws, make_task("sm90_NVIDIA_H200", "croqtile", "matmul_bf16fp32_2048x2048x2048", "search"),
+                     {301, 298, 335, 352, 349, 0, 371}, 402.0);
   ServeProcess serve(dir.path(), dir.path(), {"--poll-ms", "150", "--scan-every", "2"});
   ASSERT_TRUE(serve.wait_ready()) << serve.err();
+  EXPECT_EQ(serve.doc()["adopted"], 2);
   const std::string base = "http://127.0.0.1:" + std::to_string(serve.port());
+  httplib::Client api("127.0.0.1", serve.port());
+  auto add = [&](const json& spec) {
+    auto r = api.Post("/api/v1/tasks", dump_compact(spec), "application/json");
+    return r && r->status == 201 ? try_parse_json(r->body)->at("task")["uid"].get<std::string>() : std::string();
+  };
 
   Browser b(*chromium, *driver, dir);
   // The add-task form, typed in like a person would.
@@ -173,6 +217,15 @@ TEST(WebBrowser, AddATaskWatchItsRoundsArriveThenCancelIt) {
   ASSERT_TRUE(wait_for([&] { return b.url().find("/tasks/") != std::string::npos; }, std::chrono::seconds(20)))
       << b.url() << " " << b.script("return document.getElementById('flash').textContent;").dump();
   std::string uid = b.url().substr(b.url().find("/tasks/") + 7);
+  // Another task waits for the same device; one fails at once.
+  std::string waiting = add({{"gpu", "cpu_x86_64"}, {"dsl", "cpp"}, {"shape_key", "matmul_f32_512x512x512"},
+                             {"model", "driver"}, {"device", "cpu"},
+                             {"driver", {{"argv", {"bash", "drive.sh", "200", "1.5"}}}}});
+  std::string failing = add({{"gpu", "cpu_x86_64"}, {"dsl", "cpp"}, {"shape_key", "matmul_f32_128x128x128"},
+                             {"model", "broken"}, {"device", "cpu1"}, {"driver", {{"argv", {"false"}}}},
+                             {"budgets", {{"max_restarts", 0}}}});
+  ASSERT_FALSE(waiting.empty());
+  ASSERT_FALSE(failing.empty());
 
   // Rounds arrive; the chart and the table grow while the page stays loaded (no reload).
   b.script("window.__croq_marker = 'still here';");
@@ -196,11 +249,21 @@ TEST(WebBrowser, AddATaskWatchItsRoundsArriveThenCancelIt) {
            "s.dispatchEvent(new Event('input'));");
 
   const auto shots = screenshots_dir();
-  wait_for([&] { return points() >= 12; }, std::chrono::seconds(30));
+  wait_for([&] { return points() >= 22; }, std::chrono::seconds(40));
+  b.window(1280, 2300);
+  wait_for([&] { return b.script("var s = document.querySelector('#convergence svg');"
+                                 "return s ? s.viewBox.baseVal.width : 0;").get<double>() > 1000; },
+           std::chrono::seconds(10));
   b.screenshot(shots / "task.png");
-  b.window(390, 1100);
+  b.window(390, 1800);
+  // The charts are drawn again at phone width (readable text), still without a reload.
+  ASSERT_TRUE(wait_for([&] {
+    return b.script("var s = document.querySelector('#convergence svg'); return s ? s.viewBox.baseVal.width : 0;")
+               .get<double>() < 400;
+  }, std::chrono::seconds(10)));
   b.screenshot(shots / "task-phone.png");
   b.window(1280, 1000);
+  EXPECT_EQ(b.script("return window.__croq_marker || '';"), "still here");
 
   // Cancel it from the page.
   b.script("window.confirm = function () { return true; };");
@@ -208,19 +271,31 @@ TEST(WebBrowser, AddATaskWatchItsRoundsArriveThenCancelIt) {
   ASSERT_TRUE(wait_for([&] {
     return b.script("var e = document.querySelector('#task-head .badge'); return e ? e.textContent : '';") == "cancelled";
   }, std::chrono::seconds(30)));
-  httplib::Client api("127.0.0.1", serve.port());
   auto t = try_parse_json(api.Get("/api/v1/tasks/" + uid)->body);
   ASSERT_TRUE(t);
   EXPECT_EQ((*t)["task"]["state"], "cancelled");
   EXPECT_EQ((*t)["task"]["last_exit"]["outcome"], "stopped");
 
-  // The task list shows it.
+  // The device is free: the waiting task starts. The list shows every task and its state.
+  auto state_of = [&](const std::string& u) {
+    auto r = api.Get("/api/v1/tasks/" + u);
+    return r ? try_parse_json(r->body)->at("task")["state"].get<std::string>() : std::string();
+  };
+  ASSERT_TRUE(wait_for([&] { return state_of(waiting) == "running"; }, std::chrono::seconds(30)));
+  EXPECT_EQ(state_of(failing), "failed");
   b.go(base + "/");
   ASSERT_TRUE(wait_for([&] {
-    return b.script("return document.querySelectorAll('#task-rows tr').length;").get<int>() == 1;
+    return b.script("return document.querySelectorAll('#task-rows tr').length;").get<int>() == 5;
   }));
-  EXPECT_NE(b.script("return document.getElementById('task-rows').textContent;").get<std::string>().find("cancelled"),
-            std::string::npos);
+  std::string rows = b.script("return document.getElementById('task-rows').textContent;");
+  for (const char* s : {"cancelled", "running", "failed", "external", "matmul_f16fp32_4096x4096x4096"}) {
+    EXPECT_NE(rows.find(s), std::string::npos) << s << " in " << rows;
+  }
+  b.window(1280, 760);
   b.screenshot(shots / "tasks.png");
   EXPECT_GT(std::filesystem::file_size(shots / "tasks.png"), 1000u);
+
+  // Leave nothing running.
+  api.Post("/api/v1/tasks/" + waiting + "/cancel", "{}", "application/json");
+  EXPECT_TRUE(wait_for([&] { return state_of(waiting) == "cancelled"; }, std::chrono::seconds(30)));
 }

@@ -114,7 +114,7 @@ TEST(WebServeCli, KillNineMidRunLosesNothingAndTheNextServerAdoptsTheChild) {
                  {"shape_key", "matmul_f32_64x64x64"},
                  {"model", "driver"},
                  {"driver", {{"kind", "command"}, {"argv", {"bash", script, std::to_string(n), "0.25"}}}},
-                 {"budgets", {{"rounds", n}}}};
+                 {"budgets", {{"rounds", n + 10}}}};  // the driver ends first, by itself
     auto created = c.Post("/api/v1/tasks", dump_compact(spec), "application/json");
     ASSERT_TRUE(created);
     ASSERT_EQ(created->status, 201) << created->body;

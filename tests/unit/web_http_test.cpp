@@ -75,7 +75,8 @@ TEST(WebHttp, PagesAndApiShowTheIndexedTasks) {
   auto list = c.Get("/");
   ASSERT_TRUE(list);
   EXPECT_EQ(list->status, 200);
-  EXPECT_NE(list->body.find("matmul_f32_64x64x64"), std::string::npos);
+  EXPECT_NE(list->body.find("href=\"/tasks/" + s.uid + "\""), std::string::npos);
+  EXPECT_NE(list->body.find("64x64x64"), std::string::npos);
   EXPECT_NE(list->get_header_value("Content-Security-Policy").find("script-src 'self'"), std::string::npos);
   auto page = c.Get("/tasks/" + s.uid);
   ASSERT_TRUE(page);

@@ -109,11 +109,28 @@ struct LegendItem {
   std::string colour;
   std::string label;
 };
+double legend_item_width(const LegendItem& it) { return 22 + 7.2 * static_cast<double>(it.label.size()) + 16; }
+
+// How many rows legend() needs between x and max_x.
+int legend_rows(double x, const std::vector<LegendItem>& items, double max_x) {
+  int rows = items.empty() ? 0 : 1;
+  double cx = x;
+  for (const auto& it : items) {
+    double w = legend_item_width(it);
+    if (cx + w > max_x && cx > x) {
+      cx = x;
+      ++rows;
+    }
+    cx += w;
+  }
+  return rows;
+}
+
 std::string legend(double x, double y, const std::vector<LegendItem>& items, double max_x) {
   std::string s;
   double cx = x;
   for (const auto& it : items) {
-    double w = 22 + 6.5 * static_cast<double>(it.label.size()) + 12;
+    double w = legend_item_width(it);
     if (cx + w > max_x && cx > x) {
       cx = x;
       y += 16;
@@ -172,17 +189,20 @@ std::string xml_escape(std::string_view text) {
   return out;
 }
 
-std::vector<double> nice_ticks(double lo, double hi, int count) {
+std::vector<double> nice_ticks(double lo, double hi, int count, bool integers) {
   if (!(hi > lo)) hi = lo + 1;
   double raw = (hi - lo) / std::max(1, count);
   double mag = std::pow(10.0, std::floor(std::log10(raw)));
   double step = mag;
   for (double m : {1.0, 2.0, 2.5, 5.0, 10.0}) {
-    if (m * mag >= raw) {
-      step = m * mag;
+    double candidate = m * mag;
+    if (integers && std::fabs(candidate - std::round(candidate)) > 1e-9) continue;
+    if (candidate >= raw) {
+      step = candidate;
       break;
     }
   }
+  if (integers) step = std::max(1.0, std::round(step));
   std::vector<double> out;
   double start = std::floor(lo / step) * step;
   for (double v = start; v <= hi + step * 0.999 && out.size() < 50; v += step) {
@@ -257,7 +277,13 @@ std::vector<std::pair<int, double>> best_so_far(const std::vector<ChartRound>& r
 std::string convergence_svg(const std::vector<ChartRound>& rounds, const ChartOptions& o) {
   const int H = o.height;
   std::string s = open_svg(o, H, o.title.empty() ? "convergence: TFLOPS per round" : o.title);
-  const double top = (o.title.empty() ? 10 : 30) + 22;
+  const std::vector<LegendItem> items = {{"dot", decision_colour("KEEP"), "KEEP"},
+                                         {"dot", decision_colour("DISCARD"), "DISCARD"},
+                                         {"cross", decision_colour("COMPILE_FAIL"), "failed"},
+                                         {"line", decision_colour("KEEP"), "best so far"},
+                                         {"dash", decision_colour("BASELINE"), "baseline"}};
+  const double legend_y = (o.title.empty() ? 10 : 30) + 12;
+  const double top = legend_y + 16.0 * legend_rows(60, items, o.width - 18) + 4;
   Frame f{60, static_cast<double>(o.width) - 18, top, static_cast<double>(H) - 44, 0, 1, 0, 1};
   auto base = baseline_tflops(rounds);
   int max_round = 1;
@@ -267,19 +293,13 @@ std::string convergence_svg(const std::vector<ChartRound>& rounds, const ChartOp
     if (r.tflops) max_y = std::max(max_y, *r.tflops);
   }
   if (base) max_y = std::max(max_y, *base);
-  s += legend(f.x0, top - 10,
-              {{"dot", decision_colour("KEEP"), "KEEP"},
-               {"dot", decision_colour("DISCARD"), "DISCARD"},
-               {"cross", decision_colour("COMPILE_FAIL"), "failed"},
-               {"line", decision_colour("KEEP"), "best so far"},
-               {"dash", decision_colour("BASELINE"), "baseline"}},
-              f.x1);
+  s += legend(f.x0, legend_y, items, f.x1);
   if (rounds.empty() || max_y <= 0) {
     s += axes(f, nice_ticks(0, 10), nice_ticks(0, 1, 4), "round", "TFLOPS");
     s += empty_note(static_cast<int>((f.x0 + f.x1) / 2), static_cast<int>((f.y0 + f.y1) / 2), "no measured rounds yet");
     return s + "</svg>";
   }
-  auto xt = nice_ticks(0, max_round, 10);
+  auto xt = nice_ticks(0, max_round, std::max(3, (o.width - 80) / 90), true);
   auto yt = nice_ticks(0, max_y * 1.05, 6);
   f.xmax = std::max(xt.back(), static_cast<double>(max_round));
   f.ymax = std::max(yt.back(), max_y * 1.05);
@@ -333,13 +353,17 @@ std::string progression_svg(const std::vector<ChartRound>& rounds, const ChartOp
     if (std::find(lanes.begin(), lanes.end(), r.category) == lanes.end()) other = true;
   }
   if (other) lanes.push_back("other");
+  std::vector<LegendItem> items = {{"dot", decision_colour("KEEP"), "KEEP"},
+                                   {"ring", decision_colour("DISCARD"), "DISCARD"},
+                                   {"cross", decision_colour("COMPILE_FAIL"), "failed"}};
+  for (const auto& b : bottleneck_classes()) items.push_back({"box", bottleneck_colour(b), b});
   const double lane_h = 22;
   const double top = (o.title.empty() ? 10 : 30) + 8;
   const double strip_y = top + lane_h * static_cast<double>(lanes.size()) + 8;
-  const int H = static_cast<int>(strip_y + 14 + 40 + 22);
+  const int H = static_cast<int>(strip_y + 14 + 40 + 16.0 * legend_rows(80, items, o.width - 18) + 8);
   std::string s = open_svg(o, H, o.title.empty() ? "optimisation progression" : o.title);
   Frame f{80, static_cast<double>(o.width) - 18, top, strip_y + 14, 0.5, max_round + 0.5, 0, 1};
-  auto xt = nice_ticks(0, max_round, 10);
+  auto xt = nice_ticks(0, max_round, std::max(3, (o.width - 100) / 90), true);
   for (size_t i = 0; i < lanes.size(); ++i) {
     double y = top + lane_h * (static_cast<double>(i) + 0.5);
     s += fmt::format("<line x1=\"{:.1f}\" y1=\"{:.1f}\" x2=\"{:.1f}\" y2=\"{:.1f}\" stroke=\"{}\"/>", f.x0, y, f.x1, y,
@@ -350,7 +374,7 @@ std::string progression_svg(const std::vector<ChartRound>& rounds, const ChartOp
   s += fmt::format("<text x=\"{:.1f}\" y=\"{:.1f}\" text-anchor=\"end\" fill=\"{}\">bottleneck</text>", f.x0 - 6,
                    strip_y + 11, k_axis);
   for (double x : xt) {
-    if (x < 1) continue;
+    if (x < 1 || x > max_round) continue;
     s += fmt::format("<text x=\"{:.1f}\" y=\"{:.1f}\" text-anchor=\"middle\" fill=\"{}\">{}</text>", f.sx(x),
                      strip_y + 30, k_axis, tick_label(x));
   }
@@ -380,11 +404,7 @@ std::string progression_svg(const std::vector<ChartRound>& rounds, const ChartOp
     s += fmt::format("<rect x=\"{:.1f}\" y=\"{:.1f}\" width=\"{:.2f}\" height=\"12\" fill=\"{}\"/>", x - cell / 2, strip_y,
                      cell, bottleneck_colour(r.bottleneck));
   }
-  std::vector<LegendItem> items = {{"dot", decision_colour("KEEP"), "KEEP"},
-                                   {"ring", decision_colour("DISCARD"), "DISCARD"},
-                                   {"cross", decision_colour("COMPILE_FAIL"), "failed"}};
-  for (const auto& b : bottleneck_classes()) items.push_back({"box", bottleneck_colour(b), b});
-  s += legend(f.x0, H - 6, items, f.x1);
+  s += legend(f.x0, strip_y + 14 + 40 + 12, items, f.x1);
   if (drawn == 0) {
     s += empty_note(static_cast<int>((f.x0 + f.x1) / 2), static_cast<int>(top + lane_h), "no rounds yet");
   }
@@ -394,13 +414,14 @@ std::string progression_svg(const std::vector<ChartRound>& rounds, const ChartOp
 std::string bottleneck_svg(const std::vector<ChartRound>& rounds, int window, const ChartOptions& o) {
   const int H = o.height;
   std::string s = open_svg(o, H, o.title.empty() ? "bottleneck distribution" : o.title);
-  const double top = (o.title.empty() ? 10 : 30) + 22;
-  Frame f{60, static_cast<double>(o.width) - 18, top, static_cast<double>(H) - 44, 0, 1, 0, 100};
   std::vector<std::string> classes = bottleneck_classes();
   classes.push_back("other");
   std::vector<LegendItem> items;
   for (const auto& b : classes) items.push_back({"box", bottleneck_colour(b), b});
-  s += legend(f.x0, top - 10, items, f.x1);
+  const double legend_y = (o.title.empty() ? 10 : 30) + 12;
+  const double top = legend_y + 16.0 * legend_rows(60, items, o.width - 18) + 6;
+  Frame f{60, static_cast<double>(o.width) - 18, top, static_cast<double>(H) - 44, 0, 1, 0, 100};
+  s += legend(f.x0, legend_y, items, f.x1);
   int max_round = 0;
   for (const auto& r : rounds) {
     if (r.round >= 1) max_round = std::max(max_round, r.round);
@@ -443,7 +464,10 @@ std::string bottleneck_svg(const std::vector<ChartRound>& rounds, int window, co
         acc += share;
       }
     }
-    if (bars <= 16 || i % ((bars + 15) / 16) == 0) {
+    // Label as many bars as fit: every `label_every`-th one.
+    const double label_w = 7.0 * static_cast<double>(range.size()) + 8;
+    const int label_every = std::max(1, static_cast<int>(std::ceil(label_w / slot)));
+    if (i % label_every == 0) {
       s += fmt::format("<text x=\"{:.1f}\" y=\"{:.1f}\" text-anchor=\"middle\" fill=\"{}\" font-size=\"11\">{}</text>",
                        x + bw / 2, f.y1 + 16, k_axis, range);
     }
@@ -454,8 +478,9 @@ std::string bottleneck_svg(const std::vector<ChartRound>& rounds, int window, co
 std::string overlay_svg(const std::vector<OverlaySeries>& series, const ChartOptions& o) {
   static const char* palette[] = {"#0969da", "#e16f24", "#1a7f37", "#8250df", "#cf222e",
                                   "#9a6700", "#1b7c83", "#bf3989", "#57606a", "#6639ba"};
-  const int rows = static_cast<int>((series.size() + 2) / 3);
-  const int H = o.height + rows * 18 + 8;
+  std::vector<LegendItem> items;
+  for (size_t i = 0; i < series.size(); ++i) items.push_back({"line", palette[i % 10], series[i].label});
+  const int H = o.height + 16 * legend_rows(60, items, o.width - 18) + 8;
   std::string s = open_svg(o, H, o.title.empty() ? "best so far relative to the baseline" : o.title);
   const double top = (o.title.empty() ? 10 : 30) + 8;
   Frame f{60, static_cast<double>(o.width) - 18, top, static_cast<double>(o.height) - 44, 0, 1, 0, 1};
@@ -479,7 +504,7 @@ std::string overlay_svg(const std::vector<OverlaySeries>& series, const ChartOpt
     max_round = std::max(max_round, l.last);
     lines.push_back(std::move(l));
   }
-  auto xt = nice_ticks(0, max_round, 10);
+  auto xt = nice_ticks(0, max_round, std::max(3, (o.width - 80) / 90), true);
   auto yt = nice_ticks(0, max_y * 1.05, 6);
   f.xmax = std::max(xt.back(), static_cast<double>(max_round));
   f.ymax = std::max(yt.back(), max_y * 1.05);
@@ -487,7 +512,6 @@ std::string overlay_svg(const std::vector<OverlaySeries>& series, const ChartOpt
   s += fmt::format("<line x1=\"{0:.1f}\" y1=\"{1:.1f}\" x2=\"{2:.1f}\" y2=\"{1:.1f}\" stroke=\"{3}\" "
                    "stroke-dasharray=\"6 4\"/>",
                    f.x0, f.sy(1.0), f.x1, decision_colour("BASELINE"));
-  std::vector<LegendItem> items;
   for (size_t i = 0; i < lines.size(); ++i) {
     const char* c = palette[i % 10];
     const auto& l = lines[i];
@@ -500,7 +524,6 @@ std::string overlay_svg(const std::vector<OverlaySeries>& series, const ChartOpt
       s += fmt::format("<path d=\"{}\" fill=\"none\" stroke=\"{}\" stroke-width=\"1.8\"><title>{}</title></path>", d, c,
                        xml_escape(series[i].label));
     }
-    items.push_back({"line", c, series[i].label});
   }
   s += legend(f.x0, o.height + 10, items, f.x1);
   return s + "</svg>";

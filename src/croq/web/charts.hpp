@@ -66,7 +66,8 @@ std::string bottleneck_colour(const std::string& bottleneck);
 // Escapes & < > " ' for XML and HTML text and attributes.
 std::string xml_escape(std::string_view text);
 
-// "nice" axis ticks covering [lo, hi]: about `count` steps of 1, 2 or 5 x 10^k.
-std::vector<double> nice_ticks(double lo, double hi, int count = 6);
+// "nice" axis ticks covering [lo, hi]: about `count` steps of 1, 2, 2.5 or 5 x 10^k; whole
+// numbers only when `integers` (round numbers).
+std::vector<double> nice_ticks(double lo, double hi, int count = 6, bool integers = false);
 
 }  // namespace croq::web

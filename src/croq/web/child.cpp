@@ -4,6 +4,7 @@
 #include "croq/web/child.hpp"
 
 #include <fcntl.h>
+#include <poll.h>
 #include <signal.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
@@ -176,6 +177,15 @@ Launched SupervisedLauncher::launch(const LaunchSpec& spec) {
     out.error = std::string("cannot open /dev/null: ") + std::strerror(errno);
     return out;
   }
+  // Closed (on both sides) once the command has exec'd: until then a signal could find the
+  // supervisor without its process group, or the command still ignoring SIGTERM.
+  int ready[2] = {-1, -1};
+  if (::pipe2(ready, O_CLOEXEC) != 0) {
+    ::close(log_fd);
+    ::close(null_fd);
+    out.error = std::string("pipe: ") + std::strerror(errno);
+    return out;
+  }
   rlimit rl{};
   int max_fd = (::getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY && rl.rlim_cur < 65536)
                    ? static_cast<int>(rl.rlim_cur)
@@ -186,6 +196,8 @@ Launched SupervisedLauncher::launch(const LaunchSpec& spec) {
     out.error = std::string("fork: ") + std::strerror(errno);
     ::close(log_fd);
     ::close(null_fd);
+    ::close(ready[0]);
+    ::close(ready[1]);
     return out;
   }
   if (pid == 0) {
@@ -202,7 +214,9 @@ Launched SupervisedLauncher::launch(const LaunchSpec& spec) {
     ::dup2(null_fd, 0);
     ::dup2(log_fd, 1);
     ::dup2(log_fd, 2);
-    close_from(3, max_fd);
+    ::dup2(ready[1], 3);
+    ::fcntl(3, F_SETFD, FD_CLOEXEC);
+    close_from(4, max_fd);
     if (!pid_path.empty()) {
       char pbuf[32];
       size_t plen = format_int(pbuf, ::getpid());
@@ -228,6 +242,7 @@ Launched SupervisedLauncher::launch(const LaunchSpec& spec) {
       write_all_raw(2, "\n", 1);
       ::_exit(127);
     }
+    ::close(3);
     int status = 0;
     int exit_code = 127;
     int sig = 0;
@@ -261,6 +276,15 @@ Launched SupervisedLauncher::launch(const LaunchSpec& spec) {
   }
   ::close(log_fd);
   ::close(null_fd);
+  ::close(ready[1]);
+  pollfd pfd{ready[0], POLLIN, 0};
+  for (int waited = 0; waited < 100; ++waited) {  // at most 10 s
+    if (::poll(&pfd, 1, 100) > 0) {
+      char b;
+      if (::read(ready[0], &b, 1) <= 0) break;  // EOF: exec'd (or failed and exited)
+    }
+  }
+  ::close(ready[0]);
   out.started = true;
   out.handle.pid = pid;
   out.handle.status_path = spec.status_path;

@@ -14,7 +14,8 @@
 // /proc, so a recycled pid is not mistaken for it) identify it, and the status file tells how it
 // ended, even if it ended while no server was running. Stopping signals the process group:
 // SIGTERM reaches the command (the supervisor ignores it and records the outcome); SIGKILL ends
-// both, and then no status is written.
+// both, and then no status is written. launch() returns once the command has been exec'd, so a
+// signal sent right after it always finds the process group and the command's own handlers.
 #pragma once
 #include <filesystem>
 #include <map>

@@ -103,6 +103,7 @@ class Database {
   // Backend facts for the system panel: {backend, location, schema_version, bytes, ...}.
   virtual json info() = 0;
 
+  // In creation order (ties: insertion order).
   virtual std::vector<TaskRow> tasks() = 0;
   virtual std::optional<TaskRow> task(const std::string& uid) = 0;
   virtual std::optional<TaskRow> task_by_key(const std::string& key) = 0;

@@ -429,7 +429,9 @@ struct HttpServer::Impl {
     svr.Get(std::string("/api/v1/tasks/") + k_uid + "/charts/([a-z]+)\\.svg",
             guarded([this](const Request& req, Response& res) {
               TaskRow row = task_or_404(req.matches[1]);
-              auto svg = task_chart(monitor, row, req.matches[2]);
+              int width = int_param(req, "width", 0, 0, 4000);  // 0: the page's default
+              if (width > 0) width = std::clamp(width, 320, 1600);
+              auto svg = task_chart(monitor, row, req.matches[2], width);
               if (!svg) throw_not_found("charts: convergence progression bottlenecks");
               res.set_header("Cache-Control", "no-store");
               res.set_content(*svg, "image/svg+xml");

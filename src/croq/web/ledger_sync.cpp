@@ -145,6 +145,7 @@ void LedgerSync::publish(const std::string& kind, const std::string& uid, json d
 }
 
 TaskRow LedgerSync::adopt(const TaskRef& task, SyncStats* stats) {
+  std::lock_guard lock(m_mutex);
   if (auto known = m_db.task_by_key(task.id())) return *known;
   std::optional<json> cfg = read_task_config(m_ws, task);  // throws corrupt: reported by the caller
   std::string uid = cfg ? get_string(*cfg, "task_uid").value_or("") : "";
@@ -221,6 +222,7 @@ TaskRow LedgerSync::adopt(const TaskRef& task, SyncStats* stats) {
 }
 
 int LedgerSync::sync_task(const TaskRow& row, SyncStats* stats) {
+  std::lock_guard lock(m_mutex);
   TaskRef task;
   try {
     task = make_task(row.gpu, row.dsl, row.shape_key, row.model);

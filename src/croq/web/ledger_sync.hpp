@@ -48,6 +48,9 @@ class LedgerSync {
   int sync_task(const TaskRow& row, SyncStats* stats = nullptr);
   // Adopts one task folder if the database does not know it. Returns its row.
   TaskRow adopt(const TaskRef& task, SyncStats* stats = nullptr);
+  // Holds off every sync while a caller creates a task (so a scan cannot adopt a folder that is
+  // being created).
+  std::unique_lock<std::recursive_mutex> hold() { return std::unique_lock(m_mutex); }
 
  private:
   struct Seen {
@@ -60,7 +63,7 @@ class LedgerSync {
   const Workspace& m_ws;
   Database& m_db;
   EventBus* m_bus;
-  std::mutex m_mutex;  // one sync at a time
+  std::recursive_mutex m_mutex;  // one sync at a time
   std::map<std::string, Seen> m_seen;  // by uid
 };
 

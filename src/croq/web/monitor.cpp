@@ -130,6 +130,7 @@ void Monitor::check_driver_available(const TaskSpec& spec) const {
 TaskRow Monitor::create_task(const json& body) {
   TaskSpec spec = TaskSpec::from_json(body, m_options.default_gpu);
   check_driver_available(spec);
+  auto no_sync_meanwhile = m_sync.hold();
   // A folder made outside the monitor is adopted first, so that it is not created twice.
   std::error_code ec;
   if (fs::exists(m_ws.kind_dir(spec.task(), ArtifactKind::logs), ec)) {
@@ -197,9 +198,18 @@ json Monitor::task_json(const TaskRow& r) const {
   return j;
 }
 
+void Monitor::set_server_fact(const std::string& key, const json& value) {
+  std::lock_guard lock(m_mutex);
+  m_options.server_facts[key] = value;
+}
+
 json Monitor::system_info() {
   json j;
-  json server = m_options.server_facts;
+  json server;
+  {
+    std::lock_guard lock(m_mutex);
+    server = m_options.server_facts;
+  }
   server["version"] = build_info::k_version;
   server["commit"] = build_info::k_git_sha;
   server["pid"] = ::getpid();

@@ -52,6 +52,8 @@ class Monitor {
   TaskRow act(const std::string& uid, const std::string& action);
 
   json system_info();
+  // A fact shown on the system panel (the bound port is known only after the HTTP side binds).
+  void set_server_fact(const std::string& key, const json& value);
   json task_json(const TaskRow& row) const;  // the API form of a task
 
   const Workspace& workspace() const { return m_ws; }

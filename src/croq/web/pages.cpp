@@ -16,6 +16,16 @@ namespace {
 
 std::string esc(std::string_view s) { return xml_escape(s); }
 
+// A long name (shape key) that may wrap after its underscores rather than anywhere.
+std::string breakable(std::string_view s) {
+  std::string out;
+  for (char c : xml_escape(s)) {
+    out += c;
+    if (c == '_') out += "<wbr>";
+  }
+  return out;
+}
+
 std::string layout(const std::string& title, const std::string& page, const std::string& task_uid,
                    const std::string& main_html) {
   auto nav = [&](const char* href, const char* name, const char* id) {
@@ -82,7 +92,7 @@ std::string rounds_cell(const TaskRow& r) {
 std::string task_row_html(const TaskRow& r) {
   std::string s = "<tr>";
   s += fmt::format("<td><a class=\"key\" href=\"/tasks/{}\">{}</a><div class=\"muted small\">{} · {} · {}</div></td>",
-                   esc(r.uid), esc(r.shape_key), esc(r.model), esc(r.dsl), esc(r.gpu));
+                   esc(r.uid), breakable(r.shape_key), esc(r.model), esc(r.dsl), esc(r.gpu));
   s += "<td>" + badge_state(r.state) + "<div class=\"muted small hide-sm\">" + esc(preview(r.reason, 90)) + "</div></td>";
   s += "<td class=\"num\">" + show_tflops(obj(r.stats, "best_tflops")) + "</td>";
   s += "<td class=\"num\">" + show_pct(obj(r.stats, "pct_of_baseline")) + "</td>";
@@ -253,7 +263,7 @@ std::string fragment_task_head(Monitor& m, const TaskRow& r) {
   json t = m.task_json(r);
   const json& st = r.stats;
   std::string s;
-  s += "<h1>" + esc(r.shape_key) + "</h1>";
+  s += "<h1>" + breakable(r.shape_key) + "</h1>";
   s += fmt::format("<div class=\"sub\">{} · {} · {} · mode {} · task_uid <code>{}</code> · {}</div>", esc(r.model),
                    esc(r.dsl), esc(r.gpu), esc(r.spec.value("mode", "")), esc(r.uid), esc(r.origin));
   s += "<div>" + badge_state(r.state) + " <span class=\"muted\">" + esc(r.reason) + "</span></div>";
@@ -318,23 +328,22 @@ std::string fragment_ideas(Monitor& m, const TaskRow& row) {
   return s;
 }
 
-std::optional<std::string> task_chart(Monitor& m, const TaskRow& row, const std::string& which) {
+std::optional<std::string> task_chart(Monitor& m, const TaskRow& row, const std::string& which, int width) {
+  if (which != "convergence" && which != "progression" && which != "bottlenecks") return std::nullopt;
   std::vector<ChartRound> rounds = chart_rounds(m.db().rounds(row.uid));
   ChartOptions o;
   if (which == "convergence") {
     o.element_id = "convergence-svg";
+    if (width > 0) {
+      o.width = width;
+      o.height = std::clamp(static_cast<int>(width * 0.42), 250, 340);
+    }
     return convergence_svg(rounds, o);
   }
-  if (which == "progression") {
-    o.width = 600;
-    return progression_svg(rounds, o);
-  }
-  if (which == "bottlenecks") {
-    o.width = 600;
-    o.height = 300;
-    return bottleneck_svg(rounds, 0, o);
-  }
-  return std::nullopt;
+  o.width = width > 0 ? width : 600;
+  if (which == "progression") return progression_svg(rounds, o);
+  o.height = std::clamp(static_cast<int>(o.width * 0.5), 230, 300);
+  return bottleneck_svg(rounds, 0, o);
 }
 
 std::string run_log_tail(const Workspace& ws, const TaskRow& row, int run, int lines) {
@@ -507,6 +516,7 @@ std::string fragment_system(Monitor& m) {
   const json& gpus = sys["gpus"];
   if (gpus["list"].empty()) {
     std::string why = gpus.value("error", "");
+    if (!why.empty() && why.back() != '.') why += '.';
     s += "<div class=\"panel muted\">No GPU detected" + (why.empty() ? std::string(".") : ": " + esc(why)) +
          " Tasks with device <code>cpu</code> (dsl cpp) still run.</div>";
   } else {

@@ -29,8 +29,9 @@ std::string fragment_system(Monitor& m);
 // A minimal page with a title and a paragraph (errors, the token prompt).
 std::string page_message(const std::string& title, const std::string& message_html);
 
-// "convergence", "progression" or "bottlenecks" for one task (nullopt for another name).
-std::optional<std::string> task_chart(Monitor& m, const TaskRow& row, const std::string& which);
+// "convergence", "progression" or "bottlenecks" for one task (nullopt for another name), drawn
+// `width` pixels wide (0: the page's default), so that a phone gets text it can read.
+std::optional<std::string> task_chart(Monitor& m, const TaskRow& row, const std::string& which, int width = 0);
 
 // The last `lines` lines of a task's run log (run 0: the latest).
 std::string run_log_tail(const Workspace& ws, const TaskRow& row, int run, int lines);

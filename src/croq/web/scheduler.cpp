@@ -236,7 +236,8 @@ void Scheduler::on_exit(TaskRow& row, const ChildStatus& status) {
     std::string what = start_failure.empty() ? how : start_failure;
     if (row.crash_count > spec.budgets.max_restarts) {
       row.state = task_state_name(TaskState::failed);
-      row.reason = fmt::format("crashed {} times; last: {} (see memory/.../monitor/run-{:04d}.log)", row.crash_count,
+      row.reason = fmt::format("crashed {}; last: {} (see memory/.../monitor/run-{:04d}.log)",
+                               row.crash_count == 1 ? std::string("once") : fmt::format("{} times", row.crash_count),
                                what, row.runs);
     } else {
       row.state = task_state_name(TaskState::queued);

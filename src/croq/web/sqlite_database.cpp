@@ -274,7 +274,7 @@ class SqliteDatabase final : public Database {
   std::vector<TaskRow> tasks() override {
     std::lock_guard lock(m_mutex);
     std::vector<TaskRow> out;
-    Stmt s(m_db, fmt::format("SELECT {} FROM tasks ORDER BY created_at, uid", k_task_columns));
+    Stmt s(m_db, fmt::format("SELECT {} FROM tasks ORDER BY created_at, rowid", k_task_columns));
     while (s.step()) out.push_back(read_task(s));
     return out;
   }

@@ -226,8 +226,9 @@ std::vector<std::string> expand_argv(const TaskSpec& spec, const ExpandContext& 
       {"rounds_budget", std::to_string(spec.budgets.rounds)}};
   std::vector<std::string> out;
   if (spec.driver.kind == "tune") {
+    // The device is chosen through CUDA_VISIBLE_DEVICES (child_env).
     out = {ctx.croq_exe, "--root", ctx.root, "tune", spec.shape_key, "--dsl", spec.dsl, "--gpu", spec.gpu,
-           "--model", spec.model, "--device", spec.device};
+           "--model", spec.model, "--task-uid", ctx.task_uid};
     if (spec.budgets.rounds > 0) {
       out.push_back("--rounds");
       out.push_back(std::to_string(spec.budgets.rounds));

@@ -77,7 +77,7 @@ inline constexpr int k_rate_limit_exit_code = 75;  // EX_TEMPFAIL (sysexits.h)
 
 // The driver's argument vector with {placeholders} expanded, element by element (never a shell):
 // {croq} {root} {gpu} {dsl} {shape_key} {model} {mode} {device} {task_uid} {rounds_budget}.
-// tune: croq tune <shape_key> --dsl --gpu --model --device [--rounds N] <argv...>
+// tune: croq tune <shape_key> --dsl --gpu --model --task-uid [--rounds N] <argv...>
 // agent: croq agent run --dsl --gpu --shape-key --model --task-uid <argv...>
 struct ExpandContext {
   std::string croq_exe;

@@ -111,16 +111,37 @@
       });
     });
   }
+  // Charts are drawn by the server at the width they are shown at, so their text stays readable.
+  var charts = ['convergence', 'progression', 'bottlenecks'];
+  function chartUrl(name) {
+    var el = $(name);
+    var w = el ? Math.round(el.clientWidth - 14) : 0;
+    w = Math.max(320, Math.min(1600, w));
+    return '/api/v1/tasks/' + uid + '/charts/' + name + '.svg?width=' + w;
+  }
+  function swapCharts() {
+    return Promise.all(charts.map(function (name) { return swap(name, chartUrl(name)); }));
+  }
+  function chartsNeedResize() {
+    for (var i = 0; i < charts.length; i++) {
+      var el = $(charts[i]), svg = el && el.querySelector('svg');
+      if (svg && Math.abs(svg.viewBox.baseVal.width - (el.clientWidth - 14)) > 60) return true;
+    }
+    return false;
+  }
   var refreshTask = later(function () {
     Promise.all([
       swap('task-head', '/fragments/tasks/' + uid + '/head'),
-      swap('convergence', '/api/v1/tasks/' + uid + '/charts/convergence.svg'),
-      swap('progression', '/api/v1/tasks/' + uid + '/charts/progression.svg'),
-      swap('bottlenecks', '/api/v1/tasks/' + uid + '/charts/bottlenecks.svg'),
+      swapCharts(),
       swap('ideas', '/fragments/tasks/' + uid + '/ideas'),
       newRounds()
     ]).then(function () { refreshTimes(); bindActions(); }).catch(function (e) { console.warn(e); });
   }, 400);
+  if (page === 'task') {
+    var resized = later(function () { if (chartsNeedResize()) swapCharts(); }, 300);
+    window.addEventListener('resize', resized);
+    if (chartsNeedResize()) swapCharts();
+  }
   var refreshList = later(function () {
     swap('task-rows', '/fragments/tasks' + location.search).then(refreshTimes).catch(function (e) { console.warn(e); });
   }, 400);
@@ -187,7 +208,7 @@
   }
 
   // ---- the event stream ----
-  if (!window.EventSource || page === 'add') return;
+  if (!window.EventSource) return;
   var es = new EventSource('/api/v1/events' + (uid ? '?task=' + encodeURIComponent(uid) : ''));
   es.onopen = function () { if (live) { live.className = 'live on'; live.textContent = 'live'; } };
   es.onerror = function () { if (live) { live.className = 'live'; live.textContent = 'reconnecting'; } };
