@@ -89,7 +89,7 @@ for _ in $(seq 1 1200); do
 done
 start_doc=$(head -1 "$work/serve.out")
 port=$(sed -n 's/.*"port":\([0-9]*\).*/\1/p' <<<"$start_doc")
-index_ms=$(sed -n 's/.*"index_ms":\([0-9.]*\).*/\1/p' <<<"$start_doc")
+index_ms=$(sed -n 's/.*"index_ms":\([0-9.]*\).*/\1/p' <<<"$start_doc" | awk '{printf "%.0f", $1}')
 indexed=$(sed -n 's/.*"records_indexed":\([0-9]*\).*/\1/p' <<<"$start_doc")
 base="http://127.0.0.1:$port"
 say "server on $base: indexed $indexed records in $index_ms ms"

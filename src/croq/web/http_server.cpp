@@ -208,6 +208,22 @@ struct HttpServer::Impl {
   }
 
   httplib::Server::HandlerResponse check(const Request& req, Response& res) {
+    // cpp-httplib prefers brotli whenever a client accepts it and compresses at brotli's
+    // slowest setting (seconds for a task page); gzip is as good for these pages at a fraction
+    // of the cost. The request object is httplib's own, mutable one, handed to us as const.
+    if (req.has_header("Accept-Encoding")) {
+      std::string enc = req.get_header_value("Accept-Encoding");
+      if (enc.find("br") != std::string::npos) {
+        std::string kept;
+        for (const auto& part : split_kinds(enc)) {
+          if (trim(part.substr(0, part.find(';'))) == "br") continue;
+          kept += (kept.empty() ? "" : ", ") + part;
+        }
+        auto& headers = const_cast<Request&>(req).headers;
+        headers.erase("Accept-Encoding");
+        if (!kept.empty()) headers.emplace("Accept-Encoding", kept);
+      }
+    }
     res.set_header("X-Content-Type-Options", "nosniff");
     res.set_header("X-Frame-Options", "DENY");
     res.set_header("Referrer-Policy", "no-referrer");
