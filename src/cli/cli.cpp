@@ -170,12 +170,15 @@ int run(int argc, char** argv, std::ostream& out, std::ostream& err) {
   std::vector<std::pair<CLI::App*, VerbRunner>> runners;
   setup_app(app, ctx, runners);
 
-  auto fail = [&](ExitCode code, const std::string& message, const std::string& hint) {
+  auto fail = [&](ExitCode code, const std::string& message, const std::string& hint, const json& details = nullptr) {
     err << "croq" << (ctx.verb.empty() ? "" : " " + ctx.verb) << ": error: " << message << "\n";
     if (!hint.empty()) err << "  hint: " << hint << "\n";
     json doc = {{"ok", false},
                 {"error", {{"code", exit_code_name(code)}, {"exit_code", static_cast<int>(code)}, {"message", message}}}};
     if (!hint.empty()) doc["error"]["hint"] = hint;
+    if (details.is_object()) {
+      for (auto it = details.begin(); it != details.end(); ++it) doc["error"][it.key()] = it.value();
+    }
     out << dump_compact(doc) << "\n";
     return static_cast<int>(code);
   };
@@ -267,7 +270,7 @@ int run(int argc, char** argv, std::ostream& out, std::ostream& err) {
     rc = static_cast<int>(code);
   } catch (const Error& e) {
     code = e.code();
-    rc = fail(e.code(), e.what(), e.hint());
+    rc = fail(e.code(), e.what(), e.hint(), e.details());
   } catch (const std::bad_alloc&) {
     code = ExitCode::failure;
     rc = fail(code, "out of memory", "the input is too large");

@@ -1,11 +1,131 @@
-// Placeholder: replaced by the component's implementation.
+// croq build: builds iterations' sources into candidates (src/croq/build/builder.hpp), several at
+// once with -j, each through the build cache.
+#include <atomic>
+#include <memory>
+#include <mutex>
+#include <thread>
+
+#include <fmt/format.h>
+
 #include "cli/verbs.hpp"
+#include "croq/protocol/protocol.hpp"
+#include "croq/util/fs.hpp"
+#include "croq/util/hash.hpp"
+#include "croq/workspace/ids.hpp"
+#include "croq/build/builder.hpp"
+#include "croq/build/choreo.hpp"
+#include "croq/util/paths.hpp"
 
 namespace croq::cli {
 
-VerbRunner setup_build(CLI::App&) {
-  return [](Context&) -> ExitCode {
-    throw Error(ExitCode::internal, "croq build is not built yet");
+VerbRunner setup_build(CLI::App& app) {
+  struct Opts {
+    TaskOptions task;
+    std::vector<std::string> iters;
+    int jobs = 1;
+    std::string arch;
+    std::string flags;
+    std::string choreo_flags;
+    bool no_cache = false;
+    std::string phase = "auto";
+    bool force = false;
+    bool no_abi = false;
+  };
+  auto o = std::make_shared<Opts>();
+  add_task_options(app, o->task);
+  app.add_option("--iter", o->iters, "iteration(s) to build: 7, iter007, iter007_tag, attemptAAAB (repeatable)")
+      ->required();
+  app.add_option("-j,--jobs", o->jobs, "builds to run at once")->check(CLI::Range(1, 64));
+  app.add_option("--arch", o->arch, "CUDA architecture (default: from the device key; sm90_* -> sm_90a)");
+  app.add_option("--flags", o->flags, "extra compiler flags, appended to croq's (one string, shell words)");
+  app.add_option("--choreo-flags", o->choreo_flags, "croqtile: phase-1 choreo flags, e.g. \"--use-warpspec\"");
+  app.add_flag("--no-cache", o->no_cache, "compile even when the build cache holds the result");
+  app.add_option("--phase", o->phase, "croqtile: auto (default: phase 1 when the .cu is missing or stale), 1 (.co -> .cu only: the seeds' co2cu), 2 (build the .cu as it is), all (both)")
+      ->check(CLI::IsMember({"auto", "1", "2", "all"}));
+  app.add_flag("--force", o->force, "croqtile: let phase 1 overwrite a hand-edited .cu");
+  app.add_flag("--no-abi", o->no_abi, "croqtile: do not build the ABI-bound shared object");
+  return [o](Context& ctx) {
+    TaskRef task = resolve_task(ctx, o->task);
+    Workspace& ws = ctx.ws();
+    BuildOptions options;
+    options.arch = o->arch;
+    options.flags = split_shell_words(o->flags);
+    options.choreo_flags = split_shell_words(o->choreo_flags);
+    options.use_cache = !o->no_cache;
+    options.phase = o->phase;
+    options.force = o->force;
+    options.abi = !o->no_abi;
+    options.croq_exe = (self_exe_dir() / "croq").string();
+    Toolchain tc = Toolchain::from_env();
+    CompilerVersions versions(ws.tuning_dir() / ".cache" / "compilers.json");
+
+    // Resolve every target first: a typo in one --iter changes nothing.
+    std::vector<BuildTarget> targets;
+    for (const auto& it : o->iters) targets.push_back(locate_build_target(ws, task, it));
+    // The protocol: a build implements the open plan (no-op for advisory tasks).
+    for (const auto& t : targets) {
+      if (auto id = try_parse_iter_id(t.kernel)) guard_implement(ws, task, id->number, false);
+      else guard_implement(ws, task, 0, true);
+    }
+
+    std::vector<json> docs(targets.size());
+    std::vector<std::exception_ptr> failures(targets.size());
+    std::atomic<size_t> next{0};
+    std::mutex note_mutex;
+    auto worker = [&] {
+      for (size_t i = next++; i < targets.size(); i = next++) {
+        try {
+          docs[i] = build_target(ws, targets[i], options, tc, versions);
+          std::lock_guard<std::mutex> lock(note_mutex);
+          ctx.note(fmt::format("[build] {} {} in {:.0f} ms{}", targets[i].kernel, docs[i].value("verdict", ""),
+                               docs[i].value("total_ms", 0.0), docs[i].value("cached", false) ? " (cached)" : ""));
+        } catch (...) {
+          failures[i] = std::current_exception();
+        }
+      }
+    };
+    size_t n_threads = std::min<size_t>(size_t(o->jobs), targets.size());
+    std::vector<std::thread> threads;
+    for (size_t i = 1; i < n_threads; ++i) threads.emplace_back(worker);
+    worker();
+    for (auto& t : threads) t.join();
+    for (auto& f : failures) {
+      if (f) std::rethrow_exception(f);
+    }
+
+    // Evidence for the protocol: what was built from which source.
+    for (size_t i = 0; i < targets.size(); ++i) {
+      json summary = {{"verdict", docs[i].value("verdict", "")}, {"source", ws.display(targets[i].source)},
+                      {"source_sha256", sha256_file(targets[i].source)}};
+      if (docs[i].contains("outputs") && docs[i]["outputs"].is_array() && !docs[i]["outputs"].empty()) {
+        std::string out = docs[i]["outputs"].back().get<std::string>();
+        for (const auto& x : docs[i]["outputs"]) {
+          std::string s = x.get<std::string>();
+          if (s.size() > 3 && s.compare(s.size() - 3, 3, ".so") == 0) out = s;
+        }
+        fs::path op = fs::path(out).is_absolute() ? fs::path(out) : ws.root() / out;
+        std::error_code ec;
+        if (fs::exists(op, ec)) {
+          summary["output"] = out;
+          summary["output_sha256"] = sha256_file(op);
+        }
+      }
+      fs::path doc_file = ws.kind_dir(task, ArtifactKind::perf) / ("build_" + targets[i].kernel + ".json");
+      std::error_code ec;
+      if (!fs::exists(doc_file, ec)) atomic_write(doc_file, dump_pretty(docs[i]));
+      record_evidence(ws, task, EvidenceKind::build, targets[i].kernel, doc_file, summary);
+    }
+
+    bool all_ok = true;
+    for (const auto& d : docs) all_ok = all_ok && d.value("verdict", "") == "OK";
+    if (docs.size() == 1) {
+      ctx.emit(docs.front());
+    } else {
+      json builds = json::array();
+      for (auto& d : docs) builds.push_back(d);
+      ctx.emit(json{{"verdict", all_ok ? "OK" : "FAILED"}, {"builds", builds}});
+    }
+    return all_ok ? ExitCode::ok : ExitCode::candidate_failed;
   };
 }
 

@@ -7,8 +7,9 @@
 #include "croq/ledger/documents.hpp"
 #include "croq/ledger/ledger.hpp"
 #include "croq/ledger/records.hpp"
+#include "croq/protocol/protocol.hpp"
 #include "croq/session/drift.hpp"
-#include "croq/session/sources.hpp"
+#include "croq/workspace/sources.hpp"
 #include "croq/util/fs.hpp"
 #include "croq/util/text.hpp"
 #include "croq/util/time.hpp"
@@ -18,7 +19,7 @@ namespace croq::cli {
 VerbRunner setup_checkpoint_write(CLI::App& app) {
   struct Opts {
     TaskOptions task;
-    std::string iter, bottleneck, idea, expected_gain, levers, base, extra;
+    std::string iter, bottleneck, idea, expected_gain, levers, base, extra, params, structural;
     int round = 0;
   };
   auto o = std::make_shared<Opts>();
@@ -30,6 +31,10 @@ VerbRunner setup_checkpoint_write(CLI::App& app) {
   app.add_option("--levers", o->levers, "comma-separated parameter or construct names the change touches");
   app.add_option("--base", o->base, "the kernel the candidate derives from (default: the current best)");
   app.add_option("--round", o->round, "the round this plan belongs to (default: the next)");
+  app.add_option("--params", o->params, "JSON object: the candidate's parameter set (for the no-repeat rule)");
+  app.add_option("--structural", o->structural,
+                 "the structural change this idea makes (tiling, pipeline structure, warp specialisation, memory "
+                 "hierarchy, ...); omit for a macro-only change");
   app.add_option("--extra", o->extra, "JSON object of further fields");
   return [o](Context& ctx) {
     if (o->bottleneck == "unknown" || !is_valid_bottleneck(o->bottleneck)) {
@@ -57,6 +62,16 @@ VerbRunner setup_checkpoint_write(CLI::App& app) {
     cp.base = !o->base.empty() ? o->base : (idx.best ? idx.best->kernel : std::string());
     cp.created_at = cp.updated_at = now_iso8601();
     if (!o->extra.empty()) cp.extra = parse_json_object_arg(o->extra, "--extra");
+    if (!o->params.empty()) cp.extra["params"] = parse_json_object_arg(o->params, "--params");
+    if (!is_valid_utf8(o->structural) || o->structural.size() > 4096) throw_usage("--structural must be a short UTF-8 text");
+    cp.extra["structural"] = o->structural;
+    {
+      IdeaPlan plan = IdeaPlan::from_json(cp.extra);
+      plan.base = cp.base;
+      plan = complete_plan(History::load(ledger), plan, "");
+      for (auto& [k, v] : plan.to_json().items()) cp.extra[k] = v;
+    }
+    guard_idea(ctx.ws(), t, cp);
     try {
       if (auto prev = read_checkpoint(ctx.ws(), t); prev && prev->open()) {
         cp.extra["replaces"] = prev->to_json();

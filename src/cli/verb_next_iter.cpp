@@ -3,6 +3,7 @@
 
 #include "cli/verbs.hpp"
 #include "croq/ledger/ledger.hpp"
+#include "croq/protocol/protocol.hpp"
 
 namespace croq::cli {
 
@@ -22,6 +23,7 @@ VerbRunner setup_next_iter(CLI::App& app) {
     validate_tag(o->tag);
     TaskRef t = resolve_task(ctx, o->task);
     Ledger ledger(ctx.ws(), t);
+    if (!o->peek) guard_implement(ctx.ws(), t, o->attempt ? 0 : ledger.peek_next_iter(), o->attempt);
     if (o->attempt) {
       int idx = o->peek ? ledger.peek_next_attempt() : ledger.reserve_attempt(lock_timeout(o->task));
       AttemptId id{idx, o->tag};

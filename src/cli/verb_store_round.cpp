@@ -5,6 +5,7 @@
 
 #include "cli/verbs.hpp"
 #include "croq/ledger/store.hpp"
+#include "croq/protocol/protocol.hpp"
 #include "croq/util/text.hpp"
 #include "croq/util/time.hpp"
 
@@ -54,8 +55,10 @@ VerbRunner setup_store_round(CLI::App& app) {
     }
     if (!o->extra_text.empty()) req.extra = parse_json_object_arg(o->extra_text, "--extra");
     TaskRef t = resolve_task(ctx, o->task);
-    // Validate before touching the disk (store_round validates again under the lock).
-    (void)make_round_record(req);
+    // Validate before touching the disk (store_round validates again under the lock), then ask the
+    // protocol whether this round may be stored.
+    RoundRecord preview_record = make_round_record(req);
+    guard_store(ctx.ws(), t, preview_record, json(nullptr));
     Ledger ledger(ctx.ws(), t);
     StoreRoundResult r = store_round(ledger, req, lock_timeout(o->task));
     json doc;

@@ -14,6 +14,28 @@ const std::vector<VerbSpec>& verbs() {
        "anything else of the task exists. Idempotent; a different task_uid for an existing task is "
        "refused (exit 9).\n\nOutput: the task config document.",
        setup_task_init},
+      {"protocol begin", "start an invocation: the protocol's mode and round budget for a task",
+       "Writes logs/<key>/<model>/protocol.json (croq-protocol-v1): `--mode enforced` (default: out-of-order or "
+       "evidence-free steps are refused, exit 5) or `advisory`, and the invocation's budget (`--rounds`, default 50, "
+       "counted from the last stored round). Output: the protocol document with the task's state.",
+       setup_protocol_begin},
+      {"state", "where a task stands in the protocol and the next action",
+       "Derived from evidence (ledger, checkpoint, evidence log), never from flags. Output: `{step, next_action, notes, "
+       "details:{mode, round, budget, best, active_bases, checkpoint, attempts}, stop_allowed, stop_reason}`. Steps: "
+       "PREPARE, PROFILE, IDEA, IMPLEMENT, VERIFY, MEASURE, DECIDE, STORE, SHAPE_COMPLETE.",
+       setup_state},
+      {"decide", "the noise-aware KEEP/DISCARD decision for a measured candidate",
+       "Compares the candidate's measurement with the best of its base: KEEP only when the gain exceeds "
+       "1.5 x sqrt(noise_c^2 + noise_b^2) (noise = CV floored at 0.5 %); ties are DISCARD; a change beyond +/-50 % "
+       "needs a back-to-back re-run first (`needs_rerun`). Output: `{decision, reason, needs_rerun, gain, margin, best, "
+       "base_kernel, candidate}`.",
+       setup_decide},
+      {"tune", "tune a shape automatically with croq's own search (no LLM)",
+       "Runs PREPARE (task, protocol, env validate, baseline, starting kernel from the family's default) and then "
+       "rounds PROFILE -> IDEA -> IMPLEMENT -> VERIFY -> MEASURE -> DECIDE -> STORE through the same verbs an agent "
+       "uses, with model `croq-search`. Resumes where it stopped. Progress on a terminal; JSON lines on stderr "
+       "otherwise. Output: `{task, rounds, best, baseline, pct_of_baseline, decisions, seed}`.",
+       setup_tune},
       {"next-iter", "reserve the next iteration id (or attempt id) for a task",
        "The seeds' next_iter. Reserves atomically: two callers at the same moment never get the same "
        "id. Iteration numbers are used only by measured rounds; `--attempt` hands out attempt ids "
@@ -81,34 +103,98 @@ const std::vector<VerbSpec>& verbs() {
        "Output: `{processes:[{pid, name, ours}]}`.",
        setup_gpu_contention},
       {"env validate", "check the toolchain for a dsl (the seeds' validate_env)",
-       "Output: `{dsl, pass, errors, warnings}`; exit 1 when errors.",
+       "The seeds' validate_env. GPU dsls: nvcc (12+), a visible GPU (nvidia-smi), ncu, and whether GPU "
+       "counters are readable (the driver's RmProfilingAdminOnly unless root; perf_event_paranoid as a warning). "
+       "croqtile: CHOREO_HOME, `choreo --help`, CUTE_HOME with CuTe/CUTLASS headers (4.2.1 expected). triton: "
+       "python3, `import torch` with CUDA, `import triton` (in a child process with a time limit). cpp: g++ and "
+       "OpenBLAS (no GPU needed).\n\nOutput: `{dsl, pass, errors, warnings, checks}`; each error and warning is "
+       "`{check, message, fix}`. Exit 1 when there is an error.",
        setup_env_validate},
       {"baseline", "measure and store the library baseline (iter000) with the candidates' harness",
        "Output: the baseline result document.",
        setup_baseline},
       {"discover", "find a starting kernel: bundled (tier A), earlier sessions (tier B), or scratch (tier C)",
-       "Output: `{tier, candidates, recommendation}`.",
+       "The seeds' discover_baseline. Tier A: croq's bundled kernels in kernels/<dsl>/<operator>/ (never files "
+       "named *_aitune_*), filtered by --dtype and ordered by their `croq-kernel:` rank. Tier B: every other task "
+       "of the operator in the workspace offers its best KEEP (highest TFLOPS in its ledger, not its "
+       "highest-numbered file), same GPU first. Tier C: a from-scratch recommendation with references.\n\n"
+       "Output: `{dsl, operator, dtype, gpu, tier, candidates:[{index, tier, name, path, companions, rank, meta, "
+       "tflops}], recommendation:{tier, pick, path, why}, scratch}`; `index` is what `croq prepare --pick` takes.",
        setup_discover},
       {"prepare", "copy the chosen starting kernel to iter001 with its build and run scripts",
-       "Output: `{iter, source, scripts}`.",
+       "Copies the recommended (or `--pick N`, or `--from FILE`) kernel to srcs/<key>/<model>/iter001_<tag>.<ext> "
+       "(a croqtile .co with its .cu), reserves iter001 in the ledger, and writes cmd/.../build_iter001.sh and "
+       "run_iter001.sh. Refused (exit 9) when iter001 has a source, unless --force, and always once it is stored.\n\n"
+       "Output: `{iter, kernel, source, files, from, scripts, next}`. Exit 4 when nothing is found (tier C).",
        setup_prepare},
       {"build", "build an iteration's source into the candidate the runner loads (cached)",
-       "Output: `{verdict, outputs, flags, compile_ms, resources, cached}`.",
+       "The seeds' build_iter and co2cu. Adapters: cuda (.cu -> nvcc --shared -> bin/.../<kernel>.so, arch from "
+       "--arch or the device key, sm90_* -> sm_90a), cpp (.cpp -> g++ -O3 -march=native -> .so), triton (.py: parse, "
+       "AST purity and import check in a child process), croqtile (phase 1: choreo -gs -t cute -> .cute.result -> "
+       "the .cu next to the .co; phase 2: nvcc with the script's CFLAGS -> bin/.../<kernel> with choreo's harness "
+       "and, for a plain matmul .co, <kernel>.so bound to the ABI). Sources are checked for library calls first "
+       "(LIBRARY_CALL_FORBIDDEN). Outputs are cached by the hash of source, included headers, flags and compiler "
+       "version. Writes cmd/.../build_iter<NNN>.sh, run_iter<NNN>.sh, perf/.../build_iter<NNN>.txt and "
+       "build_<kernel>.json. See docs/dsl.md.\n\nOutput: `{verdict: OK|COMPILE_FAIL|LIBRARY_CALL_FORBIDDEN, "
+       "outputs, command, flags, compile_ms, cached, cache_key, resources:[{kernel, registers, shared_bytes, "
+       "stack_bytes, spill_stores, spill_loads}], errors, purity, scripts, phase1, abi}`; several --iter give "
+       "`{verdict, builds}`. Exit 8 when a candidate failed to build.",
        setup_build},
       {"measure", "verify and time a candidate with croq's own harness; writes a measurement file",
        "Output: the measurement document.",
        setup_measure},
       {"profile", "profile exactly one launch of the candidate with Nsight Compute",
-       "Output: `{kernel, report, csv}`.",
+       "The seeds' ncu_profile. Runs `ncu --nvtx --nvtx-include croq_candidate/ --clock-control none --set full "
+       "--launch-count 1 --target-processes all --export ...` on `croq-gpu-runner --mode profile` (the runner "
+       "warms up, then launches the candidate once inside the NVTX range `croq_candidate`), so only the "
+       "candidate's launch is captured: never the input initialisation, the reference or a warm-up. "
+       "`--baseline` (or `--library cublas`) profiles the library baseline; `--binary` a legacy self-timed "
+       "executable (kernel-name filter and `--launch-skip` instead of NVTX). `--preset quick` reads only the "
+       "sections the classifier needs. Holds the GPU lease while ncu runs. Writes "
+       "perf/<key>/<model>/ncu_<kernel>_round<R>.{ncu-rep,csv} atomically (R defaults to the task's next round), "
+       "classifies the CSV and records it in the task's evidence log (kind profile, or baseline_profile).\n\n"
+       "Output: `{ok, kernel, kernel_origin, candidate, round, report, csv, preset, ncu_argv, profile_s, "
+       "export_s, classification, bottleneck, confidence}`; `kernel` is the captured kernel's name as ncu reports it. Exit 7 when ncu "
+       "or the runner is missing; 1 when the counters are not permitted (ERR_NVGPUCTRPERM; the hint says how "
+       "to allow them) or ncu timed out; 4 when no kernel matched the filters; 5 when the captured kernel is a "
+       "library or harness kernel instead of the candidate; 6 when the GPU lease stays busy; 8 when the "
+       "profiled program itself failed.",
        setup_profile},
       {"classify", "classify an Nsight Compute CSV: bottleneck, confidence, evidence, hints",
-       "Output: `{bottleneck, confidence, evidence, hints}`.",
+       "The seeds' profile_extract. Reads the raw page (`ncu --import R --page raw --csv`) or the "
+       "per-section form (`--section X --csv`, `--page details --csv`); numbers with thousands separators "
+       "(\"1,234.5\") are read, files written with a decimal comma are refused. With several kernels in the "
+       "file, `--kernel REGEX` chooses, else the longest kernel that is not a library or harness kernel (the "
+       "choice and its reason are in evidence.kernel_selection). The rules and thresholds are in "
+       "docs/classifier.md.\n\n"
+       "Output: `{iter, bottleneck, confidence, score, kernel, reason, evidence:{key_metrics, rules:[{rule, "
+       "metric, value, op, threshold, fired, role, meaning}], margin_pts, ncu_rep, csv, csv_form, "
+       "kernel_selection}, metrics:{sm_throughput_pct, memory_throughput_pct, dram_throughput_pct, ..., "
+       "warp_stalls, warp_stalls_unit, achieved_tflops, pct_of_peak}, hints:[{idea, menu, why}], warnings}`. "
+       "bottleneck is memory_bound, compute_bound, latency_bound, launch_bound or mixed, never unknown. "
+       "Exit 2 for a file that is not an ncu CSV, lacks the throughput figures, is empty or uses decimal "
+       "commas; 10 for a truncated file; 4 when the CSV or the --kernel pattern is not found.",
        setup_classify},
       {"sass dump", "dump the SASS of a candidate or of the library baseline",
-       "Output: `{kernels, instruction_mix}`.",
+       "SASS of a candidate (`--candidate X.so`: cuobjdump -sass and -res-usage), of the kernel an ncu "
+       "report captured (`--report R.ncu-rep`: ncu's source page, e.g. the cuBLAS kernel actually launched), "
+       "or of a saved text (`--sass-file`). With the task options (`--iter` or `--baseline`) the text is kept "
+       "as perf/<key>/<model>/sass_<kernel>.sass or sass_baseline.sass.\n\n"
+       "Output: `{origin, kernel, functions, mix:{instructions, registers, registers_source, by_class, "
+       "tensor_family, tensor_ops, global_load_widths_bits, global_store_widths_bits, shared_*_widths_bits, "
+       "ldsm, stsm, ldgsts, tma, barriers, local_loads, local_stores, opcodes}, sass_file}`. Exit 7 when "
+       "cuobjdump or ncu is missing.",
        setup_sass_dump},
       {"sass compare", "compare candidate and baseline SASS; divergences ranked by severity",
-       "Output: `{divergences}`.",
+       "The seeds' sass_compare. Compares the candidate's instruction mix with the baseline's: tensor-core "
+       "instructions (HGMMA/QGMMA/HMMA/IMMA vs FFMA), local memory (LDL/STL), TMA, global load width, "
+       "ldmatrix use, registers, barrier density and instruction count; each divergence has a severity "
+       "(high/medium/low) and a one-line reason (rules in docs/classifier.md).\n\n"
+       "With the task options and `--iter`, the candidate defaults to bin/<key>/<model>/<kernel>.so (or its kept "
+       "sass_<kernel>.sass), the baseline to perf/<key>/<model>/sass_baseline.sass, and the result is kept as "
+       "perf/<key>/<model>/sass_compare_<kernel>.json and recorded as sass_compare evidence.\n\n"
+       "Output: `{candidate:{origin, kernel, mix}, baseline:{...}, divergences:[{rank, severity, category, "
+       "reason, candidate, baseline}], top, file}`.",
        setup_sass_compare},
       {"serve", "the monitor: tasks, scheduler, live dashboard, REST API",
        "Runs until stopped (SIGINT/SIGTERM). Indexes every task of the workspace into a database (SQLite "

@@ -162,6 +162,20 @@ StoreRoundResult store_round(Ledger& ledger, const StoreRequest& request, std::c
     record.kernel = id.name();
     record.extra["planned_iter"] = planned;
   }
+  // The idea plan of the round comes from its checkpoint (base, parameter set, structural change).
+  try {
+    if (auto cp = read_checkpoint(ledger.workspace(), ledger.task()); cp && cp->open()) {
+      std::string planned = get_string(record.extra, "planned_iter").value_or(record.iter);
+      if (cp->iter == planned || cp->iter == record.iter) {
+        if (!record.extra.contains("base") && !cp->base.empty()) record.extra["base"] = cp->base;
+        for (const char* key : {"params", "structural", "change_kind", "combination", "structure", "family", "levers"}) {
+          if (!record.extra.contains(key) && cp->extra.contains(key)) record.extra[key] = cp->extra[key];
+        }
+        if (!record.extra.contains("levers") && !cp->levers.empty()) record.extra["levers"] = cp->levers;
+      }
+    }
+  } catch (const Error&) {
+  }
   StoreRoundResult result;
   result.outcome = ledger.store(record, !request.round.has_value(), lock_timeout);
   const RoundRecord& stored = result.outcome.record;

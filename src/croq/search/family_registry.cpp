@@ -2,11 +2,18 @@
 #include <algorithm>
 
 #include "croq/search/family.hpp"
+#include "croq/search/ampere_gemm_family.hpp"
+#include "croq/search/hopper_gemm_family.hpp"
 
 namespace croq {
 
+std::shared_ptr<KernelFamily> make_cpp_tiled_family();
+
 std::vector<std::shared_ptr<KernelFamily>> kernel_families() {
   std::vector<std::shared_ptr<KernelFamily>> all;
+  all.push_back(make_cpp_tiled_family());
+  all.push_back(std::make_shared<HopperGemmFamily>());
+  all.push_back(std::make_shared<AmpereGemmFamily>());
   return all;
 }
 

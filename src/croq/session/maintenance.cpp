@@ -7,7 +7,7 @@
 
 #include "croq/ledger/documents.hpp"
 #include "croq/ledger/ledger.hpp"
-#include "croq/session/sources.hpp"
+#include "croq/workspace/sources.hpp"
 #include "croq/util/error.hpp"
 #include "croq/util/fs.hpp"
 #include "croq/util/time.hpp"

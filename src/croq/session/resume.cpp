@@ -6,7 +6,7 @@
 
 #include "croq/ledger/documents.hpp"
 #include "croq/ledger/ledger.hpp"
-#include "croq/session/sources.hpp"
+#include "croq/workspace/sources.hpp"
 #include "croq/util/error.hpp"
 
 namespace croq {

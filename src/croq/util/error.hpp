@@ -7,6 +7,8 @@
 #include <stdexcept>
 #include <string>
 
+#include "croq/util/json.hpp"
+
 namespace croq {
 
 // Process exit codes of every croq verb (documented in docs/cli.md).
@@ -30,14 +32,17 @@ const char* exit_code_name(ExitCode code);
 // A fatal condition: a message (what went wrong), a hint (what to do) and an exit code.
 class Error : public std::runtime_error {
  public:
-  Error(ExitCode code, std::string message, std::string hint = {})
-      : std::runtime_error(std::move(message)), m_code(code), m_hint(std::move(hint)) {}
+  Error(ExitCode code, std::string message, std::string hint = {}, json details = nullptr)
+      : std::runtime_error(std::move(message)), m_code(code), m_hint(std::move(hint)), m_details(std::move(details)) {}
   ExitCode code() const { return m_code; }
   const std::string& hint() const { return m_hint; }
+  // Structured detail for the JSON error document (e.g. the protocol's refusal: step, rule).
+  const json& details() const { return m_details; }
 
  private:
   ExitCode m_code;
   std::string m_hint;
+  json m_details;
 };
 
 // Shorthands for the common kinds.

@@ -1,5 +1,5 @@
 // Source lookup in srcs/ (sources.hpp).
-#include "croq/session/sources.hpp"
+#include "croq/workspace/sources.hpp"
 
 #include <algorithm>
 

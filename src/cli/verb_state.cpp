@@ -1,0 +1,117 @@
+// croq protocol begin, croq state, croq decide: the protocol engine's own verbs.
+#include <memory>
+
+#include <fmt/format.h>
+
+#include "cli/verbs.hpp"
+#include "croq/ledger/ledger.hpp"
+#include "croq/protocol/protocol.hpp"
+#include "croq/util/fs.hpp"
+#include "croq/util/time.hpp"
+
+namespace croq::cli {
+
+VerbRunner setup_protocol_begin(CLI::App& app) {
+  struct Opts {
+    TaskOptions task;
+    std::string mode = "enforced";
+    int rounds = 50;
+  };
+  auto o = std::make_shared<Opts>();
+  add_task_options(app, o->task);
+  app.add_option("--mode", o->mode, "enforced (refuse out-of-order steps) or advisory (report only)")
+      ->check(CLI::IsMember({"enforced", "advisory"}))->default_val("enforced");
+  app.add_option("--rounds", o->rounds, "rounds this invocation must complete before it may stop")
+      ->check(CLI::Range(1, 100000))->default_val(50);
+  return [o](Context& ctx) {
+    TaskRef t = resolve_task(ctx, o->task);
+    Ledger ledger(ctx.ws(), t);
+    ProtocolConfig cfg;
+    if (auto existing = read_protocol(ctx.ws(), t)) cfg = *existing;
+    cfg.enforced = o->mode == "enforced";
+    cfg.target_rounds = o->rounds;
+    cfg.start_round = ledger.index().max_round;
+    cfg.started_at = now_iso8601();
+    ensure_dir(ctx.ws().kind_dir(t, ArtifactKind::logs));
+    write_protocol(ctx.ws(), t, cfg);
+    json doc = cfg.to_json();
+    doc["state"] = derive_state(ctx.ws(), t).to_json();
+    ctx.emit(doc);
+    return ExitCode::ok;
+  };
+}
+
+VerbRunner setup_state(CLI::App& app) {
+  auto o = std::make_shared<TaskOptions>();
+  add_task_options(app, *o);
+  return [o](Context& ctx) {
+    TaskRef t = resolve_task(ctx, *o);
+    TaskState s = derive_state(ctx.ws(), t);
+    json doc = s.to_json();
+    doc["task"] = t.id();
+    // Stop conditions of the seeds.
+    const auto& b = s.details["budget"];
+    int completed = b.value("completed", 0), target = b.value("target_rounds", 50);
+    int streak = s.details.value("discard_streak", 0);
+    bool stop = completed >= target;
+    std::string why = stop ? "the round budget is met" : fmt::format("{} of {} rounds done", completed, target);
+    if (!stop && streak >= 10) {
+      History h = History::load(Ledger(ctx.ws(), t));
+      bool structural_tried = false;
+      int seen = 0;
+      for (auto it = h.rounds().rbegin(); it != h.rounds().rend() && seen < streak; ++it, ++seen) {
+        structural_tried = structural_tried || it->plan.is_structural();
+      }
+      if (structural_tried) {
+        stop = true;
+        why = fmt::format("{} consecutive rounds not kept after the escalation path (structural resets tried): a local "
+                          "minimum — report it",
+                          streak);
+      }
+    }
+    doc["stop_allowed"] = stop;
+    doc["stop_reason"] = why;
+    ctx.emit(doc);
+    ctx.note(fmt::format("{}: {} — next: {}", t.id(), step_name(s.step), s.next_action));
+    return ExitCode::ok;
+  };
+}
+
+VerbRunner setup_decide(CLI::App& app) {
+  struct Opts {
+    TaskOptions task;
+    std::string measurement;
+    std::string kernel;
+    bool rerun = false;
+  };
+  auto o = std::make_shared<Opts>();
+  add_task_options(app, o->task);
+  app.add_option("--measurement", o->measurement, "the candidate's measurement file (from `croq measure`)")->required();
+  app.add_option("--kernel", o->kernel, "the candidate (default: from the measurement file)");
+  app.add_flag("--rerun", o->rerun, "the candidate and the best were re-measured back to back (re-run protocol)");
+  return [o](Context& ctx) {
+    TaskRef t = resolve_task(ctx, o->task);
+    fs::path mp = fs::path(o->measurement).is_absolute() ? fs::path(o->measurement) : fs::current_path() / o->measurement;
+    std::string text = read_file_or_throw(mp);
+    auto j = try_parse_json(text);
+    if (!j || !j->is_object()) throw_usage(fmt::format("{} is not a measurement document", o->measurement));
+    PerfSample cand = PerfSample::from_measurement(*j);
+    std::string kernel = o->kernel;
+    if (kernel.empty() && j->contains("candidate")) kernel = get_string((*j)["candidate"], "kernel").value_or("");
+    if (get_string(*j, "verdict").value_or("PASS") != "PASS") {
+      std::string v = get_string(*j, "verdict").value_or("");
+      ctx.emit({{"decision", v}, {"reason", "the measurement's verdict is " + v + ": store it as the round's decision"},
+                {"needs_rerun", false}});
+      return ExitCode::ok;
+    }
+    DecisionContext d = decide_for(ctx.ws(), t, kernel, cand, o->rerun);
+    json doc = d.to_json();
+    doc["candidate"] = cand.to_json();
+    doc["kernel"] = kernel;
+    ctx.emit(doc);
+    ctx.note("decide: " + d.result.reason);
+    return ExitCode::ok;
+  };
+}
+
+}  // namespace croq::cli

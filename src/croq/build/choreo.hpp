@@ -1,0 +1,73 @@
+// Reading what the CroqTile (Choreo) compiler writes. `choreo -gs -t cute -arch=<arch> k.co -o
+// k.cute.result` produces a bash script that
+//   - embeds the runtime headers and the generated kernel as quoted heredocs:
+//       cat <<'EOF' > /tmp/<unique>/choreo.h
+//       ...
+//       EOF
+//     (choreo.h, choreo_types.h, choreo_types_cute.h, choreo_cute.h, optionally
+//     choreo_device_api.h, then __choreo_cute_<name>.cu);
+//   - names the architecture (`nv_arch=sm_90a`) and the nvcc flags, which vary per kernel
+//     (`export CFLAGS="-gencode arch=compute_90a,code=sm_90a -std=c++17 ... -I${CUTE_HOME}/include
+//      ... -L${CUDA_HOME}/lib64 -lcuda"`);
+//   - then branches for --execute, --compile-link, --compile-module and --lib.
+// croq takes the kernel and headers out of the script and builds the .cu itself (phase 2), so an
+// agent can fine-tune the .cu between the two phases.
+//
+// A .co whose kernel function is a plain matmul — one __co__ function taking
+//   global T [M, K] a, global T [N, K] or [K, N] b, global U [M, N] c
+// — can also be bound to croq's kernel ABI by a generated wrapper (abi_wrapper_source), so the
+// measurement runner verifies and times it like any other candidate.
+#pragma once
+#include <map>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace croq {
+
+struct Heredoc {
+  std::string path;       // where the script writes it ("/tmp/choreo_x/choreo.h")
+  std::string delimiter;  // "EOF"
+  std::string content;    // the bytes written (each line with its newline)
+  int first_line = 0;     // 1-based line of the `cat` command in the script
+};
+
+struct ChoreoScript {
+  std::vector<Heredoc> files;
+  std::string cflags;      // the raw value of `export CFLAGS="..."` (variables not expanded)
+  std::string nv_arch;     // from `nv_arch=...`
+  // The generated kernel source (__choreo_cute_<name>.cu); nullptr when absent.
+  const Heredoc* kernel() const;
+  // The embedded headers (every heredoc whose name ends in .h / .hpp / .cuh).
+  std::vector<const Heredoc*> headers() const;
+};
+
+// Parses a .cute.result script. Never throws; a script without a kernel heredoc gives
+// kernel() == nullptr (the caller reports it).
+ChoreoScript parse_cute_result(std::string_view script);
+
+// Expands ${VAR} and $VAR in `text` from `vars`; unknown variables become empty and are listed in
+// `unknown` when given.
+std::string expand_shell_vars(const std::string& text, const std::map<std::string, std::string>& vars,
+                              std::vector<std::string>* unknown = nullptr);
+// Splits a flags string into words (whitespace separated, single and double quotes honoured).
+std::vector<std::string> split_shell_words(const std::string& text);
+
+// The signature of a .co matmul kernel, when the .co has one.
+struct ChoreoMatmulSignature {
+  std::string function;  // "matmul"
+  std::string a_type;    // choreo type names: "f16", "bf16", "f32", "f8_e4m3"
+  std::string c_type;
+  bool b_col_major = true;  // B declared [N, K] (row.col form); false for [K, N]
+};
+// nullopt with `why` when the .co has no single matmul-shaped __co__ function.
+std::optional<ChoreoMatmulSignature> find_matmul_signature(std::string_view co_source, std::string* why = nullptr);
+
+// C++ source of a shared object exporting croq_matmul (include/croq/kernel_abi.h) that includes
+// the generated .cu (by absolute path) and calls the kernel's host function with spanned views
+// over croq's buffers. Problems the kernel was not written for (other dtypes, the other B layout,
+// padded leading dimensions) get CROQ_UNSUPPORTED.
+std::string abi_wrapper_source(const ChoreoMatmulSignature& sig, const std::string& cu_path);
+
+}  // namespace croq

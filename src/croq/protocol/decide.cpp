@@ -1,0 +1,97 @@
+// The noise-aware decision (decide.hpp).
+#include "croq/protocol/decide.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <fmt/format.h>
+
+namespace croq {
+
+json PerfSample::to_json() const {
+  return {{"tflops", tflops}, {"median_ms", median_ms}, {"cv", cv}, {"reps", reps}, {"source", source}, {"file", file}};
+}
+
+PerfSample PerfSample::from_measurement(const json& m) {
+  PerfSample s;
+  s.tflops = get_number(m, "tflops").value_or(0);
+  if (m.contains("timing") && m["timing"].is_object()) {
+    const json& t = m["timing"];
+    s.median_ms = get_number(t, "median_ms").value_or(0);
+    s.cv = get_number(t, "cv").value_or(0);
+    s.reps = static_cast<int>(get_integer(t, "reps").value_or(0));
+  }
+  s.source = get_string(m, "source").value_or("measured");
+  return s;
+}
+
+std::optional<PerfSample> PerfSample::from_record(const RoundRecord& r) {
+  if (!r.tflops) return std::nullopt;
+  PerfSample s;
+  s.tflops = *r.tflops;
+  s.source = r.source();
+  if (r.extra.contains("measurement") && r.extra["measurement"].is_object()) {
+    const json& m = r.extra["measurement"];
+    s.median_ms = get_number(m, "median_ms").value_or(0);
+    s.cv = get_number(m, "cv").value_or(0);
+    s.reps = static_cast<int>(get_integer(m, "reps").value_or(0));
+    s.file = get_string(m, "file").value_or("");
+  }
+  return s;
+}
+
+json DecisionRule::to_json() const {
+  return {{"noise_floor", noise_floor}, {"k", k}, {"suspicious_gain", suspicious_gain},
+          {"suspicious_loss", suspicious_loss}, {"min_reps", min_reps}};
+}
+
+json DecisionResult::to_json() const {
+  return {{"decision", decision_name(decision)}, {"reason", reason}, {"needs_rerun", needs_rerun},
+          {"gain", std::round(gain * 1e5) / 1e5}, {"margin", std::round(margin * 1e5) / 1e5}};
+}
+
+DecisionResult decide(const PerfSample& c, const std::optional<PerfSample>& best, const DecisionRule& rule,
+                      bool rerun_done) {
+  DecisionResult r;
+  if (!(c.tflops > 0)) {
+    r.decision = Decision::DISCARD;
+    r.reason = "the candidate has no positive TFLOPS figure";
+    return r;
+  }
+  if (!best || !(best->tflops > 0)) {
+    if (c.source == "measured" && c.reps < rule.min_reps) {
+      r.reason = fmt::format("only {} timed repetition(s); a KEEP needs at least {}", c.reps, rule.min_reps);
+      return r;
+    }
+    r.decision = Decision::KEEP;
+    r.reason = "no earlier best on this base: the first measured candidate is kept";
+    return r;
+  }
+  const double nc = std::max(c.cv, rule.noise_floor);
+  const double nb = std::max(best->cv, rule.noise_floor);
+  r.gain = c.tflops / best->tflops - 1.0;
+  r.margin = rule.k * std::sqrt(nc * nc + nb * nb);
+  if (!rerun_done && (r.gain > rule.suspicious_gain || r.gain < -rule.suspicious_loss)) {
+    r.needs_rerun = true;
+    r.decision = Decision::DISCARD;
+    r.reason = fmt::format("a change of {:+.1f}% is suspicious: re-measure the candidate and the best back to back "
+                           "(`croq measure --rerun`) and decide on the re-run figures",
+                           r.gain * 100);
+    return r;
+  }
+  if (c.source == "measured" && c.reps < rule.min_reps) {
+    r.reason = fmt::format("only {} timed repetition(s); a KEEP needs at least {}", c.reps, rule.min_reps);
+    return r;
+  }
+  if (r.gain > r.margin) {
+    r.decision = Decision::KEEP;
+    r.reason = fmt::format("{:.2f} vs best {:.2f} TFLOPS: {:+.2f}% beats the noise margin {:.2f}%", c.tflops,
+                           best->tflops, r.gain * 100, r.margin * 100);
+  } else {
+    r.decision = Decision::DISCARD;
+    r.reason = fmt::format("{:.2f} vs best {:.2f} TFLOPS: {:+.2f}% is within the noise margin {:.2f}% or worse",
+                           c.tflops, best->tflops, r.gain * 100, r.margin * 100);
+  }
+  return r;
+}
+
+}  // namespace croq

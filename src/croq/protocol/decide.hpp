@@ -1,0 +1,53 @@
+// The noise-aware KEEP/DISCARD rule (docs/protocol.md "Decisions").
+//
+// Each measurement has a noise figure: its coefficient of variation over the timed repetitions,
+// floored at `noise_floor` (run-to-run drift of clocks and temperature that one run's spread does
+// not show). A candidate is KEPT only when its gain over the best of its base exceeds
+//     margin = k * sqrt(noise_candidate^2 + noise_best^2)
+// (default k = 1.5, floor 0.5 %: at least ~1.1 %). Anything within the margin, a tie included,
+// is DISCARD. A KEEP needs at least `min_reps` timed repetitions (never one sample). A gain above
+// +50 % or a loss beyond -50 % is suspicious (the seeds' re-run protocol): the candidate and the
+// best are re-measured back to back and the decision is made on the re-run figures.
+#pragma once
+#include <optional>
+#include <string>
+
+#include "croq/ledger/records.hpp"
+#include "croq/util/json.hpp"
+
+namespace croq {
+
+struct PerfSample {
+  double tflops = 0;
+  double median_ms = 0;
+  double cv = 0;        // coefficient of variation of the timed repetitions (0.01 = 1 %)
+  int reps = 0;         // timed repetitions; 0 when unknown (a reported figure)
+  std::string source;   // measured | reported
+  std::string file;     // measurement file, when measured
+  json to_json() const;
+  static PerfSample from_measurement(const json& measurement);  // croq-measurement-v1
+  static std::optional<PerfSample> from_record(const RoundRecord& r);
+};
+
+struct DecisionRule {
+  double noise_floor = 0.005;
+  double k = 1.5;
+  double suspicious_gain = 0.5;
+  double suspicious_loss = 0.5;
+  int min_reps = 3;
+  json to_json() const;
+};
+
+struct DecisionResult {
+  Decision decision = Decision::DISCARD;
+  std::string reason;
+  bool needs_rerun = false;  // suspicious: re-measure candidate and best back to back first
+  double gain = 0;           // candidate / best - 1
+  double margin = 0;
+  json to_json() const;
+};
+
+DecisionResult decide(const PerfSample& candidate, const std::optional<PerfSample>& best, const DecisionRule& rule,
+                      bool rerun_done);
+
+}  // namespace croq

@@ -1,0 +1,91 @@
+// The enforced protocol of a task: the seeds' loop PREPARE -> (PROFILE -> IDEA -> IMPLEMENT ->
+// VERIFY -> MEASURE -> DECIDE -> STORE)* -> SHAPE_COMPLETE, as a state machine whose state is
+// derived from evidence on disk (the ledger, the checkpoint, the evidence log), and guards that
+// refuse an out-of-order or evidence-free step with the reason and the next thing to do.
+//
+// logs/<key>/<model>/protocol.json (croq-protocol-v1) holds what evidence cannot: the mode
+// (enforced or advisory), the invocation's round budget and where it started, and the decision
+// rule's settings. Every guard is listed in docs/protocol.md with the verb that runs it.
+#pragma once
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "croq/ledger/documents.hpp"
+#include "croq/ledger/idea_plan.hpp"
+#include "croq/protocol/decide.hpp"
+#include "croq/protocol/evidence.hpp"
+#include "croq/protocol/history.hpp"
+#include "croq/util/json.hpp"
+#include "croq/workspace/workspace.hpp"
+
+namespace croq {
+
+enum class Step { PREPARE, PROFILE, IDEA, IMPLEMENT, VERIFY, MEASURE, DECIDE, STORE, SHAPE_COMPLETE, NEXT_SHAPE };
+const char* step_name(Step s);
+
+inline constexpr const char* k_protocol_schema = "croq-protocol-v1";
+
+struct ProtocolConfig {
+  bool enforced = true;
+  int target_rounds = 50;   // rounds this invocation must complete before it may stop
+  int start_round = 0;      // the last stored round when the invocation began
+  std::string started_at;
+  int max_attempts = 5;     // failed attempts per idea before COMPILE_FAIL
+  int max_active_bases = 2;
+  int macro_streak_limit = 2;
+  DecisionRule rule;
+  json to_json() const;
+  static ProtocolConfig from_json(const json& j);
+};
+
+// nullopt when the task has no protocol.json (advisory: nothing is enforced).
+std::optional<ProtocolConfig> read_protocol(const Workspace& ws, const TaskRef& task);
+void write_protocol(const Workspace& ws, const TaskRef& task, const ProtocolConfig& cfg);
+fs::path protocol_path(const Workspace& ws, const TaskRef& task);
+
+// Where the task stands and what to do next.
+struct TaskState {
+  Step step = Step::PREPARE;
+  std::string next_action;   // a croq command line (or a sentence) for the next step
+  std::vector<std::string> notes;
+  json details = json::object();
+  json to_json() const;
+};
+TaskState derive_state(const Workspace& ws, const TaskRef& task);
+
+// A refused step: thrown as Error(ExitCode::refused) with these fields in the JSON error.
+struct Refusal {
+  Step step;
+  std::string rule;     // short id of the rule, e.g. "profile_before_idea"
+  std::string reason;
+  std::string next_action;
+};
+[[noreturn]] void refuse(const Refusal& r);
+
+// Guards. Each does nothing when the task is advisory; otherwise it throws a refusal.
+// IDEA: `plan` is the checkpoint about to be written (its extra holds the idea plan).
+void guard_idea(const Workspace& ws, const TaskRef& task, const Checkpoint& plan);
+// IMPLEMENT: next-iter and build of `iter_number`.
+void guard_implement(const Workspace& ws, const TaskRef& task, int iter_number, bool is_attempt);
+// MEASURE of a candidate kernel (iter<NNN>_<tag>).
+void guard_measure(const Workspace& ws, const TaskRef& task, const std::string& kernel);
+// STORE of a round record (after validation, before writing). `measurement` is the measurement
+// document the figure came from (null when typed).
+void guard_store(const Workspace& ws, const TaskRef& task, const RoundRecord& record, const json& measurement);
+
+// The protocol's decision for a measured candidate against the best of its base.
+struct DecisionContext {
+  DecisionResult result;
+  std::optional<PerfSample> best;
+  std::string base_kernel;
+  json to_json() const;
+};
+DecisionContext decide_for(const Workspace& ws, const TaskRef& task, const std::string& candidate_kernel,
+                           const PerfSample& candidate, bool rerun_done);
+
+// Fills the idea plan's structure id from the history (new structure for a structural change,
+// the base's otherwise) and checks the rules; used by `checkpoint write`.
+IdeaPlan complete_plan(const History& history, IdeaPlan plan, const std::string& candidate_kernel_hint);
+
+}  // namespace croq

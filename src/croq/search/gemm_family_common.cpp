@@ -1,0 +1,73 @@
+// Shared pieces of the GEMM kernel families (gemm_family_common.hpp).
+#include "croq/search/gemm_family_common.hpp"
+
+#include <algorithm>
+#include <charconv>
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include "croq/util/error.hpp"
+#include "croq/util/fs.hpp"
+#include "croq/util/paths.hpp"
+
+namespace croq::gemm {
+
+std::optional<int> int_param(const FamilyConfig& c, const std::string& name) {
+  auto it = c.find(name);
+  if (it == c.end()) return std::nullopt;
+  const std::string& s = it->second;
+  int v = 0;
+  auto [ptr, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+  if (ec != std::errc() || ptr != s.data() + s.size() || s.empty()) return std::nullopt;
+  return v;
+}
+
+std::optional<std::string> check_listed_values(const FamilyConfig& c, const std::vector<ParamSpec>& specs) {
+  for (const auto& spec : specs) {
+    auto it = c.find(spec.name);
+    if (it == c.end()) return fmt::format("parameter {} is missing", spec.name);
+    if (std::find(spec.values.begin(), spec.values.end(), it->second) == spec.values.end())
+      return fmt::format("{}={} is not one of {}", spec.name, it->second, fmt::join(spec.values, ", "));
+  }
+  for (const auto& [name, value] : c) {
+    bool known = std::any_of(specs.begin(), specs.end(), [&](const ParamSpec& s) { return s.name == name; });
+    if (!known) return fmt::format("unknown parameter {}", name);
+  }
+  return std::nullopt;
+}
+
+int dtype_bit(const DtypePair& d) {
+  using S = ScalarType;
+  if (d.compute != S::f32) return 0;
+  if (d.input == S::f16 && d.output == S::f32) return 1;
+  if (d.input == S::f16 && d.output == S::f16) return 2;
+  if (d.input == S::bf16 && d.output == S::f32) return 4;
+  if (d.input == S::bf16 && d.output == S::bf16) return 8;
+  return 0;
+}
+
+std::string render_template(const std::string& family, const std::string& template_relpath,
+                            const std::vector<std::pair<std::string, std::string>>& defines, const ProblemDesc& p) {
+  const auto path = find_project_dir("kernels") / template_relpath;
+  auto text = read_file(path);
+  if (!text) {
+    throw Error(ExitCode::not_found, fmt::format("the {} template {} could not be read", family, path.string()),
+                "set CROQ_HOME to the croq source tree");
+  }
+  std::string out = fmt::format("// {} configuration for matmul {}x{}x{} {} (B {}), rendered by croq\n", family, p.m,
+                                p.n, p.k, p.dtype.canonical, p.b_col_major ? "col" : "row");
+  for (const auto& [name, value] : defines) out += fmt::format("#define {} {}\n", name, value);
+  out += fmt::format("#line 1 \"{}\"\n", path.filename().string());
+  out += *text;
+  return out;
+}
+
+int typical_sm_count(const std::string& arch) {
+  if (arch.rfind("sm_90", 0) == 0) return 132;
+  if (arch == "sm_80" || arch == "sm_87") return 108;
+  if (arch == "sm_86") return 84;
+  if (arch == "sm_89") return 128;
+  return 108;
+}
+
+}  // namespace croq::gemm

@@ -1,0 +1,35 @@
+// Pieces shared by the GEMM kernel families (hopper_gemm, ampere_gemm): reading integer
+// parameters, checking that a configuration names exactly the family's parameters with listed
+// values, the dtype and layout masks the CUDA templates understand, and rendering a template with
+// its configuration macros in front.
+#pragma once
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "croq/search/family.hpp"
+
+namespace croq::gemm {
+
+// The integer value of parameter `name`; nullopt when missing or not an integer.
+std::optional<int> int_param(const FamilyConfig& c, const std::string& name);
+
+// nullopt when `c` has every parameter of `specs`, each with one of its listed values, and no
+// other parameter; else the reason.
+std::optional<std::string> check_listed_values(const FamilyConfig& c, const std::vector<ParamSpec>& specs);
+
+// The template's CROQ_DTYPES bit for the problem's dtype pair: 1 f16->f32, 2 f16->f16,
+// 4 bf16->f32, 8 bf16->bf16; 0 when the templates do not compute it.
+int dtype_bit(const DtypePair& d);
+
+// "#define NAME VALUE" lines, a #line directive and the template text: a complete source. The
+// template is read from the project's kernels/ folder (find_project_dir).
+std::string render_template(const std::string& family, const std::string& template_relpath,
+                            const std::vector<std::pair<std::string, std::string>>& defines, const ProblemDesc& p);
+
+// Multiprocessors of the usual part of each architecture (H100/H200 132, A100 108, ...): used to
+// size defaults, never for correctness.
+int typical_sm_count(const std::string& arch);
+
+}  // namespace croq::gemm

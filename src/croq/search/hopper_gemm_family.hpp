@@ -1,0 +1,35 @@
+// The hopper_gemm kernel family: croq's templated sm_90a GEMM (kernels/cuda/matmul/hopper/
+// gemm_sm90.cu) and the space of its configurations. WGMMA from shared-memory descriptors, TMA
+// loads into a STAGES-deep ring completing on mbarriers, one producer and one or two consumer
+// warpgroups (setmaxnreg), persistent tiles in grouped order, clusters with TMA multicast, and an
+// epilogue from registers or through shared memory and TMA stores. docs/gemm.md describes each
+// parameter; violation() refuses every configuration the template cannot build or run.
+#pragma once
+#include "croq/search/family.hpp"
+
+namespace croq {
+
+class HopperGemmFamily : public KernelFamily {
+ public:
+  static constexpr int k_smem_limit = 232448;  // dynamic shared memory a block may opt into on sm_90
+  static constexpr int k_max_accumulators = 128;  // f32 accumulator registers per consumer thread
+
+  std::string name() const override { return "hopper_gemm"; }
+  std::string dsl() const override { return "cuda"; }
+  bool supports(const ProblemDesc& p) const override;
+  std::vector<ParamSpec> params() const override;
+  FamilyConfig default_config(const ProblemDesc& p) const override;
+  std::optional<std::string> violation(const FamilyConfig& c, const ProblemDesc& p) const override;
+  std::string render_source(const FamilyConfig& c, const ProblemDesc& p) const override;
+  std::vector<std::string> build_flags(const FamilyConfig& c, const ProblemDesc& p) const override;
+  std::vector<std::string> params_for_bottleneck(const std::string& bottleneck) const override;
+
+  // Shared memory the configuration's kernel requests (bytes), as the template computes it.
+  static long long smem_bytes(const FamilyConfig& c);
+  // f32 accumulator registers per consumer thread.
+  static int accumulator_registers(const FamilyConfig& c);
+  // The template's path under kernels/.
+  static const char* template_path() { return "cuda/matmul/hopper/gemm_sm90.cu"; }
+};
+
+}  // namespace croq

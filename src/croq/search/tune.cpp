@@ -1,0 +1,516 @@
+// The tune driver (tune.hpp).
+#include "croq/search/tune.hpp"
+
+#include <random>
+
+#include <fmt/format.h>
+
+#include "croq/ledger/documents.hpp"
+#include "croq/ledger/ledger.hpp"
+#include "croq/protocol/evidence.hpp"
+#include "croq/protocol/history.hpp"
+#include "croq/search/search.hpp"
+#include "croq/workspace/sources.hpp"
+#include "croq/util/error.hpp"
+#include "croq/util/fs.hpp"
+#include "croq/util/process.hpp"
+#include "croq/util/time.hpp"
+#include "croq/workspace/ids.hpp"
+
+namespace croq {
+
+ProblemDesc problem_from_task(const TaskRef& task) {
+  ProblemDesc p;
+  p.op = task.shape.op.empty() ? "matmul" : task.shape.op;
+  p.m = task.shape.m();
+  p.n = task.shape.n();
+  p.k = task.shape.k();
+  p.dtype = parse_dtype_pair_or_throw(task.shape.dtype_token);
+  if (task.gpu.rfind("cpu_", 0) == 0) {
+    p.arch = "cpu";
+  } else if (task.gpu.rfind("sm", 0) == 0) {
+    std::string cc = task.gpu.substr(2, task.gpu.find('_') - 2);
+    p.arch = "sm_" + cc + (cc == "90" ? "a" : "");
+  }
+  return p;
+}
+
+std::shared_ptr<KernelFamily> choose_family(const std::string& requested, const std::string& dsl, const ProblemDesc& p) {
+  if (!requested.empty()) {
+    auto f = find_family(requested);
+    if (!f) {
+      std::string names;
+      for (auto& x : kernel_families()) names += (names.empty() ? "" : ", ") + x->name();
+      throw_usage(fmt::format("unknown kernel family '{}'", requested), "known families: " + names);
+    }
+    if (f->dsl() != dsl) throw_usage(fmt::format("family {} is for dsl {}, not {}", requested, f->dsl(), dsl));
+    if (!f->supports(p)) throw_usage(fmt::format("family {} does not support this problem", requested));
+    return f;
+  }
+  for (auto& f : kernel_families()) {
+    if (f->dsl() == dsl && f->supports(p)) return f;
+  }
+  throw_usage(fmt::format("no kernel family of dsl {} supports {} {}", dsl, p.op, p.dtype.canonical),
+              "croq's search drives families of cpp (f32 matmul) and cuda (matmul); an agent can drive any dsl");
+}
+
+namespace {
+
+FamilyConfig config_from_json(const json& j) {
+  FamilyConfig c;
+  if (!j.is_object()) return c;
+  for (auto it = j.begin(); it != j.end(); ++it) {
+    c[it.key()] = it.value().is_string() ? it.value().get<std::string>() : it.value().dump();
+  }
+  return c;
+}
+
+std::string source_extension(const std::string& dsl) {
+  if (dsl == "cpp") return ".cpp";
+  if (dsl == "triton") return ".py";
+  if (dsl == "croqtile") return ".co";
+  return ".cu";
+}
+
+}  // namespace
+
+struct Tuner::Impl {
+  VerbClient& client;
+  const Workspace& ws;
+  TaskRef task;
+  TuneOptions opt;
+  Progress progress;
+  ProblemDesc problem;
+  std::shared_ptr<KernelFamily> family;
+  std::unique_ptr<Search> search;
+  json tune_doc;
+  std::map<std::string, std::vector<double>> step_ms;  // verb -> wall times
+  int rounds_this_run = 0;
+
+  Impl(VerbClient& c, const Workspace& w, TaskRef t, TuneOptions o, Progress p)
+      : client(c), ws(w), task(std::move(t)), opt(std::move(o)), progress(std::move(p)) {}
+
+  std::vector<std::string> targs() const {
+    return {"--gpu", task.gpu, "--dsl", task.dsl, "--shape-key", task.shape.text, "--model", task.model};
+  }
+
+  VerbResult call(const std::string& step, std::vector<std::string> args, bool with_task = true) {
+    if (with_task) {
+      auto t = targs();
+      args.insert(args.end(), t.begin(), t.end());
+    }
+    VerbResult r = client.call(args, opt.step_timeout);
+    step_ms[step].push_back(r.wall_ms);
+    return r;
+  }
+
+  VerbResult must(const std::string& step, std::vector<std::string> args, bool with_task = true) {
+    VerbResult r = call(step, args, with_task);
+    if (!r.ok()) {
+      throw Error(ExitCode::failure, fmt::format("croq {} failed (exit {}): {}", args.empty() ? step : args[0], r.exit_code,
+                                                 r.message()),
+                  "see the message above; `croq state` shows where the task stands");
+    }
+    return r;
+  }
+
+  void event(json e) {
+    e["timestamp"] = now_iso8601();
+    e["task"] = task.id();
+    if (progress) progress(e);
+  }
+
+  fs::path tune_path() const { return ws.kind_dir(task, ArtifactKind::logs) / "tune.json"; }
+
+  void save_tune_doc() { atomic_write(tune_path(), dump_pretty(tune_doc)); }
+
+  fs::path source_path(const std::string& kernel) const {
+    return ws.kind_dir(task, ArtifactKind::srcs) / (kernel + source_extension(task.dsl));
+  }
+
+  // ---- PREPARE ----
+  void prepare() {
+    std::vector<std::string> init = {"task", "init"};
+    if (!opt.task_uid.empty()) {
+      init.push_back("--task-uid");
+      init.push_back(opt.task_uid);
+    }
+    VerbResult cfg = must("task", init);
+    std::string uid = get_string(cfg.doc, "task_uid").value_or("");
+
+    // The invocation: resume an unfinished one, else start a new one.
+    bool resume = false;
+    if (auto text = read_file(tune_path())) {
+      if (auto j = try_parse_json(*text); j && j->is_object() && !j->value("completed", true)) {
+        tune_doc = *j;
+        resume = true;
+      }
+    }
+    if (resume) {
+      opt.seed = static_cast<uint64_t>(get_integer(tune_doc, "seed").value_or(static_cast<long long>(opt.seed)));
+      event({{"event", "resume"}, {"seed", opt.seed}, {"start_round", tune_doc.value("start_round", 0)}});
+    } else {
+      if (opt.seed == 0) opt.seed = std::random_device{}() | 1u;
+      VerbResult pb = must("protocol", {"protocol", "begin", "--rounds", std::to_string(opt.rounds)});
+      tune_doc = {{"schema", "croq-tune-v1"}, {"seed", opt.seed}, {"family", family->name()}, {"rounds", opt.rounds},
+                  {"start_round", pb.doc.value("start_round", 0)}, {"started_at", now_iso8601()}, {"completed", false}};
+      save_tune_doc();
+      event({{"event", "start"}, {"seed", opt.seed}, {"family", family->name()}, {"rounds", opt.rounds}});
+    }
+    search = std::make_unique<Search>(family, problem, opt.seed + static_cast<uint64_t>(Ledger(ws, task).index().max_round));
+
+    VerbResult env = call("env", {"env", "validate", "--dsl", task.dsl}, false);
+    if (!env.ok() || !env.doc.value("pass", false)) {
+      std::string errors = env.doc.contains("errors") ? env.doc["errors"].dump() : env.message();
+      throw Error(ExitCode::failure, "the environment is not ready for dsl " + task.dsl + ": " + errors,
+                  "fix what `croq env validate --dsl " + task.dsl + "` reports, then run croq tune again");
+    }
+    std::vector<std::string> base = {"baseline"};
+    if (!uid.empty()) {
+      base.push_back("--task-uid");
+      base.push_back(uid);
+    }
+    VerbResult b = must("baseline", base);
+    event({{"event", "baseline"}, {"tflops", b.doc.contains("tflops") ? b.doc["tflops"] : json(nullptr)}});
+
+    if (!Ledger(ws, task).index().best) starting_kernel();
+  }
+
+  // iter001: the family's default configuration, built, measured and stored as round 0.
+  void starting_kernel() {
+    FamilyConfig cfg = family->default_config(problem);
+    if (auto why = family->violation(cfg, problem)) {
+      throw Error(ExitCode::internal, fmt::format("family {} default configuration is illegal: {}", family->name(), *why));
+    }
+    std::string tag = family->name() + "_default";
+    if (tag.size() > 31) tag.resize(31);
+    VerbResult ni = must("next-iter", {"next-iter", "--tag", tag});
+    std::string kernel = get_string(ni.doc, "kernel").value_or("");
+    atomic_write(source_path(kernel), family->render_source(cfg, problem));
+    build(kernel, cfg, /*attempt_tag=*/"");
+    VerbResult me = must("measure", {"measure", "--iter", kernel});
+    std::string verdict = get_string(me.doc, "verdict").value_or("");
+    if (verdict != "PASS") {
+      throw Error(ExitCode::failure, fmt::format("the starting kernel {} did not pass: {} ({})", kernel, verdict,
+                                                 get_string(me.doc, "reason").value_or("")));
+    }
+    IdeaPlan plan;
+    plan.params = config_to_json(cfg);
+    plan.family = family->name();
+    plan.structure = kernel;
+    json extra = plan.to_json();
+    must("store", {"store-round", "--iter", iter_of(kernel), "--kernel", kernel, "--round", "0", "--decision", "KEEP",
+                   "--measurement", measurement_file(kernel), "--idea",
+                   fmt::format("starting kernel: {} default configuration", family->name()), "--extra", dump_compact(extra)});
+    event({{"event", "starting_kernel"}, {"kernel", kernel}, {"tflops", me.doc.value("tflops", 0.0)}});
+  }
+
+  static std::string iter_of(const std::string& kernel) { return kernel.substr(0, kernel.find('_')); }
+
+  std::string measurement_file(const std::string& kernel) const {
+    return (ws.kind_dir(task, ArtifactKind::perf) / ("measure_" + kernel + ".json")).string();
+  }
+
+  // Builds a candidate; returns the build document (verdict OK or COMPILE_FAIL).
+  json build(const std::string& kernel, const FamilyConfig& cfg, const std::string&) {
+    std::vector<std::string> args = {"build", "--iter", kernel};
+    auto flags = family->build_flags(cfg, problem);
+    if (!flags.empty()) args.push_back("--flags=" + shell_join(flags));
+    VerbResult r = call("build", args);
+    if (!r.doc.is_object()) {
+      throw Error(ExitCode::failure, "croq build failed: " + r.message());
+    }
+    return r.doc;
+  }
+
+  // ---- the rounds ----
+  std::optional<ActiveBase> pick_base(const History& h) {
+    auto bases = h.active_bases(2);
+    if (bases.empty()) return std::nullopt;
+    if (bases.front().discard_streak >= 8 && bases.size() > 1) return bases[1];
+    return bases.front();
+  }
+
+  void profile(const std::string& kernel) {
+    int round = Ledger(ws, task).index().max_round + 1;
+    VerbResult r = must("profile", {"profile", "--iter", kernel, "--round", std::to_string(round)});
+    event({{"event", "profile"}, {"kernel", kernel}, {"bottleneck", r.doc.value("bottleneck", json(nullptr))}});
+  }
+
+  void idea() {
+    Ledger ledger(ws, task);
+    auto records = ledger.read_all().records;
+    History h = History::from_records(records);
+    auto base = pick_base(h);
+    if (!base) throw Error(ExitCode::internal, "no active base although a starting kernel is stored");
+    auto prof = latest_valid_evidence(ws, task, EvidenceKind::profile, base->kernel);
+    if (!prof || prof->timestamp < base->timestamp) {
+      profile(base->kernel);
+      return;  // the next pass of the loop plans the idea
+    }
+    if (base->discard_streak >= 7 && escalate(*base)) return;
+    std::string bottleneck = get_string(prof->summary, "bottleneck").value_or("mixed");
+    FamilyConfig base_cfg;
+    for (auto it = records.rbegin(); it != records.rend(); ++it) {
+      if (it->kernel == base->kernel) {
+        base_cfg = config_from_json(it->extra.value("params", json::object()));
+        break;
+      }
+    }
+    if (base_cfg.empty()) throw Error(ExitCode::internal, "the base kernel " + base->kernel + " has no recorded parameters");
+    SearchRules rules;
+    rules.explore = opt.explore;
+    rules.must_be_structural = h.macro_streak() >= 2 || base->discard_streak >= 8;
+    auto tried = [&](const std::string& c) { return h.tried(c); };
+    auto p = search->propose(base->kernel, base_cfg, bottleneck, tried, rules);
+    if (!p && !rules.must_be_structural) p = std::nullopt;
+    if (!p) {
+      exhausted = true;
+      event({{"event", "exhausted"}, {"base", base->kernel},
+             {"reason", rules.must_be_structural ? "no untried structural move is left" : "no untried move is left"}});
+      return;
+    }
+    int next = ledger.peek_next_iter();
+    json extra = {{"params", p->plan.params}, {"structural", p->plan.structural}, {"family", family->name()}, {"tag", p->tag},
+                  {"category", p->category}};
+    std::vector<std::string> args = {"checkpoint", "write", "--iter", iter_number_name(next), "--base", base->kernel,
+                                     "--bottleneck", bottleneck, "--idea", p->idea, "--expected-gain", p->expected_gain,
+                                     "--levers", fmt::format("{}", fmt::join(p->changed, ","))};
+    args.push_back("--params");
+    args.push_back(dump_compact(p->plan.params));
+    if (!p->plan.structural.empty()) {
+      args.push_back("--structural");
+      args.push_back(p->plan.structural);
+    }
+    args.push_back("--extra");
+    args.push_back(dump_compact(extra));
+    must("checkpoint", args);
+    event({{"event", "idea"}, {"base", base->kernel}, {"bottleneck", bottleneck}, {"idea", p->idea},
+           {"structural", p->structural}});
+  }
+
+  // At 7 consecutive rounds not kept: SASS comparison (GPU dsls) and a fresh baseline profile.
+  bool escalate(const ActiveBase& base) {
+    bool did = false;
+    if (task.dsl != "cpp" && !latest_valid_evidence(ws, task, EvidenceKind::sass_compare)) {
+      call("sass", {"sass", "compare", "--iter", base.kernel});
+      did = true;
+    }
+    auto bp = latest_valid_evidence(ws, task, EvidenceKind::baseline_profile);
+    if (!bp || bp->timestamp < base.streak_since) {
+      call("profile", {"profile", "--baseline"});
+      did = true;
+    }
+    if (did) event({{"event", "escalation"}, {"base", base.kernel}, {"discard_streak", base.discard_streak}});
+    return false;  // continue with the idea in the same pass
+  }
+
+  std::optional<Checkpoint> checkpoint() {
+    try {
+      return read_checkpoint(ws, task);
+    } catch (const Error&) {
+      return std::nullopt;
+    }
+  }
+
+  // The kernel built (or to build) for the open plan.
+  std::string kernel_of_plan(const Checkpoint& cp) {
+    for (const auto& f : find_sources(ws, task, cp.iter)) {
+      return f.stem().string();
+    }
+    std::string tag = get_string(cp.extra, "tag").value_or("idea");
+    VerbResult ni = must("next-iter", {"next-iter", "--tag", tag});
+    return get_string(ni.doc, "kernel").value_or("");
+  }
+
+  void implement() {
+    auto cp = checkpoint();
+    if (!cp) throw Error(ExitCode::internal, "IMPLEMENT without a checkpoint");
+    must("checkpoint", {"checkpoint", "read"});
+    FamilyConfig cfg = config_from_json(cp->extra.value("params", json::object()));
+    std::string kernel = kernel_of_plan(*cp);
+    if (kernel.rfind(cp->iter + "_", 0) != 0) {
+      throw Error(ExitCode::internal, fmt::format("next-iter gave {} but the plan is for {}", kernel, cp->iter));
+    }
+    atomic_write(source_path(kernel), family->render_source(cfg, problem));
+    json b = build(kernel, cfg, "");
+    std::string verdict = get_string(b, "verdict").value_or("");
+    if (verdict != "OK") {
+      // croq's search cannot repair code: the idea is abandoned at once.
+      std::string tag = kernel.substr(kernel.find('_') + 1);
+      call("attempt", {"attempt", "--tag", tag, "--reason", verdict == "" ? "build_error" : to_lower_copy(verdict),
+                       "--idea", cp->idea, "--planned-iter", cp->iter});
+      store_failure(*cp, kernel, "COMPILE_FAIL", json(nullptr));
+    }
+  }
+
+  static std::string to_lower_copy(std::string s) {
+    for (auto& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    return s;
+  }
+
+  void verify() {
+    auto cp = checkpoint();
+    std::string kernel = kernel_of_plan(*cp);
+    VerbResult r = call("verify", {"checkpoint", "verify", "--iter", kernel});
+    if (r.exit_code == 3) {
+      throw Error(ExitCode::internal, "croq's own candidate drifted from its plan: " + r.doc.dump());
+    }
+    if (!r.ok()) throw Error(ExitCode::failure, "checkpoint verify failed: " + r.message());
+  }
+
+  void measure_and_store() {
+    auto cp = checkpoint();
+    std::string kernel = kernel_of_plan(*cp);
+    VerbResult m = call("measure", {"measure", "--iter", kernel});
+    if (!m.doc.is_object() || !m.doc.contains("verdict")) throw Error(ExitCode::failure, "croq measure failed: " + m.message());
+    std::string verdict = get_string(m.doc, "verdict").value_or("");
+    if (verdict != "PASS") {
+      std::string decision = verdict == "IMPOSSIBLE" || verdict == "UNSUPPORTED" || verdict == "LIBRARY_CALL_FORBIDDEN"
+                                 ? "VERIFY_FAIL"
+                                 : verdict;
+      store_failure(*cp, kernel, decision, m.doc);
+      return;
+    }
+    std::string file = measurement_file(kernel);
+    VerbResult d = must("decide", {"decide", "--measurement", file, "--kernel", kernel});
+    if (d.doc.value("needs_rerun", false)) {
+      event({{"event", "rerun"}, {"kernel", kernel}, {"reason", d.doc.value("reason", "")}});
+      must("measure", {"measure", "--iter", kernel});
+      std::string base = d.doc.value("base_kernel", "");
+      if (!base.empty()) must("measure", {"measure", "--iter", base});
+      d = must("decide", {"decide", "--measurement", file, "--kernel", kernel, "--rerun"});
+    }
+    std::string decision = d.doc.value("decision", "DISCARD");
+    store(*cp, kernel, decision, file, d.doc.value("reason", ""));
+  }
+
+  void store(const Checkpoint& cp, const std::string& kernel, const std::string& decision, const std::string& file,
+             const std::string& why) {
+    json extra = {{"harness_ms", harness_json()}, {"decision_reason", why}};
+    std::string category = get_string(cp.extra, "category").value_or("misc");
+    VerbResult r = must("store", {"store-round", "--iter", iter_of(kernel), "--kernel", kernel, "--decision", decision,
+                                  "--measurement", file, "--bottleneck", cp.bottleneck, "--idea", cp.idea, "--category",
+                                  category, "--expected-gain", cp.expected_gain, "--extra", dump_compact(extra)});
+    after_store(r, kernel, decision);
+  }
+
+  void store_failure(const Checkpoint& cp, const std::string& kernel, const std::string& decision, const json& measurement) {
+    std::string category = get_string(cp.extra, "category").value_or("misc");
+    std::vector<std::string> args = {"store-round", "--iter", iter_of(kernel), "--kernel", kernel, "--decision", decision,
+                                     "--bottleneck", cp.bottleneck, "--idea", cp.idea, "--category", category,
+                                     "--extra", dump_compact(json{{"harness_ms", harness_json()}})};
+    if (measurement.is_object()) {
+      args.push_back("--measurement");
+      args.push_back(measurement_file(kernel));
+    }
+    VerbResult r = must("store", args);
+    after_store(r, kernel, decision);
+  }
+
+  void after_store(const VerbResult& r, const std::string& kernel, const std::string& decision) {
+    ++rounds_this_run;
+    VerbResult rf = call("reinforce", {"reinforce"});
+    json rec = r.doc.value("record", json::object());
+    LedgerIndex idx = Ledger(ws, task).index();
+    json e = {{"event", "round"},
+              {"round", rec.value("round", 0)},
+              {"kernel", kernel},
+              {"decision", decision},
+              {"tflops", rec.value("tflops", json(nullptr))},
+              {"bottleneck", rec.value("bottleneck", "")},
+              {"best", idx.best && idx.best->tflops ? json(*idx.best->tflops) : json(nullptr)},
+              {"baseline", idx.baseline && idx.baseline->tflops ? json(*idx.baseline->tflops) : json(nullptr)},
+              {"harness_ms", harness_json()}};
+    if (idx.best && idx.best->tflops && idx.baseline && idx.baseline->tflops && *idx.baseline->tflops > 0) {
+      e["pct_of_baseline"] = std::round(*idx.best->tflops / *idx.baseline->tflops * 1000.0) / 10.0;
+    }
+    event(e);
+    step_ms.clear();
+    if (decision == "KEEP" && opt.git_commit) git_commit(kernel, rec);
+  }
+
+  json harness_json() const {
+    json j = json::object();
+    for (const auto& [k, v] : step_ms) {
+      double total = 0;
+      for (double x : v) total += x;
+      j[k] = std::round(total * 10) / 10;
+    }
+    return j;
+  }
+
+  void git_commit(const std::string& kernel, const json& rec) {
+    ProcessSpec add;
+    add.argv = {"git", "-C", ws.root().string(), "add", "-A", "tuning/"};
+    add.timeout = std::chrono::milliseconds(60000);
+    ProcessResult a = process_runner().run(add);
+    ProcessSpec commit;
+    double tflops = rec.value("tflops", 0.0);
+    commit.argv = {"git", "-C", ws.root().string(), "commit", "-q", "-m",
+                   fmt::format("tune({}): {} {} {} - {} {:.2f} TFLOPS (KEEP)\n\n{}", task.dsl, task.shape.op,
+                               task.shape.dtype_token, task.shape.text, kernel, tflops, rec.value("idea", ""))};
+    commit.timeout = std::chrono::milliseconds(60000);
+    ProcessResult c = process_runner().run(commit);
+    event({{"event", "git_commit"}, {"ok", a.ok() && c.ok()}, {"detail", c.ok() ? "" : c.err + c.out}});
+  }
+
+  bool exhausted = false;
+
+  json run() {
+    problem = problem_from_task(task);
+    family = choose_family(opt.family, task.dsl, problem);
+    prepare();
+    Stopwatch clock;
+    int guard = 0;
+    while (true) {
+      if (++guard > 20 * std::max(1, opt.rounds) + 100) throw Error(ExitCode::internal, "tune made no progress");
+      VerbResult st = must("state", {"state"});
+      std::string step = st.doc.value("step", "");
+      if (step == "SHAPE_COMPLETE" || exhausted) break;
+      if (step == "PREPARE") {
+        prepare();
+      } else if (step == "PROFILE" || step == "IDEA") {
+        idea();
+      } else if (step == "IMPLEMENT") {
+        implement();
+      } else if (step == "VERIFY") {
+        verify();
+      } else if (step == "MEASURE" || step == "DECIDE") {
+        measure_and_store();
+      } else if (step == "STORE") {
+        auto cp = checkpoint();
+        store_failure(*cp, kernel_of_plan(*cp), "COMPILE_FAIL", json(nullptr));
+      } else {
+        throw Error(ExitCode::internal, "unknown protocol step " + step);
+      }
+    }
+    tune_doc["completed"] = true;
+    tune_doc["finished_at"] = now_iso8601();
+    save_tune_doc();
+    LedgerIndex idx = Ledger(ws, task).index();
+    json summary = {{"task", task.id()},
+                    {"family", family->name()},
+                    {"seed", opt.seed},
+                    {"rounds", idx.max_round},
+                    {"rounds_this_run", rounds_this_run},
+                    {"best", idx.best ? idx.best->to_json() : json(nullptr)},
+                    {"baseline", idx.baseline ? idx.baseline->to_json() : json(nullptr)},
+                    {"exhausted", exhausted},
+                    {"wall_s", std::round(clock.elapsed_ms() / 100.0) / 10.0}};
+    summary["decisions"] = json::object();
+    for (const auto& [k, v] : idx.decisions) summary["decisions"][k] = v;
+    if (idx.best && idx.best->tflops && idx.baseline && idx.baseline->tflops && *idx.baseline->tflops > 0) {
+      summary["pct_of_baseline"] = std::round(*idx.best->tflops / *idx.baseline->tflops * 1000.0) / 10.0;
+    }
+    event({{"event", "done"}, {"summary", summary}});
+    return summary;
+  }
+};
+
+Tuner::Tuner(VerbClient& client, const Workspace& ws, TaskRef task, TuneOptions options, Progress progress)
+    : m(std::make_shared<Impl>(client, ws, std::move(task), std::move(options), std::move(progress))) {}
+
+json Tuner::run() { return m->run(); }
+
+}  // namespace croq

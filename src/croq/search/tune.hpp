@@ -1,0 +1,51 @@
+// `croq tune`: croq's own driver of the tuning loop. It is a client of the protocol like any
+// agent: every step is a croq verb run as a child process (VerbClient), so the same guards,
+// records and evidence apply. The loop asks `croq state` what comes next and does it, which makes
+// a killed run resume exactly where it stopped.
+//
+// logs/<key>/<model>/tune.json (croq-tune-v1) records the invocation: seed, family, round budget,
+// the round it started from, and whether it completed.
+#pragma once
+#include <chrono>
+#include <functional>
+#include <memory>
+#include <string>
+
+#include "croq/search/family.hpp"
+#include "croq/search/verb_client.hpp"
+#include "croq/util/json.hpp"
+#include "croq/workspace/workspace.hpp"
+
+namespace croq {
+
+struct TuneOptions {
+  std::string shape_key;
+  std::string dsl;
+  std::string model = "croq-search";
+  std::string gpu;         // device key (resolved by the caller)
+  std::string family;      // empty: the dsl's default family for the problem
+  std::string task_uid;
+  int rounds = 50;
+  uint64_t seed = 0;       // 0: a fresh seed (recorded)
+  double explore = 0.15;
+  bool git_commit = false;
+  std::chrono::seconds step_timeout{900};
+};
+
+// Picks the family for a problem (throws Error(usage) when none supports it).
+std::shared_ptr<KernelFamily> choose_family(const std::string& requested, const std::string& dsl, const ProblemDesc& p);
+ProblemDesc problem_from_task(const TaskRef& task);
+
+class Tuner {
+ public:
+  using Progress = std::function<void(const json& event)>;
+  Tuner(VerbClient& client, const Workspace& ws, TaskRef task, TuneOptions options, Progress progress);
+  // Runs until the round budget is met or no idea is left; returns the summary document.
+  json run();
+
+ private:
+  struct Impl;
+  std::shared_ptr<Impl> m;
+};
+
+}  // namespace croq

@@ -1,0 +1,1007 @@
+#!/usr/bin/env python3
+"""croq's runner for Python-DSL candidates (Triton): verifies and times a candidate module the
+same way croq's C++ runner does, and writes the same measurement document (croq-measurement-v1).
+
+A candidate is a Python module exposing
+
+    croq_matmul(problem: dict, a: torch.Tensor, b: torch.Tensor, c: torch.Tensor) -> None
+
+that computes C = A @ B into the preallocated `c` on the current CUDA stream (B is K x N when
+problem["b_layout"] == "row", stored N x K when "col"), raising NotImplementedError for problems it
+does not handle, and optionally croq_kernel_info() -> dict. The runner owns everything else:
+inputs (fresh random values from a recorded seed, never zeros), the output poisoned with NaN, the
+reference (torch, f32 accumulation, computed by the runner, never by the candidate), the
+verification (element-wise |got - want| <= base_tol + rel_tol * |want| plus a normwise relative
+error), a second seed, timing with CUDA events with the L2 cache flushed before every repetition,
+the noise-based stopping rule, and a re-check of the output after timing.
+
+Pure implementation rule: a candidate may not hand the core compute to a library. The runner
+refuses torch.matmul / mm / bmm / addmm / einsum / linear / the `@` operator, torch.ops.*,
+triton.ops.* and flash-attn-like packages twice: by reading the source (AST) before anything runs,
+and at run time, by replacing those functions with ones that record the call and raise while the
+candidate's code runs (including its import).
+
+Modes:
+  croq_runner.py --check FILE
+      parse, AST purity check, then import in a child process; one JSON line on stdout
+      {ok, stage, errors, findings, warnings}; exit 0 (ok), 2 (does not parse / import), 3 (forbidden).
+  croq_runner.py --candidate FILE --m M --n N --k K --dtype DTYPE [--b-layout row|col] ...
+      measures; writes the measurement JSON to --out (and stdout). FILE may also be a shared object
+      implementing include/croq/kernel_abi.h (called through ctypes: a cross-check of the C++
+      runner). By default the measurement runs
+      in a child process with a time limit, so a crash (SEGFAULT) or a hang (HANG) becomes a
+      verdict. Exit 0 for PASS, 8 for any other verdict, 2 for bad arguments.
+"""
+import argparse
+import ast
+import builtins
+import datetime
+import hashlib
+import importlib.abc
+import importlib.util
+import json
+import math
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+import traceback
+
+SCHEMA = "croq-measurement-v1"
+EXIT_OK, EXIT_USAGE, EXIT_FORBIDDEN_CHECK, EXIT_CANDIDATE = 0, 2, 3, 8
+
+# ---------------------------------------------------------------------------------------------
+# Data types: the shape keys' dtype tokens (same table as src/croq/workspace/dtype.hpp)
+
+DTYPES = {
+    # canonical: (input, output, compute)
+    "f16f32": ("f16", "f32", "f32"),
+    "f16": ("f16", "f16", "f32"),
+    "bf16f32": ("bf16", "f32", "f32"),
+    "bf16": ("bf16", "bf16", "f32"),
+    "e4m3f16": ("e4m3", "f16", "f32"),
+    "e4m3bf16": ("e4m3", "bf16", "f32"),
+    "f32": ("f32", "f32", "f32"),
+    "tf32": ("f32", "f32", "tf32"),
+}
+DTYPE_ALIASES = {
+    "fp16fp32": "f16f32", "f16fp32": "f16f32", "fp16f32": "f16f32", "hgemm32": "f16f32",
+    "fp16": "f16", "half": "f16", "bf16fp32": "bf16f32",
+    "e4m3": "e4m3f16", "fp8": "e4m3f16", "fp8e4m3": "e4m3f16", "e4m3fp16": "e4m3f16",
+    "fp32": "f32", "float": "f32",
+}
+
+
+def canonical_dtype(token):
+    t = token.lower()
+    t = DTYPE_ALIASES.get(t, t)
+    if t not in DTYPES:
+        raise ValueError("unknown dtype %r (known: %s)" % (token, ", ".join(sorted(set(DTYPES) | set(DTYPE_ALIASES)))))
+    return t
+
+
+def tolerance_for(canon):
+    """The seeds' table (base_tol, rel_tol) plus croq's normwise bound."""
+    # Every croq dtype accumulates in f32, so the seeds' f16-accumulator row (16.0 / 0.05) does
+    # not arise; e4m3 inputs get their own row.
+    inp, out, compute = DTYPES[canon]
+    base, rel = (0.5, 0.01) if inp == "e4m3" else (1.0, 0.01)
+    if compute == "tf32" or out in ("f16", "bf16") or inp == "e4m3":
+        normwise = 1e-2
+    elif inp in ("f16", "bf16"):
+        normwise = 5e-3
+    else:
+        normwise = 1e-3
+    return {"base_tol": base, "rel_tol": rel, "normwise": normwise}
+
+
+# ---------------------------------------------------------------------------------------------
+# Purity: the static (AST) check
+
+FORBIDDEN_TORCH = {"matmul", "mm", "bmm", "addmm", "addbmm", "baddbmm", "einsum", "tensordot",
+                   "chain_matmul", "mv", "addmv", "linalg.matmul", "linalg.multi_dot",
+                   "nn.functional.linear", "nn.functional.bilinear", "_C._nn.linear"}
+FORBIDDEN_METHODS = {"matmul", "mm", "bmm", "addmm", "baddbmm", "addbmm", "mv", "addmv",
+                     "__matmul__", "__rmatmul__"}
+FORBIDDEN_MODULES = ("flash_attn", "xformers", "apex", "triton.ops", "cublas", "cupy")
+
+
+def _dotted(node, aliases):
+    """The dotted name of an attribute chain with import aliases resolved, or None."""
+    parts = []
+    while isinstance(node, ast.Attribute):
+        parts.append(node.attr)
+        node = node.value
+    if not isinstance(node, ast.Name):
+        return None
+    base = aliases.get(node.id, node.id)
+    return ".".join([base] + list(reversed(parts)))
+
+
+def _forbidden_name(dotted):
+    if dotted is None:
+        return None
+    if dotted == "torch.ops" or dotted.startswith("torch.ops."):
+        return dotted
+    if dotted == "triton.ops" or dotted.startswith("triton.ops."):
+        return dotted
+    if dotted.startswith("torch."):
+        rest = dotted[len("torch."):]
+        if rest in FORBIDDEN_TORCH:
+            return dotted
+    for m in FORBIDDEN_MODULES:
+        if dotted == m or dotted.startswith(m + "."):
+            return dotted
+    return None
+
+
+def static_check(source, filename):
+    """Returns (findings, warnings). Each finding: {file, line, rule, what, text}."""
+    tree = ast.parse(source, filename=filename)
+    lines = source.splitlines()
+    findings, warnings = [], []
+
+    def add(node, rule, what):
+        line = getattr(node, "lineno", 0)
+        text = lines[line - 1].strip() if 0 < line <= len(lines) else ""
+        findings.append({"file": filename, "line": line, "rule": rule, "what": what, "text": text[:200]})
+
+    aliases = {}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            for a in node.names:
+                if _forbidden_name(a.name) or any(a.name == m or a.name.startswith(m + ".") for m in FORBIDDEN_MODULES):
+                    add(node, "forbidden_import", "import " + a.name)
+                if a.asname:
+                    aliases[a.asname] = a.name
+                else:
+                    aliases.setdefault(a.name.split(".")[0], a.name.split(".")[0])
+        elif isinstance(node, ast.ImportFrom) and node.module:
+            mod = node.module
+            if any(mod == m or mod.startswith(m + ".") for m in FORBIDDEN_MODULES):
+                add(node, "forbidden_import", "from %s import ..." % mod)
+                continue
+            for a in node.names:
+                full = mod + "." + a.name
+                if _forbidden_name(full):
+                    add(node, "forbidden_import", "from %s import %s" % (mod, a.name))
+                aliases[a.asname or a.name] = full
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.BinOp, ast.AugAssign)) and isinstance(node.op, ast.MatMult):
+            add(node, "forbidden_call", "@ (matrix multiplication operator)")
+        elif isinstance(node, ast.Attribute):
+            name = _forbidden_name(_dotted(node, aliases))
+            if name:
+                add(node, "forbidden_call", name)
+        elif isinstance(node, ast.Name) and node.id in aliases:
+            name = _forbidden_name(aliases[node.id])
+            if name and isinstance(getattr(node, "ctx", None), ast.Load):
+                add(node, "forbidden_call", name)
+        if isinstance(node, ast.Call):
+            f = node.func
+            if isinstance(f, ast.Attribute) and f.attr in FORBIDDEN_METHODS:
+                base = _dotted(f.value, aliases) or ""
+                if not (base.startswith("tl") or base.startswith("triton.language")):
+                    add(node, "forbidden_call", "." + f.attr + "(...)")
+            if isinstance(f, ast.Name) and f.id == "getattr" and len(node.args) >= 2:
+                arg = node.args[1]
+                if isinstance(arg, ast.Constant) and isinstance(arg.value, str):
+                    if arg.value in FORBIDDEN_METHODS or arg.value == "ops" or arg.value in FORBIDDEN_TORCH:
+                        add(node, "forbidden_call", "getattr(..., %r)" % arg.value)
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            for d in node.decorator_list:
+                target = d.func if isinstance(d, ast.Call) else d
+                if (_dotted(target, aliases) or "").endswith("autotune"):
+                    warnings.append("%s:%d: @triton.autotune is allowed only in iter000 (pin the best config)"
+                                    % (filename, d.lineno))
+    # One finding per line and rule (ast.walk meets the outermost attribute of a chain first).
+    unique, seen = [], set()
+    for f in findings:
+        k = (f["line"], f["rule"])
+        if k not in seen:
+            seen.add(k)
+            unique.append(f)
+    return unique, warnings
+
+
+# ---------------------------------------------------------------------------------------------
+# Purity: the run-time guard
+
+class ForbiddenCall(RuntimeError):
+    pass
+
+
+class RuntimeGuard:
+    """While active, the functions a candidate may not use record the call and raise."""
+
+    def __init__(self, candidate_files):
+        self.candidate_files = {os.path.realpath(f) for f in candidate_files}
+        self.violations = []
+        self._saved = []
+        self.active = False
+
+    def _raiser(self, name):
+        guard = self
+
+        def forbidden(*args, **kwargs):
+            if guard.active:
+                guard.violations.append(name)
+                raise ForbiddenCall("%s is forbidden in a candidate (pure implementation rule)" % name)
+            return guard._original(name)(*args, **kwargs)
+
+        forbidden.__name__ = name.rsplit(".", 1)[-1]
+        return forbidden
+
+    def _original(self, name):
+        for (obj, attr, value, label) in self._saved:
+            if label == name:
+                return value
+        raise AttributeError(name)
+
+    def _patch(self, obj, attr, label):
+        if obj is None or not hasattr(obj, attr):
+            return
+        self._saved.append((obj, attr, getattr(obj, attr), label))
+        try:
+            setattr(obj, attr, self._raiser(label))
+        except (AttributeError, TypeError):
+            self._saved.pop()
+
+    def install(self):
+        import torch
+        for name in ("matmul", "mm", "bmm", "addmm", "addbmm", "baddbmm", "einsum", "tensordot",
+                     "chain_matmul", "mv", "addmv"):
+            self._patch(torch, name, "torch." + name)
+        self._patch(getattr(torch, "linalg", None), "matmul", "torch.linalg.matmul")
+        self._patch(getattr(torch, "linalg", None), "multi_dot", "torch.linalg.multi_dot")
+        import torch.nn.functional as F
+        self._patch(F, "linear", "torch.nn.functional.linear")
+        self._patch(F, "bilinear", "torch.nn.functional.bilinear")
+        for name in ("matmul", "mm", "bmm", "addmm", "baddbmm", "addbmm", "mv", "addmv",
+                     "__matmul__", "__rmatmul__", "__imatmul__"):
+            self._patch(torch.Tensor, name, "Tensor." + name)
+        # torch.ops: refused when the candidate's own code reaches for it.
+        self._saved.append((torch, "ops", torch.ops, "torch.ops"))
+        torch.ops = _OpsProxy(torch.ops, self)
+        try:
+            import triton
+            if hasattr(triton, "ops"):
+                self._saved.append((triton, "ops", triton.ops, "triton.ops"))
+                triton.ops = _OpsProxy(triton.ops, self, always=True)
+        except ImportError:
+            pass
+        self._finder = _ForbiddenImports(self)
+        sys.meta_path.insert(0, self._finder)
+
+    def uninstall(self):
+        for (obj, attr, value, _) in reversed(self._saved):
+            setattr(obj, attr, value)
+        self._saved = []
+        if getattr(self, "_finder", None) in sys.meta_path:
+            sys.meta_path.remove(self._finder)
+
+    def __enter__(self):
+        self.active = True
+        return self
+
+    def __exit__(self, *exc):
+        self.active = False
+        return False
+
+    def called_from_candidate(self, depth=2):
+        """True when the code reaching for the attribute is the candidate's own (torch's internals
+        may use torch.ops themselves)."""
+        f = sys._getframe(depth)
+        return f is not None and os.path.realpath(f.f_code.co_filename) in self.candidate_files
+
+
+class _OpsProxy:
+    def __init__(self, real, guard, always=False):
+        object.__setattr__(self, "_real", real)
+        object.__setattr__(self, "_guard", guard)
+        object.__setattr__(self, "_always", always)
+
+    def __getattr__(self, name):
+        guard = object.__getattribute__(self, "_guard")
+        real = object.__getattribute__(self, "_real")
+        if guard.active and (object.__getattribute__(self, "_always") or guard.called_from_candidate()):
+            label = ("triton.ops." if object.__getattribute__(self, "_always") else "torch.ops.") + name
+            guard.violations.append(label)
+            raise ForbiddenCall("%s is forbidden in a candidate (pure implementation rule)" % label)
+        return getattr(real, name)
+
+
+class _ForbiddenImports(importlib.abc.MetaPathFinder):
+    def __init__(self, guard):
+        self.guard = guard
+
+    def find_spec(self, fullname, path, target=None):
+        if self.guard.active and any(fullname == m or fullname.startswith(m + ".") for m in FORBIDDEN_MODULES):
+            self.guard.violations.append("import " + fullname)
+            raise ForbiddenCall("import of %s is forbidden in a candidate (pure implementation rule)" % fullname)
+        return None
+
+
+# ---------------------------------------------------------------------------------------------
+# Loading the candidate
+
+def load_module(path):
+    name = "croq_candidate_" + hashlib.sha256(os.path.realpath(path).encode()).hexdigest()[:12]
+    spec = importlib.util.spec_from_file_location(name, path)
+    if spec is None or spec.loader is None:
+        raise ImportError("cannot load %s as a Python module" % path)
+    mod = importlib.util.module_from_spec(spec)
+    sys.modules[name] = mod
+    sys.path.insert(0, os.path.dirname(os.path.realpath(path)))
+    spec.loader.exec_module(mod)
+    return mod
+
+
+class AbiCandidate:
+    """A shared object implementing include/croq/kernel_abi.h, called through ctypes: lets this
+    runner measure cuda/cpp candidates too (a cross-check of the C++ runner)."""
+
+    DTYPE = {"f16": 1, "bf16": 2, "f32": 3, "tf32": 4, "e4m3": 5}
+
+    def __init__(self, path):
+        import ctypes
+        self.ctypes = ctypes
+
+        class Problem(ctypes.Structure):
+            _fields_ = [("abi_version", ctypes.c_uint32), ("m", ctypes.c_int64), ("n", ctypes.c_int64),
+                        ("k", ctypes.c_int64), ("a_type", ctypes.c_int), ("b_type", ctypes.c_int),
+                        ("c_type", ctypes.c_int), ("compute_type", ctypes.c_int), ("b_layout", ctypes.c_int),
+                        ("lda", ctypes.c_int64), ("ldb", ctypes.c_int64), ("ldc", ctypes.c_int64)]
+
+        self.Problem = Problem
+        self.lib = ctypes.CDLL(os.path.realpath(path), mode=getattr(ctypes, "RTLD_LOCAL", 0))
+        self.fn = self.lib.croq_matmul
+        self.fn.restype = ctypes.c_int
+        self.fn.argtypes = [ctypes.POINTER(Problem), ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p,
+                            ctypes.c_void_p, ctypes.c_size_t, ctypes.c_void_p]
+        self.info = None
+        if hasattr(self.lib, "croq_kernel_info"):
+            self.lib.croq_kernel_info.restype = ctypes.c_char_p
+            try:
+                self.info = json.loads(self.lib.croq_kernel_info().decode())
+            except (ValueError, UnicodeDecodeError):
+                self.info = None
+
+    def croq_matmul(self, problem, a, b, c):
+        import torch
+        p = self.Problem(1, problem["m"], problem["n"], problem["k"], self.DTYPE[problem["a_type"]],
+                         self.DTYPE[problem["b_type"]], self.DTYPE[problem["c_type"]],
+                         self.DTYPE[problem["compute_type"]], 1 if problem["b_layout"] == "col" else 0,
+                         problem["lda"], problem["ldb"], problem["ldc"])
+        stream = torch.cuda.current_stream().cuda_stream if a.is_cuda else None
+        status = self.fn(self.ctypes.byref(p), a.data_ptr(), b.data_ptr(), c.data_ptr(), None, 0, stream)
+        if status == 1:
+            raise NotImplementedError("the candidate returned CROQ_UNSUPPORTED")
+        if status != 0:
+            raise RuntimeError("the candidate returned status %d" % status)
+
+
+def sha256_file(path):
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for chunk in iter(lambda: f.read(1 << 20), b""):
+            h.update(chunk)
+    return h.hexdigest()
+
+
+def now_iso():
+    return datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3] + "Z"
+
+
+# ---------------------------------------------------------------------------------------------
+# --check
+
+def run_check(path, timeout_s):
+    report = {"ok": False, "stage": "parse", "file": path, "errors": [], "findings": [], "warnings": [],
+              "python": sys.version.split()[0]}
+    try:
+        with open(path, encoding="utf-8") as f:
+            source = f.read()
+    except OSError as e:
+        report["errors"].append("cannot read %s: %s" % (path, e))
+        return report, EXIT_USAGE
+    try:
+        findings, warnings = static_check(source, path)
+    except SyntaxError as e:
+        report["errors"].append("%s:%s: SyntaxError: %s" % (path, e.lineno, e.msg))
+        return report, EXIT_USAGE
+    report["warnings"] = warnings
+    report["stage"] = "purity"
+    if findings:
+        report["findings"] = findings
+        report["errors"] = ["%s:%d: %s `%s`" % (f["file"], f["line"], f["rule"], f["what"]) for f in findings]
+        return report, EXIT_FORBIDDEN_CHECK
+    report["stage"] = "import"
+    cmd = [sys.executable, os.path.realpath(__file__), "--import-only", path]
+    try:
+        p = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout_s)
+    except subprocess.TimeoutExpired:
+        report["errors"].append("importing %s took more than %d s" % (path, timeout_s))
+        return report, EXIT_USAGE
+    if p.returncode == EXIT_FORBIDDEN_CHECK:
+        report["stage"] = "purity"
+        report["errors"] = [l for l in p.stdout.splitlines() + p.stderr.splitlines() if l.strip()][-6:]
+        report["findings"] = [{"file": path, "line": 0, "rule": "forbidden_call", "what": e, "text": ""}
+                              for e in report["errors"]]
+        return report, EXIT_FORBIDDEN_CHECK
+    if p.returncode != 0:
+        tail = [l for l in (p.stderr or p.stdout).splitlines() if l.strip()]
+        report["errors"] = tail[-12:] or ["import failed (exit %d)" % p.returncode]
+        return report, EXIT_USAGE
+    report["ok"] = True
+    report["stage"] = "done"
+    return report, EXIT_OK
+
+
+def run_import_only(path):
+    """Child of --check: import the module under the run-time guard, check its entry point."""
+    try:
+        import torch  # noqa: F401  (the guard patches it)
+        guard = RuntimeGuard([path])
+        guard.install()
+    except ImportError as e:
+        print("cannot import the runtime: %s (install torch and triton; croq env validate --dsl triton)" % e,
+              file=sys.stderr)
+        return EXIT_USAGE
+    try:
+        with guard:
+            mod = load_module(path)
+    except ForbiddenCall as e:
+        print(str(e))
+        return EXIT_FORBIDDEN_CHECK
+    except BaseException:
+        traceback.print_exc()
+        return EXIT_USAGE
+    if guard.violations:
+        print("forbidden call(s) during import: " + ", ".join(sorted(set(guard.violations))))
+        return EXIT_FORBIDDEN_CHECK
+    if not callable(getattr(mod, "croq_matmul", None)):
+        print("%s defines no croq_matmul(problem, a, b, c) function (see docs/dsl.md)" % path, file=sys.stderr)
+        return EXIT_USAGE
+    return EXIT_OK
+
+
+# ---------------------------------------------------------------------------------------------
+# Measuring
+
+PEAK_TFLOPS = {
+    # dense tensor-core figures per input type (SXM parts)
+    "H200": {"f16": 989.4, "bf16": 989.4, "e4m3": 1978.9, "tf32": 494.7, "f32": 66.9},
+    "H100": {"f16": 989.4, "bf16": 989.4, "e4m3": 1978.9, "tf32": 494.7, "f32": 66.9},
+    "H800": {"f16": 989.4, "bf16": 989.4, "e4m3": 1978.9, "tf32": 494.7, "f32": 66.9},
+    "H20": {"f16": 148.0, "bf16": 148.0, "e4m3": 296.0, "tf32": 74.0, "f32": 44.0},
+    "A100": {"f16": 312.0, "bf16": 312.0, "tf32": 156.0, "f32": 19.5},
+    "A800": {"f16": 312.0, "bf16": 312.0, "tf32": 156.0, "f32": 19.5},
+}
+# Dense f16 tensor FLOPs per SM per clock by compute capability (fallback for unlisted devices).
+F16_FLOPS_PER_SM_CLOCK = {9: 4096, 8: 2048, 7: 1024, 10: 8192, 12: 4096}
+
+
+def peak_tflops(name, cc_major, sm_count, max_clock_mhz, inp, compute):
+    key = "tf32" if compute == "tf32" else inp
+    for part, table in PEAK_TFLOPS.items():
+        if part in name.replace("-", " ").split() or (" " + part) in name:
+            return table.get(key)
+    per = F16_FLOPS_PER_SM_CLOCK.get(cc_major)
+    if not per or not sm_count or not max_clock_mhz:
+        return None
+    scale = {"f16": 1.0, "bf16": 1.0, "e4m3": 2.0, "tf32": 0.5, "f32": 1.0 / 16}.get(key, 1.0)
+    return per * scale * sm_count * max_clock_mhz * 1e6 / 1e12
+
+
+def nvidia_smi(fields, index):
+    try:
+        p = subprocess.run(["nvidia-smi", "--query-gpu=" + fields, "--format=csv,noheader,nounits", "-i", str(index)],
+                           capture_output=True, text=True, timeout=20)
+        if p.returncode == 0 and p.stdout.strip():
+            return [x.strip() for x in p.stdout.strip().splitlines()[0].split(",")]
+    except (OSError, subprocess.TimeoutExpired):
+        pass
+    return None
+
+
+def device_info(torch, device_key, inp, compute):
+    idx = torch.cuda.current_device()
+    props = torch.cuda.get_device_properties(idx)
+    name = torch.cuda.get_device_name(idx)
+    cc = "%d.%d" % (props.major, props.minor)
+    # torch numbers devices after CUDA_VISIBLE_DEVICES, nvidia-smi does not: ask by UUID.
+    uuid = str(getattr(props, "uuid", "") or "")
+    if uuid and not uuid.startswith("GPU-"):
+        uuid = "GPU-" + uuid
+    smi = nvidia_smi("uuid,driver_version,clocks.sm,clocks.max.sm", uuid or idx) or [None, None, None, None]
+    uuid = smi[0] or uuid
+    max_clock = float(smi[3]) if smi[3] not in (None, "", "[N/A]") else None
+    key = device_key or "sm%d%d_%s" % (props.major, props.minor, name.replace(" ", "_"))
+    return {
+        "name": name, "uuid": uuid, "key": key, "compute_cap": cc, "driver": smi[1],
+        "sm_clock_mhz": int(float(smi[2])) if smi[2] not in (None, "", "[N/A]") else None,
+        "peak_tflops": peak_tflops(name, props.major, props.multi_processor_count, max_clock, inp, compute),
+    }, idx
+
+
+def percentile(sorted_values, q):
+    if not sorted_values:
+        return None
+    pos = (len(sorted_values) - 1) * q
+    lo, hi = int(math.floor(pos)), int(math.ceil(pos))
+    return sorted_values[lo] + (sorted_values[hi] - sorted_values[lo]) * (pos - lo)
+
+
+class Problem:
+    def __init__(self, args):
+        self.op = args.op
+        self.m, self.n, self.k = args.m, args.n, args.k
+        self.dtype = canonical_dtype(args.dtype)
+        self.inp, self.out, self.compute = DTYPES[self.dtype]
+        self.b_layout = args.b_layout
+
+    def to_dict(self):
+        return {"op": self.op, "m": self.m, "n": self.n, "k": self.k, "dtype": self.dtype,
+                "a_type": self.inp, "b_type": self.inp, "c_type": self.out, "b_layout": self.b_layout}
+
+    def candidate_dict(self):
+        d = self.to_dict()
+        d.update({"compute_type": self.compute, "lda": self.k,
+                  "ldb": self.k if self.b_layout == "col" else self.n, "ldc": self.n})
+        return d
+
+
+def torch_dtype(torch, t):
+    return {"f16": torch.float16, "bf16": torch.bfloat16, "f32": torch.float32,
+            "e4m3": getattr(torch, "float8_e4m3fn", None)}[t]
+
+
+def make_inputs(torch, pb, seed, device):
+    g = torch.Generator(device=device)
+    g.manual_seed(seed)
+    ti = torch_dtype(torch, pb.inp)
+    if ti is None:
+        raise RuntimeError("this torch has no float8_e4m3fn")
+    a = (torch.rand((pb.m, pb.k), generator=g, device=device, dtype=torch.float32) * 2 - 1).to(ti)
+    b_shape = (pb.n, pb.k) if pb.b_layout == "col" else (pb.k, pb.n)
+    b = (torch.rand(b_shape, generator=g, device=device, dtype=torch.float32) * 2 - 1).to(ti)
+    b_kn = b.t() if pb.b_layout == "col" else b
+    # The reference: f32 accumulation, computed by the runner (never by the candidate), true f32
+    # multiplies (no TF32) so it is the more precise of the two.
+    ref = torch.matmul(a.to(torch.float32), b_kn.to(torch.float32))
+    c = torch.full((pb.m, pb.n), float("nan"), device=device, dtype=torch_dtype(torch, pb.out))
+    return a, b, c, ref
+
+
+def verify(torch, c, ref, tol, worst_n=5):
+    got = c.to(torch.float32)
+    nan_mask = torch.isnan(got) | torch.isinf(got)
+    nan_count = int(nan_mask.sum().item())
+    err = (got - ref).abs()
+    limit = tol["base_tol"] + tol["rel_tol"] * ref.abs()
+    bad = (err > limit) | nan_mask
+    mismatches = int(bad.sum().item())
+    finite_err = torch.where(nan_mask, torch.zeros_like(err), err)
+    max_abs = float(finite_err.max().item()) if err.numel() else 0.0
+    rel = finite_err / ref.abs().clamp_min(1e-6)
+    max_rel = float(rel.max().item()) if err.numel() else 0.0
+    ref_norm = float(torch.linalg.vector_norm(ref).item()) if ref.numel() else 0.0
+    diff = torch.where(nan_mask, torch.full_like(err, float("inf")), got - ref)
+    diff_norm = float(torch.linalg.vector_norm(diff).item()) if diff.numel() else 0.0
+    normwise = diff_norm / ref_norm if ref_norm > 0 else (0.0 if diff_norm == 0 else float("inf"))
+    worst = []
+    if err.numel():
+        excess = torch.where(nan_mask, torch.full_like(err, float("inf")), err - limit).flatten()
+        count = min(worst_n, excess.numel())
+        vals, idx = torch.topk(excess, count)
+        for v, i in zip(vals.tolist(), idx.tolist()):
+            if v <= 0:
+                break
+            r, col = divmod(int(i), c.shape[1])
+            worst.append({"i": r, "j": col, "got": _num(got[r, col].item()), "want": _num(ref[r, col].item())})
+    passed = mismatches == 0 and nan_count == 0 and normwise <= tol["normwise"]
+    return {"passed": passed, "elements": int(err.numel()), "mismatches": mismatches, "max_abs_err": _num(max_abs),
+            "max_rel_err": _num(max_rel), "normwise_rel_err": _num(normwise), "worst": worst, "nan_count": nan_count}
+
+
+def _num(v):
+    """JSON has no NaN or Infinity: such values become strings."""
+    if isinstance(v, float) and (math.isnan(v) or math.isinf(v)):
+        return str(v)
+    return v
+
+
+def measure(args):
+    """The measurement itself (in the child process unless --no-isolate). Returns the document."""
+    doc = base_document(args)
+    pb = Problem(args)
+    doc["problem"] = pb.to_dict()
+    tol = tolerance_for(pb.dtype)
+    doc["verification"]["tolerance"] = tol
+
+    try:
+        import torch
+    except ImportError as e:
+        return finish(doc, "UNSUPPORTED", "cannot import torch: %s (croq env validate --dsl triton)" % e)
+    device = args.device
+    if device == "cuda" and not torch.cuda.is_available():
+        return finish(doc, "UNSUPPORTED", "torch sees no CUDA device")
+    torch.backends.cuda.matmul.allow_tf32 = False
+    torch.backends.cudnn.allow_tf32 = False
+    if device == "cuda":
+        doc["device"], _ = device_info(torch, args.device_key, pb.inp, pb.compute)
+    else:
+        doc["device"] = {"name": "cpu", "uuid": None, "key": args.device_key or "cpu", "compute_cap": None,
+                         "driver": None, "sm_clock_mhz": None, "peak_tflops": None}
+
+    guard = RuntimeGuard([args.candidate])
+    guard.install()
+    try:
+        return measure_guarded(args, doc, pb, tol, torch, device, guard)
+    finally:
+        guard.uninstall()
+
+
+def measure_guarded(args, doc, pb, tol, torch, device, guard):
+    def forbidden():
+        names = ", ".join(sorted(set(guard.violations)))
+        return finish(doc, "LIBRARY_CALL_FORBIDDEN", "the candidate called " + names)
+
+    try:
+        with guard:
+            mod = AbiCandidate(args.candidate) if args.candidate.endswith(".so") else load_module(args.candidate)
+    except ForbiddenCall:
+        return forbidden()
+    except BaseException as e:  # noqa: BLE001  (any failure of the candidate's import is data)
+        return finish(doc, "RUNTIME_FAIL", "import failed: %s" % _exc_line(e))
+    if guard.violations:
+        return forbidden()
+    fn = getattr(mod, "croq_matmul", None)
+    if not callable(fn):
+        return finish(doc, "UNSUPPORTED", "the module defines no croq_matmul(problem, a, b, c)")
+    info = getattr(mod, "croq_kernel_info", None)
+    if isinstance(mod, AbiCandidate):
+        doc["candidate"]["info"] = mod.info
+        doc["runner"]["dsl"] = "abi"
+    elif callable(info):
+        try:
+            with guard:
+                doc["candidate"]["info"] = info()
+        except BaseException:  # noqa: BLE001
+            doc["candidate"]["info"] = None
+    problem = pb.candidate_dict()
+    sync = torch.cuda.synchronize if device == "cuda" else (lambda: None)
+
+    def call(a, b, c):
+        with guard:
+            fn(dict(problem), a, b, c)
+
+    def run_checked(a, b, c):
+        """One call; returns a verdict string and reason when it failed, else None."""
+        try:
+            call(a, b, c)
+            sync()
+        except ForbiddenCall:
+            return "LIBRARY_CALL_FORBIDDEN", "the candidate called " + ", ".join(sorted(set(guard.violations)))
+        except NotImplementedError as e:
+            return "UNSUPPORTED", "the candidate does not handle this problem: %s" % (e or "NotImplementedError")
+        except BaseException as e:  # noqa: BLE001
+            what = type(e).__name__
+            if "CompilationError" in what or "CompileError" in what:
+                return "RUNTIME_FAIL", "JIT compile failed (first run): %s" % _exc_line(e)
+            return "RUNTIME_FAIL", _exc_line(e)
+        if guard.violations:
+            return "LIBRARY_CALL_FORBIDDEN", "the candidate called " + ", ".join(sorted(set(guard.violations)))
+        return None
+
+    # 1. Verification with the recorded seed.
+    a, b, c, ref = make_inputs(torch, pb, args.seed, device)
+    failed = run_checked(a, b, c)
+    if failed:
+        return finish(doc, *failed)
+    v = verify(torch, c, ref, tol)
+    doc["verification"].update(v)
+    if not v["passed"]:
+        return finish(doc, "VERIFY_FAIL", verify_reason(v, tol))
+
+    # 2. A second seed: fresh inputs in fresh buffers (catches results remembered between calls).
+    a2, b2, c2, ref2 = make_inputs(torch, pb, args.seed + 1, device)
+    failed = run_checked(a2, b2, c2)
+    if failed:
+        return finish(doc, *failed)
+    v2 = verify(torch, c2, ref2, tol)
+    doc["verification"]["second_seed_passed"] = v2["passed"]
+    del a2, b2, c2, ref2
+    if not v2["passed"]:
+        doc["verification"]["passed"] = False
+        return finish(doc, "VERIFY_FAIL", "second seed: " + verify_reason(v2, tol))
+
+    # 3. Timing.
+    t = time_candidate(torch, device, args, lambda: call(a, b, c), sync)
+    if isinstance(t, tuple):
+        return finish(doc, *t)
+    doc["timing"] = t
+    if guard.violations:
+        return finish(doc, "LIBRARY_CALL_FORBIDDEN", "the candidate called " + ", ".join(sorted(set(guard.violations))))
+    flops = 2.0 * pb.m * pb.n * pb.k
+    doc["tflops"] = flops / (t["median_ms"] * 1e-3) / 1e12 if t["median_ms"] > 0 else None
+    if device == "cuda":
+        smi = nvidia_smi("clocks.sm", doc["device"].get("uuid") or torch.cuda.current_device())
+        if smi and smi[0] not in ("", "[N/A]"):
+            doc["device"]["sm_clock_mhz"] = int(float(smi[0]))
+
+    # 4. The output of the last timed run, checked again.
+    v3 = verify(torch, c, ref, tol)
+    doc["verification"]["rechecked_after_timing"] = v3["passed"]
+    if not v3["passed"]:
+        doc["verification"]["passed"] = False
+        return finish(doc, "VERIFY_FAIL", "after timing: " + verify_reason(v3, tol))
+
+    peak = doc["device"].get("peak_tflops")
+    if peak and doc["tflops"] and doc["tflops"] > peak:
+        return finish(doc, "IMPOSSIBLE", "%.1f TFLOPS is above the device's peak of %.1f" % (doc["tflops"], peak))
+    return finish(doc, "PASS", "")
+
+
+def verify_reason(v, tol):
+    if v["nan_count"]:
+        return "%d of %d outputs are NaN or Inf" % (v["nan_count"], v["elements"])
+    if v["mismatches"]:
+        return "%d of %d elements exceed %g + %g*|want| (max abs err %s)" % (
+            v["mismatches"], v["elements"], tol["base_tol"], tol["rel_tol"], v["max_abs_err"])
+    return "normwise relative error %s above %g" % (v["normwise_rel_err"], tol["normwise"])
+
+
+def time_candidate(torch, device, args, launch, sync):
+    """Warm-up, then repetitions until the spread is low, the budget is spent or max reps."""
+    flush_buf = None
+    l2_flush = not args.no_l2_flush and device == "cuda"
+    if l2_flush:
+        l2 = getattr(torch.cuda.get_device_properties(torch.cuda.current_device()), "L2_cache_size", 0) or (64 << 20)
+        flush_buf = torch.empty(2 * l2 // 4 + 1, dtype=torch.int32, device=device)
+
+    def flush():
+        if flush_buf is not None:
+            flush_buf.zero_()  # writes 2x the L2 size: the candidate's operands are evicted
+
+    try:
+        for _ in range(args.warmup):
+            flush()
+            launch()
+        sync()
+    except BaseException as e:  # noqa: BLE001
+        return ("RUNTIME_FAIL", "during warm-up: " + _exc_line(e))
+
+    samples, walls = [], []
+    budget_start = time.perf_counter()
+    stop_reason = "max_reps"
+    try:
+        while len(samples) < args.max_reps:
+            flush()
+            sync()  # the flush is complete before the start event
+            w0 = time.perf_counter()
+            if device == "cuda":
+                start = torch.cuda.Event(enable_timing=True)
+                end = torch.cuda.Event(enable_timing=True)
+                start.record()
+                launch()
+                end.record()
+                torch.cuda.synchronize()  # the whole device: work on other streams is counted too
+                ms = start.elapsed_time(end)
+            else:
+                launch()
+                ms = (time.perf_counter() - w0) * 1e3
+            walls.append((time.perf_counter() - w0) * 1e3)
+            samples.append(ms)
+            n = len(samples)
+            if n >= args.min_reps:
+                mean = sum(samples) / n
+                sd = math.sqrt(sum((x - mean) ** 2 for x in samples) / (n - 1)) if n > 1 else 0.0
+                if mean > 0 and sd / mean <= args.target_cv:
+                    stop_reason = "cv_target"
+                    break
+                if (time.perf_counter() - budget_start) * 1e3 >= args.time_budget_ms:
+                    stop_reason = "time_budget"
+                    break
+    except BaseException as e:  # noqa: BLE001
+        return ("RUNTIME_FAIL", "during timing: " + _exc_line(e))
+    s = sorted(samples)
+    n = len(s)
+    mean = sum(s) / n
+    sd = math.sqrt(sum((x - mean) ** 2 for x in s) / (n - 1)) if n > 1 else 0.0
+    return {"method": "cuda_events" if device == "cuda" else "host_clock", "l2_flush": l2_flush,
+            "warmup": args.warmup, "reps": n, "median_ms": percentile(s, 0.5), "mean_ms": mean, "min_ms": s[0],
+            "p90_ms": percentile(s, 0.9), "max_ms": s[-1], "cv": sd / mean if mean > 0 else None,
+            "stop_reason": stop_reason, "wall_check_ms": percentile(sorted(walls), 0.5)}
+
+
+def _exc_line(e):
+    text = "%s: %s" % (type(e).__name__, e)
+    return text.strip().splitlines()[0][:500] if text.strip() else type(e).__name__
+
+
+def base_document(args):
+    cand = {"path": os.path.realpath(args.candidate) if args.candidate else None, "sha256": None, "info": None}
+    if args.candidate and os.path.isfile(args.candidate):
+        cand["sha256"] = sha256_file(args.candidate)
+    return {
+        "schema": SCHEMA,
+        "croq": {"version": args.croq_version, "git": args.croq_git},
+        "created_at": now_iso(),
+        "kind": args.kind,
+        "verdict": None,
+        "reason": "",
+        "candidate": cand,
+        "problem": None,
+        "device": None,
+        "seed": args.seed,
+        "verification": {"passed": False, "elements": 0, "mismatches": 0, "max_abs_err": None, "max_rel_err": None,
+                         "normwise_rel_err": None, "tolerance": None, "worst": [], "nan_count": 0,
+                         "rechecked_after_timing": None, "second_seed_passed": None},
+        "timing": None,
+        "tflops": None,
+        "source": "measured",
+        "runner": {"name": "croq_runner.py", "python": sys.version.split()[0], "dsl": "triton"},
+    }
+
+
+def finish(doc, verdict, reason):
+    doc["verdict"] = verdict
+    doc["reason"] = reason
+    if verdict != "PASS":
+        doc["tflops"] = doc.get("tflops") if verdict == "IMPOSSIBLE" else None
+    return doc
+
+
+def measure_isolated(args, argv):
+    """Runs the measurement in a child with a time limit; crashes and hangs become verdicts."""
+    fd, out_path = tempfile.mkstemp(prefix="croq-measure-", suffix=".json")
+    os.close(fd)
+    cmd = [sys.executable, os.path.realpath(__file__)] + argv + ["--no-isolate", "--child-out", out_path]
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
+    try:
+        _, err = proc.communicate(timeout=args.timeout_s)
+        timed_out = False
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        _, err = proc.communicate()
+        timed_out = True
+    doc = None
+    try:
+        with open(out_path, encoding="utf-8") as f:
+            text = f.read()
+        if text.strip():
+            doc = json.loads(text)
+    except (OSError, ValueError):
+        doc = None
+    finally:
+        try:
+            os.unlink(out_path)
+        except OSError:
+            pass
+    if doc is not None and not timed_out:
+        return doc
+    doc = base_document(args)
+    try:
+        doc["problem"] = Problem(args).to_dict()
+        doc["verification"]["tolerance"] = tolerance_for(Problem(args).dtype)
+    except ValueError:
+        pass
+    tail = " | ".join([l for l in (err or "").splitlines() if l.strip()][-3:])
+    if timed_out:
+        return finish(doc, "HANG", "killed after %d s" % args.timeout_s)
+    rc = proc.returncode
+    if rc is not None and rc < 0:
+        sig = -rc
+        name = signal.Signals(sig).name if sig in {s.value for s in signal.Signals} else str(sig)
+        verdict = "SEGFAULT" if sig in (signal.SIGSEGV, signal.SIGBUS, signal.SIGILL, signal.SIGFPE) else "RUNTIME_FAIL"
+        return finish(doc, verdict, "the measurement process died of %s%s" % (name, (": " + tail) if tail else ""))
+    return finish(doc, "RUNTIME_FAIL", "the measurement process exited %s without a result%s"
+                  % (rc, (": " + tail) if tail else ""))
+
+
+def parse_args(argv):
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--check", metavar="FILE", help="parse, purity (AST) and import check; JSON on stdout")
+    p.add_argument("--import-only", metavar="FILE", help=argparse.SUPPRESS)
+    p.add_argument("--candidate", metavar="FILE", help="the candidate module (.py) to measure")
+    p.add_argument("--op", default="matmul", choices=["matmul"])
+    p.add_argument("--m", type=int)
+    p.add_argument("--n", type=int)
+    p.add_argument("--k", type=int)
+    p.add_argument("--dtype", default="f16f32", help="f16f32, bf16f32, f16, bf16, e4m3f16, f32, tf32 (and variants)")
+    p.add_argument("--b-layout", default="row", choices=["row", "col"])
+    p.add_argument("--seed", type=int, default=None, help="input seed (default: random, recorded)")
+    p.add_argument("--warmup", type=int, default=10)
+    p.add_argument("--min-reps", type=int, default=10)
+    p.add_argument("--max-reps", type=int, default=200)
+    p.add_argument("--target-cv", type=float, default=0.02, help="stop when stdev/mean falls to this")
+    p.add_argument("--time-budget-ms", type=float, default=3000.0)
+    p.add_argument("--no-l2-flush", action="store_true")
+    p.add_argument("--kind", default="candidate", choices=["candidate", "baseline"])
+    p.add_argument("--device-key", default=None, help="e.g. sm90_NVIDIA_H200 (default: derived from the device)")
+    p.add_argument("--device", default="cuda", choices=["cuda", "cpu"], help=argparse.SUPPRESS)
+    p.add_argument("--out", metavar="FILE", help="write the measurement JSON here too")
+    p.add_argument("--timeout-s", type=int, default=300, help="time limit of the isolated measurement")
+    p.add_argument("--no-isolate", action="store_true", help="measure in this process (no crash/hang verdicts)")
+    p.add_argument("--child-out", help=argparse.SUPPRESS)
+    p.add_argument("--croq-version", default=os.environ.get("CROQ_VERSION", "unknown"))
+    p.add_argument("--croq-git", default=os.environ.get("CROQ_GIT", "unknown"))
+    p.add_argument("--pretty", action="store_true")
+    return p.parse_args(argv)
+
+
+def main(argv=None):
+    argv = list(sys.argv[1:] if argv is None else argv)
+    args = parse_args(argv)
+    if args.import_only:
+        return run_import_only(args.import_only)
+    if args.check:
+        report, rc = run_check(args.check, min(args.timeout_s, 600))
+        print(json.dumps(report))
+        return rc
+    if not args.candidate or args.m is None or args.n is None or args.k is None:
+        print("croq_runner.py: --candidate, --m, --n and --k are required (or --check FILE)", file=sys.stderr)
+        return EXIT_USAGE
+    if min(args.m, args.n, args.k) <= 0:
+        print("croq_runner.py: --m, --n and --k must be positive", file=sys.stderr)
+        return EXIT_USAGE
+    try:
+        canonical_dtype(args.dtype)
+    except ValueError as e:
+        print("croq_runner.py: %s" % e, file=sys.stderr)
+        return EXIT_USAGE
+    if args.seed is None:
+        args.seed = int.from_bytes(os.urandom(4), "little") & 0x7FFFFFFF
+        argv += ["--seed", str(args.seed)]
+
+    # The static check first: a forbidden source never runs. (A shared object's dynamic symbols
+    # are checked by croq measure; here it is only called.)
+    try:
+        if args.candidate.endswith(".so"):
+            findings = []
+            if not os.path.isfile(args.candidate):
+                raise OSError("no such file")
+        else:
+            with open(args.candidate, encoding="utf-8") as f:
+                source = f.read()
+            findings, _ = static_check(source, args.candidate)
+    except OSError as e:
+        print("croq_runner.py: cannot read %s: %s" % (args.candidate, e), file=sys.stderr)
+        return EXIT_USAGE
+    except SyntaxError as e:
+        doc = base_document(args)
+        doc["problem"] = Problem(args).to_dict()
+        doc = finish(doc, "RUNTIME_FAIL", "%s:%s: SyntaxError: %s" % (args.candidate, e.lineno, e.msg))
+        findings = None
+    if findings:
+        doc = base_document(args)
+        doc["problem"] = Problem(args).to_dict()
+        doc["purity"] = findings
+        doc = finish(doc, "LIBRARY_CALL_FORBIDDEN", "; ".join(
+            "line %d: %s" % (f["line"], f["what"]) for f in findings[:5]))
+    elif findings is not None:
+        if args.no_isolate:
+            doc = measure(args)
+        else:
+            doc = measure_isolated(args, argv)
+
+    text = json.dumps(doc, indent=2 if args.pretty else None, allow_nan=False, default=str)
+    if args.child_out:
+        with open(args.child_out, "w", encoding="utf-8") as f:
+            f.write(text)
+        return EXIT_OK
+    if args.out:
+        tmp = args.out + ".tmp"
+        with open(tmp, "w", encoding="utf-8") as f:
+            f.write(text + "\n")
+        os.replace(tmp, args.out)
+    print(text)
+    return EXIT_OK if doc["verdict"] == "PASS" else EXIT_CANDIDATE
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,120 @@
+// Rendered GEMM sources compile with the real nvcc for their targets (ptxas only: -cubin, no
+// GPU needed), without register spills, and a configuration the family refuses is also refused
+// by the template's own static_asserts. Label nvcc; skipped where no nvcc is installed. A handful
+// of configurations only: each compile takes tens of seconds.
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <regex>
+
+#include "croq/search/ampere_gemm_family.hpp"
+#include "croq/search/hopper_gemm_family.hpp"
+#include "croq/util/fs.hpp"
+#include "croq/util/paths.hpp"
+#include "croq/util/process.hpp"
+#include "croq/workspace/dtype.hpp"
+#include "support/test_support.hpp"
+
+namespace croq {
+namespace {
+
+std::optional<std::filesystem::path> nvcc_path() {
+  if (const char* e = std::getenv("CROQ_NVCC"); e && *e) return std::filesystem::path(e);
+  if (std::filesystem::exists("/usr/local/cuda/bin/nvcc")) return std::filesystem::path("/usr/local/cuda/bin/nvcc");
+  return find_executable("nvcc");
+}
+
+ProblemDesc problem(int64_t m, int64_t n, int64_t k, const std::string& dtype, bool col, const std::string& arch) {
+  ProblemDesc p;
+  p.m = m;
+  p.n = n;
+  p.k = k;
+  p.dtype = parse_dtype_pair_or_throw(dtype);
+  p.b_col_major = col;
+  p.arch = arch;
+  return p;
+}
+
+struct Compiled {
+  bool ok = false;
+  std::string log;
+};
+
+Compiled compile(const KernelFamily& f, const FamilyConfig& c, const ProblemDesc& p) {
+  test::TempDir dir;
+  const auto src = dir / "candidate.cu";
+  atomic_write(src, f.render_source(c, p), false);
+  ProcessSpec spec;
+  spec.argv = {nvcc_path()->string()};
+  for (const auto& flag : f.build_flags(c, p)) spec.argv.push_back(flag);
+  spec.argv.insert(spec.argv.end(), {"-I" + find_project_dir("include").string(), "-cubin", "-Xptxas", "-v", "-o",
+                                     (dir / "candidate.cubin").string(), src.string()});
+  spec.timeout = std::chrono::milliseconds(900000);
+  ProcessResult r = process_runner().run(spec);
+  return {r.ok(), r.out + r.err};
+}
+
+void expect_no_spills(const Compiled& c) {
+  EXPECT_NE(c.log.find("registers"), std::string::npos) << c.log;
+  std::smatch m;
+  std::regex spill("([0-9]+) bytes spill stores");
+  auto begin = std::sregex_iterator(c.log.begin(), c.log.end(), spill);
+  int reports = 0;
+  for (auto it = begin; it != std::sregex_iterator(); ++it, ++reports) EXPECT_EQ((*it)[1].str(), "0") << c.log;
+  EXPECT_GT(reports, 0) << c.log;
+}
+
+TEST(GemmTemplatesCompile, HopperDefaultForALargeSquare) {
+  if (!nvcc_path()) GTEST_SKIP() << "nvcc not found (set CROQ_NVCC)";
+  HopperGemmFamily f;
+  auto p = problem(4096, 4096, 4096, "f16f32", false, "sm_90a");
+  auto c = f.default_config(p);
+  ASSERT_FALSE(f.violation(c, p));
+  auto r = compile(f, c, p);
+  ASSERT_TRUE(r.ok) << r.log;
+  expect_no_spills(r);
+}
+
+TEST(GemmTemplatesCompile, HopperClusterOfFourRegisterEpilogueNarrowSwizzle) {
+  if (!nvcc_path()) GTEST_SKIP() << "nvcc not found (set CROQ_NVCC)";
+  HopperGemmFamily f;
+  auto p = problem(1000, 4100, 520, "bf16", true, "sm_90a");
+  FamilyConfig c{{"BM", "64"},        {"BN", "224"},      {"BK", "32"},        {"STAGES", "6"},
+                 {"CONSUMERS", "1"},  {"PINGPONG", "0"},  {"PERSISTENT", "0"}, {"RASTER", "2"},     {"GROUP", "4"},
+                 {"CLUSTER_M", "2"},  {"CLUSTER_N", "2"},  {"EPILOGUE", "0"},   {"SWIZZLE", "32"},
+                 {"MMA_DEPTH", "0"}};
+  ASSERT_FALSE(f.violation(c, p)) << *f.violation(c, p);
+  auto r = compile(f, c, p);
+  ASSERT_TRUE(r.ok) << r.log;
+  expect_no_spills(r);
+}
+
+TEST(GemmTemplatesCompile, AmpereDefaultForSm80) {
+  if (!nvcc_path()) GTEST_SKIP() << "nvcc not found (set CROQ_NVCC)";
+  AmpereGemmFamily f;
+  auto p = problem(4096, 4096, 4096, "bf16f32", true, "sm_80");
+  auto c = f.default_config(p);
+  ASSERT_FALSE(f.violation(c, p));
+  auto r = compile(f, c, p);
+  ASSERT_TRUE(r.ok) << r.log;
+  expect_no_spills(r);
+}
+
+TEST(GemmTemplatesCompile, AConfigurationTheFamilyRefusesDoesNotCompileEither) {
+  if (!nvcc_path()) GTEST_SKIP() << "nvcc not found (set CROQ_NVCC)";
+  HopperGemmFamily f;
+  auto p = problem(4096, 4096, 4096, "f16f32", false, "sm_90a");
+  auto c = f.default_config(p);
+  c["BM"] = "128";
+  c["BN"] = "256";
+  c["STAGES"] = "6";
+  auto why = f.violation(c, p);
+  ASSERT_TRUE(why);
+  EXPECT_NE(why->find("shared memory"), std::string::npos);
+  auto r = compile(f, c, p);
+  EXPECT_FALSE(r.ok);
+  EXPECT_NE(r.log.find("227 KB of shared memory"), std::string::npos) << r.log;
+}
+
+}  // namespace
+}  // namespace croq

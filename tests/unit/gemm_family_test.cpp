@@ -1,0 +1,336 @@
+// The GEMM kernel families (hopper_gemm, ampere_gemm): their parameter spaces, the constraint
+// checkers over every configuration the search can produce, default configurations for the
+// seeds' typical shapes, rendering and build flags. Compiling rendered sources with nvcc is
+// tested in tests/nvcc (label nvcc).
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <functional>
+#include <set>
+
+#include "croq/search/ampere_gemm_family.hpp"
+#include "croq/search/family.hpp"
+#include "croq/search/gemm_family_common.hpp"
+#include "croq/search/hopper_gemm_family.hpp"
+#include "croq/workspace/dtype.hpp"
+
+namespace croq {
+namespace {
+
+struct Shape {
+  int64_t m, n, k;
+};
+
+// The seeds' 14 typical shapes (ai-tune-from-scratch) and the two large squares.
+const std::vector<Shape> k_typical = {
+    {768, 768, 768},     {12288, 12288, 12288}, {512, 8192, 8192},    {16384, 8192, 8192},
+    {4096, 1024, 8192},  {4096, 32768, 8192},   {4096, 8192, 512},    {4096, 8192, 32768},
+    {1024, 1024, 4096},  {12288, 12288, 4096},  {1024, 8192, 1024},   {12288, 8192, 12288},
+    {4096, 1024, 1024},  {12288, 4096, 4096},   {4096, 4096, 4096},   {8192, 8192, 8192}};
+
+const std::vector<std::string> k_dtypes = {"f16f32", "f16", "bf16f32", "bf16"};
+
+ProblemDesc problem(Shape s, const std::string& dtype, bool col, const std::string& arch) {
+  ProblemDesc p;
+  p.m = s.m;
+  p.n = s.n;
+  p.k = s.k;
+  p.dtype = parse_dtype_pair_or_throw(dtype);
+  p.b_col_major = col;
+  p.arch = arch;
+  return p;
+}
+
+int iv(const FamilyConfig& c, const char* name) { return gemm::int_param(c, name).value(); }
+
+// Calls `visit` with every configuration of the family's parameter space, the parameters in
+// `fixed` held at the given values.
+void for_each_config(const KernelFamily& f, const std::function<void(const FamilyConfig&)>& visit,
+                     const FamilyConfig& fixed = {}) {
+  auto specs = f.params();
+  for (auto& s : specs)
+    if (fixed.count(s.name)) s.values = {fixed.at(s.name)};
+  std::vector<size_t> idx(specs.size(), 0);
+  FamilyConfig c;
+  for (const auto& s : specs) c[s.name] = s.values[0];
+  for (;;) {
+    visit(c);
+    size_t d = 0;
+    while (d < specs.size()) {
+      if (++idx[d] < specs[d].values.size()) {
+        c[specs[d].name] = specs[d].values[idx[d]];
+        break;
+      }
+      idx[d] = 0;
+      c[specs[d].name] = specs[d].values[0];
+      ++d;
+    }
+    if (d == specs.size()) return;
+  }
+}
+
+// What a legal Hopper configuration must satisfy, computed here from the hardware's rules rather
+// than through the family's own helpers.
+void expect_hopper_invariants(const FamilyConfig& c, const ProblemDesc& p) {
+  const int bm = iv(c, "BM"), bn = iv(c, "BN"), bk = iv(c, "BK"), stages = iv(c, "STAGES");
+  const int consumers = iv(c, "CONSUMERS"), sw = iv(c, "SWIZZLE"), cm = iv(c, "CLUSTER_M"), cn = iv(c, "CLUSTER_N");
+  // WGMMA: N a multiple of 8 up to 256 (the template's register lists come in 32s), M in 64s.
+  EXPECT_TRUE(bn % 32 == 0 && bn >= 32 && bn <= 256) << bn;
+  const int rows_per_consumer = iv(c, "PINGPONG") == 1 ? bm : bm / consumers;
+  if (iv(c, "PINGPONG") == 1) {
+    EXPECT_EQ(consumers, 2);
+  }
+  EXPECT_EQ(rows_per_consumer % 64, 0);
+  EXPECT_EQ(bm % consumers, 0);
+  // 16-bit operands: K per instruction is 16; a stage is whole swizzle rows.
+  EXPECT_EQ(bk % 16, 0);
+  EXPECT_EQ(bk % (sw / 2), 0);
+  if (!p.b_col_major) {
+    EXPECT_EQ(bn % (sw / 2), 0);
+  }
+  // Accumulators: 64 x BN f32 per m64 atom spread over 128 threads.
+  EXPECT_LE((rows_per_consumer / 64) * (64 * bn / 128), 128);
+  // Shared memory: stages of A and B tiles, epilogue slots, barriers, alignment slack.
+  long long smem = 1024 + static_cast<long long>(stages) * (bm * bk + bn * bk) * 2 + 2 * stages * 8;
+  if (iv(c, "EPILOGUE") == 1) smem += consumers * 2 * 64 * 32 * 4;
+  EXPECT_LE(smem, 227 * 1024) << config_to_json(c).dump();
+  // Clusters: at most the tile grid; multicast slices whole 8-row swizzle atoms.
+  EXPECT_LE(cm, (p.m + bm - 1) / bm);
+  EXPECT_LE(cn, (p.n + bn - 1) / bn);
+  EXPECT_EQ((bm / cn) % 8, 0);
+  EXPECT_EQ((p.b_col_major ? bn / cm : bk / cm) % 8, 0);
+}
+
+TEST(GemmFamilies, BothAreRegistered) {
+  ASSERT_NE(find_family("hopper_gemm"), nullptr);
+  ASSERT_NE(find_family("ampere_gemm"), nullptr);
+  EXPECT_EQ(find_family("hopper_gemm")->dsl(), "cuda");
+}
+
+TEST(GemmFamilies, ParametersHaveValuesCategoriesAndBothKinds) {
+  const std::set<std::string> categories = {"tiling", "pipeline", "memory", "compute", "misc"};
+  for (const auto& f : {find_family("hopper_gemm"), find_family("ampere_gemm")}) {
+    bool structural = false, macro = false;
+    std::set<std::string> names;
+    for (const auto& s : f->params()) {
+      EXPECT_FALSE(s.values.empty()) << s.name;
+      EXPECT_TRUE(categories.count(s.category)) << s.name << " " << s.category;
+      EXPECT_FALSE(s.description.empty()) << s.name;
+      EXPECT_TRUE(names.insert(s.name).second) << "duplicate " << s.name;
+      (s.structural ? structural : macro) = true;
+    }
+    EXPECT_TRUE(structural && macro) << f->name();
+  }
+}
+
+TEST(GemmFamilies, BottleneckParametersAreParametersOfTheFamily) {
+  for (const auto& f : {find_family("hopper_gemm"), find_family("ampere_gemm")}) {
+    std::set<std::string> names;
+    for (const auto& s : f->params()) names.insert(s.name);
+    for (const char* b : {"memory_bound", "compute_bound", "latency_bound", "launch_bound", "mixed"}) {
+      auto list = f->params_for_bottleneck(b);
+      EXPECT_FALSE(list.empty()) << f->name() << " " << b;
+      for (const auto& n : list) EXPECT_TRUE(names.count(n)) << f->name() << " " << b << " " << n;
+    }
+  }
+}
+
+TEST(HopperGemmFamily, DefaultConfigIsLegalForTheTypicalShapes) {
+  HopperGemmFamily f;
+  for (const auto& s : k_typical)
+    for (const auto& dt : k_dtypes)
+      for (bool col : {false, true}) {
+        auto p = problem(s, dt, col, "sm_90a");
+        ASSERT_TRUE(f.supports(p));
+        auto c = f.default_config(p);
+        auto why = f.violation(c, p);
+        EXPECT_FALSE(why) << s.m << "x" << s.n << "x" << s.k << " " << dt << ": " << *why;
+        if (!why) expect_hopper_invariants(c, p);
+      }
+}
+
+TEST(HopperGemmFamily, DefaultConfigIsLegalForOddAndTinyShapes) {
+  HopperGemmFamily f;
+  for (Shape s : std::vector<Shape>{{1, 1, 1}, {17, 33, 9}, {1000, 1000, 1000}, {4096, 4100, 520}, {64, 8192, 64}})
+    for (bool col : {false, true}) {
+      auto p = problem(s, "f16f32", col, "sm_90a");
+      auto why = f.violation(f.default_config(p), p);
+      EXPECT_FALSE(why) << s.m << "x" << s.n << "x" << s.k << ": " << *why;
+    }
+}
+
+TEST(HopperGemmFamily, DefaultsUseTheLargeTileWhenThereAreEnoughTiles) {
+  HopperGemmFamily f;
+  auto big = f.default_config(problem({8192, 8192, 8192}, "f16f32", false, "sm_90a"));
+  EXPECT_EQ(big.at("BM"), "128");
+  EXPECT_EQ(big.at("BN"), "256");
+  EXPECT_EQ(big.at("CONSUMERS"), "2");
+  auto small = f.default_config(problem({768, 768, 768}, "f16f32", false, "sm_90a"));
+  EXPECT_LT(iv(small, "BM") * iv(small, "BN"), 128 * 256);
+}
+
+// Every configuration the search can produce, for problems that exercise the layout- and
+// shape-dependent rules: either legal (and then the hardware invariants hold) or refused with a
+// reason. The tile order (RASTER, GROUP) enters no constraint (next test), so it is held fixed
+// here to keep the walk short.
+TEST(HopperGemmFamily, EveryConfigurationIsLegalOrRefusedWithAReason) {
+  HopperGemmFamily f;
+  const std::vector<ProblemDesc> problems = {problem({4096, 4096, 4096}, "f16f32", false, "sm_90a"),
+                                             problem({100, 4100, 520}, "bf16", true, "sm_90a")};
+  for (const auto& p : problems) {
+    long long legal = 0, refused = 0;
+    std::set<std::string> reasons;
+    for_each_config(f, [&](const FamilyConfig& c) {
+      auto why = f.violation(c, p);
+      if (why) {
+        ++refused;
+        EXPECT_FALSE(why->empty());
+        if (reasons.size() < 64) reasons.insert(why->substr(0, 24));
+      } else {
+        ++legal;
+        expect_hopper_invariants(c, p);
+      }
+    }, {{"RASTER", "1"}, {"GROUP", "8"}});
+    EXPECT_GT(legal, 1000);
+    EXPECT_GT(refused, 1000);
+    EXPECT_GT(reasons.size(), 4u);
+  }
+}
+
+TEST(HopperGemmFamily, TileOrderNeverDecidesLegality) {
+  HopperGemmFamily f;
+  const auto p = problem({1000, 3000, 700}, "f16", false, "sm_90a");
+  std::vector<bool> reference;
+  for_each_config(f, [&](const FamilyConfig& c) { reference.push_back(!f.violation(c, p)); },
+                  {{"RASTER", "1"}, {"GROUP", "8"}});
+  for (auto [raster, group] : std::vector<std::pair<const char*, const char*>>{{"0", "1"}, {"2", "16"}}) {
+    size_t i = 0, differ = 0;
+    for_each_config(f, [&](const FamilyConfig& c) { differ += reference.at(i++) != !f.violation(c, p); },
+                    {{"RASTER", raster}, {"GROUP", group}});
+    EXPECT_EQ(i, reference.size());
+    EXPECT_EQ(differ, 0u) << raster << "/" << group;
+  }
+}
+
+TEST(HopperGemmFamily, RefusesImpossibleConfigurationsSayingWhy) {
+  HopperGemmFamily f;
+  const auto p = problem({4096, 4096, 4096}, "f16f32", false, "sm_90a");
+  const FamilyConfig good = f.default_config(p);
+  ASSERT_FALSE(f.violation(good, p));
+  auto with = [&](std::map<std::string, std::string> changes) {
+    FamilyConfig c = good;
+    for (auto& [k, v] : changes) c[k] = v;
+    auto why = f.violation(c, p);
+    return why ? *why : std::string("legal");
+  };
+  EXPECT_NE(with({{"STAGES", "6"}, {"BN", "256"}, {"BM", "128"}}).find("shared memory"), std::string::npos);
+  EXPECT_NE(with({{"BM", "64"}, {"CONSUMERS", "2"}}).find("consumer"), std::string::npos);
+  EXPECT_NE(with({{"BM", "128"}, {"BN", "256"}, {"CONSUMERS", "1"}, {"STAGES", "2"}}).find("accumulators"),
+            std::string::npos);
+  EXPECT_NE(with({{"BK", "32"}, {"SWIZZLE", "128"}}).find("swizzle"), std::string::npos);
+  EXPECT_NE(with({{"BN", "96"}, {"SWIZZLE", "128"}}).find("N-major"), std::string::npos);
+  EXPECT_NE(with({{"BM", "9"}}).find("not one of"), std::string::npos);
+  EXPECT_NE(with({{"PINGPONG", "1"}, {"CONSUMERS", "1"}}).find("CONSUMERS=2"), std::string::npos);
+  EXPECT_NE(with({{"PINGPONG", "1"}, {"BM", "128"}, {"BN", "256"}}).find("accumulators"), std::string::npos);
+  EXPECT_NE(with({{"UNROLL", "2"}}).find("unknown parameter"), std::string::npos);
+  FamilyConfig missing = good;
+  missing.erase("STAGES");
+  EXPECT_NE(f.violation(missing, p).value_or("").find("missing"), std::string::npos);
+
+  const auto tiny = problem({64, 64, 64}, "f16f32", false, "sm_90a");
+  FamilyConfig c = f.default_config(tiny);
+  c["CLUSTER_M"] = "2";
+  EXPECT_NE(f.violation(c, tiny).value_or("").find("CLUSTER_M"), std::string::npos);
+  EXPECT_TRUE(f.violation(good, problem({4096, 4096, 4096}, "f16f32", false, "sm_80")));
+  EXPECT_TRUE(f.violation(good, problem({4096, 4096, 4096}, "e4m3", false, "sm_90a")));
+  EXPECT_FALSE(f.supports(problem({4096, 4096, 4096}, "f32", false, "sm_90a")));
+}
+
+TEST(HopperGemmFamily, RenderedSourceCarriesTheConfigurationAndTheTemplate) {
+  HopperGemmFamily f;
+  const auto p = problem({1000, 1000, 1000}, "bf16", true, "sm_90a");
+  auto c = f.default_config(p);
+  c["STAGES"] = "3";
+  const std::string src = f.render_source(c, p);
+  EXPECT_NE(src.find("#define CROQ_STAGES 3\n"), std::string::npos);
+  EXPECT_NE(src.find("#define CROQ_BM " + c.at("BM") + "\n"), std::string::npos);
+  EXPECT_NE(src.find("#define CROQ_CLUSTER_M " + c.at("CLUSTER_M") + "\n"), std::string::npos);
+  EXPECT_NE(src.find("#define CROQ_DTYPES 8\n"), std::string::npos);   // bf16 -> bf16
+  EXPECT_NE(src.find("#define CROQ_BLAYOUTS 2\n"), std::string::npos); // B stored N x K
+  EXPECT_NE(src.find("wgmma.mma_async"), std::string::npos);
+  EXPECT_NE(src.find("CROQ_EXPORT croq_status croq_matmul"), std::string::npos);
+  EXPECT_LT(src.find("#define CROQ_STAGES"), src.find("#ifndef CROQ_STAGES"));
+  const auto flags = f.build_flags(c, p);
+  EXPECT_NE(std::find(flags.begin(), flags.end(), "-gencode=arch=compute_90a,code=sm_90a"), flags.end());
+}
+
+TEST(AmpereGemmFamily, DefaultConfigIsLegalOnEveryArchitecture) {
+  AmpereGemmFamily f;
+  for (const char* arch : {"sm_80", "sm_86", "sm_89", "sm_90a"})
+    for (const auto& s : k_typical)
+      for (const auto& dt : k_dtypes)
+        for (bool col : {false, true}) {
+          auto p = problem(s, dt, col, arch);
+          ASSERT_TRUE(f.supports(p));
+          auto why = f.violation(f.default_config(p), p);
+          EXPECT_FALSE(why) << arch << " " << s.m << "x" << s.n << "x" << s.k << ": " << *why;
+        }
+}
+
+TEST(AmpereGemmFamily, EveryConfigurationIsLegalOrRefusedWithAReason) {
+  AmpereGemmFamily f;
+  for (const char* arch : {"sm_80", "sm_86", "sm_90a"}) {
+    const auto p = problem({1000, 1000, 1000}, "f16f32", false, arch);
+    long long legal = 0, refused = 0;
+    for_each_config(f, [&](const FamilyConfig& c) {
+      auto why = f.violation(c, p);
+      if (why) {
+        ++refused;
+        EXPECT_FALSE(why->empty());
+        return;
+      }
+      ++legal;
+      const int bm = iv(c, "BM"), bn = iv(c, "BN"), bk = iv(c, "BK");
+      const int wm = bm / iv(c, "WARPS_M"), wn = bn / iv(c, "WARPS_N");
+      const int threads = iv(c, "WARPS_M") * iv(c, "WARPS_N") * 32;
+      EXPECT_EQ(wm % 16, 0);
+      EXPECT_EQ(wn % 16, 0);
+      EXPECT_LE((wm / 16) * (wn / 8) * 4, 128);  // f32 accumulators per thread
+      EXPECT_LE(threads, 512);
+      EXPECT_LE((wm / 16) * (wn / 8) * 4, 65536 / threads);
+      EXPECT_LE(static_cast<long long>(iv(c, "STAGES")) * (bm + bn) * bk * 2, AmpereGemmFamily::smem_limit(arch));
+    });
+    EXPECT_GT(legal, 100) << arch;
+    EXPECT_GT(refused, 100) << arch;
+  }
+}
+
+TEST(AmpereGemmFamily, SharedMemoryLimitDependsOnTheArchitecture) {
+  AmpereGemmFamily f;
+  FamilyConfig c{{"BM", "128"},    {"BN", "128"},   {"BK", "64"},     {"WARPS_M", "2"},
+                 {"WARPS_N", "2"}, {"STAGES", "5"}, {"RASTER", "1"}, {"GROUP", "8"}};  // 160 KiB
+  EXPECT_FALSE(f.violation(c, problem({4096, 4096, 4096}, "f16f32", false, "sm_80")));
+  EXPECT_NE(f.violation(c, problem({4096, 4096, 4096}, "f16f32", false, "sm_86")).value_or("").find("shared memory"),
+            std::string::npos);
+  EXPECT_FALSE(f.violation(c, problem({4096, 4096, 4096}, "f16f32", false, "sm_90a")));
+  EXPECT_FALSE(f.supports(problem({4096, 4096, 4096}, "f16f32", false, "cpu")));
+}
+
+TEST(AmpereGemmFamily, RenderedSourceAndFlagsFollowTheTarget) {
+  AmpereGemmFamily f;
+  auto p = problem({4096, 4096, 4096}, "f16", false, "sm_86");
+  auto c = f.default_config(p);
+  const std::string src = f.render_source(c, p);
+  EXPECT_NE(src.find("#define CROQ_WARPS_M 2\n"), std::string::npos);
+  EXPECT_NE(src.find("#define CROQ_DTYPES 2\n"), std::string::npos);
+  EXPECT_NE(src.find("#define CROQ_BLAYOUTS 1\n"), std::string::npos);
+  EXPECT_NE(src.find("mma.sync.aligned.m16n8k16"), std::string::npos);
+  auto flags = f.build_flags(c, p);
+  EXPECT_NE(std::find(flags.begin(), flags.end(), "-gencode=arch=compute_86,code=sm_86"), flags.end());
+  p.arch = "sm_90a";
+  flags = f.build_flags(c, p);
+  EXPECT_NE(std::find(flags.begin(), flags.end(), "-gencode=arch=compute_90,code=sm_90"), flags.end());
+}
+
+}  // namespace
+}  // namespace croq

@@ -1,0 +1,268 @@
+// The protocol engine: the noise-aware decision, the round history the rules read, and the
+// evidence-based guards of an enforced task.
+#include <gtest/gtest.h>
+
+#include "croq/ledger/ledger.hpp"
+#include "croq/ledger/store.hpp"
+#include "croq/protocol/protocol.hpp"
+#include "croq/util/error.hpp"
+#include "croq/util/fs.hpp"
+#include "support/test_support.hpp"
+
+using namespace croq;
+using croq::test::TempDir;
+
+namespace {
+
+PerfSample sample(double tflops, double cv, int reps = 20) {
+  PerfSample s;
+  s.tflops = tflops;
+  s.cv = cv;
+  s.reps = reps;
+  s.source = "measured";
+  return s;
+}
+
+RoundRecord rec(int round, const std::string& kernel, Decision d, double tflops, json extra = json::object()) {
+  RoundRecord r;
+  r.round = round;
+  r.kernel = kernel;
+  r.iter = kernel.substr(0, kernel.find('_'));
+  r.decision = d;
+  r.tflops = tflops;
+  r.bottleneck = round == 0 ? "n/a" : "compute_bound";
+  r.idea = "x";
+  r.timestamp = "2026-11-29T00:00:" + std::to_string(10 + round) + ".000Z";
+  r.extra = extra;
+  return r;
+}
+
+std::string refusal_rule(const std::function<void()>& f) {
+  try {
+    f();
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ExitCode::refused) << e.what();
+    return e.details().value("rule", "");
+  }
+  return "";
+}
+
+}  // namespace
+
+TEST(Decide, KeepsOnlyAGainBeyondTheNoiseMargin) {
+  DecisionRule rule;
+  auto d = decide(sample(110, 0.01), sample(100, 0.01), rule, false);
+  EXPECT_EQ(d.decision, Decision::KEEP) << d.reason;
+  // 1 % gain with 1 % noise on both sides is within the margin (1.5 * sqrt(2) %).
+  d = decide(sample(101, 0.01), sample(100, 0.01), rule, false);
+  EXPECT_EQ(d.decision, Decision::DISCARD) << d.reason;
+}
+
+TEST(Decide, TiesAreDiscarded) {
+  auto d = decide(sample(100, 0.0), sample(100, 0.0), DecisionRule{}, false);
+  EXPECT_EQ(d.decision, Decision::DISCARD);
+}
+
+TEST(Decide, NoiseFloorAppliesToQuietMeasurements) {
+  // CVs of 0 still leave a margin of 1.5 * sqrt(2) * 0.5 % = 1.06 %.
+  auto d = decide(sample(101, 0.0), sample(100, 0.0), DecisionRule{}, false);
+  EXPECT_EQ(d.decision, Decision::DISCARD);
+  EXPECT_NEAR(d.margin, 0.0106, 1e-3);
+  d = decide(sample(102, 0.0), sample(100, 0.0), DecisionRule{}, false);
+  EXPECT_EQ(d.decision, Decision::KEEP);
+}
+
+TEST(Decide, SuspiciousJumpsNeedARerun) {
+  auto d = decide(sample(160, 0.01), sample(100, 0.01), DecisionRule{}, false);
+  EXPECT_TRUE(d.needs_rerun);
+  EXPECT_EQ(d.decision, Decision::DISCARD);
+  d = decide(sample(40, 0.01), sample(100, 0.01), DecisionRule{}, false);
+  EXPECT_TRUE(d.needs_rerun);
+  d = decide(sample(160, 0.01), sample(100, 0.01), DecisionRule{}, true);
+  EXPECT_FALSE(d.needs_rerun);
+  EXPECT_EQ(d.decision, Decision::KEEP);
+}
+
+TEST(Decide, NeverKeepsOnASingleSample) {
+  auto d = decide(sample(150, 0.0, 1), sample(100, 0.01), DecisionRule{}, true);
+  EXPECT_EQ(d.decision, Decision::DISCARD);
+  EXPECT_NE(d.reason.find("repetition"), std::string::npos);
+}
+
+TEST(IdeaPlan, CombinationKeyIgnoresCaseSpacingAndParameterOrder) {
+  IdeaPlan a, b;
+  a.base = b.base = "iter003_x";
+  a.params = {{"BM", "128"}, {"STAGES", "4"}};
+  b.params = {{"stages", "4"}, {"bm", "128"}};
+  a.structural = "Switch to  1p2c warp-specialisation!";
+  b.structural = "switch to 1p2c warp-specialisation";
+  EXPECT_EQ(a.combination_key(), b.combination_key());
+  b.params["bm"] = "256";
+  EXPECT_NE(a.combination_key(), b.combination_key());
+}
+
+TEST(History, ActiveBasesAreTheBestOfTwoStructures) {
+  std::vector<RoundRecord> rs;
+  rs.push_back(rec(0, "iter001_start", Decision::KEEP, 10));
+  rs.push_back(rec(1, "iter002_vec8", Decision::KEEP, 12, {{"base", "iter001_start"}, {"params", {{"VEC", "8"}}}}));
+  rs.push_back(rec(2, "iter003_bm128", Decision::KEEP, 11,
+                   {{"base", "iter002_vec8"}, {"params", {{"BM", "128"}}}, {"structural", "change BM 64->128"}}));
+  rs.push_back(rec(3, "iter004_nr32", Decision::KEEP, 11.5, {{"base", "iter003_bm128"}, {"params", {{"NR", "32"}}}}));
+  rs.push_back(rec(4, "iter005_bk256", Decision::KEEP, 9,
+                   {{"base", "iter002_vec8"}, {"params", {{"BK", "256"}}}, {"structural", "change BK"}}));
+  History h = History::from_records(rs);
+  auto bases = h.active_bases();
+  ASSERT_EQ(bases.size(), 2u);
+  EXPECT_EQ(bases[0].kernel, "iter002_vec8");
+  EXPECT_EQ(bases[1].kernel, "iter004_nr32");  // best of the BM=128 structure
+  EXPECT_EQ(h.structure_of("iter004_nr32"), h.structure_of("iter003_bm128"));
+  EXPECT_NE(h.structure_of("iter003_bm128"), h.structure_of("iter002_vec8"));
+}
+
+TEST(History, CountsMacroStreakAndDiscardsPerBase) {
+  std::vector<RoundRecord> rs;
+  rs.push_back(rec(0, "iter001_start", Decision::KEEP, 10));
+  for (int i = 1; i <= 7; ++i) {
+    rs.push_back(rec(i, "iter00" + std::to_string(i + 1) + "_m" + std::to_string(i), Decision::DISCARD, 9,
+                     {{"base", "iter001_start"}, {"params", {{"VEC", std::to_string(i)}}}}));
+  }
+  History h = History::from_records(rs);
+  EXPECT_EQ(h.macro_streak(), 7);
+  EXPECT_EQ(h.discard_streak(), 7);
+  auto bases = h.active_bases();
+  ASSERT_EQ(bases.size(), 1u);
+  EXPECT_EQ(bases[0].discard_streak, 7);
+  EXPECT_FALSE(bases[0].streak_since.empty());
+  IdeaPlan p;
+  p.base = "iter001_start";
+  p.params = {{"VEC", "3"}};
+  EXPECT_TRUE(h.tried(p.combination_key()));
+}
+
+class EnforcedTask : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    ws = std::make_unique<Workspace>(dir.path());
+    task = make_task("cpu_x86_64", "cpp", "matmul_f32_256x256x256", "test");
+    ProtocolConfig cfg;
+    cfg.enforced = true;
+    ensure_dir(ws->kind_dir(task, ArtifactKind::logs));
+    write_protocol(*ws, task, cfg);
+  }
+  void store(const RoundRecord& r) {
+    Ledger l(*ws, task);
+    l.store(r, false, std::chrono::milliseconds(1000));
+  }
+  void prepared() {
+    store(rec(0, "iter000_openblas", Decision::BASELINE, 50));
+    store(rec(0, "iter001_start", Decision::KEEP, 10));
+  }
+  Checkpoint plan(const std::string& iter, const std::string& base, json extra = json::object()) {
+    Checkpoint cp;
+    cp.iter = iter;
+    cp.base = base;
+    cp.bottleneck = "compute_bound";
+    cp.idea = "widen vectors";
+    cp.created_at = cp.updated_at = "2026-11-29T01:00:00.000Z";
+    cp.extra = extra;
+    return cp;
+  }
+  void profile_evidence(const std::string& kernel, const std::string& bottleneck = "compute_bound") {
+    fs::path f = ws->kind_dir(task, ArtifactKind::perf) / ("prof_" + kernel + ".json");
+    atomic_write(f, "{}");
+    record_evidence(*ws, task, EvidenceKind::profile, kernel, f, {{"bottleneck", bottleneck}});
+  }
+  TempDir dir;
+  std::unique_ptr<Workspace> ws;
+  TaskRef task;
+};
+
+TEST_F(EnforcedTask, IdeaIsRefusedBeforePrepareAndWithoutAProfile) {
+  EXPECT_EQ(refusal_rule([&] { guard_idea(*ws, task, plan("iter002", "iter001_start")); }), "prepare_first");
+  prepared();
+  EXPECT_EQ(refusal_rule([&] { guard_idea(*ws, task, plan("iter002", "iter001_start")); }), "profile_before_idea");
+  profile_evidence("iter001_start");
+  EXPECT_EQ(refusal_rule([&] { guard_idea(*ws, task, plan("iter002", "iter001_start")); }), "");
+}
+
+TEST_F(EnforcedTask, IdeaMustDeriveFromAnActiveBaseAndMatchTheProfile) {
+  prepared();
+  profile_evidence("iter001_start", "memory_bound");
+  EXPECT_EQ(refusal_rule([&] { guard_idea(*ws, task, plan("iter002", "iter009_nope")); }), "hill_climb_from_active_bases");
+  EXPECT_EQ(refusal_rule([&] { guard_idea(*ws, task, plan("iter002", "iter001_start")); }), "bottleneck_from_profile");
+}
+
+TEST_F(EnforcedTask, RepeatsAndLongMacroStreaksAreRefused) {
+  prepared();
+  store(rec(1, "iter002_v8", Decision::DISCARD, 9, {{"base", "iter001_start"}, {"params", {{"VEC", "8"}}}}));
+  profile_evidence("iter001_start");
+  EXPECT_EQ(refusal_rule([&] { guard_idea(*ws, task, plan("iter003", "iter001_start", {{"params", {{"VEC", "8"}}}})); }),
+            "no_repeat");
+  store(rec(2, "iter003_v16", Decision::DISCARD, 9, {{"base", "iter001_start"}, {"params", {{"VEC", "16"}}}}));
+  EXPECT_EQ(refusal_rule([&] { guard_idea(*ws, task, plan("iter004", "iter001_start", {{"params", {{"VEC", "4"}}}})); }),
+            "structural_after_two_macro");
+  EXPECT_EQ(refusal_rule([&] {
+              guard_idea(*ws, task,
+                         plan("iter004", "iter001_start", {{"params", {{"BM", "128"}}}, {"structural", "larger row blocks"}}));
+            }),
+            "");
+}
+
+TEST_F(EnforcedTask, SevenDiscardsRequireSassAndABaselineProfile) {
+  prepared();
+  for (int i = 1; i <= 7; ++i) {
+    json extra = {{"base", "iter001_start"}, {"params", {{"K", std::to_string(i)}}}, {"structural", "s" + std::to_string(i)}};
+    store(rec(i, "iter0" + std::to_string(10 + i) + "_s" + std::to_string(i), Decision::DISCARD, 9, extra));
+  }
+  profile_evidence("iter001_start");
+  auto p = plan("iter020", "iter001_start", {{"params", {{"Z", "1"}}}, {"structural", "new tiling"}});
+  EXPECT_EQ(refusal_rule([&] { guard_idea(*ws, task, p); }), "escalate_at_7");
+  fs::path f = ws->kind_dir(task, ArtifactKind::perf) / "sass.json";
+  atomic_write(f, "{}");
+  record_evidence(*ws, task, EvidenceKind::sass_compare, "iter001_start", f);
+  record_evidence(*ws, task, EvidenceKind::baseline_profile, "iter000_openblas", f);
+  EXPECT_EQ(refusal_rule([&] { guard_idea(*ws, task, p); }), "");
+}
+
+TEST_F(EnforcedTask, ImplementNeedsTheCheckpointAndStopsAfterFiveAttempts) {
+  prepared();
+  EXPECT_EQ(refusal_rule([&] { guard_implement(*ws, task, 2, false); }), "checkpoint_before_implement");
+  write_checkpoint(*ws, task, plan("iter002", "iter001_start"));
+  EXPECT_EQ(refusal_rule([&] { guard_implement(*ws, task, 3, false); }), "build_the_plan");
+  EXPECT_EQ(refusal_rule([&] { guard_implement(*ws, task, 2, false); }), "");
+  Ledger l(*ws, task);
+  for (int i = 0; i < 5; ++i) {
+    l.append_attempt({{"attempt", "attemptAAA" + std::string(1, static_cast<char>('A' + i))},
+                      {"planned_iter", "iter002"}, {"timestamp", "2026-11-29T02:00:00.000Z"}},
+                     std::chrono::milliseconds(1000));
+  }
+  EXPECT_EQ(refusal_rule([&] { guard_implement(*ws, task, 2, false); }), "abandon_after_5");
+  EXPECT_EQ(derive_state(*ws, task).step, Step::STORE);
+}
+
+TEST_F(EnforcedTask, TypedNumbersAreRefusedInEnforcedMode) {
+  prepared();
+  write_checkpoint(*ws, task, plan("iter002", "iter001_start"));
+  RoundRecord r = rec(1, "iter002_x", Decision::KEEP, 20);
+  EXPECT_EQ(refusal_rule([&] { guard_store(*ws, task, r, json(nullptr)); }), "measured_numbers_only");
+}
+
+TEST_F(EnforcedTask, StateFollowsTheEvidence) {
+  EXPECT_EQ(derive_state(*ws, task).step, Step::PREPARE);
+  prepared();
+  EXPECT_EQ(derive_state(*ws, task).step, Step::PROFILE);
+  profile_evidence("iter001_start");
+  EXPECT_EQ(derive_state(*ws, task).step, Step::IDEA);
+  write_checkpoint(*ws, task, plan("iter002", "iter001_start"));
+  EXPECT_EQ(derive_state(*ws, task).step, Step::IMPLEMENT);
+}
+
+TEST(ProtocolAdvisory, GuardsDoNothingWithoutProtocolFile) {
+  TempDir dir;
+  Workspace ws(dir.path());
+  TaskRef t = make_task("cpu_x86_64", "cpp", "matmul_f32_64x64x64", "m");
+  Checkpoint cp;
+  cp.iter = "iter002";
+  EXPECT_NO_THROW(guard_idea(ws, t, cp));
+  EXPECT_NO_THROW(guard_implement(ws, t, 5, false));
+}
