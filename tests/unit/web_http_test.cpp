@@ -6,6 +6,7 @@
 
 #include <thread>
 
+#include "croq/profile/lease.hpp"
 #include "croq/util/fs.hpp"
 #include "croq/web/http_server.hpp"
 #include "croq/web/monitor.hpp"
@@ -279,4 +280,31 @@ TEST(WebHttp, EventStreamDeliversChangesAsTheyHappen) {
   ASSERT_TRUE(got) << received;
   EXPECT_NE(received.find("\"tflops\":130"), std::string::npos);
   EXPECT_NE(received.find("id: "), std::string::npos);
+}
+
+TEST(WebHttp, SystemPanelShowsWhoHoldsAGpuLease) {
+  Server s;
+  const char* old = std::getenv("CROQ_LEASE_DIR");
+  std::string saved = old ? old : "";
+  ::setenv("CROQ_LEASE_DIR", (s.dir / "leases").c_str(), 1);
+  auto c = s.client();
+  // A task on GPU 0 makes index 0 part of the panel.
+  auto created = c.Post("/api/v1/tasks",
+                        R"({"gpu":"sm90_NVIDIA_H200","dsl":"cuda","shape_key":"matmul_f16fp32_64x64x64","model":"m","device":"0"})",
+                        "application/json");
+  ASSERT_EQ(created->status, 201) << created->body;
+  json free_now = body_json(c.Get("/api/v1/system"));
+  ASSERT_EQ(free_now["leases"].size(), 1u);
+  EXPECT_EQ(free_now["leases"][0]["held"], false);
+  {
+    FileLock lease = profile::take_gpu_lease(0, std::chrono::milliseconds(0), "croq measure iter004_x");
+    json held = body_json(c.Get("/api/v1/system"));
+    EXPECT_EQ(held["leases"][0]["held"], true);
+    EXPECT_NE(held["leases"][0]["holder"].get<std::string>().find("croq measure"), std::string::npos);
+    auto page = c.Get("/system");
+    EXPECT_NE(page->body.find("croq measure iter004_x"), std::string::npos);
+  }
+  EXPECT_EQ(body_json(c.Get("/api/v1/system"))["leases"][0]["held"], false);
+  if (old) ::setenv("CROQ_LEASE_DIR", saved.c_str(), 1);
+  else ::unsetenv("CROQ_LEASE_DIR");
 }

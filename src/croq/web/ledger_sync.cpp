@@ -11,6 +11,8 @@
 
 #include "croq/ledger/documents.hpp"
 #include "croq/ledger/ledger.hpp"
+#include "croq/protocol/evidence.hpp"
+#include "croq/protocol/protocol.hpp"
 #include "croq/util/error.hpp"
 #include "croq/util/hash.hpp"
 #include "croq/util/text.hpp"
@@ -120,20 +122,29 @@ json ledger_stats(const Workspace& ws, const TaskRef& task) {
   s["invalid_lines"] = idx.invalid_lines;
   s["torn_tail"] = idx.torn_tail;
   s["last_activity"] = idx.last ? json(idx.last->timestamp) : json(nullptr);
-  json protocol = nullptr;
+  // Where the protocol stands: the step derived from evidence (protocol engine) and the checkpoint.
+  json protocol = json::object();
   try {
     if (auto cp = read_checkpoint(ws, task)) {
-      protocol = {{"checkpoint", checkpoint_status_name(cp->status)},
-                  {"iter", cp->iter},
-                  {"round", cp->round},
-                  {"idea", preview(cp->idea, 160)},
-                  {"updated_at", cp->updated_at}};
+      protocol["checkpoint"] = checkpoint_status_name(cp->status);
+      protocol["iter"] = cp->iter;
+      protocol["round"] = cp->round;
+      protocol["idea"] = preview(cp->idea, 160);
+      protocol["updated_at"] = cp->updated_at;
     }
   } catch (const Error& e) {
     warnings.push_back(e.what());
-    protocol = {{"checkpoint", "UNREADABLE"}};
+    protocol["checkpoint"] = "UNREADABLE";
   }
-  s["protocol"] = protocol;
+  try {
+    croq::TaskState ps = derive_state(ws, task);
+    protocol["step"] = step_name(ps.step);
+    protocol["next_action"] = ps.next_action;
+    protocol["mode"] = ps.details.value("mode", "");
+  } catch (const std::exception& e) {
+    warnings.push_back(std::string("protocol state: ") + e.what());
+  }
+  s["protocol"] = protocol.empty() ? json(nullptr) : protocol;
   s["warnings"] = warnings;
   return s;
 }
@@ -165,7 +176,7 @@ TaskRow LedgerSync::adopt(const TaskRef& task, SyncStats* stats) {
   row.created_at = cfg ? get_string(*cfg, "created_at").value_or(now_iso8601()) : now_iso8601();
   row.updated_at = now_iso8601();
   row.origin = "adopted";
-  row.state = task_state_name(TaskState::external);
+  row.state = run_state_name(RunState::external);
   row.reason = "found on disk";
   // A task a monitor created carries its spec in task_config.json (and its state beside it), so a
   // lost database loses no task definition.
@@ -192,11 +203,11 @@ TaskRow LedgerSync::adopt(const TaskRef& task, SyncStats* stats) {
     row.spec = spec.to_json();
   }
   if (has_spec) {
-    row.state = task_state_name(TaskState::paused);
+    row.state = run_state_name(RunState::paused);
     row.reason = "recovered from task_config.json; resume to run it";
     if (auto st = read_monitor_state(m_ws, task); st && get_string(*st, "task_uid").value_or("") == uid) {
       auto state = get_string(*st, "state").value_or("");
-      if (parse_task_state(state) && state != "external") {
+      if (parse_run_state(state) && state != "external") {
         row.state = state;
         row.reason = get_string(*st, "reason").value_or("");
         row.queued_at = get_string(*st, "queued_at").value_or("");
@@ -233,10 +244,15 @@ int LedgerSync::sync_task(const TaskRow& row, SyncStats* stats) {
   const FileStat log = stat_file(m_ws.idea_log(task));
   const FileStat tsv = stat_file(m_ws.results_tsv(task));
   const FileStat cp = stat_file(m_ws.checkpoint(task));
+  const FileStat ev = stat_file(evidence_log_path(m_ws, task));
+  const FileStat proto = stat_file(protocol_path(m_ws, task));
   Seen& seen = m_seen[row.uid];
   const bool files_same = seen.log_size == (log.exists ? log.size : -2) && seen.log_mtime == log.mtime_ns &&
                           seen.tsv_size == (tsv.exists ? tsv.size : -2) && seen.tsv_mtime == tsv.mtime_ns;
-  const bool cp_same = seen.cp_size == (cp.exists ? cp.size : -2) && seen.cp_mtime == cp.mtime_ns;
+  // The checkpoint, the evidence log and protocol.json change the protocol state only.
+  const bool cp_same = seen.cp_size == (cp.exists ? cp.size : -2) && seen.cp_mtime == cp.mtime_ns &&
+                       seen.ev_size == (ev.exists ? ev.size : -2) && seen.ev_mtime == ev.mtime_ns &&
+                       seen.proto_mtime == proto.mtime_ns;
   if (files_same && cp_same) return 0;
 
   SyncUpdate update;
@@ -293,6 +309,9 @@ int LedgerSync::sync_task(const TaskRow& row, SyncStats* stats) {
   seen.tsv_mtime = tsv.mtime_ns;
   seen.cp_size = cp.exists ? cp.size : -2;
   seen.cp_mtime = cp.mtime_ns;
+  seen.ev_size = ev.exists ? ev.size : -2;
+  seen.ev_mtime = ev.mtime_ns;
+  seen.proto_mtime = proto.mtime_ns;
 
   if (stats) {
     ++stats->tasks_changed;

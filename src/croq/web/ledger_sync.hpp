@@ -7,8 +7,9 @@
 //    bytes before it); a file that was rewritten (offset beyond the end, signature differs) is
 //    re-indexed whole; a torn last line waits until it is complete; a legacy results.tsv-only
 //    ledger is re-read when it changes;
-//  - the task's summary (best, baseline, counts, protocol state) comes from the ledger's own
-//    index (Ledger::index()) and the checkpoint, so it means what `croq resume` means.
+//  - the task's summary (best, baseline, counts) comes from the ledger's own index
+//    (Ledger::index()), so it means what `croq resume` means; its protocol state (the step and the
+//    next action) from the protocol engine (derive_state) and the checkpoint.
 // Changes are found by polling file sizes and times (cheap: a few stats per task and tick), with
 // a full folder scan for new tasks every few ticks. `check` compares the two sides.
 #pragma once
@@ -57,6 +58,8 @@ class LedgerSync {
     int64_t log_size = -1, log_mtime = -1;
     int64_t tsv_size = -1, tsv_mtime = -1;
     int64_t cp_size = -1, cp_mtime = -1;
+    int64_t ev_size = -1, ev_mtime = -1;
+    int64_t proto_mtime = -1;
   };
   void publish(const std::string& kind, const std::string& uid, json data);
 

@@ -1,12 +1,16 @@
 // The monitor service (monitor.hpp).
 #include "croq/web/monitor.hpp"
 
+#include <fcntl.h>
+#include <sys/file.h>
 #include <unistd.h>
 
 #include <fstream>
+#include <set>
 
 #include <fmt/format.h>
 
+#include "croq/profile/lease.hpp"
 #include "croq/util/build_info.hpp"
 #include "croq/util/error.hpp"
 #include "croq/util/text.hpp"
@@ -203,6 +207,27 @@ void Monitor::set_server_fact(const std::string& key, const json& value) {
   m_options.server_facts[key] = value;
 }
 
+namespace {
+
+// Whether GPU `index`'s lease (the exclusive lock croq's measurements and profiles take) is held
+// now, and by whom. Probed with a non-blocking flock that is released at once; nothing is written.
+json lease_state(int index) {
+  fs::path p = profile::gpu_lease_path(index);
+  json j = {{"index", index}, {"path", p.string()}, {"held", false}};
+  int fd = ::open(p.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return j;
+  if (::flock(fd, LOCK_EX | LOCK_NB) != 0) {
+    j["held"] = true;
+    j["holder"] = FileLock::describe_holder(p);
+  } else {
+    ::flock(fd, LOCK_UN);
+  }
+  ::close(fd);
+  return j;
+}
+
+}  // namespace
+
 json Monitor::system_info() {
   json j;
   json server;
@@ -247,9 +272,20 @@ json Monitor::system_info() {
                  {"queried_at", m_gpu_queried_at},
                  {"enabled", m_options.query_gpus}};
   }
+  json devices = m_scheduler.devices();
   j["scheduler"] = {{"enabled", m_options.run_scheduler},
                     {"max_running", m_options.scheduler.max_running},
-                    {"devices", m_scheduler.devices()}};
+                    {"devices", devices}};
+  // GPU leases of the GPUs found and of the numeric devices tasks name.
+  std::set<int> indexes;
+  for (const auto& g : j["gpus"]["list"]) indexes.insert(g.value("index", 0));
+  for (auto it = devices.begin(); it != devices.end(); ++it) {
+    const std::string& d = it.key();
+    if (!d.empty() && d.size() < 4 && d.find_first_not_of("0123456789") == std::string::npos) indexes.insert(std::stoi(d));
+  }
+  json leases = json::array();
+  for (int i : indexes) leases.push_back(lease_state(i));
+  j["leases"] = leases;
   json host;
   char name[256] = {0};
   if (::gethostname(name, sizeof name - 1) == 0) host["hostname"] = name;

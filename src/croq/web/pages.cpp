@@ -200,16 +200,26 @@ std::string protocol_text(const json& stats) {
   const json& last = obj(stats, "last");
   if (last.is_object()) last_round = last.value("round", 0);
   int records = obj(stats, "records").is_number() ? obj(stats, "records").get<int>() : 0;
-  if (p.is_object()) {
-    std::string cp = p.value("checkpoint", "");
-    std::string iter = p.value("iter", "");
-    if (cp == "PLANNED") return "idea planned · " + iter;
-    if (cp == "IMPLEMENTING") return "implementing · " + iter;
-    if (cp == "VERIFIED") return "built, verified · " + iter;
-    if (cp == "DRIFT") return "drift found · " + iter;
-    if (cp == "UNREADABLE") return "checkpoint unreadable";
+  std::string cp = p.is_object() ? p.value("checkpoint", "") : "";
+  std::string iter = p.is_object() ? p.value("iter", "") : "";
+  std::string step = p.is_object() ? p.value("step", "") : "";
+  if (cp == "UNREADABLE") return "checkpoint unreadable";
+  // The protocol engine's step, with the planned iteration while an idea is open.
+  const bool open_idea = cp == "PLANNED" || cp == "IMPLEMENTING" || cp == "VERIFIED" || cp == "DRIFT";
+  if (!step.empty() && step != "PREPARE") {
+    std::string s = to_lower(step);
+    if (step == "SHAPE_COMPLETE") s = "shape complete";
+    if (step == "NEXT_SHAPE") s = "next shape";
+    if (open_idea && !iter.empty()) s += " " + iter;
+    if (cp == "DRIFT") s += " (drift)";
+    return fmt::format("round {} · next: {}", last_round, s);
   }
+  if (cp == "PLANNED") return "idea planned · " + iter;
+  if (cp == "IMPLEMENTING") return "implementing · " + iter;
+  if (cp == "VERIFIED") return "built, verified · " + iter;
+  if (cp == "DRIFT") return "drift found · " + iter;
   if (records == 0) return "preparing";
+  if (step == "PREPARE") return "preparing";
   if (last_round == 0) return "prepared";
   return fmt::format("round {} stored", last_round);
 }
@@ -284,6 +294,10 @@ std::string fragment_task_head(Monitor& m, const TaskRow& r) {
   s += card("Last activity", when(last_activity(r)), true);
   s += "</div>";
   s += "<div class=\"small muted\">driver: <code>" + esc(argv_text(r.spec)) + "</code></div>";
+  const json& p = obj(st, "protocol");
+  if (p.is_object() && !p.value("next_action", "").empty()) {
+    s += "<div class=\"small muted\">next protocol step: <code>" + esc(p.value("next_action", "")) + "</code></div>";
+  }
   return s;
 }
 
@@ -529,6 +543,20 @@ std::string fragment_system(Monitor& m) {
                        g.value("index", 0), esc(g.value("name", "")), esc(g.value("key", "")),
                        g.value("utilization_pct", 0), g.value("memory_used_mib", 0) / 1024.0,
                        g.value("memory_total_mib", 0) / 1024.0, g.value("temperature_c", 0), g.value("sm_clock_mhz", 0));
+    }
+    s += "</tbody></table></div>";
+  }
+
+  s += "<h2>GPU leases</h2>";
+  if (sys["leases"].empty()) {
+    s += "<div class=\"panel muted\">No GPU index to show (no GPU found, and no task names a GPU device).</div>";
+  } else {
+    s += "<div class=\"scroll\"><table class=\"grid\"><thead><tr><th>GPU</th><th>Lease</th><th>Holder</th></tr></thead><tbody>";
+    for (const auto& l : sys["leases"]) {
+      bool held = l.value("held", false);
+      s += fmt::format("<tr><td>{}</td><td>{}</td><td class=\"small mono\">{}</td></tr>", l.value("index", 0),
+                       held ? "<span class=\"badge s-running\">held</span>" : "<span class=\"muted\">free</span>",
+                       esc(held ? l.value("holder", "") : l.value("path", "")));
     }
     s += "</tbody></table></div>";
   }

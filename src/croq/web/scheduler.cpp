@@ -114,7 +114,7 @@ bool Scheduler::budget_reached(const TaskRow& row, const TaskSpec& spec, std::st
 }
 
 void Scheduler::request_stop(TaskRow& row, const std::string& target, const std::string& reason) {
-  row.state = task_state_name(TaskState::stopping);
+  row.state = run_state_name(RunState::stopping);
   row.stop_target = target;
   row.stop_requested_at = now_text();
   row.reason = reason;
@@ -130,7 +130,7 @@ void Scheduler::start(TaskRow& row) {
   // The run is recorded before the child exists, so that a crash in between leaves a trace the
   // next server follows (the supervisor's pid file).
   row.runs += 1;
-  row.state = task_state_name(TaskState::running);
+  row.state = run_state_name(RunState::running);
   row.reason = fmt::format("run {} starting", row.runs);
   row.pid = 0;
   row.pid_start = 0;
@@ -209,7 +209,7 @@ void Scheduler::on_exit(TaskRow& row, const ChildStatus& status) {
     double wait = spec.budgets.park_seconds * std::pow(2.0, row.park_count - 1);
     wait = std::min(wait, m_options.park_max_seconds);
     auto until = now() + std::chrono::milliseconds(static_cast<long long>(wait * 1000));
-    row.state = task_state_name(TaskState::parked);
+    row.state = run_state_name(RunState::parked);
     row.not_before = to_iso8601(until);
     row.reason = fmt::format("rate limited ({}{}); retry at {}", how,
                              status.exit_code == k_rate_limit_exit_code ? "" : ", rate limit in the output",
@@ -219,14 +219,14 @@ void Scheduler::on_exit(TaskRow& row, const ChildStatus& status) {
     row.crash_count = 0;
     row.park_count = 0;
     if (budget_reached(row, spec, &why)) {
-      row.state = task_state_name(TaskState::done);
+      row.state = run_state_name(RunState::done);
       row.reason = why;
     } else if (spec.restart_on_exit) {
-      row.state = task_state_name(TaskState::queued);
+      row.state = run_state_name(RunState::queued);
       row.queued_at = now_text();
       row.reason = "session ended before the budget; starting a new one";
     } else {
-      row.state = task_state_name(TaskState::done);
+      row.state = run_state_name(RunState::done);
       row.reason = "the driver finished (exit 0)";
     }
   } else {
@@ -235,12 +235,12 @@ void Scheduler::on_exit(TaskRow& row, const ChildStatus& status) {
     row.park_count = 0;
     std::string what = start_failure.empty() ? how : start_failure;
     if (row.crash_count > spec.budgets.max_restarts) {
-      row.state = task_state_name(TaskState::failed);
+      row.state = run_state_name(RunState::failed);
       row.reason = fmt::format("crashed {}; last: {} (see memory/.../monitor/run-{:04d}.log)",
                                row.crash_count == 1 ? std::string("once") : fmt::format("{} times", row.crash_count),
                                what, row.runs);
     } else {
-      row.state = task_state_name(TaskState::queued);
+      row.state = run_state_name(RunState::queued);
       row.queued_at = now_text();
       auto until = now() + std::chrono::milliseconds(
                                static_cast<long long>(m_options.crash_backoff_seconds * 1000 * row.crash_count));
@@ -377,7 +377,7 @@ void Scheduler::tick() {
       ++running;
       std::string why;
       if (row.state == "running" && budget_reached(row, spec, &why)) {
-        request_stop(row, task_state_name(TaskState::done), why);
+        request_stop(row, run_state_name(RunState::done), why);
       } else if (row.state == "stopping") {
         auto asked = parse_iso8601(row.stop_requested_at);
         if (asked && t_now - *asked > m_options.stop_grace) {
@@ -393,7 +393,7 @@ void Scheduler::tick() {
     if (row.state != "parked") continue;
     auto until = parse_iso8601(row.not_before);
     if (!until || *until <= t_now) {
-      row.state = task_state_name(TaskState::queued);
+      row.state = run_state_name(RunState::queued);
       row.queued_at = now_text();
       row.not_before.clear();
       row.reason = "retrying after a rate limit";
@@ -421,14 +421,14 @@ void Scheduler::tick() {
     try {
       spec = TaskSpec::from_json(row->spec, row->gpu);
     } catch (const std::exception& e) {
-      row->state = task_state_name(TaskState::failed);
+      row->state = run_state_name(RunState::failed);
       row->reason = std::string("invalid spec: ") + e.what();
       commit(*row, "invalid");
       continue;
     }
     std::string why;
     if (budget_reached(*row, spec, &why)) {
-      row->state = task_state_name(TaskState::done);
+      row->state = run_state_name(RunState::done);
       row->reason = why;
       commit(*row, "budget");
       continue;
@@ -468,7 +468,7 @@ TaskRow Scheduler::create(const TaskSpec& spec) {
                 {"monitor", {{"spec", row.spec}, {"created_by", "croq serve"}, {"created_at", row.created_at}}}};
   ensure_task_config(m_ws, task, row.uid, extra);
   const bool runnable = spec.driver.kind != "none";
-  row.state = task_state_name(runnable ? TaskState::queued : TaskState::external);
+  row.state = run_state_name(runnable ? RunState::queued : RunState::external);
   row.reason = runnable ? "waiting for its device" : "no driver: the monitor only follows its ledger";
   row.queued_at = row.created_at;
   row.updated_at = row.created_at;

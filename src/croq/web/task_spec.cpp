@@ -68,25 +68,25 @@ std::string expand_one(const std::string& arg, const std::map<std::string, std::
 
 }  // namespace
 
-const char* task_state_name(TaskState s) {
+const char* run_state_name(RunState s) {
   switch (s) {
-    case TaskState::external: return "external";
-    case TaskState::queued: return "queued";
-    case TaskState::running: return "running";
-    case TaskState::stopping: return "stopping";
-    case TaskState::paused: return "paused";
-    case TaskState::parked: return "parked";
-    case TaskState::done: return "done";
-    case TaskState::failed: return "failed";
-    case TaskState::cancelled: return "cancelled";
+    case RunState::external: return "external";
+    case RunState::queued: return "queued";
+    case RunState::running: return "running";
+    case RunState::stopping: return "stopping";
+    case RunState::paused: return "paused";
+    case RunState::parked: return "parked";
+    case RunState::done: return "done";
+    case RunState::failed: return "failed";
+    case RunState::cancelled: return "cancelled";
   }
   return "?";
 }
 
-std::optional<TaskState> parse_task_state(const std::string& s) {
-  for (auto v : {TaskState::external, TaskState::queued, TaskState::running, TaskState::stopping,
-                 TaskState::paused, TaskState::parked, TaskState::done, TaskState::failed, TaskState::cancelled}) {
-    if (s == task_state_name(v)) return v;
+std::optional<RunState> parse_run_state(const std::string& s) {
+  for (auto v : {RunState::external, RunState::queued, RunState::running, RunState::stopping,
+                 RunState::paused, RunState::parked, RunState::done, RunState::failed, RunState::cancelled}) {
+    if (s == run_state_name(v)) return v;
   }
   return std::nullopt;
 }

@@ -32,9 +32,9 @@ namespace croq::web {
 
 // queued -> running -> (stopping ->) done | failed | cancelled | paused | parked | queued (restart)
 // external: a task found on disk with no driver; the monitor only indexes it.
-enum class TaskState { external, queued, running, stopping, paused, parked, done, failed, cancelled };
-const char* task_state_name(TaskState s);
-std::optional<TaskState> parse_task_state(const std::string& s);
+enum class RunState { external, queued, running, stopping, paused, parked, done, failed, cancelled };
+const char* run_state_name(RunState s);
+std::optional<RunState> parse_run_state(const std::string& s);
 // States in which a child process may exist.
 bool state_has_child(const std::string& state);
 
