@@ -11,6 +11,7 @@ packages=(
   libcli11-dev nlohmann-json3-dev libfmt-dev libsqlite3-dev libssl-dev
   libcpp-httplib-dev libopenblas-dev
   python3
+  chromium chromium-driver curl  # the dashboard's browser test (ctest -L browser); bench/monitor.sh
 )
 missing=()
 for p in "${packages[@]}"; do

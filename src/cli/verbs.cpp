@@ -270,10 +270,27 @@ const std::vector<VerbSpec>& verbs() {
        "reason, candidate, baseline}], top, file}`.",
        setup_sass_compare},
       {"serve", "the monitor: tasks, scheduler, live dashboard, REST API",
-       "Runs until stopped.",
+       "Runs until stopped (SIGINT/SIGTERM). Indexes every task of the workspace into a database (SQLite "
+       "in WAL mode, default <root>/.croq/monitor.db) kept in step with the ledgers by polling; the ledgers "
+       "stay the source of truth and tasks found on disk are adopted. Schedules tasks as child processes (one "
+       "per device slot) with budgets, pause/resume/cancel/retry, restarts after crashes and parking after a "
+       "rate limit (exit code 75, or a rate-limit message in the output); children outlive the server and are "
+       "adopted by the next one. Serves the dashboard, the REST API and the event stream of docs/api.md. "
+       "Loopback only unless --bind names another address, which requires a token (--token-file, or one "
+       "generated and shown once). See docs/monitor.md.\n\n"
+       "Output: once listening, `{ok, url, bind, port, db, root, auth, scheduler, tasks, adopted, "
+       "records_indexed, index_ms, pid}`. `--check`: `{clean, tasks_on_disk, tasks_in_db, rounds_on_disk, "
+       "rounds_in_db, differences, pending}`, exit 1 if the database differs from the ledgers. `--once`: the "
+       "sync statistics. Exit 6 if another croq serve uses the database or the port is taken.",
        setup_serve},
       {"report", "a static HTML report with SVG figures and CSV tables",
-       "Output: `{out, files}`.",
+       "Reads the ledgers directly (no server needed) and writes into --out: index.html, summary.csv "
+       "(baseline, best, ratio, rounds, KEEP/DISCARD/failed counts, median time per round), "
+       "convergence_all.svg, and per task <shape_key>__<model>__<dsl>__<gpu>/ with convergence.svg "
+       "(every round, best so far, baseline), progression.svg (idea categories and bottlenecks per round), "
+       "bottlenecks.svg (bottleneck distribution over the run), rounds.csv, progression.csv and "
+       "bottlenecks.csv. The figures are the dashboard's.\n\n"
+       "Output: `{ok, out, tasks, files, summary}`. Exit 4 if a --task matches nothing.",
        setup_report},
       {"help", "print the verb list, or the full reference as Markdown (--markdown)",
        "`croq help --markdown` prints docs/cli.md; `croq help --json` the verb table as "

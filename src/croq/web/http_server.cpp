@@ -1,0 +1,606 @@
+// Routes, checks and the event stream of the monitor (http_server.hpp).
+#include "croq/web/http_server.hpp"
+
+#include <httplib.h>
+#include <sys/stat.h>
+
+#include <fstream>
+
+#include <fmt/format.h>
+
+#include "croq/util/error.hpp"
+#include "croq/util/hash.hpp"
+#include "croq/util/text.hpp"
+#include "croq/web/assets.hpp"
+#include "croq/web/charts.hpp"
+#include "croq/web/pages.hpp"
+
+namespace croq::web {
+
+namespace {
+
+using httplib::Request;
+using httplib::Response;
+
+constexpr const char* k_uid = "([A-Za-z0-9_.-]{1,128})";
+constexpr uint64_t k_max_file_bytes = 8u << 20;
+
+int http_status(ExitCode code) {
+  switch (code) {
+    case ExitCode::usage: return 400;
+    case ExitCode::not_found: return 404;
+    case ExitCode::conflict: return 409;
+    case ExitCode::refused: return 409;
+    case ExitCode::busy: return 503;
+    default: return 500;
+  }
+}
+
+void send_json(Response& res, const json& doc, int status = 200) {
+  res.status = status;
+  res.set_header("Cache-Control", "no-store");
+  res.set_content(dump_compact(doc) + "\n", "application/json");
+}
+
+void send_error(Response& res, int status, const std::string& code, const std::string& message,
+                const std::string& hint = {}) {
+  json e = {{"code", code}, {"message", message}};
+  if (!hint.empty()) e["hint"] = hint;
+  send_json(res, {{"ok", false}, {"error", e}}, status);
+}
+
+void send_html(Response& res, const std::string& html, int status = 200) {
+  res.status = status;
+  res.set_header("Cache-Control", "no-store");
+  res.set_content(html, "text/html; charset=utf-8");
+}
+
+json parse_body(const Request& req) {
+  if (req.body.empty()) return json::object();
+  std::string err;
+  auto j = try_parse_json(req.body, &err);
+  if (!j) throw_usage("the request body is not valid JSON: " + preview(err, 160), "send one JSON object");
+  if (!j->is_object()) throw_usage("the request body must be a JSON object");
+  return *j;
+}
+
+int int_param(const Request& req, const char* name, int fallback, int lo, int hi) {
+  if (!req.has_param(name)) return fallback;
+  std::string v = req.get_param_value(name);
+  try {
+    size_t used = 0;
+    long long n = std::stoll(v, &used);
+    if (used != v.size() || n < lo || n > hi) throw std::out_of_range("range");
+    return static_cast<int>(n);
+  } catch (const std::exception&) {
+    throw_usage(fmt::format("query parameter {} must be a whole number in [{}, {}]", name, lo, hi));
+  }
+}
+
+std::string cookie_value(const std::string& header, const std::string& name) {
+  size_t p = 0;
+  while (p < header.size()) {
+    size_t e = header.find(';', p);
+    std::string item = trim(header.substr(p, e == std::string::npos ? std::string::npos : e - p));
+    if (starts_with(item, name + "=")) return item.substr(name.size() + 1);
+    if (e == std::string::npos) break;
+    p = e + 1;
+  }
+  return {};
+}
+
+// The path of a request without the token parameter (after a token login).
+std::string without_token(const Request& req) {
+  std::string q;
+  for (const auto& [k, v] : req.params) {
+    if (k == "token") continue;
+    q += (q.empty() ? "?" : "&") + httplib::detail::encode_query_param(k) + "=" + httplib::detail::encode_query_param(v);
+  }
+  return req.path + q;
+}
+
+bool is_mutation(const std::string& method) {
+  return method == "POST" || method == "PUT" || method == "PATCH" || method == "DELETE";
+}
+
+// A file or folder of a task's artifact tree, for GET .../files/<kind>/<path>.
+void serve_task_file(Monitor& m, const TaskRow& row, const std::string& rel, Response& res) {
+  const Workspace& ws = m.workspace();
+  TaskRef task = make_task(row.gpu, row.dsl, row.shape_key, row.model);
+  if (rel.empty()) {
+    json kinds = json::array();
+    for (auto k : all_artifact_kinds()) {
+      std::error_code ec;
+      if (fs::is_directory(ws.kind_dir(task, k), ec)) kinds.push_back(artifact_kind_name(k));
+    }
+    send_json(res, {{"task", row.uid}, {"kinds", kinds}});
+    return;
+  }
+  std::vector<std::string> parts;
+  size_t p = 0;
+  while (p <= rel.size()) {
+    size_t e = rel.find('/', p);
+    parts.push_back(rel.substr(p, e == std::string::npos ? std::string::npos : e - p));
+    if (e == std::string::npos) break;
+    p = e + 1;
+  }
+  if (!parts.empty() && parts.back().empty()) parts.pop_back();  // a trailing slash
+  std::optional<ArtifactKind> kind;
+  for (auto k : all_artifact_kinds()) {
+    if (!parts.empty() && parts[0] == artifact_kind_name(k)) kind = k;
+  }
+  if (!kind) {
+    throw_not_found(fmt::format("'{}' is not an artifact folder", preview(parts.empty() ? "" : parts[0], 40)),
+                    "folders: srcs bin cmd perf logs checkpoints baseline memory");
+  }
+  fs::path base = ws.kind_dir(task, *kind);
+  fs::path target = base;
+  for (size_t i = 1; i < parts.size(); ++i) {
+    const std::string& part = parts[i];
+    if (part.empty() || part == "." || part == ".." || part.find('\\') != std::string::npos ||
+        part.find('\0') != std::string::npos) {
+      throw_usage("a file path must not contain empty, '.' or '..' components");
+    }
+    target /= part;
+  }
+  // Symlinks are followed only while they stay inside the task's folder and the workspace.
+  std::error_code ec;
+  fs::path real_base = fs::weakly_canonical(base, ec);
+  fs::path real = fs::weakly_canonical(target, ec);
+  auto inside = [](const fs::path& dir, const fs::path& p) {
+    auto d = dir.begin();
+    auto q = p.begin();
+    for (; d != dir.end(); ++d, ++q) {
+      if (q == p.end() || *d != *q) return false;
+    }
+    return true;
+  };
+  if (ec || !inside(real_base, real) || !ws.contains(real)) {
+    throw Error(ExitCode::refused, "that path leads outside the task's folder");
+  }
+  struct stat st {};
+  if (::stat(real.c_str(), &st) != 0) throw_not_found("no such file");
+  if (S_ISDIR(st.st_mode)) {
+    json entries = json::array();
+    for (const auto& e : fs::directory_iterator(real, ec)) {
+      std::error_code e2;
+      bool dir = e.is_directory(e2);
+      json item = {{"name", e.path().filename().string()}, {"type", dir ? "dir" : "file"}};
+      if (!dir) item["bytes"] = e.is_regular_file(e2) ? static_cast<long long>(e.file_size(e2)) : 0;
+      entries.push_back(item);
+    }
+    std::sort(entries.begin(), entries.end(),
+              [](const json& a, const json& b) { return a["name"].get<std::string>() < b["name"].get<std::string>(); });
+    send_json(res, {{"task", row.uid}, {"path", rel}, {"entries", entries}});
+    return;
+  }
+  if (!S_ISREG(st.st_mode)) throw_not_found("not a regular file");
+  if (static_cast<uint64_t>(st.st_size) > k_max_file_bytes) {
+    throw Error(ExitCode::usage, fmt::format("the file has {} bytes; at most {} are served", st.st_size, k_max_file_bytes));
+  }
+  std::ifstream in(real, std::ios::binary);
+  std::string content((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  res.set_header("Cache-Control", "no-store");
+  // Never as HTML: a kernel source or a log is shown as text whatever it contains.
+  if (is_valid_utf8(content)) {
+    res.set_content(content, "text/plain; charset=utf-8");
+  } else {
+    res.set_header("Content-Disposition", "attachment");
+    res.set_content(content, "application/octet-stream");
+  }
+}
+
+}  // namespace
+
+struct HttpServer::Impl {
+  Monitor& monitor;
+  HttpOptions options;
+  httplib::Server svr;
+  int port = 0;
+  std::map<std::string, std::string> etags;
+
+  Impl(Monitor& m, HttpOptions o) : monitor(m), options(std::move(o)) {}
+
+  TaskRow task_or_404(const std::string& uid) {
+    auto row = monitor.db().task(uid);
+    if (!row) throw_not_found(fmt::format("no task {}", preview(uid, 40)), "GET /api/v1/tasks lists them");
+    return *row;
+  }
+
+  httplib::Server::HandlerResponse check(const Request& req, Response& res) {
+    // cpp-httplib prefers brotli whenever a client accepts it and compresses at brotli's
+    // slowest setting (seconds for a task page); gzip is as good for these pages at a fraction
+    // of the cost. The request object is httplib's own, mutable one, handed to us as const.
+    if (req.has_header("Accept-Encoding")) {
+      std::string enc = req.get_header_value("Accept-Encoding");
+      if (enc.find("br") != std::string::npos) {
+        std::string kept;
+        for (const auto& part : split_kinds(enc)) {
+          if (trim(part.substr(0, part.find(';'))) == "br") continue;
+          kept += (kept.empty() ? "" : ", ") + part;
+        }
+        auto& headers = const_cast<Request&>(req).headers;
+        headers.erase("Accept-Encoding");
+        if (!kept.empty()) headers.emplace("Accept-Encoding", kept);
+      }
+    }
+    res.set_header("X-Content-Type-Options", "nosniff");
+    res.set_header("X-Frame-Options", "DENY");
+    res.set_header("Referrer-Policy", "no-referrer");
+    res.set_header("Content-Security-Policy",
+                   "default-src 'self'; img-src 'self' data:; style-src 'self'; script-src 'self'; "
+                   "connect-src 'self'; frame-ancestors 'none'; base-uri 'none'; form-action 'self'");
+    const AuthConfig& auth = options.auth;
+    if (auth.required) {
+      std::string token;
+      std::string from;
+      std::string authz = req.get_header_value("Authorization");
+      if (starts_with(authz, "Bearer ")) {
+        token = trim(authz.substr(7));
+        from = "header";
+      } else if (std::string c = cookie_value(req.get_header_value("Cookie"), "croq_token"); !c.empty()) {
+        token = c;
+        from = "cookie";
+      } else if (req.has_param("token")) {
+        token = req.get_param_value("token");
+        from = "query";
+      }
+      if (!tokens_equal(token, auth.token)) {
+        res.set_header("WWW-Authenticate", "Bearer realm=\"croq\"");
+        if (starts_with(req.path, "/api/") || starts_with(req.path, "/fragments/") || starts_with(req.path, "/static/")) {
+          send_error(res, 401, "unauthorized",
+                     token.empty() ? "this monitor needs a token" : "the token is not this monitor's",
+                     "send Authorization: Bearer <token> (docs/monitor.md)");
+        } else {
+          send_html(res,
+                    page_message("Token needed",
+                                 "This croq monitor needs its token. Open this address with <code>?token=&lt;the "
+                                 "token&gt;</code> once; the browser then keeps it in a cookie."),
+                    401);
+        }
+        return httplib::Server::HandlerResponse::Handled;
+      }
+      if (from == "query" && req.method == "GET" && !starts_with(req.path, "/api/")) {
+        bool https = req.get_header_value("X-Forwarded-Proto") == "https";
+        res.set_header("Set-Cookie", fmt::format("croq_token={}; Path=/; HttpOnly; SameSite=Strict{}", token,
+                                                 https ? "; Secure" : ""));
+        res.set_redirect(without_token(req), 303);
+        return httplib::Server::HandlerResponse::Handled;
+      }
+    } else {
+      // No token: only a page that names the loopback interface may talk to us (DNS rebinding).
+      std::string host = host_of_header(req.get_header_value("Host"));
+      if (!host.empty() && !is_loopback_host(host)) {
+        send_error(res, 403, "forbidden", fmt::format("Host '{}' is not this loopback-only monitor", preview(host, 60)),
+                   "to serve other names (a reverse proxy), start croq serve with --token-file");
+        return httplib::Server::HandlerResponse::Handled;
+      }
+    }
+    if (is_mutation(req.method)) {
+      std::string ct = to_lower(req.get_header_value("Content-Type"));
+      if (!starts_with(ct, "application/json")) {
+        send_error(res, 415, "unsupported_media_type", "requests that change something must be JSON",
+                   "send Content-Type: application/json");
+        return httplib::Server::HandlerResponse::Handled;
+      }
+      std::string origin = req.get_header_value("Origin");
+      if (!origin.empty()) {
+        std::string host = req.get_header_value("X-Forwarded-Host");
+        if (host.empty()) host = req.get_header_value("Host");
+        auto scheme_end = origin.find("://");
+        std::string origin_host = scheme_end == std::string::npos ? origin : origin.substr(scheme_end + 3);
+        if (origin_host != host) {
+          send_error(res, 403, "forbidden", fmt::format("cross-origin request from {}", preview(origin, 80)));
+          return httplib::Server::HandlerResponse::Handled;
+        }
+      }
+    }
+    return httplib::Server::HandlerResponse::Unhandled;
+  }
+
+  // Runs a handler, turning croq errors into JSON error responses.
+  template <class F>
+  httplib::Server::Handler guarded(F f) {
+    return [f](const Request& req, Response& res) {
+      try {
+        f(req, res);
+      } catch (const Error& e) {
+        send_error(res, http_status(e.code()), exit_code_name(e.code()), e.what(), e.hint());
+      } catch (const json::exception& e) {
+        send_error(res, 400, "usage", std::string("bad JSON value: ") + e.what());
+      } catch (const std::exception& e) {
+        send_error(res, 500, "internal", e.what());
+      }
+    };
+  }
+
+  void routes() {
+    // ---- pages ----
+    svr.Get("/", guarded([this](const Request& req, Response& res) {
+      ListQuery q;
+      q.state = req.get_param_value("state");
+      send_html(res, page_tasks(monitor, q));
+    }));
+    svr.Get(std::string("/tasks/") + k_uid, guarded([this](const Request& req, Response& res) {
+      auto row = monitor.db().task(req.matches[1]);
+      if (!row) {
+        send_html(res, page_message("No such task", "There is no task with that uid. <a href=\"/\">All tasks</a>"), 404);
+        return;
+      }
+      send_html(res, page_task(monitor, *row, req.get_param_value("rounds") == "all"));
+    }));
+    svr.Get("/add", guarded([this](const Request&, Response& res) { send_html(res, page_add(monitor)); }));
+    svr.Get("/system", guarded([this](const Request&, Response& res) { send_html(res, page_system(monitor)); }));
+    svr.Get("/static/([A-Za-z0-9._-]{1,64})", guarded([this](const Request& req, Response& res) {
+      std::string name = req.matches[1];
+      const Asset* a = find_asset(name);
+      if (!a) throw_not_found("no such asset");
+      auto& tag = etags[name];
+      if (tag.empty()) tag = "\"" + sha256_hex(std::string_view(a->data, a->size)).substr(0, 16) + "\"";
+      res.set_header("ETag", tag);
+      res.set_header("Cache-Control", "no-cache");
+      if (req.get_header_value("If-None-Match") == tag) {
+        res.status = 304;
+        return;
+      }
+      res.set_content(std::string(a->data, a->size), asset_content_type(name).c_str());
+    }));
+
+    // ---- fragments (swapped in by app.js) ----
+    svr.Get("/fragments/tasks", guarded([this](const Request& req, Response& res) {
+      ListQuery q;
+      q.state = req.get_param_value("state");
+      send_html(res, fragment_task_rows(monitor, q));
+    }));
+    svr.Get(std::string("/fragments/tasks/") + k_uid + "/head", guarded([this](const Request& req, Response& res) {
+      send_html(res, fragment_task_head(monitor, task_or_404(req.matches[1])));
+    }));
+    svr.Get(std::string("/fragments/tasks/") + k_uid + "/ideas", guarded([this](const Request& req, Response& res) {
+      send_html(res, fragment_ideas(monitor, task_or_404(req.matches[1])));
+    }));
+    svr.Get(std::string("/fragments/tasks/") + k_uid + "/rounds", guarded([this](const Request& req, Response& res) {
+      TaskRow row = task_or_404(req.matches[1]);
+      RoundQuery q;
+      q.after_seq = int_param(req, "after_seq", -1, -1, 1 << 30);
+      auto rows = monitor.db().rounds(row.uid, q);
+      res.set_header("X-Last-Seq", std::to_string(rows.empty() ? q.after_seq : rows.back().seq));
+      send_html(res, fragment_rounds(rows));
+    }));
+    svr.Get("/fragments/system", guarded([this](const Request&, Response& res) {
+      send_html(res, fragment_system(monitor));
+    }));
+
+    // ---- API ----
+    svr.Get("/api/v1/health", guarded([this](const Request&, Response& res) {
+      send_json(res, {{"ok", true}, {"root", monitor.workspace().root().string()}, {"last_event", monitor.bus().last_id()}});
+    }));
+    svr.Get("/api/v1/tasks", guarded([this](const Request& req, Response& res) {
+      std::string state = req.get_param_value("state");
+      json list = json::array();
+      for (const auto& r : monitor.db().tasks()) {
+        if (state.empty() || r.state == state) list.push_back(monitor.task_json(r));
+      }
+      send_json(res, {{"ok", true}, {"tasks", list}});
+    }));
+    svr.Post("/api/v1/tasks", guarded([this](const Request& req, Response& res) {
+      TaskRow row = monitor.create_task(parse_body(req));
+      res.set_header("Location", "/api/v1/tasks/" + row.uid);
+      send_json(res, {{"ok", true}, {"task", monitor.task_json(row)}}, 201);
+    }));
+    svr.Get(std::string("/api/v1/tasks/") + k_uid, guarded([this](const Request& req, Response& res) {
+      TaskRow row = task_or_404(req.matches[1]);
+      json doc = {{"ok", true}, {"task", monitor.task_json(row)}};
+      doc["history"] = monitor.db().history(row.uid, 20);
+      send_json(res, doc);
+    }));
+    svr.Patch(std::string("/api/v1/tasks/") + k_uid, guarded([this](const Request& req, Response& res) {
+      TaskRow row = monitor.update_task(req.matches[1], parse_body(req));
+      send_json(res, {{"ok", true}, {"task", monitor.task_json(row)}});
+    }));
+    svr.Post(std::string("/api/v1/tasks/") + k_uid + "/(pause|resume|cancel|retry)",
+             guarded([this](const Request& req, Response& res) {
+               (void)parse_body(req);
+               TaskRow row = monitor.act(req.matches[1], req.matches[2]);
+               send_json(res, {{"ok", true}, {"task", monitor.task_json(row)}});
+             }));
+    svr.Get(std::string("/api/v1/tasks/") + k_uid + "/rounds", guarded([this](const Request& req, Response& res) {
+      TaskRow row = task_or_404(req.matches[1]);
+      RoundQuery q;
+      q.after_seq = int_param(req, "after_seq", -1, -1, 1 << 30);
+      q.limit = int_param(req, "limit", 0, 0, 1000000);
+      q.newest_first = req.get_param_value("order") == "desc";
+      q.decision = req.get_param_value("decision");
+      q.bottleneck = req.get_param_value("bottleneck");
+      q.category = req.get_param_value("category");
+      q.text = req.get_param_value("q");
+      json list = json::array();
+      for (const auto& r : monitor.db().rounds(row.uid, q)) list.push_back(r.to_json());
+      send_json(res, {{"ok", true}, {"task", row.uid}, {"rounds", list}});
+    }));
+    svr.Get(std::string("/api/v1/tasks/") + k_uid + "/ideas", guarded([this](const Request& req, Response& res) {
+      TaskRow row = task_or_404(req.matches[1]);
+      json list = json::array();
+      for (const auto& r : monitor.db().rounds(row.uid)) {
+        if (r.idea.empty()) continue;
+        list.push_back({{"round", r.round}, {"iter", r.iter}, {"kernel", r.kernel}, {"category", r.category},
+                        {"bottleneck", r.bottleneck}, {"expected_gain", r.expected_gain}, {"decision", r.decision},
+                        {"tflops", r.tflops ? json(*r.tflops) : json(nullptr)}, {"idea", r.idea},
+                        {"timestamp", r.timestamp}});
+      }
+      send_json(res, {{"ok", true}, {"task", row.uid}, {"ideas", list}});
+    }));
+    svr.Get(std::string("/api/v1/tasks/") + k_uid + "/history", guarded([this](const Request& req, Response& res) {
+      TaskRow row = task_or_404(req.matches[1]);
+      send_json(res, {{"ok", true}, {"task", row.uid},
+                      {"history", monitor.db().history(row.uid, int_param(req, "limit", 100, 1, 10000))}});
+    }));
+    svr.Get(std::string("/api/v1/tasks/") + k_uid + "/log", guarded([this](const Request& req, Response& res) {
+      TaskRow row = task_or_404(req.matches[1]);
+      int run = int_param(req, "run", 0, 0, 1 << 30);
+      int lines = int_param(req, "tail", 200, 1, 100000);
+      if (run > row.runs) throw_not_found(fmt::format("task {} has {} runs", row.uid, row.runs));
+      res.set_header("Cache-Control", "no-store");
+      res.set_content(run_log_tail(monitor.workspace(), row, run, lines), "text/plain; charset=utf-8");
+    }));
+    svr.Get(std::string("/api/v1/tasks/") + k_uid + "/charts/([a-z]+)\\.svg",
+            guarded([this](const Request& req, Response& res) {
+              TaskRow row = task_or_404(req.matches[1]);
+              int width = int_param(req, "width", 0, 0, 4000);  // 0: the page's default
+              if (width > 0) width = std::clamp(width, 320, 1600);
+              auto svg = task_chart(monitor, row, req.matches[2], width);
+              if (!svg) throw_not_found("charts: convergence progression bottlenecks");
+              res.set_header("Cache-Control", "no-store");
+              res.set_content(*svg, "image/svg+xml");
+            }));
+    svr.Get(std::string("/api/v1/tasks/") + k_uid + "/files(/.*)?", guarded([this](const Request& req, Response& res) {
+      TaskRow row = task_or_404(req.matches[1]);
+      std::string rel = req.matches[2];
+      if (!rel.empty()) rel.erase(0, 1);
+      serve_task_file(monitor, row, rel, res);
+    }));
+    svr.Get("/api/v1/system", guarded([this](const Request&, Response& res) {
+      json doc = monitor.system_info();
+      doc["ok"] = true;
+      send_json(res, doc);
+    }));
+    svr.Get("/api/v1/check", guarded([this](const Request&, Response& res) {
+      json doc = check_database(monitor.workspace(), monitor.db()).to_json();
+      doc["ok"] = true;
+      send_json(res, doc);
+    }));
+    svr.Get("/api/v1/events", [this](const Request& req, Response& res) { events(req, res); });
+  }
+
+  // Server-sent events: every change after Last-Event-ID (or ?since=), or from now on.
+  void events(const Request& req, Response& res) {
+    struct Stream {
+      uint64_t after = 0;
+      std::string task;
+      std::vector<std::string> kinds;
+      bool opened = false;
+    };
+    auto st = std::make_shared<Stream>();
+    std::string last = req.get_header_value("Last-Event-ID");
+    if (last.empty()) last = req.get_param_value("since");
+    st->after = monitor.bus().last_id();
+    if (!last.empty()) {
+      try {
+        st->after = std::stoull(last);
+      } catch (const std::exception&) {
+        send_error(res, 400, "usage", "Last-Event-ID / since must be an event id");
+        return;
+      }
+    }
+    st->task = req.get_param_value("task");
+    for (const auto& k : split_kinds(req.get_param_value("kinds"))) st->kinds.push_back(k);
+    res.set_header("Cache-Control", "no-store");
+    res.set_header("X-Accel-Buffering", "no");
+    EventBus* bus = &monitor.bus();
+    res.set_chunked_content_provider(
+        "text/event-stream",
+        [bus, st](size_t, httplib::DataSink& sink) {
+          if (!st->opened) {
+            st->opened = true;
+            bus->client_joined();
+            std::string hello = fmt::format("retry: 2000\nevent: hello\ndata: {{\"last_id\":{}}}\n\n", bus->last_id());
+            return sink.write(hello.data(), hello.size());
+          }
+          auto batch = bus->wait_after(st->after, std::chrono::seconds(15));
+          if (batch.closed) {
+            sink.done();
+            return true;
+          }
+          std::string out;
+          if (batch.reset) out += "event: reset\ndata: {}\n\n";
+          for (const auto& e : batch.events) {
+            st->after = e->id;
+            if (!st->task.empty() && e->task_uid != st->task && !e->task_uid.empty()) continue;
+            if (!st->kinds.empty() && std::find(st->kinds.begin(), st->kinds.end(), e->kind) == st->kinds.end()) continue;
+            out += e->sse;
+          }
+          if (out.empty() && batch.events.empty()) out = ": keep-alive\n\n";
+          if (out.empty()) return true;
+          return sink.write(out.data(), out.size());
+        },
+        [bus, st](bool) {
+          if (st->opened) bus->client_left();
+        });
+  }
+
+  static std::vector<std::string> split_kinds(const std::string& s) {
+    std::vector<std::string> out;
+    size_t p = 0;
+    while (p < s.size()) {
+      size_t e = s.find(',', p);
+      std::string k = trim(s.substr(p, e == std::string::npos ? std::string::npos : e - p));
+      if (!k.empty()) out.push_back(k);
+      if (e == std::string::npos) break;
+      p = e + 1;
+    }
+    return out;
+  }
+};
+
+HttpServer::HttpServer(Monitor& monitor, HttpOptions options)
+    : m(std::make_unique<Impl>(monitor, std::move(options))) {
+  auto& svr = m->svr;
+  const int threads = std::max(4, m->options.threads);
+  svr.new_task_queue = [threads] { return new httplib::ThreadPool(static_cast<size_t>(threads)); };
+  svr.set_payload_max_length(m->options.max_body_bytes);
+  svr.set_keep_alive_timeout(m->options.keepalive_seconds);
+  svr.set_read_timeout(10, 0);
+  svr.set_write_timeout(10, 0);
+  svr.set_tcp_nodelay(true);
+  Impl* impl = m.get();
+  svr.set_pre_routing_handler([impl](const Request& req, Response& res) { return impl->check(req, res); });
+  svr.set_exception_handler([](const Request&, Response& res, std::exception_ptr ep) {
+    std::string what = "unknown error";
+    try {
+      if (ep) std::rethrow_exception(ep);
+    } catch (const std::exception& e) {
+      what = e.what();
+    } catch (...) {
+    }
+    send_error(res, 500, "internal", what);
+  });
+  svr.set_error_handler([](const Request& req, Response& res) {
+    if (!res.body.empty()) return;
+    switch (res.status) {
+      case 404: send_error(res, 404, "not_found", fmt::format("no route for {} {}", req.method, preview(req.path, 80)),
+                           "see docs/api.md"); break;
+      case 413: send_error(res, 413, "too_large", "the request body is too large"); break;
+      case 414: send_error(res, 414, "too_large", "the request line is too long"); break;
+      case 400: send_error(res, 400, "usage", "malformed request"); break;
+      default: send_error(res, res.status, "error", fmt::format("HTTP {}", res.status)); break;
+    }
+  });
+  m->routes();
+}
+
+HttpServer::~HttpServer() { stop(); }
+
+int HttpServer::bind() {
+  const BindAddress& b = m->options.bind;
+  std::string host = b.host == "localhost" ? "127.0.0.1" : b.host;
+  if (host.find(':') != std::string::npos) m->svr.set_address_family(AF_INET6);
+  if (b.port == 0) {
+    int p = m->svr.bind_to_any_port(host);
+    if (p <= 0) throw Error(ExitCode::busy, fmt::format("cannot bind {}", b.text()), "check the address");
+    m->port = p;
+  } else {
+    if (!m->svr.bind_to_port(host, b.port)) {
+      throw Error(ExitCode::busy, fmt::format("cannot listen on {} (in use, or not an address of this machine)", b.text()),
+                  "pick another port with --bind HOST:PORT");
+    }
+    m->port = b.port;
+  }
+  return m->port;
+}
+
+bool HttpServer::run() { return m->svr.listen_after_bind(); }
+
+void HttpServer::stop() {
+  if (m && m->svr.is_running()) m->svr.stop();
+}
+
+}  // namespace croq::web

@@ -1,0 +1,301 @@
+// The dashboard in a real browser: headless Chromium driven through chromedriver's W3C WebDriver
+// HTTP API. Starts `croq serve` on a temporary workspace and a free port, adds a task through the
+// add-task form (a small driver that stores rounds with `croq store-round`), watches the rounds
+// arrive and the chart grow without a reload, cancels the task, and saves screenshots of the task
+// page (laptop and phone widths) and of the task list. Screenshots go to $CROQ_SCREENSHOTS, else
+// <build>/screenshots. Fails (does not skip) when chromium or chromedriver is missing: CI
+// installs them (scripts/setup.sh).
+#include <gtest/gtest.h>
+#include <httplib.h>
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+
+#include <cmath>
+#include <fstream>
+
+#include "croq/util/fs.hpp"
+#include "croq/util/process.hpp"
+#include "support/test_support.hpp"
+#include "support/web_support.hpp"
+
+using namespace croq;
+using croq::test::ServeProcess;
+using croq::test::TempDir;
+using croq::test::wait_for;
+
+namespace {
+
+std::string base64_decode(const std::string& in) {
+  static const std::string chars = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+  std::string out;
+  int val = 0, bits = -8;
+  for (char c : in) {
+    auto p = chars.find(c);
+    if (p == std::string::npos) continue;
+    val = (val << 6) + static_cast<int>(p);
+    bits += 6;
+    if (bits >= 0) {
+      out.push_back(static_cast<char>((val >> bits) & 0xFF));
+      bits -= 8;
+    }
+  }
+  return out;
+}
+
+int free_port() {
+  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  a.sin_port = 0;
+  socklen_t len = sizeof a;
+  int port = 0;
+  if (::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0 &&
+      ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len) == 0) {
+    port = ntohs(a.sin_port);
+  }
+  ::close(fd);
+  return port;
+}
+
+// A chromedriver process and one browser session.
+class Browser {
+ public:
+  Browser(const std::filesystem::path& chromium, const std::filesystem::path& driver, const TempDir& dir) {
+    m_port = free_port();
+    std::vector<std::string> args = {driver.string(), "--port=" + std::to_string(m_port), "--log-path=" + (dir / "chromedriver.log").string()};
+    std::vector<char*> argv;
+    for (auto& a : args) argv.push_back(a.data());
+    argv.push_back(nullptr);
+    posix_spawn_file_actions_t fa;
+    posix_spawn_file_actions_init(&fa);
+    posix_spawn_file_actions_addopen(&fa, 1, (dir / "chromedriver.out").c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    posix_spawn_file_actions_addopen(&fa, 2, (dir / "chromedriver.out").c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
+    posix_spawn(&m_pid, driver.c_str(), &fa, nullptr, argv.data(), environ);
+    posix_spawn_file_actions_destroy(&fa);
+    m_client = std::make_unique<httplib::Client>("127.0.0.1", m_port);
+    m_client->set_read_timeout(60, 0);
+    m_client->set_connection_timeout(5, 0);
+    bool up = wait_for([&] {
+      int st = 0;
+      if (::waitpid(m_pid, &st, WNOHANG) == m_pid) {
+        m_pid = 0;
+        return true;  // it exited: reported below
+      }
+      auto r = m_client->Get("/status");
+      if (!r) return false;
+      auto j = try_parse_json(r->body);
+      return j && (*j)["value"].value("ready", false);
+    }, std::chrono::seconds(30));
+    if (!up || m_pid == 0) throw std::runtime_error("chromedriver did not start: " + test::slurp(dir / "chromedriver.out"));
+    json caps = {{"capabilities",
+                  {{"alwaysMatch",
+                    {{"browserName", "chrome"},
+                     {"goog:chromeOptions",
+                      {{"binary", chromium.string()},
+                       {"args",
+                        {"--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+                         "--disable-background-networking", "--disable-component-update", "--disable-sync",
+                         "--disable-dev-shm-usage", "--hide-scrollbars", "--window-size=1280,1000",
+                         "--user-data-dir=" + (dir / "chromium-profile").string()}}}}}}}}};
+    json r = call("POST", "/session", caps);
+    m_session = r["value"]["sessionId"];
+  }
+  ~Browser() {
+    if (!m_session.empty()) {
+      try {
+        call("DELETE", "/session/" + m_session, json::object());
+      } catch (const std::exception&) {
+      }
+    }
+    if (m_pid > 0) {
+      ::kill(m_pid, SIGTERM);
+      int st = 0;
+      ::waitpid(m_pid, &st, 0);
+    }
+  }
+
+  json call(const std::string& method, const std::string& path, const json& body) {
+    httplib::Result r = method == "GET"      ? m_client->Get(path)
+                        : method == "DELETE" ? m_client->Delete(path)
+                                             : m_client->Post(path, dump_compact(body), "application/json");
+    if (!r) throw std::runtime_error("webdriver " + method + " " + path + ": no answer");
+    auto j = try_parse_json(r->body);
+    if (!j) throw std::runtime_error("webdriver " + path + ": not JSON: " + r->body.substr(0, 300));
+    if (r->status >= 400) throw std::runtime_error("webdriver " + path + ": " + (*j)["value"].dump().substr(0, 500));
+    return *j;
+  }
+  json s(const std::string& what, const json& body = json::object()) {
+    return call("POST", "/session/" + m_session + what, body);
+  }
+  void go(const std::string& url) { s("/url", {{"url", url}}); }
+  std::string url() { return call("GET", "/session/" + m_session + "/url", nullptr)["value"]; }
+  json script(const std::string& js, json args = json::array()) {
+    return s("/execute/sync", {{"script", js}, {"args", args}})["value"];
+  }
+  std::string element(const std::string& css) {
+    json v = s("/element", {{"using", "css selector"}, {"value", css}})["value"];
+    return v.begin().value();
+  }
+  void type(const std::string& css, const std::string& text) {
+    s("/element/" + element(css) + "/clear");
+    s("/element/" + element(css) + "/value", {{"text", text}});
+  }
+  // Parts of the page are replaced as events arrive: an element can go stale between finding and
+  // clicking it, so find it again and retry.
+  void click(const std::string& css) {
+    for (int attempt = 0;; ++attempt) {
+      try {
+        s("/element/" + element(css) + "/click");
+        return;
+      } catch (const std::runtime_error& e) {
+        if (attempt >= 10 || std::string(e.what()).find("stale element") == std::string::npos) throw;
+      }
+    }
+  }
+  void window(int w, int h) { s("/window/rect", {{"width", w}, {"height", h}}); }
+  void screenshot(const std::filesystem::path& file) {
+    json v = call("GET", "/session/" + m_session + "/screenshot", nullptr)["value"];
+    ensure_dir(file.parent_path());
+    std::ofstream(file, std::ios::binary) << base64_decode(v.get<std::string>());
+  }
+
+ private:
+  int m_port = 0;
+  pid_t m_pid = 0;
+  std::unique_ptr<httplib::Client> m_client;
+  std::string m_session;
+};
+
+std::filesystem::path screenshots_dir() {
+  if (const char* d = std::getenv("CROQ_SCREENSHOTS"); d && *d) return std::filesystem::absolute(d);
+  return std::filesystem::path(CROQ_BINARY_DIR) / "screenshots";
+}
+
+}  // namespace
+
+TEST(WebBrowser, AddATaskWatchItsRoundsArriveThenCancelIt) {
+  auto chromium = find_executable("chromium");
+  if (!chromium) chromium = find_executable("chromium-browser");
+  auto driver = find_executable("chromedriver");
+  ASSERT_TRUE(chromium && driver)
+      << "the browser test needs Debian's chromium and chromium-driver packages (scripts/setup.sh installs them): "
+      << (chromium ? "" : "chromium not found on PATH; ") << (driver ? "" : "chromedriver not found on PATH");
+
+  TempDir dir;
+  std::filesystem::copy_file(std::string(CROQ_SOURCE_DIR) + "/tests/data/web/drive.sh", dir / "drive.sh");
+  // Two tasks made outside the monitor (it adopts them) so the list shows more than one.
+  Workspace ws(dir.path());
+  std::vector<double> climb;
+  for (int i = 1; i <= 60; ++i) climb.push_back(i % 9 == 0 ? 0 : 480 + 240 * (1 - std::exp(-i / 18.0)) + (i * 37 % 23) - 11);
+  test::store_rounds(ws, make_task("sm90_NVIDIA_H200", "cuda", "matmul_f16fp32_4096x4096x4096", "agent"), climb, 612.0);
+  test::store_rounds(ws, make_task("sm90_NVIDIA_H200", "croqtile", "matmul_bf16fp32_2048x2048x2048", "search"),
+                     {301, 298, 335, 352, 349, 0, 371}, 402.0);
+  ServeProcess serve(dir.path(), dir.path(), {"--poll-ms", "150", "--scan-every", "2"});
+  ASSERT_TRUE(serve.wait_ready()) << serve.err();
+  EXPECT_EQ(serve.doc()["adopted"], 2);
+  const std::string base = "http://127.0.0.1:" + std::to_string(serve.port());
+  httplib::Client api("127.0.0.1", serve.port());
+  auto add = [&](const json& spec) {
+    auto r = api.Post("/api/v1/tasks", dump_compact(spec), "application/json");
+    return r && r->status == 201 ? try_parse_json(r->body)->at("task")["uid"].get<std::string>() : std::string();
+  };
+
+  Browser b(*chromium, *driver, dir);
+  // The add-task form, typed in like a person would.
+  b.go(base + "/add");
+  b.type("#f-shape_key", "matmul_f32_256x256x256");
+  b.script("document.getElementById('f-dsl').value = 'cpp';");
+  b.type("#f-model", "driver");
+  b.type("#f-gpu", "cpu_x86_64");
+  b.type("#f-device", "cpu");
+  b.type("#f-argv", "bash\ndrive.sh\n40\n0.35");
+  b.type("#f-rounds", "40");
+  b.click("button[type=submit]");
+  ASSERT_TRUE(wait_for([&] { return b.url().find("/tasks/") != std::string::npos; }, std::chrono::seconds(20)))
+      << b.url() << " " << b.script("return document.getElementById('flash').textContent;").dump();
+  std::string uid = b.url().substr(b.url().find("/tasks/") + 7);
+  // Another task waits for the same device; one fails at once.
+  std::string waiting = add({{"gpu", "cpu_x86_64"}, {"dsl", "cpp"}, {"shape_key", "matmul_f32_512x512x512"},
+                             {"model", "driver"}, {"device", "cpu"},
+                             {"driver", {{"argv", {"bash", "drive.sh", "200", "1.5"}}}}});
+  std::string failing = add({{"gpu", "cpu_x86_64"}, {"dsl", "cpp"}, {"shape_key", "matmul_f32_128x128x128"},
+                             {"model", "broken"}, {"device", "cpu1"}, {"driver", {{"argv", {"false"}}}},
+                             {"budgets", {{"max_restarts", 0}}}});
+  ASSERT_FALSE(waiting.empty());
+  ASSERT_FALSE(failing.empty());
+
+  // Rounds arrive; the chart and the table grow while the page stays loaded (no reload).
+  b.script("window.__croq_marker = 'still here';");
+  auto points = [&] { return b.script("return document.querySelectorAll('#convergence circle.pt').length;").get<int>(); };
+  ASSERT_TRUE(wait_for([&] { return points() >= 4; }, std::chrono::seconds(60))) << serve.err();
+  int first = points();
+  ASSERT_TRUE(wait_for([&] { return points() >= first + 4; }, std::chrono::seconds(60)));
+  EXPECT_EQ(b.script("return window.__croq_marker || '';"), "still here");
+  EXPECT_GE(b.script("return document.querySelectorAll('#rounds tbody tr').length;").get<int>(), first + 4);
+  EXPECT_NE(b.script("return document.getElementById('log').textContent;").get<std::string>().find("TFLOPS"),
+            std::string::npos);
+  EXPECT_EQ(b.script("return document.querySelector('#task-head .badge').textContent;"), "running");
+  EXPECT_EQ(b.script("return document.getElementById('live').className;"), "live on");
+  // The filters hide rows without a request.
+  b.script("var s = document.querySelector('[data-filter=decision]'); s.value = 'keep';"
+           "s.dispatchEvent(new Event('input'));");
+  int shown = b.script("return document.querySelectorAll('#rounds tbody tr:not(.hidden)').length;").get<int>();
+  int keeps = b.script("return document.querySelectorAll('#rounds tbody tr[data-decision=KEEP]').length;").get<int>();
+  EXPECT_EQ(shown, keeps);
+  b.script("var s = document.querySelector('[data-filter=decision]'); s.value = '';"
+           "s.dispatchEvent(new Event('input'));");
+
+  const auto shots = screenshots_dir();
+  wait_for([&] { return points() >= 22; }, std::chrono::seconds(40));
+  b.window(1280, 2300);
+  wait_for([&] { return b.script("var s = document.querySelector('#convergence svg');"
+                                 "return s ? s.viewBox.baseVal.width : 0;").get<double>() > 1000; },
+           std::chrono::seconds(10));
+  b.screenshot(shots / "task.png");
+  b.window(390, 1800);
+  // The charts are drawn again at phone width (readable text), still without a reload.
+  ASSERT_TRUE(wait_for([&] {
+    return b.script("var s = document.querySelector('#convergence svg'); return s ? s.viewBox.baseVal.width : 0;")
+               .get<double>() < 400;
+  }, std::chrono::seconds(10)));
+  b.screenshot(shots / "task-phone.png");
+  b.window(1280, 1000);
+  EXPECT_EQ(b.script("return window.__croq_marker || '';"), "still here");
+
+  // Cancel it from the page.
+  b.script("window.confirm = function () { return true; };");
+  b.click("button[data-action=cancel]");
+  ASSERT_TRUE(wait_for([&] {
+    return b.script("var e = document.querySelector('#task-head .badge'); return e ? e.textContent : '';") == "cancelled";
+  }, std::chrono::seconds(30)));
+  auto t = try_parse_json(api.Get("/api/v1/tasks/" + uid)->body);
+  ASSERT_TRUE(t);
+  EXPECT_EQ((*t)["task"]["state"], "cancelled");
+  EXPECT_EQ((*t)["task"]["last_exit"]["outcome"], "stopped");
+
+  // The device is free: the waiting task starts. The list shows every task and its state.
+  auto state_of = [&](const std::string& u) {
+    auto r = api.Get("/api/v1/tasks/" + u);
+    return r ? try_parse_json(r->body)->at("task")["state"].get<std::string>() : std::string();
+  };
+  ASSERT_TRUE(wait_for([&] { return state_of(waiting) == "running"; }, std::chrono::seconds(30)));
+  EXPECT_EQ(state_of(failing), "failed");
+  b.go(base + "/");
+  ASSERT_TRUE(wait_for([&] {
+    return b.script("return document.querySelectorAll('#task-rows tr').length;").get<int>() == 5;
+  }));
+  std::string rows = b.script("return document.getElementById('task-rows').textContent;");
+  for (const char* s : {"cancelled", "running", "failed", "external", "matmul_f16fp32_4096x4096x4096"}) {
+    EXPECT_NE(rows.find(s), std::string::npos) << s << " in " << rows;
+  }
+  b.window(1280, 760);
+  b.screenshot(shots / "tasks.png");
+  EXPECT_GT(std::filesystem::file_size(shots / "tasks.png"), 1000u);
+
+  // Leave nothing running.
+  api.Post("/api/v1/tasks/" + waiting + "/cancel", "{}", "application/json");
+  EXPECT_TRUE(wait_for([&] { return state_of(waiting) == "cancelled"; }, std::chrono::seconds(30)));
+}

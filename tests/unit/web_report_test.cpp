@@ -1,0 +1,99 @@
+// croq report's files: figures, CSV tables that match the ledgers, the summary, and selection.
+#include <gtest/gtest.h>
+
+#include "croq/ledger/documents.hpp"
+#include "croq/util/error.hpp"
+#include "croq/web/report.hpp"
+#include "support/test_support.hpp"
+#include "support/web_support.hpp"
+
+using namespace croq;
+using namespace croq::web;
+using croq::test::slurp;
+using croq::test::TempDir;
+
+namespace {
+
+size_t lines(const std::string& s) { return static_cast<size_t>(std::count(s.begin(), s.end(), '\n')); }
+
+}  // namespace
+
+TEST(WebReport, WritesFiguresTablesAndASummaryPerTask) {
+  TempDir dir;
+  Workspace ws(dir.path());
+  TaskRef a = make_task("cpu_x86_64", "cpp", "matmul_f32_64x64x64", "search");
+  TaskRef b = make_task("cpu_x86_64", "cpp", "matmul_f32_128x64x32", "search");
+  test::store_rounds(ws, a, {110, 0, 150, 140});
+  test::store_rounds(ws, b, {90, 95}, 80.0);
+  ensure_task_config(ws, a, "uidaaaa11111");
+  ReportOptions o;
+  o.all = true;
+  o.out = dir / "report";
+  ReportResult r = write_report(ws, o);
+  ASSERT_EQ(r.summary.size(), 2u);
+  for (const char* f : {"index.html", "summary.csv", "convergence_all.svg",
+                        "matmul_f32_64x64x64__search__cpp__cpu_x86_64/convergence.svg",
+                        "matmul_f32_64x64x64__search__cpp__cpu_x86_64/progression.svg",
+                        "matmul_f32_64x64x64__search__cpp__cpu_x86_64/bottlenecks.svg",
+                        "matmul_f32_64x64x64__search__cpp__cpu_x86_64/rounds.csv",
+                        "matmul_f32_64x64x64__search__cpp__cpu_x86_64/progression.csv",
+                        "matmul_f32_64x64x64__search__cpp__cpu_x86_64/bottlenecks.csv"}) {
+    EXPECT_TRUE(std::filesystem::exists(dir / "report" / f)) << f;
+  }
+  json sa;
+  for (const auto& s : r.summary) {
+    if (s["shape_key"] == "matmul_f32_64x64x64") sa = s;
+  }
+  EXPECT_EQ(sa["task_uid"], "uidaaaa11111");
+  EXPECT_EQ(sa["baseline_tflops"], 100.0);
+  EXPECT_EQ(sa["best_tflops"], 150.0);
+  EXPECT_DOUBLE_EQ(sa["ratio"].get<double>(), 1.5);
+  EXPECT_EQ(sa["keep"], 2);
+  EXPECT_EQ(sa["discard"], 1);
+  EXPECT_EQ(sa["failed"], 1);
+  EXPECT_EQ(sa["rounds"], 4);
+  std::string rounds = slurp(dir / "report/matmul_f32_64x64x64__search__cpp__cpu_x86_64/rounds.csv");
+  EXPECT_EQ(lines(rounds), 1u + 5u);  // header + baseline + 4 rounds
+  std::string prog = slurp(dir / "report/matmul_f32_64x64x64__search__cpp__cpu_x86_64/progression.csv");
+  EXPECT_NE(prog.find(",KEEP,memory,latency_bound,150.000,150.000,"), std::string::npos) << prog;
+  std::string summary = slurp(dir / "report/summary.csv");
+  EXPECT_EQ(summary.rfind("task_uid,gpu,dsl,shape_key,model,mode,baseline_tflops,best_tflops,best_kernel,ratio", 0), 0u);
+  std::string html = slurp(dir / "report/index.html");
+  EXPECT_NE(html.find("<svg"), std::string::npos);
+  EXPECT_NE(html.find("1.500×"), std::string::npos);
+}
+
+TEST(WebReport, TasksAreChosenByUidKeyOrShape) {
+  TempDir dir;
+  Workspace ws(dir.path());
+  TaskRef a = make_task("cpu_x86_64", "cpp", "matmul_f32_64x64x64", "search");
+  TaskRef b = make_task("cpu_x86_64", "cpp", "matmul_f32_64x64x64", "agent");
+  test::store_rounds(ws, a, {110});
+  test::store_rounds(ws, b, {120});
+  ensure_task_config(ws, a, "uidaaaa11111");
+  ReportOptions o;
+  o.out = dir / "r1";
+  o.selectors = {"uidaaaa11111"};
+  EXPECT_EQ(write_report(ws, o).summary.size(), 1u);
+  o.selectors = {"matmul_f32_64x64x64"};
+  EXPECT_EQ(write_report(ws, o).summary.size(), 2u);
+  o.selectors = {b.id()};
+  EXPECT_EQ(write_report(ws, o).summary[0]["model"], "agent");
+  o.selectors = {"nothing_like_this"};
+  try {
+    write_report(ws, o);
+    FAIL();
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ExitCode::not_found);
+  }
+  o.selectors = {};
+  EXPECT_THROW(write_report(ws, o), Error);
+}
+
+TEST(WebReport, CsvQuotesWhatNeedsQuoting) {
+  EXPECT_EQ(csv_field("plain"), "plain");
+  EXPECT_EQ(csv_field("a,b"), "\"a,b\"");
+  EXPECT_EQ(csv_field("say \"hi\""), "\"say \"\"hi\"\"\"");
+  EXPECT_EQ(csv_field("two\nlines"), "\"two\nlines\"");
+  EXPECT_EQ(csv_row({"x", "y,z"}), "x,\"y,z\"\n");
+}
