@@ -144,16 +144,57 @@ const std::vector<VerbSpec>& verbs() {
        "Output: the measurement document.",
        setup_measure},
       {"profile", "profile exactly one launch of the candidate with Nsight Compute",
-       "Output: `{kernel, report, csv}`.",
+       "The seeds' ncu_profile. Runs `ncu --nvtx --nvtx-include croq_candidate/ --clock-control none --set full "
+       "--launch-count 1 --target-processes all --export ...` on `croq-gpu-runner --mode profile` (the runner "
+       "warms up, then launches the candidate once inside the NVTX range `croq_candidate`), so only the "
+       "candidate's launch is captured: never the input initialisation, the reference or a warm-up. "
+       "`--baseline` (or `--library cublas`) profiles the library baseline; `--binary` a legacy self-timed "
+       "executable (kernel-name filter and `--launch-skip` instead of NVTX). `--preset quick` reads only the "
+       "sections the classifier needs. Holds the GPU lease while ncu runs. Writes "
+       "perf/<key>/<model>/ncu_<kernel>_round<R>.{ncu-rep,csv} atomically (R defaults to the task's next round), "
+       "classifies the CSV and records it in the task's evidence log (kind profile, or baseline_profile).\n\n"
+       "Output: `{ok, kernel, kernel_origin, candidate, round, report, csv, preset, ncu_argv, profile_s, "
+       "export_s, classification, bottleneck, confidence}`; `kernel` is the captured kernel's name as ncu reports it. Exit 7 when ncu "
+       "or the runner is missing; 1 when the counters are not permitted (ERR_NVGPUCTRPERM; the hint says how "
+       "to allow them) or ncu timed out; 4 when no kernel matched the filters; 5 when the captured kernel is a "
+       "library or harness kernel instead of the candidate; 6 when the GPU lease stays busy; 8 when the "
+       "profiled program itself failed.",
        setup_profile},
       {"classify", "classify an Nsight Compute CSV: bottleneck, confidence, evidence, hints",
-       "Output: `{bottleneck, confidence, evidence, hints}`.",
+       "The seeds' profile_extract. Reads the raw page (`ncu --import R --page raw --csv`) or the "
+       "per-section form (`--section X --csv`, `--page details --csv`); numbers with thousands separators "
+       "(\"1,234.5\") are read, files written with a decimal comma are refused. With several kernels in the "
+       "file, `--kernel REGEX` chooses, else the longest kernel that is not a library or harness kernel (the "
+       "choice and its reason are in evidence.kernel_selection). The rules and thresholds are in "
+       "docs/classifier.md.\n\n"
+       "Output: `{iter, bottleneck, confidence, score, kernel, reason, evidence:{key_metrics, rules:[{rule, "
+       "metric, value, op, threshold, fired, role, meaning}], margin_pts, ncu_rep, csv, csv_form, "
+       "kernel_selection}, metrics:{sm_throughput_pct, memory_throughput_pct, dram_throughput_pct, ..., "
+       "warp_stalls, warp_stalls_unit, achieved_tflops, pct_of_peak}, hints:[{idea, menu, why}], warnings}`. "
+       "bottleneck is memory_bound, compute_bound, latency_bound, launch_bound or mixed, never unknown. "
+       "Exit 2 for a file that is not an ncu CSV, lacks the throughput figures, is empty or uses decimal "
+       "commas; 10 for a truncated file; 4 when the CSV or the --kernel pattern is not found.",
        setup_classify},
       {"sass dump", "dump the SASS of a candidate or of the library baseline",
-       "Output: `{kernels, instruction_mix}`.",
+       "SASS of a candidate (`--candidate X.so`: cuobjdump -sass and -res-usage), of the kernel an ncu "
+       "report captured (`--report R.ncu-rep`: ncu's source page, e.g. the cuBLAS kernel actually launched), "
+       "or of a saved text (`--sass-file`). With the task options (`--iter` or `--baseline`) the text is kept "
+       "as perf/<key>/<model>/sass_<kernel>.sass or sass_baseline.sass.\n\n"
+       "Output: `{origin, kernel, functions, mix:{instructions, registers, registers_source, by_class, "
+       "tensor_family, tensor_ops, global_load_widths_bits, global_store_widths_bits, shared_*_widths_bits, "
+       "ldsm, stsm, ldgsts, tma, barriers, local_loads, local_stores, opcodes}, sass_file}`. Exit 7 when "
+       "cuobjdump or ncu is missing.",
        setup_sass_dump},
       {"sass compare", "compare candidate and baseline SASS; divergences ranked by severity",
-       "Output: `{divergences}`.",
+       "The seeds' sass_compare. Compares the candidate's instruction mix with the baseline's: tensor-core "
+       "instructions (HGMMA/QGMMA/HMMA/IMMA vs FFMA), local memory (LDL/STL), TMA, global load width, "
+       "ldmatrix use, registers, barrier density and instruction count; each divergence has a severity "
+       "(high/medium/low) and a one-line reason (rules in docs/classifier.md).\n\n"
+       "With the task options and `--iter`, the candidate defaults to bin/<key>/<model>/<kernel>.so (or its kept "
+       "sass_<kernel>.sass), the baseline to perf/<key>/<model>/sass_baseline.sass, and the result is kept as "
+       "perf/<key>/<model>/sass_compare_<kernel>.json and recorded as sass_compare evidence.\n\n"
+       "Output: `{candidate:{origin, kernel, mix}, baseline:{...}, divergences:[{rank, severity, category, "
+       "reason, candidate, baseline}], top, file}`.",
        setup_sass_compare},
       {"serve", "the monitor: tasks, scheduler, live dashboard, REST API",
        "Runs until stopped.",

@@ -168,8 +168,10 @@ TEST(BuildCuda, ArchComesFromTheDeviceKeyOrTheFlag) {
 
 TEST(BuildCuda, CompileFailureIsDataWithTheFirstErrorLinesAndIsNotCached) {
   Fixture f;
-  f.runner.rules = {nvcc_rule(2, data("build/nvcc_compile_error.txt"))};
-  f.runner.rules[0].write_output = false;
+  FakeRule version = nvcc_rule();
+  version.version_only = true;
+  f.runner.rules = {version, nvcc_rule(2, data("build/nvcc_compile_error.txt"))};
+  f.runner.rules[1].write_output = false;
   TaskRef t = f.task("cuda");
   f.write_source(t, "iter003_broken.cu", k_pure_cu);
   Toolchain tc = Toolchain::from_env(env_of({{"CROQ_NVCC", "/opt/fake/fake-nvcc"}}));
@@ -220,12 +222,12 @@ TEST(BuildCuda, MissingCompilerIsAnErrorWithAFix) {
 TEST(BuildTarget, SourcesAreFoundByIdAndAmbiguityIsRefused) {
   Fixture f;
   TaskRef t = f.task("cuda");
-  f.write_source(t, "iter005_a.cu", k_pure_cu);
-  EXPECT_EQ(locate_build_target(f.ws, t, "5").kernel, "iter005_a");
+  f.write_source(t, "iter005_aa.cu", k_pure_cu);
+  EXPECT_EQ(locate_build_target(f.ws, t, "5").kernel, "iter005_aa");
   EXPECT_EQ(locate_build_target(f.ws, t, "iter005").id, "iter005");
-  f.write_source(t, "iter005_b.cu", k_pure_cu);
+  f.write_source(t, "iter005_bb.cu", k_pure_cu);
   EXPECT_THROW(locate_build_target(f.ws, t, "iter005"), Error);
-  EXPECT_EQ(locate_build_target(f.ws, t, "iter005_b").kernel, "iter005_b");
+  EXPECT_EQ(locate_build_target(f.ws, t, "iter005_bb").kernel, "iter005_bb");
   f.write_source(t, "attemptAAAB_retry.cu", k_pure_cu);
   BuildTarget a = locate_build_target(f.ws, t, "attemptAAAB");
   EXPECT_EQ(a.id, "attemptAAAB");

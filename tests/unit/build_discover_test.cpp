@@ -74,8 +74,9 @@ TEST(BuildDiscover, DtypeFiltersTierA) {
   for (const auto& c : d.candidates) EXPECT_NE(c.name, "wmma_tc");
   EXPECT_FALSE(d.candidates.empty());
   Discovery cpp = discover_starting_kernels(nullptr, {"cpp", "matmul", "f32", "", std::nullopt});
-  ASSERT_EQ(cpp.candidates.size(), 2u);
-  EXPECT_EQ(cpp.candidates[0].name, "blocked");
+  // naive, blocked and the cpp_tiled family's template (kernels/cpp/matmul/tiled/).
+  ASSERT_EQ(cpp.candidates.size(), 3u);
+  EXPECT_NE(cpp.candidates[0].name, "naive");
   Discovery tri = discover_starting_kernels(nullptr, {"triton", "matmul", "bf16fp32", "", std::nullopt});
   ASSERT_EQ(tri.candidates.size(), 1u);
   EXPECT_EQ(tri.candidates[0].name, "tiled");
@@ -102,7 +103,7 @@ TEST(BuildDiscover, TierBOffersEachTasksBestKeepNotItsLastFile) {
   store(ws, earlier, "iter003_swizzle", 300.0, "DISCARD");
   store(ws, earlier, "iter004_persistent", 400.0, "KEEP");  // highest number, not the best
   TaskRef other_gpu = make_task("sm80_NVIDIA_A100", "cuda", "matmul_f16f32_2048x2048x2048", "m1");
-  store(ws, other_gpu, "iter001_a", 900.0, "KEEP");
+  store(ws, other_gpu, "iter001_aa", 900.0, "KEEP");
   TaskRef other_op = make_task("sm90_NVIDIA_H200", "cuda", "gemmsp_f16f32_4096x4096x4096", "m1");
   store(ws, other_op, "iter001_sparse", 800.0, "KEEP");
   TaskRef target = make_task("sm90_NVIDIA_H200", "cuda", "matmul_f16f32_512x512x512", "m1");
@@ -116,7 +117,7 @@ TEST(BuildDiscover, TierBOffersEachTasksBestKeepNotItsLastFile) {
   EXPECT_EQ(b[0].name, "iter002_stages4");  // same GPU first, its best KEEP
   EXPECT_TRUE(b[0].same_gpu);
   EXPECT_DOUBLE_EQ(*b[0].tflops, 450.0);
-  EXPECT_EQ(b[1].name, "iter001_a");
+  EXPECT_EQ(b[1].name, "iter001_aa");
   EXPECT_FALSE(b[1].same_gpu);
   ASSERT_TRUE(d.recommended);
   EXPECT_EQ(d.candidates[*d.recommended].name, "iter002_stages4");

@@ -20,6 +20,7 @@ struct FakeRule {
   bool write_output = true;     // create the file after -o (with `output_bytes`)
   std::string output_bytes = "fake output";
   bool not_found = false;       // the program cannot be started
+  bool version_only = false;    // the rule answers only `--version` / `--help` queries
   std::function<void(const std::vector<std::string>&)> action;  // extra effect (e.g. write a script)
 };
 
@@ -37,6 +38,8 @@ class FakeRunner : public ProcessRunner {
       if (prog.size() < rule.program.size() || prog.compare(prog.size() - rule.program.size(), rule.program.size(), rule.program) != 0) {
         continue;
       }
+      const bool version_call = spec.argv.size() == 2 && (spec.argv[1] == "--version" || spec.argv[1] == "--help");
+      if (rule.version_only && !version_call) continue;
       if (rule.not_found) {
         r.spawn_error = prog + ": command not found";
         return r;

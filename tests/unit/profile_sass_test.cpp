@@ -1,0 +1,153 @@
+// SASS parsing, instruction mix and the ranked comparison: a naive FFMA GEMM against a warpgroup-MMA
+// (cuBLAS-like) kernel must report the tensor-core difference first.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <string>
+
+#include "croq/profile/sass.hpp"
+#include "croq/util/error.hpp"
+#include "croq/util/fs.hpp"
+
+using namespace croq::profile;
+
+namespace {
+
+const std::string k_dir = std::string(CROQ_TEST_DATA_DIR) + "/sass/";
+
+std::vector<SassFunction> load(const std::string& name) {
+  auto fns = parse_sass(croq::read_file_or_throw(k_dir + name), name);
+  apply_resource_usage(fns, croq::read_file_or_throw(k_dir + "synthetic_res_usage.txt"));
+  return fns;
+}
+
+}  // namespace
+
+TEST(Sass, ParsesCuobjdumpTextSkippingEncodingLines) {
+  auto fns = load("synthetic_naive_sm90a.sass");
+  ASSERT_EQ(fns.size(), 1u);
+  EXPECT_EQ(fns[0].name, "_Z5naivePK6__halfS1_Pflll");
+  EXPECT_EQ(fns[0].instructions.size(), 27u);
+  EXPECT_EQ(fns[0].instructions[10].base, "EXIT");            // "@P0 EXIT": predicate stripped
+  EXPECT_EQ(fns[0].instructions[13].opcode, "LDG.E.U16");
+  EXPECT_EQ(*fns[0].registers, 16);                            // from -res-usage
+}
+
+TEST(Sass, InstructionMixCountsClassesAndWidths) {
+  InstructionMix naive = instruction_mix(load("synthetic_naive_sm90a.sass")[0]);
+  EXPECT_EQ(naive.by_class["fp32"], 1);
+  EXPECT_EQ(naive.by_class["fp16"], 2);  // HADD2.F32: half -> float conversions
+  EXPECT_EQ(naive.by_class.count("tensor"), 0u);
+  EXPECT_EQ(naive.global_load_widths.at(16), 2);
+  EXPECT_EQ(naive.global_store_widths.at(32), 1);
+  EXPECT_EQ(naive.max_global_load_width(), 16);
+  EXPECT_EQ(naive.tensor_family(), "");
+
+  InstructionMix mma = instruction_mix(load("synthetic_hgmma_sm90a.sass")[0]);
+  EXPECT_EQ(mma.tensor_family(), "HGMMA");
+  EXPECT_EQ(mma.tensor_ops.at("HGMMA.64x128x16.F32"), 4);
+  EXPECT_EQ(mma.tma, 3);     // 2 UTMALDG + 1 UTMASTG
+  EXPECT_EQ(mma.stsm, 1);
+  EXPECT_GE(mma.barriers, 6);  // SYNCS x3, BAR x2, WARPGROUP x2, FENCE
+  EXPECT_EQ(*mma.registers, 168);
+  EXPECT_EQ(mma.registers_source, "cuobjdump -res-usage");
+}
+
+TEST(Sass, RegistersAreEstimatedWithoutResourceUsage) {
+  auto fns = parse_sass(croq::read_file_or_throw(k_dir + "synthetic_hgmma_sm90a.sass"));
+  InstructionMix mix = instruction_mix(fns[0]);
+  EXPECT_EQ(*mix.registers, 168);  // R167 is the highest register referenced
+  EXPECT_NE(mix.registers_source.find("estimated"), std::string::npos);
+}
+
+TEST(Sass, NaiveAgainstWarpgroupMmaRanksTheTensorCoreDifferenceFirst) {
+  InstructionMix naive = instruction_mix(load("synthetic_naive_sm90a.sass")[0]);
+  InstructionMix mma = instruction_mix(load("synthetic_hgmma_sm90a.sass")[0]);
+  auto d = compare_mix(naive, mma);
+  ASSERT_FALSE(d.empty());
+  EXPECT_EQ(d[0].category, "tensor_core");
+  EXPECT_EQ(d[0].severity, "high");
+  EXPECT_NE(d[0].reason.find("HGMMA.64x128x16.F32"), std::string::npos) << d[0].reason;
+  EXPECT_NE(d[0].reason.find("no tensor-core instruction"), std::string::npos);
+  std::vector<std::string> cats;
+  for (const auto& x : d) cats.push_back(x.category);
+  EXPECT_NE(std::find(cats.begin(), cats.end(), "tma"), cats.end());
+  EXPECT_NE(std::find(cats.begin(), cats.end(), "global_width"), cats.end());
+  // Severities never increase down the list.
+  auto rank = [](const std::string& s) { return s == "high" ? 3 : s == "medium" ? 2 : 1; };
+  for (size_t i = 1; i < d.size(); ++i) EXPECT_LE(rank(d[i].severity), rank(d[i - 1].severity));
+  croq::json j = divergences_json(d);
+  EXPECT_EQ(j[0]["rank"], 1);
+  EXPECT_EQ(j[0]["category"], "tensor_core");
+}
+
+TEST(Sass, HmmaAgainstHgmmaIsAFamilyDivergence) {
+  SassFunction f;
+  f.name = "wmma_gemm";
+  std::string text =
+      "Function : wmma_gemm\n"
+      "        /*0000*/                   LDSM.16.M88.4 R8, [R2] ;\n"
+      "        /*0010*/                   HMMA.16816.F32 R24, R8, R12, R24 ;\n"
+      "        /*0020*/                   HMMA.16816.F32 R28, R8, R14, R28 ;\n"
+      "        /*0030*/                   LDGSTS.E.BYPASS.128 [R3], desc[UR4][R4.64] ;\n"
+      "        /*0040*/                   EXIT ;\n";
+  InstructionMix wmma = instruction_mix(parse_sass(text)[0]);
+  InstructionMix mma = instruction_mix(load("synthetic_hgmma_sm90a.sass")[0]);
+  auto d = compare_mix(wmma, mma);
+  ASSERT_FALSE(d.empty());
+  EXPECT_EQ(d[0].category, "tensor_core");
+  EXPECT_EQ(d[0].severity, "high");
+  EXPECT_NE(d[0].reason.find("HMMA"), std::string::npos);
+}
+
+TEST(Sass, LocalMemoryInTheCandidateIsHighSeverity) {
+  std::string text =
+      "Function : spilly\n"
+      "        /*0000*/                   STL [R1+0x10], R4 ;\n"
+      "        /*0010*/                   LDL R4, [R1+0x10] ;\n"
+      "        /*0020*/                   FFMA R4, R4, R4, R4 ;\n";
+  InstructionMix c = instruction_mix(parse_sass(text)[0]);
+  InstructionMix b = instruction_mix(load("synthetic_naive_sm90a.sass")[0]);
+  auto d = compare_mix(c, b);
+  ASSERT_FALSE(d.empty());
+  EXPECT_EQ(d[0].category, "local_memory");
+  EXPECT_EQ(d[0].severity, "high");
+}
+
+TEST(Sass, NcuSourcePageCsvIsRead) {
+  std::string csv =
+      "\"Address\",\"Source\",\"Warp Stall Sampling (All Samples)\"\n"
+      "\"0x7f0000000000\",\"LDC R1, c[0x0][0x28]\",\"3\"\n"
+      "\"0x7f0000000010\",\"@P0 UTMALDG.2D [UR16], [UR10], desc[UR12]\",\"12\"\n"
+      "\"0x7f0000000020\",\"HGMMA.64x128x16.F32 R24, gdesc[UR16], R24, gsb0\",\"40\"\n";
+  auto fns = parse_sass(csv, "source.csv");
+  ASSERT_EQ(fns.size(), 1u);
+  InstructionMix mix = instruction_mix(fns[0]);
+  EXPECT_EQ(mix.total, 3);
+  EXPECT_EQ(mix.tensor_family(), "HGMMA");
+  EXPECT_EQ(mix.tma, 1);
+}
+
+TEST(Sass, TextWithoutInstructionsIsRefused) {
+  try {
+    parse_sass("Fatbin ptx code:\n================\n", "empty.sass");
+    FAIL() << "no error";
+  } catch (const croq::Error& e) {
+    EXPECT_EQ(e.code(), croq::ExitCode::usage);
+  }
+}
+
+TEST(Sass, FunctionSelection) {
+  std::string text =
+      "Function : small\n        /*0000*/ EXIT ;\n"
+      "Function : big\n        /*0000*/ FFMA R1, R1, R1, R1 ;\n        /*0010*/ EXIT ;\n";
+  auto fns = parse_sass(text);
+  EXPECT_EQ(select_function(fns, "").name, "big");
+  EXPECT_EQ(select_function(fns, "^sma").name, "small");
+  try {
+    select_function(fns, "nope");
+    FAIL();
+  } catch (const croq::Error& e) {
+    EXPECT_EQ(e.code(), croq::ExitCode::not_found);
+  }
+}
