@@ -5,7 +5,10 @@
  * inputs (never zeros), the output poisoned with NaN before every checked run, every element
  * compared with a cuBLAS f32-accumulated reference, CUDA events around each launch, L2 flushed
  * between timed repetitions (--no-flush to skip), the median reported, and cuBLAS timed the same
- * way right beside the candidate.
+ * way, interleaved with the candidate repetition by repetition (clock and power drift hit both
+ * alike, so the in-process ratio is the number to trust). The workspace is filled with garbage
+ * before the first call (a candidate may not assume zeroed scratch memory), and the output is
+ * checked again after timing (after dozens of calls on the same workspace).
  *
  *   gemm_probe --so X.so --label NAME [--check M,N,K,DTYPE,LAYOUT]... [--time M,N,K,DTYPE,LAYOUT]...
  *              [--reps 20] [--out results.jsonl] [--no-flush]
@@ -266,7 +269,10 @@ void run_case(const Candidate& cand, cublasHandle_t blas, cudaStream_t stream, c
   CK(cudaMalloc(&buf.c, m * n * di.out_bytes));
   CK(cudaMalloc(&buf.ref, m * n * 4));
   buf.ws_bytes = cand.ws ? cand.ws(&p) : 0;
-  if (buf.ws_bytes) CK(cudaMalloc(&buf.ws, buf.ws_bytes));
+  if (buf.ws_bytes) {
+    CK(cudaMalloc(&buf.ws, buf.ws_bytes));
+    CK(cudaMemsetAsync(buf.ws, 0xA5, buf.ws_bytes, stream));
+  }
   if (di.in == CROQ_F16) {
     fill_random<__half><<<1024, 256, 0, stream>>>(static_cast<__half*>(buf.a), m * k, seed * 2 + 1);
     fill_random<__half><<<1024, 256, 0, stream>>>(static_cast<__half*>(buf.b), n * k, seed * 2 + 2);
@@ -294,82 +300,71 @@ void run_case(const Candidate& cand, cublasHandle_t blas, cudaStream_t stream, c
   CK(cudaStreamSynchronize(stream));
   const double ref_rms = std::sqrt(h_sq / static_cast<double>(m * n));
 
-  // Checked run: poisoned output, fresh inputs, every element compared.
-  CK(cudaMemsetAsync(buf.c, 0xFF, m * n * di.out_bytes, stream));
-  const double t_wall0 = std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
-  croq_status st = cand.matmul(&p, buf.a, buf.b, buf.c, buf.ws, buf.ws_bytes, stream);
-  if (st != CROQ_OK) {
-    std::string j = std::string(head) + ",\"verdict\":\"" + (st == CROQ_UNSUPPORTED ? "UNSUPPORTED" : "ERROR") +
-                    "\",\"status\":" + std::to_string(static_cast<int>(st)) + "}";
-    emit(j);
-    cudaFree(d_sq);
-    cudaFree(d_st);
-    return;
-  }
-  if (!wait_stream(stream, 20.0)) {
-    emit(std::string(head) + ",\"verdict\":\"HANG\"}");
-    fprintf(stderr, "candidate did not finish within 20 s: exiting\n");
-    _exit(3);
-  }
-  cudaError_t err = cudaGetLastError();
-  if (err != cudaSuccess) {
-    emit(std::string(head) + ",\"verdict\":\"ERROR\",\"cuda\":\"" + cudaGetErrorString(err) + "\"}");
-    _exit(4);
-  }
-  const double t_wall1 = std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
-  CK(cudaMemsetAsync(d_st, 0, sizeof(Stats), stream));
+  // Checked runs: poisoned output, fresh inputs, every element compared; twice, so that a second
+  // call on the workspace the first one left behind is checked too.
   const float rtol = static_cast<float>(di.rtol);
   const float atol = static_cast<float>(di.rtol * ref_rms);
-  if (di.out == CROQ_F32)
-    compare<float><<<1024, 256, 0, stream>>>(static_cast<float*>(buf.c), n, buf.ref, n, m, n, atol, rtol, d_st);
-  else if (di.out == CROQ_F16)
-    compare<__half><<<1024, 256, 0, stream>>>(static_cast<__half*>(buf.c), n, buf.ref, n, m, n, atol, rtol, d_st);
-  else
-    compare<__nv_bfloat16><<<1024, 256, 0, stream>>>(static_cast<__nv_bfloat16*>(buf.c), n, buf.ref, n, m, n, atol,
-                                                     rtol, d_st);
-  CK(cudaGetLastError());
   Stats h;
-  CK(cudaMemcpyAsync(&h, d_st, sizeof h, cudaMemcpyDeviceToHost, stream));
-  CK(cudaStreamSynchronize(stream));
+  memset(&h, 0, sizeof h);
+  double first_call_ms = 0;
+  bool pass = true;
+  int failed_call = 0;
+  for (int call = 1; call <= 2 && pass; ++call) {
+    CK(cudaMemsetAsync(buf.c, 0xFF, m * n * di.out_bytes, stream));
+    CK(cudaStreamSynchronize(stream));
+    const double t_wall0 = std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+    croq_status st = cand.matmul(&p, buf.a, buf.b, buf.c, buf.ws, buf.ws_bytes, stream);
+    if (st != CROQ_OK) {
+      std::string j = std::string(head) + ",\"verdict\":\"" + (st == CROQ_UNSUPPORTED ? "UNSUPPORTED" : "ERROR") +
+                      "\",\"status\":" + std::to_string(static_cast<int>(st)) + "}";
+      emit(j);
+      cudaFree(d_sq);
+      cudaFree(d_st);
+      return;
+    }
+    if (!wait_stream(stream, 20.0)) {
+      emit(std::string(head) + ",\"verdict\":\"HANG\",\"call\":" + std::to_string(call) + "}");
+      fprintf(stderr, "candidate did not finish within 20 s: exiting\n");
+      _exit(3);
+    }
+    cudaError_t err = cudaGetLastError();
+    if (err != cudaSuccess) {
+      emit(std::string(head) + ",\"verdict\":\"ERROR\",\"cuda\":\"" + cudaGetErrorString(err) + "\"}");
+      _exit(4);
+    }
+    const double t_wall1 = std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+    if (call == 1) first_call_ms = (t_wall1 - t_wall0) * 1e3;
+    CK(cudaMemsetAsync(d_st, 0, sizeof(Stats), stream));
+    if (di.out == CROQ_F32)
+      compare<float><<<1024, 256, 0, stream>>>(static_cast<float*>(buf.c), n, buf.ref, n, m, n, atol, rtol, d_st);
+    else if (di.out == CROQ_F16)
+      compare<__half><<<1024, 256, 0, stream>>>(static_cast<__half*>(buf.c), n, buf.ref, n, m, n, atol, rtol, d_st);
+    else
+      compare<__nv_bfloat16><<<1024, 256, 0, stream>>>(static_cast<__nv_bfloat16*>(buf.c), n, buf.ref, n, m, n,
+                                                       atol, rtol, d_st);
+    CK(cudaGetLastError());
+    CK(cudaMemcpyAsync(&h, d_st, sizeof h, cudaMemcpyDeviceToHost, stream));
+    CK(cudaStreamSynchronize(stream));
+    pass = h.nan_count == 0 && h.bad_count == 0;
+    if (!pass) failed_call = call;
+  }
   float max_abs;
   memcpy(&max_abs, &h.max_abs_bits, 4);
   const double rel = std::sqrt(h.sum_sq_diff / std::max(h_sq, 1e-30));
-  const bool pass = h.nan_count == 0 && h.bad_count == 0;
   char body[1024];
   long long fb = static_cast<long long>(h.first_bad) - 1;
   snprintf(body, sizeof body,
            ",\"verdict\":\"%s\",\"max_abs_err\":%.4g,\"rel_err\":%.4g,\"ref_rms\":%.4g,\"nan\":%llu,\"bad\":%llu,"
-           "\"first_bad_row\":%lld,\"first_bad_col\":%lld,\"ws_bytes\":%zu,\"first_call_ms\":%.3f",
+           "\"first_bad_row\":%lld,\"first_bad_col\":%lld,\"failed_call\":%d,\"ws_bytes\":%zu,\"first_call_ms\":%.3f",
            pass ? "PASS" : "FAIL", max_abs, rel, ref_rms, h.nan_count, h.bad_count, fb >= 0 ? fb / n : -1,
-           fb >= 0 ? fb % n : -1, buf.ws_bytes, (t_wall1 - t_wall0) * 1e3);
+           fb >= 0 ? fb % n : -1, failed_call, buf.ws_bytes, first_call_ms);
   std::string j = std::string(head) + body;
 
   if (cs.time && pass) {
-    // Timing: flush L2 (a 256 MiB memset) before each repetition, events around the launch only.
+    // Timing: flush L2 (a 256 MiB memset) before each repetition, events around the launch only;
+    // cuBLAS and the candidate alternate repetition by repetition.
     const size_t flush_bytes = 256u << 20;
     if (g_flush) CK(cudaMalloc(&buf.flush, flush_bytes));
-    std::vector<cudaEvent_t> ev(2 * g_reps);
-    for (auto& e : ev) CK(cudaEventCreate(&e));
-    auto time_it = [&](auto&& launch) {
-      for (int w = 0; w < 3; ++w) launch();
-      CK(cudaStreamSynchronize(stream));
-      for (int r = 0; r < g_reps; ++r) {
-        if (g_flush) CK(cudaMemsetAsync(buf.flush, r & 0xFF, flush_bytes, stream));
-        CK(cudaEventRecord(ev[2 * r], stream));
-        launch();
-        CK(cudaEventRecord(ev[2 * r + 1], stream));
-      }
-      if (!wait_stream(stream, 60.0)) {
-        emit(std::string(head) + ",\"verdict\":\"HANG\"}");
-        _exit(3);
-      }
-      CK(cudaGetLastError());
-      std::vector<float> ms(g_reps);
-      for (int r = 0; r < g_reps; ++r) CK(cudaEventElapsedTime(&ms[r], ev[2 * r], ev[2 * r + 1]));
-      std::vector<float> sorted = ms;
-      std::sort(sorted.begin(), sorted.end());
-      return std::make_pair(median(ms), static_cast<double>(sorted.front()));
-    };
     const double flops = 2.0 * m * n * k;
     auto cublas_launch = [&] {
       CB(cublasGemmEx(blas, op_b, CUBLAS_OP_N, static_cast<int>(n), static_cast<int>(m), static_cast<int>(k), &one,
@@ -380,10 +375,53 @@ void run_case(const Candidate& cand, cublasHandle_t blas, cudaStream_t stream, c
       if (cand.matmul(&p, buf.a, buf.b, buf.c, buf.ws, buf.ws_bytes, stream) != CROQ_OK)
         throw std::runtime_error("candidate launch failed while timing");
     };
-    auto cb1 = time_it(cublas_launch);
-    auto cd = time_it(cand_launch);
-    auto cb2 = time_it(cublas_launch);
-    const double cublas_ms = std::min(cb1.first, cb2.first);
+    // Warm-up (also sizes the repetition count: short kernels get more repetitions).
+    cudaEvent_t w0, w1;
+    CK(cudaEventCreate(&w0));
+    CK(cudaEventCreate(&w1));
+    for (int w = 0; w < 3; ++w) {
+      cublas_launch();
+      cand_launch();
+    }
+    CK(cudaEventRecord(w0, stream));
+    cand_launch();
+    CK(cudaEventRecord(w1, stream));
+    if (!wait_stream(stream, 60.0)) {
+      emit(std::string(head) + ",\"verdict\":\"HANG\"}");
+      _exit(3);
+    }
+    float warm_ms = 0;
+    CK(cudaEventElapsedTime(&warm_ms, w0, w1));
+    cudaEventDestroy(w0);
+    cudaEventDestroy(w1);
+    const int reps = warm_ms < 0.1f ? std::max(g_reps, 60) : warm_ms < 1.0f ? std::max(g_reps, 30) : g_reps;
+    std::vector<cudaEvent_t> ev(4 * reps);
+    for (auto& e : ev) CK(cudaEventCreate(&e));
+    for (int r = 0; r < reps; ++r) {
+      for (int which = 0; which < 2; ++which) {
+        if (g_flush) CK(cudaMemsetAsync(buf.flush, (2 * r + which) & 0xFF, flush_bytes, stream));
+        CK(cudaEventRecord(ev[4 * r + 2 * which], stream));
+        if (which == 0) cublas_launch(); else cand_launch();
+        CK(cudaEventRecord(ev[4 * r + 2 * which + 1], stream));
+      }
+    }
+    if (!wait_stream(stream, 60.0)) {
+      emit(std::string(head) + ",\"verdict\":\"HANG\"}");
+      _exit(3);
+    }
+    CK(cudaGetLastError());
+    std::vector<float> cub_ms(reps), cand_ms(reps);
+    for (int r = 0; r < reps; ++r) {
+      CK(cudaEventElapsedTime(&cub_ms[r], ev[4 * r], ev[4 * r + 1]));
+      CK(cudaEventElapsedTime(&cand_ms[r], ev[4 * r + 2], ev[4 * r + 3]));
+    }
+    for (auto& e : ev) cudaEventDestroy(e);
+    auto half_spread = [&](const std::vector<float>& v) {  // first half vs second half of the run
+      std::vector<float> a(v.begin(), v.begin() + v.size() / 2), b(v.begin() + v.size() / 2, v.end());
+      return std::fabs(median(a) - median(b)) / std::max(median(v), 1e-9);
+    };
+    const double cand_med = median(cand_ms), cublas_ms = median(cub_ms);
+    const double cand_min = *std::min_element(cand_ms.begin(), cand_ms.end());
     // The output of the timed runs is checked again.
     CK(cudaMemsetAsync(buf.c, 0xFF, m * n * di.out_bytes, stream));
     cand_launch();
@@ -401,12 +439,11 @@ void run_case(const Candidate& cand, cublasHandle_t blas, cudaStream_t stream, c
     char tb[512];
     snprintf(tb, sizeof tb,
              ",\"ms\":%.5f,\"min_ms\":%.5f,\"tflops\":%.1f,\"cublas_ms\":%.5f,\"cublas_tflops\":%.1f,"
-             "\"cublas_spread\":%.3f,\"ratio\":%.3f,\"recheck\":\"%s\",\"l2_flush\":%s,\"reps\":%d",
-             cd.first, cd.second, flops / cd.first * 1e-9, cublas_ms, flops / cublas_ms * 1e-9,
-             std::fabs(cb1.first - cb2.first) / cublas_ms, cublas_ms / cd.first, pass2 ? "PASS" : "FAIL",
-             g_flush ? "true" : "false", g_reps);
+             "\"cublas_spread\":%.3f,\"spread\":%.3f,\"ratio\":%.3f,\"recheck\":\"%s\",\"l2_flush\":%s,"
+             "\"reps\":%d,\"interleaved\":true",
+             cand_med, cand_min, flops / cand_med * 1e-9, cublas_ms, flops / cublas_ms * 1e-9, half_spread(cub_ms),
+             half_spread(cand_ms), cublas_ms / cand_med, pass2 ? "PASS" : "FAIL", g_flush ? "true" : "false", reps);
     j += tb;
-    for (auto& e : ev) cudaEventDestroy(e);
   }
   j += "}";
   emit(j);

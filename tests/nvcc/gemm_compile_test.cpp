@@ -89,6 +89,34 @@ TEST(GemmTemplatesCompile, HopperClusterOfFourRegisterEpilogueNarrowSwizzle) {
   expect_no_spills(r);
 }
 
+TEST(GemmTemplatesCompile, HopperSplitKClusterQuadTransposedEpilogue) {
+  if (!nvcc_path()) GTEST_SKIP() << "nvcc not found (set CROQ_NVCC)";
+  HopperGemmFamily f;
+  auto p = problem(1024, 1024, 4096, "bf16", true, "sm_90a");
+  FamilyConfig c{{"BM", "128"},       {"BN", "256"},      {"BK", "64"},        {"STAGES", "4"},
+                 {"CONSUMERS", "2"},  {"PINGPONG", "0"},  {"PERSISTENT", "1"}, {"RASTER", "3"},     {"GROUP", "4"},
+                 {"CLUSTER_M", "2"},  {"CLUSTER_N", "1"},  {"EPILOGUE", "2"},   {"SWIZZLE", "128"},
+                 {"MMA_DEPTH", "1"},  {"SPLIT_K", "4"}};
+  ASSERT_FALSE(f.violation(c, p)) << *f.violation(c, p);
+  auto r = compile(f, c, p);
+  ASSERT_TRUE(r.ok) << r.log;
+  expect_no_spills(r);
+}
+
+TEST(GemmTemplatesCompile, HopperPingPongSplitKTmaEpilogue) {
+  if (!nvcc_path()) GTEST_SKIP() << "nvcc not found (set CROQ_NVCC)";
+  HopperGemmFamily f;
+  auto p = problem(768, 768, 768, "f16", false, "sm_90a");
+  FamilyConfig c{{"BM", "128"},       {"BN", "128"},      {"BK", "64"},        {"STAGES", "6"},
+                 {"CONSUMERS", "2"},  {"PINGPONG", "1"},  {"PERSISTENT", "1"}, {"RASTER", "1"},     {"GROUP", "8"},
+                 {"CLUSTER_M", "1"},  {"CLUSTER_N", "1"},  {"EPILOGUE", "1"},   {"SWIZZLE", "128"},
+                 {"MMA_DEPTH", "1"},  {"SPLIT_K", "3"}};
+  ASSERT_FALSE(f.violation(c, p)) << *f.violation(c, p);
+  auto r = compile(f, c, p);
+  ASSERT_TRUE(r.ok) << r.log;
+  expect_no_spills(r);
+}
+
 TEST(GemmTemplatesCompile, AmpereDefaultForSm80) {
   if (!nvcc_path()) GTEST_SKIP() << "nvcc not found (set CROQ_NVCC)";
   AmpereGemmFamily f;
@@ -114,6 +142,21 @@ TEST(GemmTemplatesCompile, AConfigurationTheFamilyRefusesDoesNotCompileEither) {
   auto r = compile(f, c, p);
   EXPECT_FALSE(r.ok);
   EXPECT_NE(r.log.find("227 KB of shared memory"), std::string::npos) << r.log;
+}
+
+TEST(GemmTemplatesCompile, SplitKWithoutAPersistentGridIsRefusedByBoth) {
+  if (!nvcc_path()) GTEST_SKIP() << "nvcc not found (set CROQ_NVCC)";
+  HopperGemmFamily f;
+  auto p = problem(1024, 1024, 4096, "f16f32", false, "sm_90a");
+  auto c = f.default_config(p);
+  c["SPLIT_K"] = "2";
+  c["PERSISTENT"] = "0";
+  auto why = f.violation(c, p);
+  ASSERT_TRUE(why);
+  EXPECT_NE(why->find("PERSISTENT=1"), std::string::npos);
+  auto r = compile(f, c, p);
+  EXPECT_FALSE(r.ok);
+  EXPECT_NE(r.log.find("CROQ_PERSISTENT=1"), std::string::npos) << r.log;
 }
 
 }  // namespace

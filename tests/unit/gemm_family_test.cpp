@@ -7,11 +7,14 @@
 #include <algorithm>
 #include <functional>
 #include <set>
+#include <sstream>
 
 #include "croq/search/ampere_gemm_family.hpp"
 #include "croq/search/family.hpp"
 #include "croq/search/gemm_family_common.hpp"
 #include "croq/search/hopper_gemm_family.hpp"
+#include "croq/util/fs.hpp"
+#include "croq/util/paths.hpp"
 #include "croq/workspace/dtype.hpp"
 
 namespace croq {
@@ -99,6 +102,19 @@ void expect_hopper_invariants(const FamilyConfig& c, const ProblemDesc& p) {
   EXPECT_LE(cn, (p.n + bn - 1) / bn);
   EXPECT_EQ((bm / cn) % 8, 0);
   EXPECT_EQ((p.b_col_major ? bn / cm : bk / cm) % 8, 0);
+  // The quad-transposed register epilogue exists for 16-bit outputs only.
+  if (iv(c, "EPILOGUE") == 2) {
+    EXPECT_NE(p.dtype.output, ScalarType::f32);
+  }
+  // Split-K: spin-waits between CTAs need a persistent grid; no empty slice; bounded partial sums
+  // (f32 tiles of every slice but the last, for every CTA tile including cluster padding).
+  const int split = iv(c, "SPLIT_K");
+  if (split > 1) {
+    EXPECT_EQ(iv(c, "PERSISTENT"), 1);
+    EXPECT_LE(split, (p.k + bk - 1) / bk);
+    const long long tiles = ((p.m + bm - 1) / bm + cm - 1) / cm * cm * (((p.n + bn - 1) / bn + cn - 1) / cn * cn);
+    EXPECT_LE(tiles * (split - 1) * bm * bn * 4, 512LL << 20) << config_to_json(c).dump();
+  }
 }
 
 TEST(GemmFamilies, BothAreRegistered) {
@@ -165,8 +181,44 @@ TEST(HopperGemmFamily, DefaultsUseTheLargeTileWhenThereAreEnoughTiles) {
   EXPECT_EQ(big.at("BM"), "128");
   EXPECT_EQ(big.at("BN"), "256");
   EXPECT_EQ(big.at("CONSUMERS"), "2");
-  auto small = f.default_config(problem({768, 768, 768}, "f16f32", false, "sm_90a"));
-  EXPECT_LT(iv(small, "BM") * iv(small, "BN"), 128 * 256);
+  EXPECT_EQ(big.at("SPLIT_K"), "1");
+  // Fewer than 132 tiles of 128 x 256 but enough of 128 x 128: the ping-pong kernel.
+  auto mid = f.default_config(problem({4096, 1024, 1024}, "f16f32", false, "sm_90a"));
+  EXPECT_EQ(mid.at("BN"), "128");
+  EXPECT_EQ(mid.at("PINGPONG"), "1");
+  EXPECT_EQ(mid.at("SPLIT_K"), "1");
+}
+
+// Work units (tiles x slices) the default gives a problem, for 132 SMs.
+long long default_units(const HopperGemmFamily& f, Shape s) {
+  auto p = problem(s, "f16f32", false, "sm_90a");
+  auto c = f.default_config(p);
+  return ((s.m + iv(c, "BM") - 1) / iv(c, "BM")) * ((s.n + iv(c, "BN") - 1) / iv(c, "BN")) *
+         HopperGemmFamily::effective_split(c, p);
+}
+
+TEST(HopperGemmFamily, DefaultsSplitKWhenTilesCannotFillTheGpuAndKIsLong) {
+  HopperGemmFamily f;
+  // 1024 x 1024 x 4096: 64 tiles of 128 x 128 would leave half the SMs idle for 64 k blocks.
+  auto c = f.default_config(problem({1024, 1024, 4096}, "f16f32", false, "sm_90a"));
+  EXPECT_GT(iv(c, "SPLIT_K"), 1) << config_to_json(c).dump();
+  EXPECT_GE(default_units(f, {1024, 1024, 4096}), 100);
+  EXPECT_LE(default_units(f, {1024, 1024, 4096}), 132);
+  // A short K is not split below one k block per slice, and small problems still get >= 100 units.
+  auto tiny_k = problem({1024, 1024, 64}, "f16f32", false, "sm_90a");
+  EXPECT_EQ(HopperGemmFamily::effective_split(f.default_config(tiny_k), tiny_k), 1);
+  EXPECT_GE(default_units(f, {768, 768, 768}), 64);
+  // Large problems are never split.
+  for (Shape s : std::vector<Shape>{{4096, 4096, 4096}, {12288, 12288, 12288}, {4096, 8192, 512}})
+    EXPECT_EQ(f.default_config(problem(s, "f16f32", true, "sm_90a")).at("SPLIT_K"), "1");
+}
+
+TEST(HopperGemmFamily, DefaultEpilogueFollowsTheOutputType) {
+  HopperGemmFamily f;
+  for (Shape s : std::vector<Shape>{{4096, 1024, 1024}, {1024, 1024, 4096}, {768, 768, 768}}) {
+    EXPECT_NE(f.default_config(problem(s, "f16f32", false, "sm_90a")).at("EPILOGUE"), "2");
+    EXPECT_EQ(f.default_config(problem(s, "bf16", false, "sm_90a")).at("EPILOGUE"), "2");
+  }
 }
 
 // Every configuration the search can produce, for problems that exercise the layout- and
@@ -190,23 +242,43 @@ TEST(HopperGemmFamily, EveryConfigurationIsLegalOrRefusedWithAReason) {
         ++legal;
         expect_hopper_invariants(c, p);
       }
-    }, {{"RASTER", "1"}, {"GROUP", "8"}});
+    }, {{"RASTER", "1"}, {"GROUP", "8"}, {"MMA_DEPTH", "1"}});
     EXPECT_GT(legal, 1000);
     EXPECT_GT(refused, 1000);
     EXPECT_GT(reasons.size(), 4u);
   }
 }
 
+// Split-K and the epilogue against the problem: the same configurations change legality with K,
+// the output type and the problem size.
+TEST(HopperGemmFamily, SplitKAndEpilogueLegalityFollowTheProblem) {
+  HopperGemmFamily f;
+  size_t split_legal = 0;
+  for (const auto& p : {problem({1024, 1024, 4096}, "f16f32", true, "sm_90a"),
+                        problem({768, 768, 96}, "bf16", false, "sm_90a"),
+                        problem({16384, 16384, 8192}, "f16", true, "sm_90a")}) {
+    for_each_config(f, [&](const FamilyConfig& c) {
+      if (!f.violation(c, p)) {
+        expect_hopper_invariants(c, p);
+        split_legal += iv(c, "SPLIT_K") > 1;
+      }
+    }, {{"RASTER", "1"}, {"GROUP", "8"}, {"MMA_DEPTH", "1"}, {"SWIZZLE", "128"}, {"BK", "64"}, {"CLUSTER_N", "1"}});
+  }
+  EXPECT_GT(split_legal, 100u);
+}
+
 TEST(HopperGemmFamily, TileOrderNeverDecidesLegality) {
   HopperGemmFamily f;
   const auto p = problem({1000, 3000, 700}, "f16", false, "sm_90a");
   std::vector<bool> reference;
+  // MMA_DEPTH enters no constraint either; SPLIT_K is held at 2 (legal for this K) to keep the
+  // walk short.
   for_each_config(f, [&](const FamilyConfig& c) { reference.push_back(!f.violation(c, p)); },
-                  {{"RASTER", "1"}, {"GROUP", "8"}});
-  for (auto [raster, group] : std::vector<std::pair<const char*, const char*>>{{"0", "1"}, {"2", "16"}}) {
+                  {{"RASTER", "1"}, {"GROUP", "8"}, {"MMA_DEPTH", "1"}, {"SPLIT_K", "2"}});
+  for (auto [raster, group] : std::vector<std::pair<const char*, const char*>>{{"0", "1"}, {"2", "16"}, {"3", "4"}}) {
     size_t i = 0, differ = 0;
     for_each_config(f, [&](const FamilyConfig& c) { differ += reference.at(i++) != !f.violation(c, p); },
-                    {{"RASTER", raster}, {"GROUP", group}});
+                    {{"RASTER", raster}, {"GROUP", group}, {"MMA_DEPTH", "1"}, {"SPLIT_K", "2"}});
     EXPECT_EQ(i, reference.size());
     EXPECT_EQ(differ, 0u) << raster << "/" << group;
   }
@@ -233,6 +305,22 @@ TEST(HopperGemmFamily, RefusesImpossibleConfigurationsSayingWhy) {
   EXPECT_NE(with({{"PINGPONG", "1"}, {"CONSUMERS", "1"}}).find("CONSUMERS=2"), std::string::npos);
   EXPECT_NE(with({{"PINGPONG", "1"}, {"BM", "128"}, {"BN", "256"}}).find("accumulators"), std::string::npos);
   EXPECT_NE(with({{"UNROLL", "2"}}).find("unknown parameter"), std::string::npos);
+  EXPECT_NE(with({{"SPLIT_K", "2"}, {"PERSISTENT", "0"}}).find("PERSISTENT=1"), std::string::npos);
+  EXPECT_NE(with({{"EPILOGUE", "2"}}).find("16-bit"), std::string::npos);  // f16 -> f32
+  EXPECT_EQ(with({{"SPLIT_K", "2"}, {"BN", "128"}, {"PINGPONG", "1"}, {"STAGES", "4"}}), "legal");
+  const auto short_k = problem({4096, 4096, 100}, "f16", false, "sm_90a");
+  FamilyConfig sk = f.default_config(short_k);
+  sk["SPLIT_K"] = "2";
+  EXPECT_FALSE(f.violation(sk, short_k));                 // 2 k blocks of 64
+  sk["SPLIT_K"] = "3";
+  EXPECT_NE(f.violation(sk, short_k).value_or("").find("k blocks"), std::string::npos);
+  sk["EPILOGUE"] = "2";
+  sk["SPLIT_K"] = "1";
+  EXPECT_FALSE(f.violation(sk, short_k));                 // 16-bit output
+  const auto huge = problem({16384, 16384, 8192}, "f16f32", false, "sm_90a");
+  FamilyConfig hg = f.default_config(huge);
+  hg["SPLIT_K"] = "8";
+  EXPECT_NE(f.violation(hg, huge).value_or("").find("workspace"), std::string::npos);
   FamilyConfig missing = good;
   missing.erase("STAGES");
   EXPECT_NE(f.violation(missing, p).value_or("").find("missing"), std::string::npos);
@@ -262,6 +350,63 @@ TEST(HopperGemmFamily, RenderedSourceCarriesTheConfigurationAndTheTemplate) {
   EXPECT_LT(src.find("#define CROQ_STAGES"), src.find("#ifndef CROQ_STAGES"));
   const auto flags = f.build_flags(c, p);
   EXPECT_NE(std::find(flags.begin(), flags.end(), "-gencode=arch=compute_90a,code=sm_90a"), flags.end());
+}
+
+// The GPU probe (bench/gpu/gemm_probe_configs.txt) writes its configurations by hand: each must
+// name every parameter of the family with a listed value, and be legal for the shapes it is timed
+// on (a refused configuration would measure something the search can never produce). The odd
+// check shapes go beyond the checker on purpose (a split larger than the k blocks, a cluster
+// larger than the tile grid): the kernel must still be correct there.
+TEST(HopperGemmFamily, ProbeConfigurationsAreLegalForTheirTimedShapes) {
+  HopperGemmFamily f;
+  const auto text = read_file(find_project_dir("bench") / "gpu" / "gemm_probe_configs.txt");
+  ASSERT_TRUE(text);
+  const std::map<std::string, std::vector<std::pair<Shape, std::string>>> groups = {
+      {"small", {{{768, 768, 768}, "f16f32"}, {{1024, 1024, 4096}, "f16f32"}}},
+      {"big",
+       {{{512, 8192, 8192}, "f16f32"},
+        {{4096, 8192, 512}, "f16f32"},
+        {{4096, 32768, 8192}, "f16f32"},
+        {{16384, 8192, 8192}, "f16f32"},
+        {{12288, 8192, 12288}, "f16f32"}}},
+      {"sq",
+       {{{4096, 4096, 4096}, "f16f32"},
+        {{8192, 8192, 8192}, "f16f32"},
+        {{4096, 4096, 4096}, "bf16f32"},
+        {{8192, 8192, 8192}, "bf16f32"}}},
+      {"out16", {{{4096, 4096, 4096}, "bf16"}, {{4096, 4096, 4096}, "f16"}, {{8192, 8192, 8192}, "bf16"}}}};
+  std::istringstream lines(*text);
+  std::string line;
+  std::set<std::string> labels;
+  int hopper = 0;
+  while (std::getline(lines, line)) {
+    if (line.empty() || line[0] == '#') continue;
+    std::istringstream words(line);
+    std::string label, family, group_list, kv;
+    words >> label >> family >> group_list;
+    EXPECT_TRUE(labels.insert(label).second) << "duplicate label " << label;
+    if (family != "hopper") continue;
+    ++hopper;
+    FamilyConfig c;
+    while (words >> kv) {
+      auto eq = kv.find('=');
+      ASSERT_NE(eq, std::string::npos) << line;
+      c[kv.substr(0, eq)] = kv.substr(eq + 1);
+    }
+    EXPECT_FALSE(gemm::check_listed_values(c, f.params())) << label << ": " << *gemm::check_listed_values(c, f.params());
+    std::istringstream gs(group_list);
+    std::string g;
+    while (std::getline(gs, g, ',')) {
+      ASSERT_TRUE(groups.count(g)) << label << ": unknown group " << g;
+      for (const auto& [s, dt] : groups.at(g))
+        for (bool col : {false, true}) {
+          auto p = problem(s, dt, col, "sm_90a");
+          auto why = f.violation(c, p);
+          EXPECT_FALSE(why) << label << " " << s.m << "x" << s.n << "x" << s.k << " " << dt << ": " << *why;
+        }
+    }
+  }
+  EXPECT_GE(hopper, 10);
 }
 
 TEST(AmpereGemmFamily, DefaultConfigIsLegalOnEveryArchitecture) {

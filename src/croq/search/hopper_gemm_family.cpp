@@ -4,6 +4,7 @@
 #include "croq/search/hopper_gemm_family.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <fmt/format.h>
 
 #include "croq/search/gemm_family_common.hpp"
@@ -16,8 +17,13 @@ int get(const FamilyConfig& c, const char* name) { return gemm::int_param(c, nam
 
 long long ceil_div(long long a, long long b) { return (a + b - 1) / b; }
 
-const char* k_order[] = {"BM",     "BN",        "BK",        "STAGES",    "CONSUMERS", "PINGPONG", "PERSISTENT",
-                         "RASTER", "GROUP",     "CLUSTER_M", "CLUSTER_N", "EPILOGUE",  "SWIZZLE",  "MMA_DEPTH"};
+const char* k_order[] = {"BM",        "BN",        "BK",       "STAGES",   "CONSUMERS", "PINGPONG",
+                         "PERSISTENT", "RASTER",    "GROUP",    "CLUSTER_M", "CLUSTER_N", "EPILOGUE",
+                         "SWIZZLE",    "MMA_DEPTH", "SPLIT_K"};
+
+// Split-K partial sums a configuration may keep in the workspace: beyond this, splitting is not
+// the way to fill the GPU (the problem has plenty of tiles).
+constexpr long long k_max_split_workspace = 512LL << 20;
 
 }  // namespace
 
@@ -39,15 +45,20 @@ std::vector<ParamSpec> HopperGemmFamily::params() const {
        "0: the consumers split each tile (cooperative); 1: they take whole tiles in turn, one's epilogue "
        "overlapping the other's MMAs"},
       {"PERSISTENT", {"0", "1"}, true, "pipeline", "one CTA per SM looping over tiles (1) or one CTA per tile (0)"},
-      {"RASTER", {"0", "1", "2"}, false, "memory",
-       "tile order: 0 row by row, 1 bands of GROUP tile-rows, 2 bands of GROUP tile-columns"},
+      {"RASTER", {"0", "1", "2", "3"}, false, "memory",
+       "tile order: 0 row by row, 1 bands of GROUP tile-rows, 2 bands of GROUP tile-columns, 3 as 1 with "
+       "every other band walked backwards (snake)"},
       {"GROUP", {"1", "2", "4", "8", "16"}, false, "memory", "band width of the grouped tile order"},
       {"CLUSTER_M", {"1", "2"}, true, "memory", "CTAs per cluster along M sharing B tiles by TMA multicast"},
       {"CLUSTER_N", {"1", "2"}, true, "memory", "CTAs per cluster along N sharing A tiles by TMA multicast"},
-      {"EPILOGUE", {"0", "1"}, true, "memory",
-       "0: stores from registers; 1: swizzled shared memory (stmatrix) and TMA tensor stores"},
+      {"EPILOGUE", {"0", "1", "2"}, true, "memory",
+       "0: stores from registers; 1: swizzled shared memory (stmatrix) and TMA tensor stores; 2: registers, "
+       "16-bit outputs transposed across each lane quad so every thread stores 16 contiguous bytes"},
       {"SWIZZLE", {"32", "64", "128"}, false, "memory", "TMA/WGMMA shared-memory swizzle width in bytes"},
       {"MMA_DEPTH", {"0", "1"}, false, "compute", "WGMMA groups kept in flight when a stage is released"},
+      {"SPLIT_K", {"1", "2", "3", "4", "6", "8"}, true, "tiling",
+       "k slices per output tile, each its own work unit, reduced in slice order through the workspace "
+       "(fills the GPU when there are fewer tiles than SMs and K is long)"},
   };
 }
 
@@ -61,6 +72,20 @@ long long HopperGemmFamily::smem_bytes(const FamilyConfig& c) {
 int HopperGemmFamily::accumulator_registers(const FamilyConfig& c) {
   const int split = get(c, "PINGPONG") == 1 ? 1 : std::max(1, get(c, "CONSUMERS"));
   return (get(c, "BM") / split / 64) * get(c, "BN") / 2;
+}
+
+int HopperGemmFamily::effective_split(const FamilyConfig& c, const ProblemDesc& p) {
+  const long long kb = ceil_div(p.k, std::max(1, get(c, "BK")));
+  return static_cast<int>(std::min<long long>(std::max(1, get(c, "SPLIT_K")), kb));
+}
+
+long long HopperGemmFamily::split_workspace_bytes(const FamilyConfig& c, const ProblemDesc& p) {
+  const int split = effective_split(c, p);
+  if (split <= 1) return 0;
+  const int bm = get(c, "BM"), bn = get(c, "BN"), cm = get(c, "CLUSTER_M"), cn = get(c, "CLUSTER_N");
+  const long long tiles = ceil_div(ceil_div(p.m, bm), cm) * cm * ceil_div(ceil_div(p.n, bn), cn) * cn;
+  const int groups = get(c, "PINGPONG") == 1 ? 1 : get(c, "CONSUMERS");
+  return tiles * (split - 1) * (static_cast<long long>(bm) * bn * 4 + groups * 8);
 }
 
 std::optional<std::string> HopperGemmFamily::violation(const FamilyConfig& c, const ProblemDesc& p) const {
@@ -102,36 +127,107 @@ std::optional<std::string> HopperGemmFamily::violation(const FamilyConfig& c, co
   if (cn > tiles_n)
     return fmt::format("CLUSTER_N={} exceeds the {} tile columns of the grid", cn, tiles_n);
   if (tiles_m * tiles_n > (1LL << 31) / 2) return "the problem has more tiles than the kernel can index";
+  if (get(c, "EPILOGUE") == 2 && p.dtype.output == ScalarType::f32)
+    return "EPILOGUE=2 transposes 16-bit outputs; for f32 outputs it is EPILOGUE=0";
+  const int split = get(c, "SPLIT_K");
+  if (split > 1) {
+    if (get(c, "PERSISTENT") != 1)
+      return "SPLIT_K>1 waits for other CTAs' partial sums, which needs every CTA resident: PERSISTENT=1";
+    const long long kb = ceil_div(p.k, bk);
+    if (split > kb)
+      return fmt::format("SPLIT_K={} exceeds the {} k blocks of K={} (BK={}): slices would be empty", split, kb, p.k,
+                         bk);
+    const long long ws = split_workspace_bytes(c, p);
+    if (ws > k_max_split_workspace)
+      return fmt::format("SPLIT_K={} would keep {} MiB of partial sums in the workspace (limit {} MiB): the problem "
+                         "has enough tiles without splitting K",
+                         split, ws >> 20, k_max_split_workspace >> 20);
+    if (static_cast<long long>(split) * tiles_m * tiles_n > (1LL << 31) / 2)
+      return "the problem has more work units than the kernel can index";
+  }
   return std::nullopt;
 }
 
+namespace {
+
+// One tile arrangement the default may start from.
+struct TileChoice {
+  int bm, bn, consumers, pingpong;
+};
+
+// A coarse cost model of one configuration on an H100/H200-class part, in SM clocks, used only to
+// pick a starting point (the search measures from there). Per k block of 64 a tile costs the
+// larger of its tensor-core time (4096 dense FLOP/clock at the ~76 % of peak reached by the best
+// large tiles) and its operand traffic at ~45 bytes/clock per SM from L2 — numbers fitted to the
+// first H200 probe (128x256: ~1380, 128x128: ~760, 64x64: ~360 clocks per k block at 4096^3).
+// Units run in waves of `sms`; each wave pays a pipeline fill; split-K adds the partial-sum
+// traffic and a flag round trip; the epilogue writes the tile once.
+double estimate_clocks(const TileChoice& t, int split, const ProblemDesc& p, int sms) {
+  const double kb = std::ceil(static_cast<double>(p.k) / 64.0);
+  const double tiles = std::ceil(static_cast<double>(p.m) / t.bm) * std::ceil(static_cast<double>(p.n) / t.bn);
+  const double units = tiles * split;
+  const double waves = std::ceil(units / sms);
+  const double kb_slice = std::ceil(kb / split);
+  const double per_kb = std::max(t.bm * t.bn * 64.0 * 2 / 4096 / 0.76, (t.bm + t.bn) * 64.0 * 2 / 45);
+  const double out_bytes = p.dtype.output == ScalarType::f32 ? 4 : 2;
+  const double epilogue = t.bm * t.bn * out_bytes / 64;
+  const double fill = 1500;
+  const double reduce = split > 1 ? 2000 + (split - 1) * t.bm * t.bn * 4.0 / 45 + t.bm * t.bn * 4.0 / 64 : 0;
+  // Ping-pong hides the epilogue behind the other consumer's MMAs once a CTA has two units.
+  const bool hidden = t.pingpong && units >= 2.0 * sms;
+  return waves * (kb_slice * per_kb + fill + (hidden ? 0 : epilogue) + reduce);
+}
+
+}  // namespace
+
 FamilyConfig HopperGemmFamily::default_config(const ProblemDesc& p) const {
-  const long long sms = gemm::typical_sm_count(p.arch.empty() ? "sm_90a" : p.arch);
-  // Largest tile that still gives every SM a tile: 128x256 (two consumers, 64x256 each), then
-  // 128x128, then 64x128 with one consumer.
-  int bm = 128, bn = 256, consumers = 2;
+  const int sms = gemm::typical_sm_count(p.arch.empty() ? "sm_90a" : p.arch);
+  const bool f32_out = p.dtype.output == ScalarType::f32;
   auto tiles = [&](int tm, int tn) { return ceil_div(p.m, tm) * ceil_div(p.n, tn); };
+  // Starting points measured on the H200 (docs/gemm.md): with a full wave of 128x256 tiles, the
+  // cooperative 128x256 kernel with a TMA-store epilogue (hp2); with a full wave of 128x128 tiles,
+  // the ping-pong 128x128 kernel (hq3); below that, the tile and split-K count the cost model
+  // above prefers, so that small and long-K problems fill the GPU.
+  TileChoice t{128, 256, 2, 0};
+  int split = 1;
+  int epilogue = 1;
   if (tiles(128, 256) < sms) {
-    bn = 128;
-    if (tiles(128, 128) < sms) {
-      bm = 64;
-      consumers = 1;
+    if (tiles(128, 128) >= sms) {
+      t = {128, 128, 2, 1};
+      epilogue = f32_out ? 0 : 2;
+    } else {
+      const TileChoice choices[] = {{128, 256, 2, 0}, {128, 128, 2, 0}, {128, 64, 2, 0}, {64, 128, 1, 0}, {64, 64, 1, 0}};
+      double best = -1;
+      for (const auto& ch : choices) {
+        for (int s : {1, 2, 3, 4, 6, 8}) {
+          if (s > ceil_div(p.k, 64)) break;
+          if (s > 1 && tiles(ch.bm, ch.bn) * s > 2LL * sms) break;  // enough units already
+          const double est = estimate_clocks(ch, s, p, sms);
+          if (best < 0 || est < best * 0.97) {  // a clear gain, else keep the simpler choice
+            best = est;
+            t = ch;
+            split = s;
+          }
+        }
+      }
+      epilogue = f32_out ? 0 : 2;
     }
   }
   FamilyConfig c;
-  c["BM"] = std::to_string(bm);
-  c["BN"] = std::to_string(bn);
+  c["BM"] = std::to_string(t.bm);
+  c["BN"] = std::to_string(t.bn);
   c["BK"] = "64";
-  c["CONSUMERS"] = std::to_string(consumers);
-  c["PINGPONG"] = "0";
+  c["CONSUMERS"] = std::to_string(t.consumers);
+  c["PINGPONG"] = std::to_string(t.pingpong);
   c["PERSISTENT"] = "1";
   c["RASTER"] = "1";
   c["GROUP"] = "8";
-  c["CLUSTER_M"] = ceil_div(p.m, bm) >= 2 ? "2" : "1";
+  c["CLUSTER_M"] = "1";
   c["CLUSTER_N"] = "1";
-  c["EPILOGUE"] = "1";
+  c["EPILOGUE"] = std::to_string(epilogue);
   c["SWIZZLE"] = "128";
   c["MMA_DEPTH"] = "1";
+  c["SPLIT_K"] = std::to_string(split);
   // As many stages as fit, up to 6 (a deep ring hides TMA latency and the epilogue).
   c["STAGES"] = "2";
   for (int s = 6; s >= 2; --s) {
@@ -140,11 +236,13 @@ FamilyConfig HopperGemmFamily::default_config(const ProblemDesc& p) const {
   }
   if (violation(c, p)) {
     // Fall back to the smallest configuration, legal for every supported problem.
-    c["CLUSTER_M"] = "1";
     c["BM"] = "64";
     c["BN"] = "64";
     c["CONSUMERS"] = "1";
+    c["PINGPONG"] = "0";
     c["STAGES"] = "4";
+    c["SPLIT_K"] = "1";
+    c["EPILOGUE"] = "0";
   }
   return c;
 }
@@ -165,11 +263,12 @@ std::vector<std::string> HopperGemmFamily::build_flags(const FamilyConfig&, cons
 }
 
 std::vector<std::string> HopperGemmFamily::params_for_bottleneck(const std::string& bottleneck) const {
-  if (bottleneck == "compute_bound") return {"BN", "CONSUMERS", "BM", "MMA_DEPTH", "EPILOGUE", "STAGES"};
-  if (bottleneck == "memory_bound") return {"CLUSTER_M", "CLUSTER_N", "RASTER", "GROUP", "BN", "BM", "STAGES"};
-  if (bottleneck == "latency_bound") return {"STAGES", "BK", "MMA_DEPTH", "CONSUMERS", "PERSISTENT", "EPILOGUE"};
-  if (bottleneck == "launch_bound") return {"PERSISTENT", "BM", "BN", "CLUSTER_M", "STAGES"};
-  return {"STAGES", "BN", "CLUSTER_M", "GROUP", "EPILOGUE", "BM", "BK"};  // mixed
+  if (bottleneck == "compute_bound") return {"BN", "CONSUMERS", "PINGPONG", "BM", "MMA_DEPTH", "EPILOGUE", "STAGES"};
+  if (bottleneck == "memory_bound") return {"CLUSTER_M", "CLUSTER_N", "RASTER", "GROUP", "BN", "BM", "EPILOGUE", "STAGES"};
+  if (bottleneck == "latency_bound")
+    return {"SPLIT_K", "STAGES", "BK", "MMA_DEPTH", "CONSUMERS", "PERSISTENT", "EPILOGUE"};
+  if (bottleneck == "launch_bound") return {"SPLIT_K", "BM", "BN", "PERSISTENT", "CLUSTER_M", "STAGES"};
+  return {"STAGES", "BN", "CLUSTER_M", "SPLIT_K", "GROUP", "EPILOGUE", "BM", "BK"};  // mixed
 }
 
 }  // namespace croq

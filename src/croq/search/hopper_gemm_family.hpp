@@ -1,9 +1,10 @@
 // The hopper_gemm kernel family: croq's templated sm_90a GEMM (kernels/cuda/matmul/hopper/
 // gemm_sm90.cu) and the space of its configurations. WGMMA from shared-memory descriptors, TMA
 // loads into a STAGES-deep ring completing on mbarriers, one producer and one or two consumer
-// warpgroups (setmaxnreg), persistent tiles in grouped order, clusters with TMA multicast, and an
-// epilogue from registers or through shared memory and TMA stores. docs/gemm.md describes each
-// parameter; violation() refuses every configuration the template cannot build or run.
+// warpgroups (setmaxnreg), persistent tiles in grouped order, clusters with TMA multicast, split-K
+// with a deterministic in-kernel reduction, and an epilogue from registers or through shared
+// memory and TMA stores. docs/gemm.md describes each parameter; violation() refuses every
+// configuration the template cannot build or run.
 #pragma once
 #include "croq/search/family.hpp"
 
@@ -28,6 +29,10 @@ class HopperGemmFamily : public KernelFamily {
   static long long smem_bytes(const FamilyConfig& c);
   // f32 accumulator registers per consumer thread.
   static int accumulator_registers(const FamilyConfig& c);
+  // The split-K slices the kernel uses for the problem: SPLIT_K, at most one per k block.
+  static int effective_split(const FamilyConfig& c, const ProblemDesc& p);
+  // Workspace bytes of the split-K partial sums and flags (0 without split-K).
+  static long long split_workspace_bytes(const FamilyConfig& c, const ProblemDesc& p);
   // The template's path under kernels/.
   static const char* template_path() { return "cuda/matmul/hopper/gemm_sm90.cu"; }
 };

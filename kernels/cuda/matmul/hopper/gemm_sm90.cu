@@ -16,13 +16,24 @@
  *                               overlaps the other's MMAs (needs CONSUMERS 2)
  *   CROQ_PERSISTENT             1: one CTA (cluster) per SM looping over tiles; 0: one CTA per tile
  *   CROQ_RASTER, CROQ_GROUP     tile order: 0 row by row, 1 bands of GROUP tile-rows walked
- *                               column by column (L2 reuse of B), 2 bands of GROUP tile-columns
+ *                               column by column (L2 reuse of B), 2 bands of GROUP tile-columns,
+ *                               3 like 1 with every other band walked backwards (snake), so the
+ *                               B tiles at a band's end are reused by the next band's start
  *   CROQ_CLUSTER_M, CLUSTER_N   thread-block cluster; CTAs of a cluster that share a B tile
  *                               (CLUSTER_M of them) or an A tile (CLUSTER_N) each load one slice and
  *                               multicast it to the others
  *   CROQ_EPILOGUE               0: stores straight from the accumulator registers (predicated);
  *                               1: through swizzled shared memory (stmatrix for 16-bit outputs)
- *                               and TMA bulk tensor stores (clipped at the matrix edge)
+ *                               and TMA bulk tensor stores (clipped at the matrix edge);
+ *                               2: from registers, 16-bit outputs transposed within each quad of
+ *                               lanes by shuffles so that every thread stores 16 contiguous bytes
+ *                               (f32 outputs: as 0)
+ *   CROQ_SPLIT_K                k slices per output tile (1: none). Each slice is its own work
+ *                               unit; the slices before the last write their f32 partial sums to
+ *                               the workspace and raise a flag, the last one waits for the flags
+ *                               and adds the partials in slice order (deterministic), then runs
+ *                               the epilogue. Needs CROQ_PERSISTENT=1 (the waits need every CTA
+ *                               resident).
  *   CROQ_SWIZZLE                128, 64 or 32: the TMA/WGMMA shared-memory swizzle width in bytes
  *   CROQ_MMA_DEPTH              wgmma groups left in flight when a stage is released (0 or 1)
  *   CROQ_DTYPES, CROQ_BLAYOUTS  which instantiations to compile (bit masks; default all):
@@ -50,6 +61,8 @@
 #include <stdint.h>
 #include <string.h>
 
+#include <atomic>
+#include <chrono>
 #include <type_traits>
 
 // ---------------------------------------------------------------------------------------------
@@ -97,6 +110,9 @@
 #ifndef CROQ_MMA_DEPTH
 #define CROQ_MMA_DEPTH 1
 #endif
+#ifndef CROQ_SPLIT_K
+#define CROQ_SPLIT_K 1
+#endif
 #ifndef CROQ_DTYPES
 #define CROQ_DTYPES 15
 #endif
@@ -122,8 +138,14 @@ constexpr int THREADS = (CONSUMERS + 1) * 128;
 constexpr int A_STAGE_BYTES = BM * BK * 2;
 constexpr int B_STAGE_BYTES = BN * BK * 2;
 constexpr int STAGE_BYTES = A_STAGE_BYTES + B_STAGE_BYTES;
-constexpr int EPI_COLS = 32;                     // columns of C per epilogue chunk
-constexpr int EPI_SLOT_BYTES = 64 * EPI_COLS * 4;  // one 64 x 32 chunk (sized for f32)
+constexpr int SPLIT_K = CROQ_SPLIT_K;
+constexpr int FLAG_GROUPS = PINGPONG ? 1 : CONSUMERS;  // split-K flags per (tile, slice): one per row owner
+constexpr int EPI_SLOT_BYTES = 8192;             // one TMA-epilogue chunk: 64 rows x 128 bytes
+// Columns of C per TMA-epilogue chunk: 128-byte rows (32 f32 or 64 16-bit values) when BN allows.
+template <typename TOut>
+__host__ __device__ constexpr int epi_cols() {
+  return sizeof(TOut) == 4 ? 32 : (BN % 64 == 0 ? 64 : 32);
+}
 constexpr int EPI_BYTES = CROQ_EPILOGUE == 1 ? CONSUMERS * 2 * EPI_SLOT_BYTES : 0;
 constexpr int BAR_BYTES = (((2 * STAGES + 2) * 8 + 127) / 128) * 128;  // full, empty, 2 order barriers
 constexpr int SMEM_BYTES = 1024 /* alignment slack */ + STAGES * STAGE_BYTES + EPI_BYTES + BAR_BYTES;
@@ -143,13 +165,23 @@ static_assert(CS >= 1 && CS <= 8, "cluster size must be in [1, 8]");
 static_assert((BM / CN) % 8 == 0, "A slices of a multicast must be multiples of 8 rows");
 static_assert((BN / CM) % 8 == 0 && (BK / CM) % 8 == 0, "B slices of a multicast must be multiples of 8 rows");
 static_assert(SMEM_BYTES <= 232448, "the configuration needs more than 227 KB of shared memory");
+static_assert(CROQ_EPILOGUE >= 0 && CROQ_EPILOGUE <= 2, "CROQ_EPILOGUE must be 0, 1 or 2");
+static_assert(CROQ_RASTER >= 0 && CROQ_RASTER <= 3, "CROQ_RASTER must be in [0, 3]");
+static_assert(SPLIT_K >= 1 && SPLIT_K <= 16, "CROQ_SPLIT_K must be in [1, 16]");
+static_assert(SPLIT_K == 1 || CROQ_PERSISTENT == 1,
+              "split-K waits for other CTAs' partial sums, which needs every CTA resident: CROQ_PERSISTENT=1");
 
 struct Params {
   int m, n, k;
   int units_m, units_n, num_units;  // cluster tiles
   int num_kb;                       // k blocks
+  int split;                        // k slices per tile (split-K; 1: none)
+  int num_work;                     // work units: num_units * split
   void* c;                          // register epilogue target (row-major, ldc elements)
   long long ldc;
+  float* partials;                  // split-K: per (tile, slice < split-1) a BM x BN f32 slot
+  unsigned long long* flags;        // split-K: per (tile, slice < split-1, row owner) a ready flag
+  unsigned long long tag;           // the value this launch writes into a ready flag (never 0)
 };
 
 // ---------------------------------------------------------------------------------------------
@@ -182,14 +214,29 @@ __device__ __forceinline__ void mbar_wait(uint32_t bar, uint32_t parity) {
 __device__ __forceinline__ void mbar_arrive_local(uint32_t bar) {
   asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];" ::"r"(bar) : "memory");
 }
-// Arrive on the barrier at the same offset in CTA `cta` of the cluster.
+// Arrive on the barrier at the same offset in CTA `cta` of the cluster. Default semantics
+// (release at CTA scope): the arrive only tells a peer's producer that this CTA's WGMMAs, already
+// complete, no longer read the stage. A cluster-scope release would compile to MEMBAR.ALL.GPU
+// before every arrive, a full memory fence per stage per consumer that stalls the mainloop.
 __device__ __forceinline__ void mbar_arrive_cluster(uint32_t bar, uint32_t cta) {
   asm volatile(
       "{\n.reg .b32 ra;\n"
       "mapa.shared::cluster.u32 ra, %0, %1;\n"
-      "mbarrier.arrive.release.cluster.shared::cluster.b64 _, [ra];\n}\n" ::"r"(bar),
+      "mbarrier.arrive.shared::cluster.b64 _, [ra];\n}\n" ::"r"(bar),
       "r"(cta)
       : "memory");
+}
+// Split-K ready flags in global memory (release after the partial sums, acquire before reading).
+__device__ __forceinline__ void flag_release(unsigned long long* f, unsigned long long v) {
+  asm volatile("fence.acq_rel.gpu;\nst.release.gpu.global.u64 [%0], %1;" ::"l"(f), "l"(v) : "memory");
+}
+__device__ __forceinline__ unsigned long long flag_acquire(const unsigned long long* f) {
+  unsigned long long v;
+  asm volatile("ld.acquire.gpu.global.u64 %0, [%1];" : "=l"(v) : "l"(f) : "memory");
+  return v;
+}
+__device__ __forceinline__ void flag_clear(unsigned long long* f) {
+  asm volatile("st.relaxed.gpu.global.u64 [%0], %1;" ::"l"(f), "l"(0ULL) : "memory");
 }
 __device__ __forceinline__ uint32_t cluster_ctarank() {
   uint32_t r;
@@ -345,7 +392,7 @@ __device__ __forceinline__ void unit_coords(int u, const Params& p, int& um, int
   const int r = u - g * per_group;
   um = first + r % size;
   un = r / size;
-#else
+#elif CROQ_RASTER == 2
   const int per_group = CROQ_GROUP * p.units_m;
   const int g = u / per_group;
   const int first = g * CROQ_GROUP;
@@ -353,7 +400,29 @@ __device__ __forceinline__ void unit_coords(int u, const Params& p, int& um, int
   const int r = u - g * per_group;
   un = first + r % size;
   um = r / size;
+#else
+  // Snake: bands of GROUP tile-rows, odd bands walked from the last column back to the first.
+  const int per_group = CROQ_GROUP * p.units_n;
+  const int g = u / per_group;
+  const int first = g * CROQ_GROUP;
+  const int size = min(p.units_m - first, CROQ_GROUP);
+  const int r = u - g * per_group;
+  um = first + r % size;
+  un = r / size;
+  if (g & 1) un = p.units_n - 1 - un;
 #endif
+}
+
+// The k blocks [kb0, kb1) of slice `slice` of a tile: near-equal shares, none empty when
+// split <= num_kb (the host guarantees it).
+__device__ __forceinline__ void slice_range(int slice, const Params& p, int& kb0, int& kb1) {
+  if constexpr (SPLIT_K == 1) {
+    kb0 = 0;
+    kb1 = p.num_kb;
+  } else {
+    kb0 = static_cast<int>(static_cast<long long>(slice) * p.num_kb / p.split);
+    kb1 = static_cast<int>(static_cast<long long>(slice + 1) * p.num_kb / p.split);
+  }
 }
 
 template <typename T>
@@ -398,6 +467,11 @@ __device__ __forceinline__ uint32_t swizzled(uint32_t off) {
 // ---------------------------------------------------------------------------------------------
 // The kernel
 // ---------------------------------------------------------------------------------------------
+template <typename T>
+__device__ __forceinline__ uint32_t select4(const T (&v)[4], int i) {
+  return i == 0 ? v[0] : i == 1 ? v[1] : i == 2 ? v[2] : v[3];
+}
+
 template <typename TIn, typename TOut, bool B_KMAJOR>
 __global__ void __launch_bounds__(THREADS, 1)
     gemm_kernel(const __grid_constant__ CUtensorMap tm_a, const __grid_constant__ CUtensorMap tm_b,
@@ -440,6 +514,17 @@ __global__ void __launch_bounds__(THREADS, 1)
 
   const int cluster_id = blockIdx.x / CS;
   const int num_clusters = gridDim.x / CS;
+  // Work unit w is slice w % split of cluster tile w / split; the slices of a tile are
+  // consecutive, so they run at the same time on neighbouring CTAs.
+  auto work_split = [&](int w, int& unit, int& slice) {
+    if constexpr (SPLIT_K == 1) {
+      unit = w;
+      slice = 0;
+    } else {
+      unit = w / p.split;
+      slice = w - unit * p.split;
+    }
+  };
 
   if (wg == 0) {
     // ------------------------------- producer -------------------------------
@@ -453,12 +538,14 @@ __global__ void __launch_bounds__(THREADS, 1)
       for (int i = 0; i < CM; ++i) mask_b |= static_cast<uint16_t>(1u << (i + cn * CM));
       constexpr int A_ROWS = BM / CN;                         // A rows this CTA loads per region
       constexpr int B_ROWS = B_KMAJOR ? BN / CM : BK / CM;    // B rows (N or K) per region
-      for (int unit = cluster_id; unit < p.num_units; unit += num_clusters) {
-        int um, un;
+      for (int w = cluster_id; w < p.num_work; w += num_clusters) {
+        int unit, slice, kb0, kb1, um, un;
+        work_split(w, unit, slice);
+        slice_range(slice, p, kb0, kb1);
         unit_coords(unit, p, um, un);
         const int m0 = (um * CM + cm) * BM;
         const int n0 = (un * CN + cn) * BN;
-        for (int kb = 0; kb < p.num_kb; ++kb) {
+        for (int kb = kb0; kb < kb1; ++kb) {
           mbar_wait(empty_bar(stage), phase ^ 1);
           const uint32_t fb = full_bar(stage);
           mbar_expect_tx(fb, STAGE_BYTES);
@@ -534,18 +621,23 @@ __global__ void __launch_bounds__(THREADS, 1)
         }
       }
     };
-    int local = 0;  // index of the tile among this CTA's tiles
+    int local = 0;                  // index of the work unit among this CTA's units
+    [[maybe_unused]] long long pos = 0;  // PINGPONG: ring position of the next unit's first k block
     [[maybe_unused]] int slot = 0;  // epilogue slot, alternating across chunks and tiles (EPILOGUE 1)
-    for (int unit = cluster_id; unit < p.num_units; unit += num_clusters, ++local) {
+    for (int w = cluster_id; w < p.num_work; w += num_clusters, ++local) {
+      int unit, slice, kb0, kb1;
+      work_split(w, unit, slice);
+      slice_range(slice, p, kb0, kb1);
       if constexpr (PINGPONG) {
-        // Tiles alternate between the two consumers; the ring position of this tile's first k
-        // block follows from the tiles before it (the producer loads every tile in order).
+        // Units alternate between the two consumers; the ring position of this unit's first k
+        // block follows from the units before it (the producer loads every unit in order).
+        const long long first = pos;
+        pos += kb1 - kb0;
         if ((local & 1) != cw) continue;
-        const long long pos = static_cast<long long>(local) * p.num_kb;
-        stage = static_cast<int>(pos % STAGES);
-        phase = static_cast<uint32_t>((pos / STAGES) & 1);
-        // Start only when the other consumer has waited for every stage of the previous tile:
-        // then no stage of this tile can be a whole phase behind the parity waited for below
+        stage = static_cast<int>(first % STAGES);
+        phase = static_cast<uint32_t>((first / STAGES) & 1);
+        // Start only when the other consumer has waited for every stage of the previous unit:
+        // then no stage of this unit can be a whole phase behind the parity waited for below
         // (TMA loads complete in any order), and the two mainloops alternate, each epilogue
         // overlapping the other consumer's MMAs.
         if (local > 0) mbar_wait(order_bar(1 - cw), static_cast<uint32_t>(((local - 1) >> 1) & 1));
@@ -556,7 +648,7 @@ __global__ void __launch_bounds__(THREADS, 1)
       const int n0 = (un * CN + cn) * BN;
       const int row0 = PINGPONG ? 0 : cw * WG_M;  // this consumer's first row in the tile
       int prev_stage = 0;
-      for (int kb = 0; kb < p.num_kb; ++kb) {
+      for (int kb = kb0; kb < kb1; ++kb) {
         mbar_wait(full_bar(stage), phase);
         const uint32_t sa = base + stage * STAGE_BYTES;
         const uint32_t sb = sa + A_STAGE_BYTES;
@@ -576,13 +668,13 @@ __global__ void __launch_bounds__(THREADS, 1)
 #pragma unroll
           for (int ma = 0; ma < M_ATOMS; ++ma) {
             const uint64_t da = make_desc(sa + (region * BM + row0 + ma * 64) * SW + koff, 16, 8 * SW);
-            wgmma_m64<BN, BF16, B_KMAJOR ? 0 : 1>(acc[ma], da, db, (kb | kk) != 0);
+            wgmma_m64<BN, BF16, B_KMAJOR ? 0 : 1>(acc[ma], da, db, (kb != kb0 || kk != 0) ? 1 : 0);
           }
         }
         wgmma_commit();
 #if CROQ_MMA_DEPTH == 1
         wgmma_wait<1>();
-        if (kb > 0) release(prev_stage);
+        if (kb > kb0) release(prev_stage);
 #else
         wgmma_wait<0>();
         release(stage);
@@ -600,35 +692,128 @@ __global__ void __launch_bounds__(THREADS, 1)
       }
 #if CROQ_MMA_DEPTH == 1
       wgmma_wait<0>();
-      if (p.num_kb > 0) release(prev_stage);
+      if (kb1 > kb0) release(prev_stage);
 #endif
 #pragma unroll
       for (int ma = 0; ma < M_ATOMS; ++ma) fence_acc(acc[ma]);
-      if (p.num_kb == 0) {
+      if (kb1 <= kb0) {
 #pragma unroll
         for (int ma = 0; ma < M_ATOMS; ++ma)
 #pragma unroll
           for (int i = 0; i < BN / 2; ++i) acc[ma][i] = 0.f;
       }
 
+      // ------------------------------- split-K reduction -------------------------------
+      if constexpr (SPLIT_K > 1) {
+        if (p.split > 1) {
+          // Partial sums are stored in the accumulator layout itself: float4 i of thread t of row
+          // block rb at (rb * BN/8 + i) * 128 + t, so that every access is a coalesced 16 bytes.
+          const long long tile = static_cast<long long>(unit) * CS + rank;
+          const int group = PINGPONG ? 0 : cw;
+          const int rb0 = row0 / 64;
+          if (slice < p.split - 1) {
+            float4* dst = reinterpret_cast<float4*>(p.partials + (tile * (p.split - 1) + slice) * (BM * BN));
+#pragma unroll
+            for (int ma = 0; ma < M_ATOMS; ++ma)
+#pragma unroll
+              for (int i = 0; i < BN / 8; ++i)
+                __stcg(dst + ((rb0 + ma) * (BN / 8) + i) * 128 + tid,
+                       make_float4(acc[ma][4 * i], acc[ma][4 * i + 1], acc[ma][4 * i + 2], acc[ma][4 * i + 3]));
+            named_barrier(1 + cw, 128);
+            if (tid == 0) flag_release(p.flags + (tile * (p.split - 1) + slice) * FLAG_GROUPS + group, p.tag);
+            continue;  // the tile's last slice writes C
+          }
+          // The last slice: wait for every other slice's flag (clearing it for the next launch),
+          // then add their partial sums in slice order, so the result does not depend on timing.
+          if (tid == 0) {
+            for (int q = 0; q < p.split - 1; ++q) {
+              unsigned long long* f = p.flags + (tile * (p.split - 1) + q) * FLAG_GROUPS + group;
+              while (flag_acquire(f) != p.tag) __nanosleep(32);
+              flag_clear(f);
+            }
+          }
+          named_barrier(1 + cw, 128);
+          for (int q = 0; q < p.split - 1; ++q) {
+            const float4* src = reinterpret_cast<const float4*>(p.partials + (tile * (p.split - 1) + q) * (BM * BN));
+#pragma unroll
+            for (int ma = 0; ma < M_ATOMS; ++ma)
+#pragma unroll
+              for (int i = 0; i < BN / 8; ++i) {
+                const float4 v = __ldcg(src + ((rb0 + ma) * (BN / 8) + i) * 128 + tid);
+                acc[ma][4 * i] += v.x;
+                acc[ma][4 * i + 1] += v.y;
+                acc[ma][4 * i + 2] += v.z;
+                acc[ma][4 * i + 3] += v.w;
+              }
+          }
+        }
+      }
+
       // ------------------------------- epilogue -------------------------------
-#if CROQ_EPILOGUE == 0
+#if CROQ_EPILOGUE == 0 || CROQ_EPILOGUE == 2
       TOut* c = static_cast<TOut*>(p.c);
+      if constexpr (CROQ_EPILOGUE == 2 && sizeof(TOut) == 2) {
+        // Two 8-column blocks (j, j+1) at a time: a quad of lanes holds rows r and r+8 of both,
+        // 2 columns per lane per row and block. A 4 x 4 transpose across the quad gives lane q
+        // all 8 columns of one (row, block): q = 0 (r, j), 1 (r, j+1), 2 (r+8, j), 3 (r+8, j+1),
+        // stored as one 16-byte vector; two lanes fill a 32-byte sector of a row.
+        const int q = lane & 3;
+        const int quad0 = lane & ~3;
 #pragma unroll
-      for (int ma = 0; ma < M_ATOMS; ++ma) {
-        const int row = m0 + row0 + ma * 64 + warp * 16 + lane / 4;
+        for (int ma = 0; ma < M_ATOMS; ++ma) {
+          const int row = m0 + row0 + ma * 64 + warp * 16 + lane / 4 + (q >> 1) * 8;
 #pragma unroll
-        for (int j = 0; j < BN / 8; ++j) {
-          const int col = n0 + j * 8 + (lane % 4) * 2;
-          store_pair<TOut>(c, p.ldc, row, col, p.m, p.n, acc[ma][4 * j], acc[ma][4 * j + 1]);
-          store_pair<TOut>(c, p.ldc, row + 8, col, p.m, p.n, acc[ma][4 * j + 2], acc[ma][4 * j + 3]);
+          for (int jj = 0; jj < BN / 16; ++jj) {
+            const int j = 2 * jj;
+            const uint32_t x[4] = {pack2<TOut>(acc[ma][4 * j], acc[ma][4 * j + 1]),
+                                   pack2<TOut>(acc[ma][4 * j + 4], acc[ma][4 * j + 5]),
+                                   pack2<TOut>(acc[ma][4 * j + 2], acc[ma][4 * j + 3]),
+                                   pack2<TOut>(acc[ma][4 * j + 6], acc[ma][4 * j + 7])};
+            // Round t: lane s sends x[(s - t) & 3] to lane (s - t) & 3, which reads lane (q + t) & 3.
+            uint32_t got[4];
+#pragma unroll
+            for (int t = 0; t < 4; ++t) {
+              const uint32_t v = select4(x, (q - t) & 3);
+              got[t] = t == 0 ? v : __shfl_sync(0xffffffffu, v, quad0 | ((q + t) & 3));
+            }
+            // got[t] came from lane (q + t) & 3: columns 2s, 2s + 1 of the block for s = (q + t) & 3.
+            const uint32_t o0 = select4(got, (0 - q) & 3), o1 = select4(got, (1 - q) & 3);
+            const uint32_t o2 = select4(got, (2 - q) & 3), o3 = select4(got, (3 - q) & 3);
+            const int col = n0 + (j + (q & 1)) * 8;
+            if (row < p.m) {
+              TOut* dst = c + static_cast<long long>(row) * p.ldc + col;
+              if (col + 8 <= p.n) {
+                *reinterpret_cast<uint4*>(dst) = make_uint4(o0, o1, o2, o3);
+              } else {
+                const uint32_t o[4] = {o0, o1, o2, o3};
+#pragma unroll
+                for (int e = 0; e < 8; ++e)
+                  if (col + e < p.n) {
+                    const uint16_t bits = static_cast<uint16_t>(o[e / 2] >> (16 * (e % 2)));
+                    reinterpret_cast<uint16_t*>(dst)[e] = bits;
+                  }
+              }
+            }
+          }
+        }
+      } else {
+#pragma unroll
+        for (int ma = 0; ma < M_ATOMS; ++ma) {
+          const int row = m0 + row0 + ma * 64 + warp * 16 + lane / 4;
+#pragma unroll
+          for (int j = 0; j < BN / 8; ++j) {
+            const int col = n0 + j * 8 + (lane % 4) * 2;
+            store_pair<TOut>(c, p.ldc, row, col, p.m, p.n, acc[ma][4 * j], acc[ma][4 * j + 1]);
+            store_pair<TOut>(c, p.ldc, row + 8, col, p.m, p.n, acc[ma][4 * j + 2], acc[ma][4 * j + 3]);
+          }
         }
       }
 #else
-      // Chunks of 64 rows x 32 columns through two swizzled slots per consumer; thread 0 of the
-      // warpgroup issues the TMA store of a chunk and, before a slot is rewritten, waits until the
-      // store that last read it is done reading.
-      constexpr int PITCH = EPI_COLS * static_cast<int>(sizeof(TOut));  // 128 (f32) or 64 bytes
+      // Chunks of 64 rows x EPI_COLS columns (128-byte rows when BN allows) through two swizzled
+      // slots per consumer; thread 0 of the warpgroup issues the TMA store of a chunk and, before a
+      // slot is rewritten, waits until the store that last read it is done reading.
+      constexpr int EPI_COLS = epi_cols<TOut>();
+      constexpr int PITCH = EPI_COLS * static_cast<int>(sizeof(TOut));  // 128 or 64 bytes
 #pragma unroll
       for (int ma = 0; ma < M_ATOMS; ++ma) {
 #pragma unroll
@@ -708,21 +893,52 @@ inline bool aligned16(const void* p, long long ld_bytes) {
   return (reinterpret_cast<uintptr_t>(p) % 16) == 0 && (ld_bytes % 16) == 0;
 }
 
-// Which operands must go through padded copies in the workspace, and where they go.
+// The tile grid of a problem: cluster tiles, k blocks and the split-K slices actually used
+// (at most one slice per k block, so that no slice is empty).
+struct Grid {
+  int units_m = 0, units_n = 0, num_units = 0, num_kb = 0, split = 1;
+  long long tiles = 0;  // CTA tiles, cluster padding included
+};
+
+inline Grid make_grid(const croq_matmul_problem* p) {
+  Grid g;
+  const long long tiles_m = (p->m + BM - 1) / BM, tiles_n = (p->n + BN - 1) / BN;
+  g.units_m = static_cast<int>((tiles_m + CM - 1) / CM);
+  g.units_n = static_cast<int>((tiles_n + CN - 1) / CN);
+  g.num_units = g.units_m * g.units_n;
+  g.num_kb = static_cast<int>((p->k + BK - 1) / BK);
+  g.split = SPLIT_K < g.num_kb ? SPLIT_K : g.num_kb;
+  g.tiles = static_cast<long long>(g.num_units) * CS;
+  return g;
+}
+
+// Workspace bytes of the split-K partial sums and flags (0 without split-K).
+inline size_t split_partial_bytes(const Grid& g) {
+  return g.split > 1 ? static_cast<size_t>(g.tiles) * (g.split - 1) * BM * BN * sizeof(float) : 0;
+}
+inline size_t split_flag_bytes(const Grid& g) {
+  return g.split > 1 ? round_up(static_cast<size_t>(g.tiles) * (g.split - 1) * FLAG_GROUPS * 8, 256) : 0;
+}
+
+// Which operands must go through padded copies in the workspace, and where they go; the split-K
+// partial sums and flags come first.
 struct Plan {
   bool pad_a = false, pad_b = false, pad_c = false;
   long long lda_p = 0, ldb_p = 0, ldc_p = 0;  // padded leading dimensions (elements)
-  size_t off_a = 0, off_b = 0, off_c = 0, bytes = 0;
+  size_t off_a = 0, off_b = 0, off_c = 0, off_flags = 0, bytes = 0;
 };
 
-inline Plan make_plan(const croq_matmul_problem* p, const void* a, const void* b, const void* c, int out_bytes) {
+inline Plan make_plan(const croq_matmul_problem* p, const Grid& g, const void* a, const void* b, const void* c,
+                      int out_bytes) {
   Plan pl;
   const long long b_rows = p->b_layout == CROQ_ROW_MAJOR ? p->k : p->n;
   const long long b_cols = p->b_layout == CROQ_ROW_MAJOR ? p->n : p->k;
   pl.pad_a = !aligned16(a, p->lda * 2);
   pl.pad_b = !aligned16(b, p->ldb * 2);
   pl.pad_c = !aligned16(c, p->ldc * out_bytes);
-  size_t off = 0;
+  size_t off = split_partial_bytes(g);
+  pl.off_flags = off;
+  off += split_flag_bytes(g);
   if (pl.pad_a) {
     pl.lda_p = static_cast<long long>(round_up(p->k, 8));
     pl.off_a = off;
@@ -800,6 +1016,20 @@ struct LaunchInfo {
   int max_clusters = 0;  // co-resident clusters of this kernel (persistent grid size)
 };
 
+// A value no earlier launch of this library has written into a split-K flag, and that leftover
+// workspace contents match only by a 2^-64 chance: a counter mixed with a per-process seed.
+inline unsigned long long next_tag() {
+  static const unsigned long long seed =
+      static_cast<unsigned long long>(std::chrono::steady_clock::now().time_since_epoch().count()) ^
+      reinterpret_cast<uintptr_t>(&seed);
+  static std::atomic<unsigned long long> counter{0};
+  unsigned long long z = seed + 0x9E3779B97F4A7C15ULL * (counter.fetch_add(1) + 1);
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
+  z ^= z >> 31;
+  return z | 1;  // 0 means "not ready"
+}
+
 template <typename TIn, typename TOut, bool B_KMAJOR>
 croq_status run(const croq_matmul_problem* p, const void* a, const void* b, void* c, void* workspace,
                 size_t workspace_bytes, cudaStream_t stream) {
@@ -843,7 +1073,8 @@ croq_status run(const croq_matmul_problem* p, const void* a, const void* b, void
   if (info.status != CROQ_OK) return info.status;
 
   const int out_bytes = static_cast<int>(sizeof(TOut));
-  const Plan pl = make_plan(p, a, b, c, out_bytes);
+  const Grid grid = make_grid(p);
+  const Plan pl = make_plan(p, grid, a, b, c, out_bytes);
   if (pl.bytes > 0 && (workspace == nullptr || workspace_bytes < pl.bytes)) return CROQ_UNSUPPORTED;
   uint8_t* ws = static_cast<uint8_t*>(workspace);
   const void* a_use = a;
@@ -897,8 +1128,8 @@ croq_status run(const croq_matmul_problem* p, const void* a, const void* b, void
       ok = ok && encode_2d(&e->b, tin, b_use, p->k, p->n, ldb * 2, ATOM, BK / CM, tma_swizzle(SW));
     }
     if (CROQ_EPILOGUE == 1) {
-      ok = ok && encode_2d(&e->c, tma_type<TOut>(), c_use, p->m, p->n, ldc * out_bytes, EPI_COLS, 64,
-                           tma_swizzle(EPI_COLS * out_bytes));
+      ok = ok && encode_2d(&e->c, tma_type<TOut>(), c_use, p->m, p->n, ldc * out_bytes, epi_cols<TOut>(), 64,
+                           tma_swizzle(epi_cols<TOut>() * out_bytes));
     } else {
       memset(&e->c, 0, sizeof(e->c));
     }
@@ -911,16 +1142,19 @@ croq_status run(const croq_matmul_problem* p, const void* a, const void* b, void
   prm.m = static_cast<int>(p->m);
   prm.n = static_cast<int>(p->n);
   prm.k = static_cast<int>(p->k);
-  const int tiles_m = static_cast<int>((p->m + BM - 1) / BM);
-  const int tiles_n = static_cast<int>((p->n + BN - 1) / BN);
-  prm.units_m = (tiles_m + CM - 1) / CM;
-  prm.units_n = (tiles_n + CN - 1) / CN;
-  prm.num_units = prm.units_m * prm.units_n;
-  prm.num_kb = static_cast<int>((p->k + BK - 1) / BK);
+  prm.units_m = grid.units_m;
+  prm.units_n = grid.units_n;
+  prm.num_units = grid.num_units;
+  prm.num_kb = grid.num_kb;
+  prm.split = grid.split;
+  prm.num_work = grid.num_units * grid.split;
   prm.c = c_use;
   prm.ldc = ldc;
+  prm.partials = grid.split > 1 ? reinterpret_cast<float*>(ws) : nullptr;
+  prm.flags = grid.split > 1 ? reinterpret_cast<unsigned long long*>(ws + pl.off_flags) : nullptr;
+  prm.tag = grid.split > 1 ? next_tag() : 0;
 
-  int clusters = prm.num_units;
+  int clusters = prm.num_work;
   if (CROQ_PERSISTENT && clusters > info.max_clusters) clusters = info.max_clusters;
   cudaLaunchConfig_t cfg = {};
   cfg.gridDim = dim3(static_cast<unsigned>(clusters * CS), 1, 1);
@@ -997,14 +1231,19 @@ CROQ_EXPORT size_t croq_matmul_workspace_bytes(const croq_matmul_problem* p) {
   size_t bytes = round_up(static_cast<size_t>(p->m) * round_up(p->k, 8) * 2, 256) +
                  round_up(static_cast<size_t>(b_rows) * round_up(b_cols, 8) * 2, 256) +
                  round_up(static_cast<size_t>(p->m) * round_up(p->n, 8) * out_bytes, 256);
-  // Aligned leading dimensions (the common case) need nothing when the pointers are aligned too;
+  // Aligned leading dimensions (the common case) need no copies when the pointers are aligned too;
   // croq's harness allocates with cudaMalloc (256-byte aligned), so only unaligned strides count.
   const bool a_ok = (p->lda * 2) % 16 == 0, b_ok = (p->ldb * 2) % 16 == 0, c_ok = (p->ldc * out_bytes) % 16 == 0;
-  if (a_ok && b_ok && c_ok) return 0;
+  if (a_ok && b_ok && c_ok) bytes = 0;
+  // Split-K partial sums and flags, in front of the copies.
+  if (p->m > 0 && p->n > 0 && p->k > 0) {
+    const croq_hopper::Grid g = croq_hopper::make_grid(p);
+    bytes += croq_hopper::split_partial_bytes(g) + croq_hopper::split_flag_bytes(g);
+  }
   return bytes;
 }
 
 CROQ_EXPORT const char* croq_kernel_info(void) {
   return "{\"name\":\"hopper_gemm\",\"params\":{\"BM\":" CROQ_STR(CROQ_BM) ",\"BN\":" CROQ_STR(
-      CROQ_BN) ",\"BK\":" CROQ_STR(CROQ_BK) ",\"STAGES\":" CROQ_STR(CROQ_STAGES) ",\"CONSUMERS\":" CROQ_STR(CROQ_CONSUMERS) ",\"PINGPONG\":" CROQ_STR(CROQ_PINGPONG) ",\"PERSISTENT\":" CROQ_STR(CROQ_PERSISTENT) ",\"RASTER\":" CROQ_STR(CROQ_RASTER) ",\"GROUP\":" CROQ_STR(CROQ_GROUP) ",\"CLUSTER_M\":" CROQ_STR(CROQ_CLUSTER_M) ",\"CLUSTER_N\":" CROQ_STR(CROQ_CLUSTER_N) ",\"EPILOGUE\":" CROQ_STR(CROQ_EPILOGUE) ",\"SWIZZLE\":" CROQ_STR(CROQ_SWIZZLE) ",\"MMA_DEPTH\":" CROQ_STR(CROQ_MMA_DEPTH) ",\"DTYPES\":" CROQ_STR(CROQ_DTYPES) ",\"BLAYOUTS\":" CROQ_STR(CROQ_BLAYOUTS) "}}";
+      CROQ_BN) ",\"BK\":" CROQ_STR(CROQ_BK) ",\"STAGES\":" CROQ_STR(CROQ_STAGES) ",\"CONSUMERS\":" CROQ_STR(CROQ_CONSUMERS) ",\"PINGPONG\":" CROQ_STR(CROQ_PINGPONG) ",\"PERSISTENT\":" CROQ_STR(CROQ_PERSISTENT) ",\"RASTER\":" CROQ_STR(CROQ_RASTER) ",\"GROUP\":" CROQ_STR(CROQ_GROUP) ",\"CLUSTER_M\":" CROQ_STR(CROQ_CLUSTER_M) ",\"CLUSTER_N\":" CROQ_STR(CROQ_CLUSTER_N) ",\"EPILOGUE\":" CROQ_STR(CROQ_EPILOGUE) ",\"SWIZZLE\":" CROQ_STR(CROQ_SWIZZLE) ",\"MMA_DEPTH\":" CROQ_STR(CROQ_MMA_DEPTH) ",\"SPLIT_K\":" CROQ_STR(CROQ_SPLIT_K) ",\"DTYPES\":" CROQ_STR(CROQ_DTYPES) ",\"BLAYOUTS\":" CROQ_STR(CROQ_BLAYOUTS) "}}";
 }
