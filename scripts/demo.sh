@@ -1,22 +1,15 @@
 #!/usr/bin/env bash
-# A real croq session on a sample workspace (no GPU needed): creates a task, stores a baseline,
-# a starting kernel and two tuning rounds through the same verbs an agent uses, then prints the
-# resume state. Usage: scripts/demo.sh [workspace-folder]   (default: /tmp/croq-demo)
+# The main job on any machine (no GPU needed): `croq tune` tunes an f32 matmul on the CPU backend
+# with croq's own search — baseline (OpenBLAS), starting kernel, then profile -> idea -> build ->
+# verify -> measure -> decide -> store rounds under the enforced protocol — and prints the summary.
+# Usage: scripts/demo.sh [workspace-folder] [rounds]   (default: /tmp/croq-demo, 10 rounds)
+# Run it again with the same folder to resume an interrupted tune; delete the folder to start over.
 set -euo pipefail
 here="$(cd "$(dirname "$0")/.." && pwd)"
 croq="$here/build/bin/croq"
 ws="${1:-/tmp/croq-demo}"
-rm -rf "$ws" && mkdir -p "$ws/tuning"
-export CROQ_ROOT="$ws"
-task=(--dsl cpp --shape-key matmul_f32_512x512x512 --model demo)
-"$croq" task init "${task[@]}" --task-uid demo0001 >/dev/null
-"$croq" store-round "${task[@]}" --iter iter000 --kernel iter000_openblas --tflops 0.21 --decision BASELINE >/dev/null
-"$croq" next-iter "${task[@]}" --tag naive >/dev/null
-"$croq" store-round "${task[@]}" --iter iter001 --kernel iter001_naive --tflops 0.01 --decision KEEP --round 0 >/dev/null
-"$croq" checkpoint write "${task[@]}" --iter iter002 --bottleneck memory_bound --idea "block the loops 64x64 for cache reuse" --levers BM,BN >/dev/null
-"$croq" next-iter "${task[@]}" --tag blocked64 >/dev/null
-"$croq" store-round "${task[@]}" --iter iter002 --kernel iter002_blocked64 --tflops 0.05 --decision KEEP \
-  --bottleneck memory_bound --idea "block the loops 64x64 for cache reuse" --category tiling >/dev/null
-"$croq" reinforce "${task[@]}" >/dev/null
-"$croq" --pretty resume "${task[@]}"
-echo "workspace: $ws (ledger in $ws/tuning/*/cpp/logs/)" >&2
+rounds="${2:-10}"
+mkdir -p "$ws/tuning"
+"$croq" --root "$ws" --pretty tune matmul_f32_512x512x512 --dsl cpp --rounds "$rounds"
+echo "workspace: $ws — ledger: $(ls -d "$ws"/tuning/*/cpp/logs/*/*/ | head -1)results.tsv" >&2
+echo "next: croq --root $ws serve   (the dashboard), or croq --root $ws report --all --out /tmp/croq-report" >&2

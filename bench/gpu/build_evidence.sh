@@ -53,7 +53,7 @@ note "python: $(python3 -c 'import sys, torch, triton; print(sys.version.split()
 
 step "croq binary"
 CROQ=""
-for c in "$REPO/build/bin/croq" "$REPO/build-gpu/bin/croq"; do
+for c in "$REPO/.carry/croq/bin/croq" "$REPO/build/bin/croq" "$REPO/build-gpu/bin/croq"; do
   if [ -x "$c" ] && "$c" help >/dev/null 2>&1; then CROQ=$c; break; fi
 done
 if [ -z "$CROQ" ]; then

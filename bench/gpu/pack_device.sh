@@ -21,6 +21,8 @@ for exe in "$dest"/bin/*; do
 done | sort -u | while read -r lib; do
   cp -L "$lib" "$dest/lib/"
 done
+# The measurement evidence's test kernels (built with the tests), when present.
+if [ -d "$build/test-kernels" ]; then cp -r "$build/test-kernels" "$dest/test-kernels"; fi
 git rev-parse --short=12 HEAD > "$dest/commit.txt"
 du -sh "$dest" | awk '{print "packed " $1 " into '"$dest"'"}'
 ls "$dest/bin" "$dest/lib"

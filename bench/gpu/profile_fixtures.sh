@@ -44,7 +44,7 @@ LOG=$OUT/log.txt
 NVCC=${NVCC:-$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)}
 NCU=${NCU:-$(command -v ncu || ls /usr/local/cuda/bin/ncu /opt/nvidia/nsight-compute/*/ncu 2>/dev/null | head -1)}
 CUOBJDUMP=${CUOBJDUMP:-$(command -v cuobjdump || echo /usr/local/cuda/bin/cuobjdump)}
-CROQ=$ROOT/build/bin/croq
+CROQ=${CROQ_BIN_DIR:-$ROOT/build/bin}/croq
 START=$(date +%s)
 
 say() { echo "[profile_fixtures $(($(date +%s) - START))s] $*" | tee -a "$LOG"; }
@@ -161,7 +161,7 @@ profile gemm_wmma_4096 1 gemm_wmma 4096
 profile gemm_naive_4096 1 gemm_naive 4096
 
 # croq profile end to end, when the runner with --mode profile is there.
-RUNNER=$ROOT/build/bin/croq-gpu-runner
+RUNNER=${CROQ_BIN_DIR:-$ROOT/build/bin}/croq-gpu-runner
 if [ -x "$CROQ" ] && [ -x "$RUNNER" ] && [ -e "$BIN/iter001_naive.so" ] && [ -n "$NCU" ]; then
   WS=$WORK/ws
   KEY=matmul_f16fp32_4096x4096x4096

@@ -191,6 +191,38 @@ DeviceLease take_lease(Context& ctx, const DeviceChoice& dev, const std::string&
 
 }  // namespace
 
+Measurement measure_on_cpu(Context& ctx, const TaskRef& t, const std::filesystem::path& candidate,
+                           const std::string& library, uint64_t seed, const std::string& purpose) {
+  check_matmul_shape(t.shape);
+  const DtypePair dtype = parse_dtype_pair_or_throw(t.shape.dtype_token);
+  DeviceChoice dev = choose_device("cpp", "", dtype);
+  RunOptions ro;
+  ro.seed_text = std::to_string(seed);
+  ro.b_layout = "row";
+  ro.warmup = 2;
+  ro.min_reps = 5;
+  ro.max_reps = 60;
+  ro.cv_target = 0.02;
+  ro.time_budget_ms = 1500;
+  Measurement skel = skeleton_for(t.shape, dev, ro.b_layout);
+  skel.kind = library.empty() ? "candidate" : "baseline";
+  skel.candidate_path = library.empty() ? candidate.string() : "library:" + library;
+  if (library.empty()) skel.candidate_sha256 = sha256_file(candidate);
+  skel.seed = seed;
+  DeviceLease lease = take_lease(ctx, dev, purpose, 1800);
+  MeasureJob job;
+  job.options = runner_options(ro, t.shape);
+  job.options.mode = RunMode::measure;
+  if (library.empty()) job.options.candidate = candidate.string();
+  else job.options.library = library;
+  job.timeout = std::chrono::seconds(120);
+  job.skeleton = skel;
+  job.program = runner_program("cpp");
+  Measurement m = run_measure_job(job, process_runner());
+  m.process["lease_waited_ms"] = lease.waited().count();
+  return m;
+}
+
 VerbRunner setup_measure(CLI::App& app) {
   struct Opts {
     TaskOptions task;

@@ -13,7 +13,11 @@
 
 #include "cli/verbs.hpp"
 #include "croq/ledger/ledger.hpp"
+#include "croq/measure/candidates.hpp"
+#include "croq/measure/verdict.hpp"
 #include "croq/profile/classify_csv.hpp"
+#include "croq/profile/cpu_profile.hpp"
+#include "croq/util/fs.hpp"
 #include "croq/protocol/evidence.hpp"
 #include "croq/profile/lease.hpp"
 #include "croq/profile/ncu_runner.hpp"
@@ -51,6 +55,62 @@ std::string resolve_iter_kernel(const fs::path& bin_dir, const std::string& iter
                 "give the full kernel name (iter<NNN>_<tag>), or build the iteration with `croq build` first");
   }
   return found.front();
+}
+
+// The cpp dsl: no Nsight Compute; a timing roofline (cpu_profile.hpp) of the CPU runner's verified
+// measurement, written to perf/<key>/<model>/cpuprof_<kernel>_round<R>.json, with the same
+// evidence record as a GPU profile.
+ExitCode profile_cpu(Context& ctx, const TaskRef& t, const std::string& iter, const std::string& library, int round,
+                     long long seed) {
+  Workspace& ws = ctx.ws();
+  int sources = (!iter.empty()) + (!library.empty());
+  if (sources != 1) throw_usage("give exactly one of --iter or --baseline", "e.g. --iter iter005_blocked");
+  std::string kernel;
+  fs::path candidate;
+  if (!library.empty()) {
+    if (library != "openblas") {
+      throw_usage(fmt::format("the cpp dsl's library baseline is openblas, not '{}'", preview(library)), "use --baseline");
+    }
+    kernel = "iter000_openblas";
+  } else {
+    CandidateRef c = resolve_candidate(ws, t, iter, "", false);
+    kernel = c.kernel;
+    candidate = c.path;
+  }
+  ctx.note(fmt::format("[profile] cpp: timing roofline of {} (CPU runner, verified)", kernel));
+  Measurement m = measure_on_cpu(ctx, t, candidate, library, static_cast<uint64_t>(seed), "croq profile " + kernel);
+  if (!m.passed()) {
+    throw Error(ExitCode::candidate_failed,
+                fmt::format("{} did not pass verification ({}: {}); a failed candidate has no profile",
+                            kernel, verdict_name(m.verdict), m.reason),
+                "profile the current best kernel (`croq state` names it)");
+  }
+  profile::CpuMachine machine = profile::this_cpu();
+  json cls = profile::classify_cpu_measurement(m.to_json(), machine, kernel);
+  fs::path out = ws.kind_dir(t, ArtifactKind::perf) / fmt::format("cpuprof_{}_round{}.json", kernel, round);
+  json file = {{"schema", "croq-cpu-profile-v1"}, {"kernel", kernel}, {"round", round},
+               {"classification", cls}, {"measurement", m.to_json()}};
+  ensure_dir(out.parent_path());
+  atomic_write(out, dump_pretty(file) + "\n");
+  json doc;
+  doc["ok"] = true;
+  doc["kernel"] = kernel;
+  doc["kernel_origin"] = "cpu-runner";
+  doc["candidate"] = kernel;
+  doc["round"] = round;
+  doc["report"] = ws.display(out);
+  doc["preset"] = "cpu-timing";
+  doc["classification"] = cls;
+  doc["bottleneck"] = cls["bottleneck"];
+  doc["confidence"] = cls["confidence"];
+  json summary = {{"captured_kernel", kernel}, {"kernel_origin", "cpu-runner"}, {"preset", "cpu-timing"},
+                  {"report", ws.display(out)}, {"bottleneck", cls["bottleneck"]}, {"confidence", cls["confidence"]}};
+  record_evidence(ws, t, library.empty() ? EvidenceKind::profile : EvidenceKind::baseline_profile, kernel, out, summary,
+                  round);
+  ctx.note(fmt::format("[profile] {}: {} ({} confidence) - {}", kernel, cls["bottleneck"].get<std::string>(),
+                       cls["confidence"].get<std::string>(), cls["reason"].get<std::string>()));
+  ctx.emit(doc);
+  return ExitCode::ok;
 }
 
 }  // namespace
@@ -102,15 +162,12 @@ VerbRunner setup_profile(CLI::App& app) {
   return [o](Context& ctx) {
     TaskRef t = resolve_task(ctx, o->task);
     Workspace& ws = ctx.ws();
-    if (t.dsl == "cpp") {
-      throw Error(ExitCode::no_device, "croq profile runs Nsight Compute on a GPU kernel; the cpp backend has none",
-                  "profile GPU tasks (dsl cuda, croqtile, triton)");
-    }
-    if (o->baseline && o->library.empty()) o->library = "cublas";
+    if (o->baseline && o->library.empty()) o->library = t.dsl == "cpp" ? "openblas" : "cublas";
     if (o->round < 0) {
       Ledger ledger(ws, t);
       o->round = ledger.exists() ? ledger.index().max_round + 1 : 1;
     }
+    if (t.dsl == "cpp") return profile_cpu(ctx, t, o->iter, o->library, o->round, o->seed);
     int sources = (!o->iter.empty()) + (!o->library.empty()) + (!o->binary.empty());
     if (sources != 1) throw_usage("give exactly one of --iter, --library or --binary", "e.g. --iter iter005_stages4");
     profile::NcuCapture cap;

@@ -22,6 +22,7 @@ VerbRunner setup_tune(CLI::App& app) {
     double explore = 0.15;
     bool git_commit = false;
     int step_timeout_s = 900;
+    std::string profile_preset = "full";
   };
   auto o = std::make_shared<Opts>();
   app.add_option("shape_key", o->shape_keys, "shape key(s), e.g. matmul_f32_512x512x512; several run as a sweep")->required();
@@ -36,6 +37,10 @@ VerbRunner setup_tune(CLI::App& app) {
       ->default_val(0.15)->check(CLI::Range(0.0, 1.0));
   app.add_flag("--git-commit", o->git_commit, "commit each KEEP locally with the seeds' message format");
   app.add_option("--step-timeout", o->step_timeout_s, "seconds a single step may take")->default_val(900);
+  app.add_option("--profile-preset", o->profile_preset,
+                 "Nsight Compute preset of each round's profile: full (every section) or quick (the sections the "
+                 "classifier reads; much faster)")
+      ->default_val("full")->check(CLI::IsMember({"full", "quick"}));
   return [o](Context& ctx) {
     validate_dsl(o->dsl);
     std::string gpu = resolve_device_key(o->gpu, o->dsl);
@@ -58,6 +63,7 @@ VerbRunner setup_tune(CLI::App& app) {
       opt.explore = o->explore;
       opt.git_commit = o->git_commit;
       opt.step_timeout = std::chrono::seconds(o->step_timeout_s);
+      opt.profile_preset = o->profile_preset;
       auto progress = [&, tty](const json& e) {
         if (ctx.quiet) return;
         if (!tty) {

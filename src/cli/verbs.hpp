@@ -1,6 +1,9 @@
 // Declarations of each verb's setup function; the table itself is in verbs.cpp.
 #pragma once
+#include <filesystem>
+
 #include "cli/cli.hpp"
+#include "croq/measure/measurement.hpp"
 
 namespace croq::cli {
 
@@ -36,5 +39,10 @@ VerbRunner setup_sass_dump(CLI::App&);
 VerbRunner setup_sass_compare(CLI::App&);
 VerbRunner setup_serve(CLI::App&);
 VerbRunner setup_report(CLI::App&);
+
+// The CPU runner's verified timing of a cpp candidate (or, with `library`, of the OpenBLAS
+// baseline) under the CPU lease: what `croq profile` classifies for the cpp dsl (verb_measure.cpp).
+Measurement measure_on_cpu(Context& ctx, const TaskRef& t, const std::filesystem::path& candidate,
+                           const std::string& library, uint64_t seed, const std::string& purpose);
 
 }  // namespace croq::cli

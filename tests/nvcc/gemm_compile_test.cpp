@@ -24,8 +24,8 @@ std::optional<std::filesystem::path> nvcc_path() {
   return find_executable("nvcc");
 }
 
-ProblemDesc problem(int64_t m, int64_t n, int64_t k, const std::string& dtype, bool col, const std::string& arch) {
-  ProblemDesc p;
+FamilyProblem problem(int64_t m, int64_t n, int64_t k, const std::string& dtype, bool col, const std::string& arch) {
+  FamilyProblem p;
   p.m = m;
   p.n = n;
   p.k = k;
@@ -40,7 +40,7 @@ struct Compiled {
   std::string log;
 };
 
-Compiled compile(const KernelFamily& f, const FamilyConfig& c, const ProblemDesc& p) {
+Compiled compile(const KernelFamily& f, const FamilyConfig& c, const FamilyProblem& p) {
   test::TempDir dir;
   const auto src = dir / "candidate.cu";
   atomic_write(src, f.render_source(c, p), false);

@@ -44,7 +44,8 @@ struct CroqRun {
 #ifdef CROQ_BIN
 // Runs `croq --root <root> args...` with a clean environment for croq's variables.
 inline CroqRun run_croq(const fs::path& root, const std::vector<std::string>& args,
-                        const std::map<std::string, std::string>& env = {}, const std::string& stdin_data = {}) {
+                        const std::map<std::string, std::string>& env = {}, const std::string& stdin_data = {},
+                        std::chrono::milliseconds timeout = std::chrono::milliseconds(120000)) {
   ProcessSpec spec;
   spec.argv = {CROQ_BIN};
   if (!root.empty()) {
@@ -55,7 +56,7 @@ inline CroqRun run_croq(const fs::path& root, const std::vector<std::string>& ar
   spec.env_unset = {"CROQ_ROOT", "CROQ_GPU"};
   spec.env_set = env;
   spec.stdin_data = stdin_data;
-  spec.timeout = std::chrono::milliseconds(120000);
+  spec.timeout = timeout;
   SystemProcessRunner runner;
   ProcessResult r = runner.run(spec);
   CroqRun out;

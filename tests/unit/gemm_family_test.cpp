@@ -33,8 +33,8 @@ const std::vector<Shape> k_typical = {
 
 const std::vector<std::string> k_dtypes = {"f16f32", "f16", "bf16f32", "bf16"};
 
-ProblemDesc problem(Shape s, const std::string& dtype, bool col, const std::string& arch) {
-  ProblemDesc p;
+FamilyProblem problem(Shape s, const std::string& dtype, bool col, const std::string& arch) {
+  FamilyProblem p;
   p.m = s.m;
   p.n = s.n;
   p.k = s.k;
@@ -74,7 +74,7 @@ void for_each_config(const KernelFamily& f, const std::function<void(const Famil
 
 // What a legal Hopper configuration must satisfy, computed here from the hardware's rules rather
 // than through the family's own helpers.
-void expect_hopper_invariants(const FamilyConfig& c, const ProblemDesc& p) {
+void expect_hopper_invariants(const FamilyConfig& c, const FamilyProblem& p) {
   const int bm = iv(c, "BM"), bn = iv(c, "BN"), bk = iv(c, "BK"), stages = iv(c, "STAGES");
   const int consumers = iv(c, "CONSUMERS"), sw = iv(c, "SWIZZLE"), cm = iv(c, "CLUSTER_M"), cn = iv(c, "CLUSTER_N");
   // WGMMA: N a multiple of 8 up to 256 (the template's register lists come in 32s), M in 64s.
@@ -227,7 +227,7 @@ TEST(HopperGemmFamily, DefaultEpilogueFollowsTheOutputType) {
 // here to keep the walk short.
 TEST(HopperGemmFamily, EveryConfigurationIsLegalOrRefusedWithAReason) {
   HopperGemmFamily f;
-  const std::vector<ProblemDesc> problems = {problem({4096, 4096, 4096}, "f16f32", false, "sm_90a"),
+  const std::vector<FamilyProblem> problems = {problem({4096, 4096, 4096}, "f16f32", false, "sm_90a"),
                                              problem({100, 4100, 520}, "bf16", true, "sm_90a")};
   for (const auto& p : problems) {
     long long legal = 0, refused = 0;

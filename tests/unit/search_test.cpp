@@ -10,8 +10,8 @@ using namespace croq;
 
 namespace {
 
-ProblemDesc f32_problem() {
-  ProblemDesc p;
+FamilyProblem f32_problem() {
+  FamilyProblem p;
   p.m = p.n = p.k = 512;
   p.dtype = *parse_dtype_pair("f32");
   p.arch = "cpu";
@@ -48,7 +48,7 @@ TEST(CppTiledFamily, RefusesImpossibleConfigurations) {
   c = f->default_config(p);
   c["UNKNOWN"] = "1";
   EXPECT_TRUE(f->violation(c, p).has_value());
-  ProblemDesc half = p;
+  FamilyProblem half = p;
   half.dtype = *parse_dtype_pair("f16f32");
   EXPECT_FALSE(f->supports(half));
 }

@@ -317,14 +317,20 @@ void guard_idea(const Workspace& ws, const TaskRef& task, const Checkpoint& cp) 
             "--structural \"<what changes>\""});
   }
   if (base->discard_streak >= 7) {
+    // The cpp dsl has no SASS: its escalation is the fresh baseline profile alone.
+    const bool needs_sass = task.dsl != "cpp";
     auto sass = latest_of(evidence, EvidenceKind::sass_compare, "", base->streak_since);
     auto bprof = latest_of(evidence, EvidenceKind::baseline_profile, "", base->streak_since);
-    if (!sass || !bprof) {
+    if ((needs_sass && !sass) || !bprof) {
       refuse({Step::IDEA, "escalate_at_7",
-              fmt::format("{} consecutive rounds on base {} were not kept: a SASS comparison against the baseline and a "
-                          "fresh baseline profile are required before the next idea",
-                          base->discard_streak, base->kernel),
-              fmt::format("croq sass compare {} --iter {}; croq profile {} --baseline", args, base->kernel, args)});
+              needs_sass ? fmt::format("{} consecutive rounds on base {} were not kept: a SASS comparison against the "
+                                       "baseline and a fresh baseline profile are required before the next idea",
+                                       base->discard_streak, base->kernel)
+                         : fmt::format("{} consecutive rounds on base {} were not kept: a fresh baseline profile is "
+                                       "required before the next idea",
+                                       base->discard_streak, base->kernel),
+              needs_sass ? fmt::format("croq sass compare {} --iter {}; croq profile {} --baseline", args, base->kernel, args)
+                         : fmt::format("croq profile {} --baseline", args)});
     }
   }
   if (base->discard_streak >= 8 && !plan.is_structural()) {

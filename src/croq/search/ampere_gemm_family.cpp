@@ -22,7 +22,7 @@ bool known_arch(const std::string& arch) {
 
 }  // namespace
 
-bool AmpereGemmFamily::supports(const ProblemDesc& p) const {
+bool AmpereGemmFamily::supports(const FamilyProblem& p) const {
   return p.op == "matmul" && known_arch(p.arch) && gemm::dtype_bit(p.dtype) != 0 && p.m > 0 && p.n > 0 && p.k > 0;
 }
 
@@ -57,7 +57,7 @@ long long AmpereGemmFamily::smem_limit(const std::string& arch) {
   return 101376;  // sm_86, sm_89 (and unknown targets: the smallest of the family's GPUs)
 }
 
-std::optional<std::string> AmpereGemmFamily::violation(const FamilyConfig& c, const ProblemDesc& p) const {
+std::optional<std::string> AmpereGemmFamily::violation(const FamilyConfig& c, const FamilyProblem& p) const {
   if (p.op != "matmul") return fmt::format("ampere_gemm computes matmul, not {}", p.op);
   if (!known_arch(p.arch)) return fmt::format("ampere_gemm needs sm_80 or later; the target is {}", p.arch);
   if (gemm::dtype_bit(p.dtype) == 0)
@@ -87,7 +87,7 @@ std::optional<std::string> AmpereGemmFamily::violation(const FamilyConfig& c, co
   return std::nullopt;
 }
 
-FamilyConfig AmpereGemmFamily::default_config(const ProblemDesc& p) const {
+FamilyConfig AmpereGemmFamily::default_config(const FamilyProblem& p) const {
   FamilyConfig c{{"BM", "128"}, {"BN", "128"},    {"BK", "32"},     {"WARPS_M", "2"},
                  {"WARPS_N", "2"}, {"STAGES", "4"}, {"RASTER", "1"}, {"GROUP", "8"}};
   const long long sms = gemm::typical_sm_count(p.arch);
@@ -98,7 +98,7 @@ FamilyConfig AmpereGemmFamily::default_config(const ProblemDesc& p) const {
   return c;
 }
 
-std::string AmpereGemmFamily::render_source(const FamilyConfig& c, const ProblemDesc& p) const {
+std::string AmpereGemmFamily::render_source(const FamilyConfig& c, const FamilyProblem& p) const {
   std::vector<std::pair<std::string, std::string>> defines;
   for (const char* name : k_order) {
     auto it = c.find(name);
@@ -109,7 +109,7 @@ std::string AmpereGemmFamily::render_source(const FamilyConfig& c, const Problem
   return gemm::render_template(name(), template_path(), defines, p);
 }
 
-std::vector<std::string> AmpereGemmFamily::build_flags(const FamilyConfig&, const ProblemDesc& p) const {
+std::vector<std::string> AmpereGemmFamily::build_flags(const FamilyConfig&, const FamilyProblem& p) const {
   std::string sm = "80";
   if (p.arch == "sm_86" || p.arch == "sm_87" || p.arch == "sm_89") sm = p.arch.substr(3);
   if (p.arch.rfind("sm_90", 0) == 0) sm = "90";

@@ -11,12 +11,12 @@ class AmpereGemmFamily : public KernelFamily {
  public:
   std::string name() const override { return "ampere_gemm"; }
   std::string dsl() const override { return "cuda"; }
-  bool supports(const ProblemDesc& p) const override;
+  bool supports(const FamilyProblem& p) const override;
   std::vector<ParamSpec> params() const override;
-  FamilyConfig default_config(const ProblemDesc& p) const override;
-  std::optional<std::string> violation(const FamilyConfig& c, const ProblemDesc& p) const override;
-  std::string render_source(const FamilyConfig& c, const ProblemDesc& p) const override;
-  std::vector<std::string> build_flags(const FamilyConfig& c, const ProblemDesc& p) const override;
+  FamilyConfig default_config(const FamilyProblem& p) const override;
+  std::optional<std::string> violation(const FamilyConfig& c, const FamilyProblem& p) const override;
+  std::string render_source(const FamilyConfig& c, const FamilyProblem& p) const override;
+  std::vector<std::string> build_flags(const FamilyConfig& c, const FamilyProblem& p) const override;
   std::vector<std::string> params_for_bottleneck(const std::string& bottleneck) const override;
 
   static long long smem_bytes(const FamilyConfig& c);

@@ -34,7 +34,7 @@ class CppTiledFamily : public KernelFamily {
  public:
   std::string name() const override { return "cpp_tiled"; }
   std::string dsl() const override { return "cpp"; }
-  bool supports(const ProblemDesc& p) const override {
+  bool supports(const FamilyProblem& p) const override {
     return p.op == "matmul" && p.dtype.input == ScalarType::f32 && p.dtype.output == ScalarType::f32;
   }
   std::vector<ParamSpec> params() const override {
@@ -59,11 +59,11 @@ class CppTiledFamily : public KernelFamily {
         {"THREADS", threads, false, "misc", "worker threads over row blocks"},
     };
   }
-  FamilyConfig default_config(const ProblemDesc&) const override {
+  FamilyConfig default_config(const FamilyProblem&) const override {
     return {{"BM", "64"}, {"BN", "128"}, {"BK", "64"}, {"PACK_B", "0"}, {"MR", "2"},
             {"NR", "16"}, {"VEC", "4"},  {"UNROLL", "1"}, {"THREADS", "1"}};
   }
-  std::optional<std::string> violation(const FamilyConfig& c, const ProblemDesc& p) const override {
+  std::optional<std::string> violation(const FamilyConfig& c, const FamilyProblem& p) const override {
     if (!supports(p)) return std::string("cpp_tiled computes f32 matmul only");
     const auto& specs = params();
     for (const auto& spec : specs) {
@@ -89,13 +89,13 @@ class CppTiledFamily : public KernelFamily {
     if (need > regs) return fmt::format("the register tile needs {} vector registers, more than {}", need, regs);
     return std::nullopt;
   }
-  std::string render_source(const FamilyConfig& c, const ProblemDesc&) const override {
+  std::string render_source(const FamilyConfig& c, const FamilyProblem&) const override {
     std::string out = "// cpp_tiled configuration chosen by croq's search\n";
     for (const auto& [k, v] : c) out += fmt::format("#define CROQ_{} {}\n", k, v);
     out += read_file_or_throw(find_project_dir("kernels") / "cpp/matmul/tiled/tiled_gemm.cpp");
     return out;
   }
-  std::vector<std::string> build_flags(const FamilyConfig&, const ProblemDesc&) const override { return {}; }
+  std::vector<std::string> build_flags(const FamilyConfig&, const FamilyProblem&) const override { return {}; }
   std::vector<std::string> params_for_bottleneck(const std::string& b) const override {
     if (b == "memory_bound") return {"PACK_B", "BK", "BN", "BM", "MR", "NR"};
     if (b == "compute_bound") return {"VEC", "MR", "NR", "UNROLL", "THREADS"};

@@ -17,7 +17,7 @@
 namespace croq {
 
 // The problem a configuration is for.
-struct ProblemDesc {
+struct FamilyProblem {
   std::string op = "matmul";
   int64_t m = 0, n = 0, k = 0;
   DtypePair dtype;
@@ -40,16 +40,16 @@ class KernelFamily {
   virtual ~KernelFamily() = default;
   virtual std::string name() const = 0;  // "hopper_gemm"
   virtual std::string dsl() const = 0;   // "cuda", "cpp"
-  virtual bool supports(const ProblemDesc& p) const = 0;
+  virtual bool supports(const FamilyProblem& p) const = 0;
   virtual std::vector<ParamSpec> params() const = 0;
   // A configuration that builds, verifies and is reasonable for the problem: the starting point.
-  virtual FamilyConfig default_config(const ProblemDesc& p) const = 0;
+  virtual FamilyConfig default_config(const FamilyProblem& p) const = 0;
   // nullopt when the configuration is legal for the problem; else the reason it is not.
-  virtual std::optional<std::string> violation(const FamilyConfig& c, const ProblemDesc& p) const = 0;
+  virtual std::optional<std::string> violation(const FamilyConfig& c, const FamilyProblem& p) const = 0;
   // The complete, self-contained candidate source for the configuration (what goes into srcs/).
-  virtual std::string render_source(const FamilyConfig& c, const ProblemDesc& p) const = 0;
+  virtual std::string render_source(const FamilyConfig& c, const FamilyProblem& p) const = 0;
   // Extra compiler flags the configuration needs (e.g. -gencode=arch=compute_90a,code=sm_90a).
-  virtual std::vector<std::string> build_flags(const FamilyConfig& c, const ProblemDesc& p) const = 0;
+  virtual std::vector<std::string> build_flags(const FamilyConfig& c, const FamilyProblem& p) const = 0;
   // Parameters worth moving first for a classifier bottleneck (memory_bound, compute_bound,
   // latency_bound, launch_bound, mixed), most promising first.
   virtual std::vector<std::string> params_for_bottleneck(const std::string& bottleneck) const = 0;

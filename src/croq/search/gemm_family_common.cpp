@@ -47,7 +47,7 @@ int dtype_bit(const DtypePair& d) {
 }
 
 std::string render_template(const std::string& family, const std::string& template_relpath,
-                            const std::vector<std::pair<std::string, std::string>>& defines, const ProblemDesc& p) {
+                            const std::vector<std::pair<std::string, std::string>>& defines, const FamilyProblem& p) {
   const auto path = find_project_dir("kernels") / template_relpath;
   auto text = read_file(path);
   if (!text) {

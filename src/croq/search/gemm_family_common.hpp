@@ -26,7 +26,7 @@ int dtype_bit(const DtypePair& d);
 // "#define NAME VALUE" lines, a #line directive and the template text: a complete source. The
 // template is read from the project's kernels/ folder (find_project_dir).
 std::string render_template(const std::string& family, const std::string& template_relpath,
-                            const std::vector<std::pair<std::string, std::string>>& defines, const ProblemDesc& p);
+                            const std::vector<std::pair<std::string, std::string>>& defines, const FamilyProblem& p);
 
 // Multiprocessors of the usual part of each architecture (H100/H200 132, A100 108, ...): used to
 // size defaults, never for correctness.

@@ -27,7 +27,7 @@ constexpr long long k_max_split_workspace = 512LL << 20;
 
 }  // namespace
 
-bool HopperGemmFamily::supports(const ProblemDesc& p) const {
+bool HopperGemmFamily::supports(const FamilyProblem& p) const {
   if (p.op != "matmul") return false;
   if (!p.arch.empty() && p.arch.rfind("sm_90", 0) != 0) return false;
   return gemm::dtype_bit(p.dtype) != 0 && p.m > 0 && p.n > 0 && p.k > 0;
@@ -74,12 +74,12 @@ int HopperGemmFamily::accumulator_registers(const FamilyConfig& c) {
   return (get(c, "BM") / split / 64) * get(c, "BN") / 2;
 }
 
-int HopperGemmFamily::effective_split(const FamilyConfig& c, const ProblemDesc& p) {
+int HopperGemmFamily::effective_split(const FamilyConfig& c, const FamilyProblem& p) {
   const long long kb = ceil_div(p.k, std::max(1, get(c, "BK")));
   return static_cast<int>(std::min<long long>(std::max(1, get(c, "SPLIT_K")), kb));
 }
 
-long long HopperGemmFamily::split_workspace_bytes(const FamilyConfig& c, const ProblemDesc& p) {
+long long HopperGemmFamily::split_workspace_bytes(const FamilyConfig& c, const FamilyProblem& p) {
   const int split = effective_split(c, p);
   if (split <= 1) return 0;
   const int bm = get(c, "BM"), bn = get(c, "BN"), cm = get(c, "CLUSTER_M"), cn = get(c, "CLUSTER_N");
@@ -88,7 +88,7 @@ long long HopperGemmFamily::split_workspace_bytes(const FamilyConfig& c, const P
   return tiles * (split - 1) * (static_cast<long long>(bm) * bn * 4 + groups * 8);
 }
 
-std::optional<std::string> HopperGemmFamily::violation(const FamilyConfig& c, const ProblemDesc& p) const {
+std::optional<std::string> HopperGemmFamily::violation(const FamilyConfig& c, const FamilyProblem& p) const {
   if (p.op != "matmul") return fmt::format("hopper_gemm computes matmul, not {}", p.op);
   if (!p.arch.empty() && p.arch.rfind("sm_90", 0) != 0)
     return fmt::format("hopper_gemm needs sm_90a (WGMMA, TMA, setmaxnreg); the target is {}", p.arch);
@@ -162,7 +162,7 @@ struct TileChoice {
 // first H200 probe (128x256: ~1380, 128x128: ~760, 64x64: ~360 clocks per k block at 4096^3).
 // Units run in waves of `sms`; each wave pays a pipeline fill; split-K adds the partial-sum
 // traffic and a flag round trip; the epilogue writes the tile once.
-double estimate_clocks(const TileChoice& t, int split, const ProblemDesc& p, int sms) {
+double estimate_clocks(const TileChoice& t, int split, const FamilyProblem& p, int sms) {
   const double kb = std::ceil(static_cast<double>(p.k) / 64.0);
   const double tiles = std::ceil(static_cast<double>(p.m) / t.bm) * std::ceil(static_cast<double>(p.n) / t.bn);
   const double units = tiles * split;
@@ -180,7 +180,7 @@ double estimate_clocks(const TileChoice& t, int split, const ProblemDesc& p, int
 
 }  // namespace
 
-FamilyConfig HopperGemmFamily::default_config(const ProblemDesc& p) const {
+FamilyConfig HopperGemmFamily::default_config(const FamilyProblem& p) const {
   const int sms = gemm::typical_sm_count(p.arch.empty() ? "sm_90a" : p.arch);
   const bool f32_out = p.dtype.output == ScalarType::f32;
   auto tiles = [&](int tm, int tn) { return ceil_div(p.m, tm) * ceil_div(p.n, tn); };
@@ -247,7 +247,7 @@ FamilyConfig HopperGemmFamily::default_config(const ProblemDesc& p) const {
   return c;
 }
 
-std::string HopperGemmFamily::render_source(const FamilyConfig& c, const ProblemDesc& p) const {
+std::string HopperGemmFamily::render_source(const FamilyConfig& c, const FamilyProblem& p) const {
   std::vector<std::pair<std::string, std::string>> defines;
   for (const char* name : k_order) {
     auto it = c.find(name);
@@ -258,7 +258,7 @@ std::string HopperGemmFamily::render_source(const FamilyConfig& c, const Problem
   return gemm::render_template(name(), template_path(), defines, p);
 }
 
-std::vector<std::string> HopperGemmFamily::build_flags(const FamilyConfig&, const ProblemDesc&) const {
+std::vector<std::string> HopperGemmFamily::build_flags(const FamilyConfig&, const FamilyProblem&) const {
   return {"-gencode=arch=compute_90a,code=sm_90a", "-std=c++17"};
 }
 

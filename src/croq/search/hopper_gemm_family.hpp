@@ -17,12 +17,12 @@ class HopperGemmFamily : public KernelFamily {
 
   std::string name() const override { return "hopper_gemm"; }
   std::string dsl() const override { return "cuda"; }
-  bool supports(const ProblemDesc& p) const override;
+  bool supports(const FamilyProblem& p) const override;
   std::vector<ParamSpec> params() const override;
-  FamilyConfig default_config(const ProblemDesc& p) const override;
-  std::optional<std::string> violation(const FamilyConfig& c, const ProblemDesc& p) const override;
-  std::string render_source(const FamilyConfig& c, const ProblemDesc& p) const override;
-  std::vector<std::string> build_flags(const FamilyConfig& c, const ProblemDesc& p) const override;
+  FamilyConfig default_config(const FamilyProblem& p) const override;
+  std::optional<std::string> violation(const FamilyConfig& c, const FamilyProblem& p) const override;
+  std::string render_source(const FamilyConfig& c, const FamilyProblem& p) const override;
+  std::vector<std::string> build_flags(const FamilyConfig& c, const FamilyProblem& p) const override;
   std::vector<std::string> params_for_bottleneck(const std::string& bottleneck) const override;
 
   // Shared memory the configuration's kernel requests (bytes), as the template computes it.
@@ -30,9 +30,9 @@ class HopperGemmFamily : public KernelFamily {
   // f32 accumulator registers per consumer thread.
   static int accumulator_registers(const FamilyConfig& c);
   // The split-K slices the kernel uses for the problem: SPLIT_K, at most one per k block.
-  static int effective_split(const FamilyConfig& c, const ProblemDesc& p);
+  static int effective_split(const FamilyConfig& c, const FamilyProblem& p);
   // Workspace bytes of the split-K partial sums and flags (0 without split-K).
-  static long long split_workspace_bytes(const FamilyConfig& c, const ProblemDesc& p);
+  static long long split_workspace_bytes(const FamilyConfig& c, const FamilyProblem& p);
   // The template's path under kernels/.
   static const char* template_path() { return "cuda/matmul/hopper/gemm_sm90.cu"; }
 };

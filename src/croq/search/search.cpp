@@ -15,7 +15,7 @@ json Proposal::to_json() const {
           {"plan", plan.to_json()}};
 }
 
-Search::Search(std::shared_ptr<KernelFamily> family, ProblemDesc problem, uint64_t seed)
+Search::Search(std::shared_ptr<KernelFamily> family, FamilyProblem problem, uint64_t seed)
     : m_family(std::move(family)), m_problem(std::move(problem)), m_seed(seed), m_rng(seed) {}
 
 std::string rationale(const std::string& b, const ParamSpec& p, bool up) {

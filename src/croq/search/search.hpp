@@ -36,7 +36,7 @@ struct SearchRules {
 
 class Search {
  public:
-  Search(std::shared_ptr<KernelFamily> family, ProblemDesc problem, uint64_t seed);
+  Search(std::shared_ptr<KernelFamily> family, FamilyProblem problem, uint64_t seed);
 
   // nullopt when every neighbour of the base is illegal or already tried.
   std::optional<Proposal> propose(const std::string& base_kernel, const FamilyConfig& base, const std::string& bottleneck,
@@ -48,7 +48,7 @@ class Search {
 
  private:
   std::shared_ptr<KernelFamily> m_family;
-  ProblemDesc m_problem;
+  FamilyProblem m_problem;
   uint64_t m_seed;
   std::mt19937_64 m_rng;
 };

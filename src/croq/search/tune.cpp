@@ -19,8 +19,8 @@
 
 namespace croq {
 
-ProblemDesc problem_from_task(const TaskRef& task) {
-  ProblemDesc p;
+FamilyProblem problem_from_task(const TaskRef& task) {
+  FamilyProblem p;
   p.op = task.shape.op.empty() ? "matmul" : task.shape.op;
   p.m = task.shape.m();
   p.n = task.shape.n();
@@ -35,7 +35,7 @@ ProblemDesc problem_from_task(const TaskRef& task) {
   return p;
 }
 
-std::shared_ptr<KernelFamily> choose_family(const std::string& requested, const std::string& dsl, const ProblemDesc& p) {
+std::shared_ptr<KernelFamily> choose_family(const std::string& requested, const std::string& dsl, const FamilyProblem& p) {
   if (!requested.empty()) {
     auto f = find_family(requested);
     if (!f) {
@@ -80,7 +80,7 @@ struct Tuner::Impl {
   TaskRef task;
   TuneOptions opt;
   Progress progress;
-  ProblemDesc problem;
+  FamilyProblem problem;
   std::shared_ptr<KernelFamily> family;
   std::unique_ptr<Search> search;
   json tune_doc;
@@ -233,7 +233,9 @@ struct Tuner::Impl {
 
   void profile(const std::string& kernel) {
     int round = Ledger(ws, task).index().max_round + 1;
-    VerbResult r = must("profile", {"profile", "--iter", kernel, "--round", std::to_string(round)});
+    std::vector<std::string> args = {"profile", "--iter", kernel, "--round", std::to_string(round)};
+    if (task.dsl != "cpp") args.insert(args.end(), {"--preset", opt.profile_preset});
+    VerbResult r = must("profile", args);
     event({{"event", "profile"}, {"kernel", kernel}, {"bottleneck", r.doc.value("bottleneck", json(nullptr))}});
   }
 

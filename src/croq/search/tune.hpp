@@ -29,12 +29,13 @@ struct TuneOptions {
   uint64_t seed = 0;       // 0: a fresh seed (recorded)
   double explore = 0.15;
   bool git_commit = false;
+  std::string profile_preset = "full";  // croq profile --preset: full or quick (GPU dsls)
   std::chrono::seconds step_timeout{900};
 };
 
 // Picks the family for a problem (throws Error(usage) when none supports it).
-std::shared_ptr<KernelFamily> choose_family(const std::string& requested, const std::string& dsl, const ProblemDesc& p);
-ProblemDesc problem_from_task(const TaskRef& task);
+std::shared_ptr<KernelFamily> choose_family(const std::string& requested, const std::string& dsl, const FamilyProblem& p);
+FamilyProblem problem_from_task(const TaskRef& task);
 
 class Tuner {
  public:

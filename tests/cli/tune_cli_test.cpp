@@ -1,0 +1,236 @@
+// croq tune end to end on the cpp dsl (no GPU needed): the real verbs, real builds of the cpp_tiled
+// family, the real CPU runner and the OpenBLAS baseline. It shows that the loop finds a kernel better
+// than its starting one, that the protocol refuses rule violations made by hand through the same
+// verbs, and that a tune killed with SIGKILL in the middle of a round resumes without losing a record.
+#include <gtest/gtest.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <thread>
+
+#include "croq/util/fs.hpp"
+#include "croq/util/json.hpp"
+#include "croq/util/text.hpp"
+#include "support/test_support.hpp"
+
+using croq::json;
+using croq::test::CroqRun;
+using croq::test::run_croq;
+using croq::test::TempDir;
+namespace fs = std::filesystem;
+
+namespace {
+
+const std::string k_key = "matmul_f32_256x256x256";
+constexpr auto k_long = std::chrono::milliseconds(600000);
+
+struct TaskPaths {
+  std::string gpu;
+  fs::path logs;
+  fs::path srcs;
+};
+
+TaskPaths paths_of(const fs::path& root, const std::string& task_id) {
+  auto parts = croq::split(task_id, '/');
+  EXPECT_EQ(parts.size(), 4u) << task_id;
+  TaskPaths p;
+  p.gpu = parts.at(0);
+  p.logs = root / "tuning" / parts[0] / "cpp" / "logs" / parts[2] / parts[3];
+  p.srcs = root / "tuning" / parts[0] / "cpp" / "srcs" / parts[2] / parts[3];
+  return p;
+}
+
+std::vector<json> records(const fs::path& logs) {
+  std::vector<json> out;
+  auto text = croq::read_file(logs / "idea-log.jsonl");
+  if (!text) return out;
+  for (const auto& line : croq::split(*text, '\n')) {
+    if (line.empty()) continue;
+    out.push_back(json::parse(line));
+  }
+  return out;
+}
+
+std::vector<std::string> task_args(const std::string& gpu) {
+  return {"--gpu", gpu, "--dsl", "cpp", "--shape-key", k_key, "--model", "croq-search"};
+}
+
+std::vector<std::string> with(std::vector<std::string> args, const std::string& gpu) {
+  auto t = task_args(gpu);
+  args.insert(args.end(), t.begin(), t.end());
+  return args;
+}
+
+// One tune of a few rounds, shared by the tests that inspect its results.
+class TunedTask : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    s_dir = new TempDir();
+    s_run = new CroqRun(run_croq(s_dir->path(), {"tune", k_key, "--dsl", "cpp", "--rounds", "8", "--seed", "11"}, {},
+                                 {}, k_long));
+  }
+  static void TearDownTestSuite() {
+    delete s_run;
+    delete s_dir;
+  }
+  static TempDir* s_dir;
+  static CroqRun* s_run;
+};
+TempDir* TunedTask::s_dir = nullptr;
+CroqRun* TunedTask::s_run = nullptr;
+
+TEST_F(TunedTask, CompletesTheRoundsAndKeepsAKernelBetterThanTheStartingOne) {
+  ASSERT_EQ(s_run->rc, 0) << s_run->err.substr(s_run->err.size() > 4000 ? s_run->err.size() - 4000 : 0);
+  const json& doc = s_run->doc;
+  ASSERT_TRUE(doc.is_object()) << s_run->out;
+  EXPECT_EQ(doc.value("rounds", 0), 8);
+  TaskPaths p = paths_of(s_dir->path(), doc.value("task", ""));
+  auto recs = records(p.logs);
+  ASSERT_EQ(recs.size(), 10u);  // iter000 baseline, iter001 the starting kernel, 8 rounds
+  EXPECT_EQ(recs[0].value("decision", ""), "BASELINE");
+  EXPECT_EQ(recs[1].value("iter", ""), "iter001");
+  const double start = recs[1].value("tflops", 0.0);
+  ASSERT_GT(start, 0);
+  int keeps = 0;
+  double best_keep = 0;
+  for (size_t i = 2; i < recs.size(); ++i) {
+    const json& r = recs[i];
+    EXPECT_EQ(r.value("round", -1), static_cast<int>(i) - 1) << r.dump();
+    if (r.value("decision", "") == "KEEP") {
+      ++keeps;
+      best_keep = std::max(best_keep, r.value("tflops", 0.0));
+      // Every KEEP carries the measurement it was decided on.
+      ASSERT_TRUE(r.contains("measurement")) << r.dump();
+      EXPECT_EQ(r["measurement"].value("source", ""), "measured") << r.dump();
+    }
+    EXPECT_NE(r.value("bottleneck", ""), "unknown");
+  }
+  EXPECT_GE(keeps, 1) << "no round was kept";
+  EXPECT_GT(best_keep, start) << "the best kept kernel is not faster than iter001";
+  // The summary names the best kernel and the TSV view has a row per record (plus the header).
+  ASSERT_TRUE(doc["best"].is_object());
+  EXPECT_GE(doc["best"].value("tflops", 0.0), best_keep);
+  auto tsv = croq::read_file(p.logs / "results.tsv");
+  ASSERT_TRUE(tsv);
+  int rows = 0;
+  for (const auto& line : croq::split(*tsv, '\n')) rows += !line.empty();
+  EXPECT_EQ(rows, 11);
+}
+
+TEST_F(TunedTask, EveryIdeaStoodOnAProfileOfItsBase) {
+  ASSERT_EQ(s_run->rc, 0);
+  TaskPaths p = paths_of(s_dir->path(), s_run->doc.value("task", ""));
+  auto text = croq::read_file(p.logs / "evidence.jsonl");
+  ASSERT_TRUE(text);
+  int profiles = 0;
+  for (const auto& line : croq::split(*text, '\n')) {
+    if (line.empty()) continue;
+    json e = json::parse(line);
+    if (e.value("kind", "") == "profile") {
+      ++profiles;
+      EXPECT_EQ(e["summary"].value("preset", ""), "cpu-timing");
+      EXPECT_NE(e["summary"].value("bottleneck", "unknown"), "unknown");
+    }
+  }
+  EXPECT_GE(profiles, 1);
+}
+
+TEST_F(TunedTask, RuleViolationsMadeByHandAreRefused) {
+  ASSERT_EQ(s_run->rc, 0);
+  const fs::path& root = s_dir->path();
+  TaskPaths p = paths_of(root, s_run->doc.value("task", ""));
+  auto before = records(p.logs);
+
+  // A typed number is not a measurement: STORE refuses it in an enforced task.
+  CroqRun typed = run_croq(root, with({"store-round", "--iter", "iter099", "--kernel", "iter099_fake", "--decision", "KEEP",
+                                       "--tflops", "999", "--bottleneck", "compute_bound", "--idea", "typed"},
+                                      p.gpu));
+  EXPECT_EQ(typed.rc, 5) << typed.out << typed.err;
+  EXPECT_NE(typed.out.find("\"refused\""), std::string::npos) << typed.out;
+
+  // IMPLEMENT needs a checkpoint: building with none open is refused.
+  fs::path src = p.srcs / "iter099_byhand.cpp";
+  fs::copy_file(p.srcs / (before[1].value("kernel", "") + ".cpp"), src);
+  CroqRun build = run_croq(root, with({"build", "--iter", "iter099_byhand"}, p.gpu));
+  EXPECT_EQ(build.rc, 5) << build.out << build.err;
+  EXPECT_NE(build.out.find("checkpoint_before_implement"), std::string::npos) << build.out;
+
+  // An idea that repeats a stored combination is refused (after a fresh profile of the best).
+  const json* last_with_params = nullptr;
+  for (const auto& r : before) {
+    if (r.contains("params") && r.value("decision", "") != "BASELINE") last_with_params = &r;
+  }
+  ASSERT_NE(last_with_params, nullptr);
+  CroqRun prof = run_croq(root, with({"profile", "--iter", s_run->doc["best"].value("kernel", "")}, p.gpu), {}, {}, k_long);
+  ASSERT_EQ(prof.rc, 0) << prof.out << prof.err;
+  std::string bottleneck = prof.doc.value("bottleneck", "");
+  CroqRun repeat = run_croq(
+      root, with({"checkpoint", "write", "--iter", "iter099", "--bottleneck", bottleneck, "--idea", "the same again",
+                  "--base", last_with_params->value("base", ""), "--params", (*last_with_params)["params"].dump(),
+                  "--structural", last_with_params->value("structural", "")},
+                 p.gpu));
+  EXPECT_EQ(repeat.rc, 5) << repeat.out << repeat.err;
+  EXPECT_NE(repeat.out.find("no_repeat"), std::string::npos) << repeat.out;
+
+  // Nothing of the above was stored.
+  EXPECT_EQ(records(p.logs).size(), before.size());
+}
+
+// SIGKILL in the middle of a round, then the same command again: it resumes the invocation and
+// finishes it; every record stored before the kill is still there, and the rounds are contiguous.
+TEST(TuneCli, ResumesAfterSigkillWithoutLosingARecord) {
+  TempDir dir;
+  pid_t pid = ::fork();
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {
+    ::setpgid(0, 0);
+    int null = ::open("/dev/null", O_WRONLY);
+    ::dup2(null, 1);
+    ::dup2(null, 2);
+    ::unsetenv("CROQ_ROOT");
+    ::execl(CROQ_BIN, CROQ_BIN, "--root", dir.path().c_str(), "tune", k_key.c_str(), "--dsl", "cpp", "--rounds", "5",
+            "--seed", "5", static_cast<char*>(nullptr));
+    ::_exit(127);
+  }
+  // Wait until round 2 is stored (baseline, iter001, round 1, round 2), then kill the whole group.
+  fs::path log;
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::minutes(8);
+  size_t seen = 0;
+  while (std::chrono::steady_clock::now() < deadline) {
+    std::error_code ec;
+    for (auto it = fs::recursive_directory_iterator(dir.path() / "tuning", ec); !ec && it != fs::end(it); it.increment(ec)) {
+      if (it->path().filename() == "idea-log.jsonl") log = it->path();
+    }
+    if (!log.empty()) seen = records(log.parent_path()).size();
+    if (seen >= 4) break;
+    int status = 0;
+    if (::waitpid(pid, &status, WNOHANG) == pid) FAIL() << "tune ended before it could be killed";
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  ASSERT_GE(seen, 4u) << "tune did not store two rounds in time";
+  std::this_thread::sleep_for(std::chrono::milliseconds(700));  // into the next round's steps
+  ::kill(-pid, SIGKILL);
+  int status = 0;
+  ::waitpid(pid, &status, 0);
+  auto before = records(log.parent_path());
+  ASSERT_GE(before.size(), 4u);
+
+  CroqRun again = run_croq(dir.path(), {"tune", k_key, "--dsl", "cpp", "--rounds", "5", "--seed", "5"}, {}, {}, k_long);
+  ASSERT_EQ(again.rc, 0) << again.err.substr(again.err.size() > 4000 ? again.err.size() - 4000 : 0);
+  EXPECT_NE(again.err.find("\"resume\""), std::string::npos) << "the second run did not resume the invocation";
+  auto after = records(log.parent_path());
+  ASSERT_GE(after.size(), before.size());
+  for (size_t i = 0; i < before.size(); ++i) EXPECT_EQ(after[i].dump(), before[i].dump()) << "record " << i << " changed";
+  // Rounds 0..5 each stored exactly once.
+  std::vector<int> rounds;
+  for (const auto& r : after) rounds.push_back(r.value("round", -1));
+  std::vector<int> want = {0, 0, 1, 2, 3, 4, 5};
+  EXPECT_EQ(rounds, want);
+  CroqRun valid = run_croq(dir.path(), with({"session", "validate"}, paths_of(dir.path(), again.doc.value("task", "")).gpu));
+  EXPECT_EQ(valid.rc, 0) << valid.out << valid.err;
+}
+
+}  // namespace
