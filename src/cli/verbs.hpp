@@ -36,5 +36,7 @@ VerbRunner setup_sass_dump(CLI::App&);
 VerbRunner setup_sass_compare(CLI::App&);
 VerbRunner setup_serve(CLI::App&);
 VerbRunner setup_report(CLI::App&);
+VerbRunner setup_init(CLI::App&);
+VerbRunner setup_agent_run(CLI::App&);
 
 }  // namespace croq::cli
