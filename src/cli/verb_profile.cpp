@@ -17,6 +17,7 @@
 #include "croq/protocol/evidence.hpp"
 #include "croq/profile/lease.hpp"
 #include "croq/profile/ncu_runner.hpp"
+#include "croq/util/fs.hpp"
 #include "croq/util/paths.hpp"
 #include "croq/util/process.hpp"
 #include "croq/util/text.hpp"
@@ -51,6 +52,58 @@ std::string resolve_iter_kernel(const fs::path& bin_dir, const std::string& iter
                 "give the full kernel name (iter<NNN>_<tag>), or build the iteration with `croq build` first");
   }
   return found.front();
+}
+
+// The cpp backend has no Nsight Compute: its "profile" is a roofline estimate from a fresh
+// measurement of the candidate (croq measure, in a child process) against the OpenBLAS baseline
+// and the shape's arithmetic intensity. It is written to perf/<key>/<model>/cpuprof_<kernel>_round<R>.json
+// and recorded as the round's profile evidence, with confidence low.
+json profile_cpu_estimate(Context& ctx, Workspace& ws, const TaskRef& t, const std::string& kernel, int round) {
+  const fs::path perf = ws.kind_dir(t, ArtifactKind::perf);
+  ensure_dir(perf);
+  const fs::path meas = perf / fmt::format("cpuprof_{}_round{}.measure.json", kernel, round);
+  ProcessSpec spec;
+  spec.argv = {(self_exe_dir() / "croq").string(), "--root", ws.root().string(), "-q", "measure", "--gpu", t.gpu,
+               "--dsl", t.dsl, "--shape-key", t.shape.text, "--model", t.model, "--iter", kernel, "--out", meas.string()};
+  spec.timeout = std::chrono::minutes(10);
+  ProcessResult r = process_runner().run(spec);
+  auto m = try_parse_json(r.out);
+  if (!r.ok() || !m || !m->is_object()) {
+    throw Error(ExitCode::candidate_failed, fmt::format("croq measure of {} failed ({}): {}", kernel, r.describe(), trim(r.err)),
+                "fix the candidate (croq measure --iter " + kernel + " shows the verdict), then profile again");
+  }
+  const double tflops = m->value("tflops", 0.0);
+  Ledger ledger(ws, t);
+  const auto& idx = ledger.index();
+  const double base = idx.baseline && idx.baseline->tflops ? *idx.baseline->tflops : 0.0;
+  const double mm = static_cast<double>(t.shape.m()), nn = static_cast<double>(t.shape.n()), kk = static_cast<double>(t.shape.k());
+  const double intensity = 2 * mm * nn * kk / (4 * (mm * kk + kk * nn + mm * nn));
+  const double ratio = base > 0 ? tflops / base : 0.0;
+  std::string bottleneck, reason;
+  if (intensity < 4) {
+    bottleneck = "memory_bound";
+    reason = fmt::format("arithmetic intensity {:.1f} flop/byte: the shape itself streams memory", intensity);
+  } else if (ratio >= 0.6) {
+    bottleneck = "compute_bound";
+    reason = fmt::format("{:.0f} % of OpenBLAS at intensity {:.1f}: the arithmetic units are the limit", ratio * 100, intensity);
+  } else {
+    bottleneck = "memory_bound";
+    reason = fmt::format("{:.0f} % of OpenBLAS although the shape's intensity is {:.1f} flop/byte: the kernel reloads "
+                         "data from memory (cache blocking and packing are the levers)",
+                         ratio * 100, intensity);
+  }
+  json cls = {{"iter", kernel}, {"bottleneck", bottleneck}, {"confidence", "low"}, {"reason", reason},
+              {"method", "cpu-roofline-estimate"},
+              {"metrics", {{"achieved_tflops", tflops}, {"baseline_tflops", base}, {"pct_of_baseline", ratio * 100},
+                           {"arithmetic_intensity", intensity}}}};
+  const fs::path file = perf / fmt::format("cpuprof_{}_round{}.json", kernel, round);
+  atomic_write(file, cls.dump(2) + "\n");
+  record_evidence(ws, t, EvidenceKind::profile, kernel, file, {{"bottleneck", bottleneck}, {"confidence", "low"},
+                                                                {"method", "cpu-roofline-estimate"}}, round);
+  ctx.note(fmt::format("profile (cpu estimate): {} {} — {}", kernel, bottleneck, reason));
+  return {{"ok", true}, {"kernel", kernel}, {"kernel_origin", "candidate"}, {"round", round}, {"report", nullptr},
+          {"csv", nullptr}, {"file", ws.display(file)}, {"measurement", ws.display(meas)}, {"classification", cls},
+          {"bottleneck", bottleneck}, {"confidence", "low"}};
 }
 
 }  // namespace
@@ -103,8 +156,16 @@ VerbRunner setup_profile(CLI::App& app) {
     TaskRef t = resolve_task(ctx, o->task);
     Workspace& ws = ctx.ws();
     if (t.dsl == "cpp") {
-      throw Error(ExitCode::no_device, "croq profile runs Nsight Compute on a GPU kernel; the cpp backend has none",
-                  "profile GPU tasks (dsl cuda, croqtile, triton)");
+      if (o->iter.empty()) {
+        throw Error(ExitCode::no_device, "Nsight Compute needs a GPU kernel; the cpp backend profiles only candidates (an estimate)",
+                    "croq profile --iter <kernel> on a cpp task; --baseline and --binary are for GPU tasks");
+      }
+      if (o->round < 0) {
+        Ledger ledger(ws, t);
+        o->round = ledger.exists() ? ledger.index().max_round + 1 : 1;
+      }
+      ctx.emit(profile_cpu_estimate(ctx, ws, t, resolve_iter_kernel(ws.kind_dir(t, ArtifactKind::bin), o->iter), o->round));
+      return ExitCode::ok;
     }
     if (o->baseline && o->library.empty()) o->library = "cublas";
     if (o->round < 0) {
