@@ -21,6 +21,7 @@
 #include "croq/protocol/evidence.hpp"
 #include "croq/profile/lease.hpp"
 #include "croq/profile/ncu_runner.hpp"
+#include "croq/util/fs.hpp"
 #include "croq/util/paths.hpp"
 #include "croq/util/process.hpp"
 #include "croq/util/text.hpp"

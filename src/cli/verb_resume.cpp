@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include "cli/verbs.hpp"
+#include "croq/agent/prompt.hpp"
 #include "croq/session/maintenance.hpp"
 #include "croq/gpu/device_key.hpp"
 #include "croq/session/resume.hpp"
@@ -12,10 +13,21 @@ namespace croq::cli {
 
 VerbRunner setup_resume(CLI::App& app) {
   auto o = std::make_shared<TaskOptions>();
+  auto summary = std::make_shared<bool>(false);
   add_task_options(app, *o);
-  return [o](Context& ctx) {
+  app.add_flag("--summary", *summary, "add `summary`: where the task stands as text, the prompt that resumes an agent");
+  return [o, summary](Context& ctx) {
     TaskRef t = resolve_task(ctx, *o);
-    ctx.emit(resume_state(ctx.ws(), t));
+    json doc = resume_state(ctx.ws(), t);
+    if (*summary) {
+      agent::ResumeSummary s = agent::resume_summary(ctx.ws(), t);
+      doc["summary"] = s.text;
+      doc["state"] = s.doc["state"];
+      doc["stop_allowed"] = s.doc["stop_allowed"];
+      doc["stop_reason"] = s.doc["stop_reason"];
+      ctx.note(s.text);
+    }
+    ctx.emit(doc);
     return ExitCode::ok;
   };
 }

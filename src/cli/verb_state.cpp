@@ -6,6 +6,7 @@
 #include "cli/verbs.hpp"
 #include "croq/ledger/ledger.hpp"
 #include "croq/protocol/protocol.hpp"
+#include "croq/protocol/stop.hpp"
 #include "croq/util/fs.hpp"
 #include "croq/util/time.hpp"
 
@@ -49,28 +50,9 @@ VerbRunner setup_state(CLI::App& app) {
     TaskState s = derive_state(ctx.ws(), t);
     json doc = s.to_json();
     doc["task"] = t.id();
-    // Stop conditions of the seeds.
-    const auto& b = s.details["budget"];
-    int completed = b.value("completed", 0), target = b.value("target_rounds", 50);
-    int streak = s.details.value("discard_streak", 0);
-    bool stop = completed >= target;
-    std::string why = stop ? "the round budget is met" : fmt::format("{} of {} rounds done", completed, target);
-    if (!stop && streak >= 10) {
-      History h = History::load(Ledger(ctx.ws(), t));
-      bool structural_tried = false;
-      int seen = 0;
-      for (auto it = h.rounds().rbegin(); it != h.rounds().rend() && seen < streak; ++it, ++seen) {
-        structural_tried = structural_tried || it->plan.is_structural();
-      }
-      if (structural_tried) {
-        stop = true;
-        why = fmt::format("{} consecutive rounds not kept after the escalation path (structural resets tried): a local "
-                          "minimum — report it",
-                          streak);
-      }
-    }
-    doc["stop_allowed"] = stop;
-    doc["stop_reason"] = why;
+    StopCheck stop = stop_condition(ctx.ws(), t, s);
+    doc["stop_allowed"] = stop.stop_allowed;
+    doc["stop_reason"] = stop.reason;
     ctx.emit(doc);
     ctx.note(fmt::format("{}: {} — next: {}", t.id(), step_name(s.step), s.next_action));
     return ExitCode::ok;

@@ -104,6 +104,42 @@ const std::vector<VerbSpec>& verbs() {
        "candidate, base}`; the checkpoint's status becomes VERIFIED or DRIFT. Exit 3 on significant "
        "drift, 4 without a checkpoint, 10 if the checkpoint cannot be read.",
        setup_checkpoint_verify},
+      {"init", "install the skills a coding agent loads (and, with --compat, the seeds' tool shims)",
+       "Writes the croq skills into the workspace at the path each agent loads them from: claude "
+       "`.claude/skills/`, cursor `.cursor/skills/`, opencode `.opencode/skills/`, codex `.agents/skills/` "
+       "(`--agent`, repeatable; default claude). Skills: croq-tune (the loop), croq-dsl-cuda, croq-dsl-croqtile, "
+       "croq-dsl-triton, croq-dsl-cpp, base-tune (a folder of kernels) and croq-tune-from-scratch (the shape "
+       "sweep); each step names the croq verb to call, what its JSON says and what to do when croq refuses. "
+       "`--compat` also installs `.claude/skills/croq-tune/tools/<tool>.sh` (and .py) for every tool the seeds "
+       "name, plus `.claude/skills/fsm-engine/scripts/{state-transition,pre-step-check,post-step-check}.sh`: "
+       "each takes the seeds' arguments and calls croq, so existing skills run unchanged (docs/agents.md). "
+       "Creates `tuning/` and, when absent, `.croq/agents.json` (the agent command templates of `croq agent run`).\n\n"
+       "Re-running init updates croq's files in place: `.croq/init-manifest.json` records the hash of every file "
+       "croq wrote; a file edited since (or not written by croq) is left alone and reported as `kept_modified` "
+       "(`--force` replaces it); a file croq no longer ships is removed unless edited. `--dry-run` writes nothing.\n\n"
+       "Output: `{root, manifest, counts:{created, updated, unchanged, kept_modified, removed, kept_obsolete}, "
+       "kept_user_files, files:[{path, action, group, source}], agents_config, skills, dry_run, notes}`. "
+       "Exit 2 for an unknown agent.",
+       setup_init},
+      {"agent run", "run a coding agent on a task and supervise it until the protocol's stop condition",
+       "Starts the agent's command line (a template in `.croq/agents.json`, else croq's defaults for claude, "
+       "cursor, opencode and codex; placeholders {prompt} {prompt_file} {root} {croq} {gpu} {dsl} {shape_key} "
+       "{model} {task_uid} {session} {skills_dir}) in the workspace root with the loop's prompt for the task. "
+       "Begins the protocol (enforced, `--rounds`, else CROQ_BUDGET_ROUNDS, else 50) when the task has none. "
+       "Progress is read from the task's files (ledger, evidence log, checkpoint, sources), never from the "
+       "agent's prose: a session without progress for `--stall-seconds` is stopped; a session that ends before "
+       "the stop condition holds is started again with `croq resume --summary` as its prompt, up to "
+       "`--max-sessions`; a rate limit (exit 75, or a rate-limit message in the output of a failed session) is "
+       "waited out (`--rate-limit-wait`, doubling) up to `--rate-limit-retries` times; once `croq state` allows "
+       "the stop, the session is ended and the run finishes. Output of each session: "
+       "memory/<key>/<model>/sessions/<session>.log, its prompt <session>.prompt.md, one line per session in "
+       "sessions/index.jsonl.\n\n"
+       "Output: `{task, agent, exit_code, stop_reason, sessions:[{session, prompt, outcome, exit_code, how, "
+       "rounds_before, rounds_after, log}], rounds_at_start, rounds, sessions_dir}`. Exit 0 when the stop "
+       "condition holds, 75 when still rate limited (the monitor parks the task), 1 when the sessions ran out "
+       "first, 127 when the agent cannot be started, 2 for an unknown agent. Usable as the monitor's `agent` "
+       "driver (`croq agent run --dsl ... --shape-key ... --model ... --task-uid ... --agent NAME`).",
+       setup_agent_run},
       {"resume", "where a task stands: the seeds' resume JSON",
        "The seeds' resume_state. Fields: dsl, shape_key, current_best_tflops, current_best_kernel, "
        "current_best_iter, last_round, last_iter, last_decision, last_bottleneck, next_iter_number, "
@@ -112,7 +148,10 @@ const std::vector<VerbSpec>& verbs() {
        "Exact-match guard: a shape key with no srcs/ folder is a fresh start, even when a key with "
        "the same dimensions in another order exists (named in `similar_keys`, never resumed).\n\n"
        "Read-only and tolerant: malformed or torn lines, a damaged checkpoint, task config or "
-       "reservations file become `warnings`, not errors. Exit 0 unless the arguments are invalid (2).",
+       "reservations file become `warnings`, not errors. `--summary` adds `summary` (the same facts as a few "
+       "lines of text, with the recent rounds, the protocol's next step and the stop condition: the prompt "
+       "that resumes an agent session), `state`, `stop_allowed` and `stop_reason`. Exit 0 unless the "
+       "arguments are invalid (2).",
        setup_resume},
       {"reinforce", "the one-line progress summary printed after every STORE",
        "Output: `{line, round, best, last, discard_streak, next_iter, next_round, reread}`; the line "

@@ -36,6 +36,7 @@ void close_fd(int& fd) {
 std::string ProcessResult::describe() const {
   if (!started) return "not started: " + spawn_error;
   if (timed_out) return fmt::format("timed out after {:.0f} ms", wall_ms);
+  if (stopped) return fmt::format("stopped by croq after {:.0f} ms", wall_ms);
   if (term_signal != 0) {
     const char* name = ::sigabbrev_np(term_signal);
     return fmt::format("signal {} (SIG{})", term_signal, name ? name : "?");
@@ -199,6 +200,19 @@ ProcessResult SystemProcessRunner::run(const ProcessSpec& spec) {
 
   auto deadline = std::chrono::steady_clock::now() + spec.timeout;
   bool killed = false;
+  // should_stop: SIGTERM first, SIGKILL once the grace period has passed.
+  std::optional<std::chrono::steady_clock::time_point> stop_kill_at;
+  auto poll_stop = [&] {
+    if (killed) return;
+    if (!stop_kill_at && spec.should_stop && spec.should_stop()) {
+      ::kill(spec.new_process_group ? -pid : pid, SIGTERM);
+      result.stopped = true;
+      stop_kill_at = std::chrono::steady_clock::now() + spec.stop_grace;
+    } else if (stop_kill_at && std::chrono::steady_clock::now() >= *stop_kill_at) {
+      ::kill(spec.new_process_group ? -pid : pid, SIGKILL);
+      killed = true;
+    }
+  };
   char buf[1 << 16];
   while (out_pipe[0] >= 0 || err_pipe[0] >= 0) {
     pollfd fds[3];
@@ -219,6 +233,7 @@ ProcessResult SystemProcessRunner::run(const ProcessSpec& spec) {
       }
       wait_ms = static_cast<int>(std::min<long long>(left, 200));
     }
+    poll_stop();
     int rc = ::poll(fds, static_cast<nfds_t>(nfds), wait_ms);
     if (rc < 0 && errno != EINTR) break;
     if (rc <= 0) continue;
@@ -263,6 +278,7 @@ ProcessResult SystemProcessRunner::run(const ProcessSpec& spec) {
       killed = true;
       result.timed_out = true;
     }
+    poll_stop();
     ::usleep(1000);
   }
   if (killed && spec.new_process_group) ::kill(-pid, SIGKILL);  // stragglers in the group

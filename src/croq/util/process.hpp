@@ -23,6 +23,11 @@ struct ProcessSpec {
   bool new_process_group = true;                 // so a timeout kills the whole tree
   // Called with each chunk of stdout/stderr as it arrives (progress display, live logs).
   std::function<void(bool is_stderr, std::string_view chunk)> on_output;
+  // Polled about every 200 ms while the child runs; when it returns true the child is stopped
+  // (SIGTERM to its process group, SIGKILL after `stop_grace`) and ProcessResult::stopped is set.
+  // Supervisors (croq agent run) use it to end a stalled or finished session.
+  std::function<bool()> should_stop;
+  std::chrono::milliseconds stop_grace{5000};
 };
 
 struct ProcessResult {
@@ -31,6 +36,7 @@ struct ProcessResult {
   int exit_code = -1;            // valid when exited normally
   int term_signal = 0;           // non-zero when killed by a signal
   bool timed_out = false;        // killed by croq at the time limit
+  bool stopped = false;          // stopped because ProcessSpec::should_stop returned true
   std::string out;
   std::string err;
   size_t out_dropped = 0;        // bytes beyond max_capture_bytes

@@ -15,6 +15,7 @@
 #include "croq/util/error.hpp"
 #include "croq/util/fs.hpp"
 #include "croq/util/process.hpp"
+#include "croq/util/rate_limit.hpp"
 #include "croq/util/text.hpp"
 #include "croq/util/time.hpp"
 
@@ -45,15 +46,7 @@ std::string read_tail_bytes(const fs::path& p, size_t n) {
 
 }  // namespace
 
-bool mentions_rate_limit(std::string_view text) {
-  static const char* phrases[] = {"rate limit", "rate-limit", "rate_limit", "ratelimit", "too many requests",
-                                  "usage limit", "http 429", "status 429", "error 429"};
-  std::string lower = to_lower(text);
-  for (const char* p : phrases) {
-    if (lower.find(p) != std::string::npos) return true;
-  }
-  return false;
-}
+bool mentions_rate_limit(std::string_view text) { return mentions_rate_limit_phrase(text); }
 
 Scheduler::Scheduler(const Workspace& ws, Database& db, EventBus* bus, ChildLauncher& launcher,
                      SchedulerOptions options, Clock now)
