@@ -15,7 +15,7 @@ for exe in "$build"/bin/*; do
   objcopy --strip-debug "$exe" "$dest/bin/$(basename "$exe")"
 done
 # Libraries outside the base system (the GPU machine's image is another distribution).
-skip='linux-vdso|ld-linux|libc\.so|libm\.so|libpthread|libdl\.so|librt\.so|libgcc_s|libstdc\+\+|libcuda\.so'
+skip='linux-vdso|ld-linux|libc\.so|libm\.so|libpthread|libdl\.so|librt\.so|libgcc_s|libstdc\+\+|libcuda\.so|libcublas|libcudart|libnvrtc|libnvJitLink'
 for exe in "$dest"/bin/*; do
   ldd "$exe" 2>/dev/null | awk '/=> \// {print $3}' | grep -Ev "$skip" || true
 done | sort -u | while read -r lib; do

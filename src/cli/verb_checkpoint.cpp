@@ -81,7 +81,8 @@ VerbRunner setup_checkpoint_write(CLI::App& app) {
       IdeaPlan plan = IdeaPlan::from_json(cp.extra);
       plan.base = cp.base;
       plan = complete_plan(History::load(ledger), plan, "");
-      for (auto& [k, v] : plan.to_json().items()) cp.extra[k] = v;
+      const json completed = plan.to_json();  // a named object: items() would dangle on a temporary
+      for (auto& [k, v] : completed.items()) cp.extra[k] = v;
     }
     guard_idea(ctx.ws(), t, cp);
     try {

@@ -191,6 +191,39 @@ TEST(BuildCli, RealNvccReportsResources) {
   EXPECT_EQ(again.doc["resources"], r.doc["resources"]);
 }
 
+// The real Choreo compiler, both phases: runs where CROQ_TEST_CHOREO_HOME names a built croqtile
+// checkout (its build/choreo and extern/cutlass with the CUTLASS 4.2.1 headers) and nvcc is
+// installed; skipped elsewhere (CI does not build the compiler).
+TEST(BuildCli, RealChoreoBuildsACoThroughBothPhases) {
+  const char* home = std::getenv("CROQ_TEST_CHOREO_HOME");
+  if (!home || !*home) GTEST_SKIP() << "set CROQ_TEST_CHOREO_HOME to a built croqtile checkout to run this";
+  auto nvcc = find_executable("nvcc");
+  if (!nvcc && fs::exists("/usr/local/cuda/bin/nvcc")) nvcc = fs::path("/usr/local/cuda/bin/nvcc");
+  if (!nvcc) GTEST_SKIP() << "no CUDA toolkit";
+  TempDir root;
+  std::vector<std::string> task = {"--gpu", "sm90_NVIDIA_H200", "--dsl", "croqtile", "--shape-key",
+                                   "matmul_f16fp32_2048x2048x2048", "--model", "m1"};
+  std::map<std::string, std::string> env = {{"CHOREO_HOME", home},
+                                            {"CUTE_HOME", (fs::path(home) / "extern/cutlass").string()},
+                                            {"CROQ_NVCC", nvcc->string()}};
+  auto prep = run_croq(root.path(),
+                       args({"prepare"}, args(task, {"--from", std::string(CROQ_TEST_DATA_DIR) + "/choreo/matmul_f16f32_wgmma.co",
+                                                     "--tag", "wgmma"})),
+                       env);
+  ASSERT_EQ(prep.rc, 0) << prep.out << prep.err;
+  auto r = run_croq(root.path(), args({"build"}, args(task, {"--iter", "iter001_wgmma"})), env, {},
+                    std::chrono::milliseconds(900000));
+  ASSERT_EQ(r.rc, 0) << r.out << r.err;
+  EXPECT_EQ(r.doc["verdict"], "OK");
+  fs::path srcs = root.path() / "tuning/sm90_NVIDIA_H200/croqtile/srcs/matmul_f16fp32_2048x2048x2048/m1";
+  EXPECT_TRUE(fs::exists(srcs / "iter001_wgmma.cu")) << "phase 1 did not write the extracted .cu beside the .co";
+  bool has_so = false;
+  for (const auto& o : r.doc["outputs"]) has_so = has_so || ends_with(o.get<std::string>(), ".so");
+  EXPECT_TRUE(has_so) << r.out;
+  auto again = run_croq(root.path(), args({"build"}, args(task, {"--iter", "iter001_wgmma"})), env);
+  EXPECT_EQ(again.doc["cached"], true) << again.out;
+}
+
 TEST(BuildCli, TritonSourcesAreCheckedForLibraryCallsByRealPython) {
   if (!find_executable("python3")) GTEST_SKIP() << "no python3";
   TempDir root;

@@ -151,7 +151,9 @@ class EnforcedTask : public ::testing::Test {
   }
   void store(const RoundRecord& r) {
     Ledger l(*ws, task);
-    l.store(r, false, std::chrono::milliseconds(1000));
+    StoreOptions options;
+    options.auto_round = false;
+    l.store(r, options, std::chrono::milliseconds(1000));
   }
   void prepared() {
     store(rec(0, "iter000_openblas", Decision::BASELINE, 50));
@@ -232,8 +234,7 @@ TEST_F(EnforcedTask, ImplementNeedsTheCheckpointAndStopsAfterFiveAttempts) {
   EXPECT_EQ(refusal_rule([&] { guard_implement(*ws, task, 2, false); }), "");
   Ledger l(*ws, task);
   for (int i = 0; i < 5; ++i) {
-    l.append_attempt({{"attempt", "attemptAAA" + std::string(1, static_cast<char>('A' + i))},
-                      {"planned_iter", "iter002"}, {"timestamp", "2026-11-29T02:00:00.000Z"}},
+    l.append_attempt(json{{"planned_iter", "iter002"}, {"timestamp", "2026-11-29T02:00:00.000Z"}}, "try",
                      std::chrono::milliseconds(1000));
   }
   EXPECT_EQ(refusal_rule([&] { guard_implement(*ws, task, 2, false); }), "abandon_after_5");

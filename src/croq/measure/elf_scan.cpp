@@ -151,7 +151,7 @@ PurityReport scan_elf_bytes(std::string_view data) {
     }
   }
   // A string already reported as a library or a symbol is not repeated.
-  std::vector<PurityFinding> kept;
+  std::vector<ElfFinding> kept;
   for (const auto& f : r.forbidden) {
     bool dup = false;
     if (f.kind == "string") {

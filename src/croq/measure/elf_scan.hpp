@@ -18,7 +18,7 @@
 
 namespace croq {
 
-struct PurityFinding {
+struct ElfFinding {
   std::string kind;  // needed | undefined_symbol | symbol | string
   std::string what;  // the library name, symbol or string found
 };
@@ -27,7 +27,7 @@ struct PurityReport {
   bool is_elf = false;
   std::string error;                   // why the file could not be read as ELF64
   std::vector<std::string> needed;     // every DT_NEEDED entry
-  std::vector<PurityFinding> forbidden;
+  std::vector<ElfFinding> forbidden;
   size_t undefined_symbols = 0;
 
   bool clean() const { return is_elf && forbidden.empty(); }

@@ -60,8 +60,9 @@ class CppTiledFamily : public KernelFamily {
     };
   }
   FamilyConfig default_config(const FamilyProblem&) const override {
-    return {{"BM", "64"}, {"BN", "128"}, {"BK", "64"}, {"PACK_B", "0"}, {"MR", "2"},
-            {"NR", "16"}, {"VEC", "4"},  {"UNROLL", "1"}, {"THREADS", "1"}};
+    // A plain starting point: one row per register tile, 8-wide vectors, no packing, one thread.
+    return {{"BM", "64"}, {"BN", "128"}, {"BK", "64"}, {"PACK_B", "0"}, {"MR", "1"},
+            {"NR", "16"}, {"VEC", "8"},  {"UNROLL", "1"}, {"THREADS", "1"}};
   }
   std::optional<std::string> violation(const FamilyConfig& c, const FamilyProblem& p) const override {
     if (!supports(p)) return std::string("cpp_tiled computes f32 matmul only");
@@ -97,7 +98,9 @@ class CppTiledFamily : public KernelFamily {
   }
   std::vector<std::string> build_flags(const FamilyConfig&, const FamilyProblem&) const override { return {}; }
   std::vector<std::string> params_for_bottleneck(const std::string& b) const override {
-    if (b == "memory_bound") return {"PACK_B", "BK", "BN", "BM", "MR", "NR"};
+    // The CPU profile's memory_bound means "far below the machine's peak" (docs/classifier.md,
+    // section 7): first the machine's SIMD width, then reuse (packing, register and cache tiles).
+    if (b == "memory_bound") return {"VEC", "PACK_B", "MR", "NR", "BK", "BN", "BM"};
     if (b == "compute_bound") return {"VEC", "MR", "NR", "UNROLL", "THREADS"};
     if (b == "latency_bound") return {"UNROLL", "MR", "VEC", "NR", "BK"};
     if (b == "launch_bound") return {"THREADS", "BM", "BK"};

@@ -110,7 +110,10 @@ std::optional<Proposal> Search::propose(const std::string& base_kernel, const Fa
       if (idx < 0 || idx >= static_cast<long>(p.values.size())) continue;
       Move m;
       m.set = {{p.name, p.values[static_cast<size_t>(idx)]}};
-      m.rank = static_cast<int>(r) * 4 + (step == 1 ? 0 : step == -1 ? 1 : step == 2 ? 2 : 3);
+      // Breadth first: one step of every lever (in the bottleneck's order) before a second step
+      // or a jump on any of them, so that a weak first guess of the bottleneck costs few rounds.
+      const int step_order = step == 1 ? 0 : step == -1 ? 1 : step == 2 ? 2 : 3;
+      m.rank = step_order * 1000 + static_cast<int>(r);
       m.up = step > 0;
       moves.push_back(m);
     }
@@ -122,7 +125,7 @@ std::optional<Proposal> Search::propose(const std::string& base_kernel, const Fa
       if (a.set[0].first >= b.set[0].first) continue;
       Move m;
       m.set = {a.set[0], b.set[0]};
-      m.rank = 1000 + a.rank + b.rank;
+      m.rank = 100000 + a.rank + b.rank;
       m.up = a.up;
       pairs.push_back(m);
     }

@@ -171,7 +171,12 @@ struct Tuner::Impl {
       base.push_back(uid);
     }
     VerbResult b = must("baseline", base);
-    event({{"event", "baseline"}, {"tflops", b.doc.contains("tflops") ? b.doc["tflops"] : json(nullptr)}});
+    {
+      LedgerIndex bi = Ledger(ws, task).index();
+      event({{"event", "baseline"},
+             {"kernel", bi.baseline ? json(bi.baseline->kernel) : json(nullptr)},
+             {"tflops", bi.baseline && bi.baseline->tflops ? json(*bi.baseline->tflops) : json(nullptr)}});
+    }
 
     if (!Ledger(ws, task).index().best) starting_kernel();
   }
