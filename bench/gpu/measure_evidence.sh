@@ -4,6 +4,7 @@
 #   1. the correct naive kernel passes; each deliberately broken kernel gets its verdict; the GPU
 #      stays usable after a hang;
 #   2. the end-to-end time of a full `croq measure` of a 4096^3 candidate;
+#   (EVIDENCE_BASELINE_ONLY=1 skips 1 and 2; EVIDENCE_DTYPES chooses the dtypes of 3)
 #   3. the library baseline (`croq baseline`) of the seeds' 14 typical shapes in f16->f32,
 #      bf16->f32 and e4m3->f16, three times (each in a fresh workspace and process), with the
 #      median TFLOPS, the CV and the spread between the three runs.
@@ -46,7 +47,7 @@ ls "$KERNELS" 2>/dev/null | tr '\n' ' '; echo
 say "croq: $("$CROQ" --version 2>&1)"
 say "runner libraries:"; ldd "$RUNNER" 2>&1 | grep -E "cublas|cudart|not found|libstdc|libcrypto" || true
 nvidia-smi --query-gpu=index,name,uuid,driver_version,clocks.sm,clocks.max.sm,memory.used,utilization.gpu --format=csv 2>&1 || true
-"$CROQ" gpu key > "$RAW/gpu_key.json" 2>&1 || say "croq gpu key failed"
+"$CROQ" gpu key > "$RAW/gpu_key.json" 2> "$RAW/gpu_key.err" || say "croq gpu key failed: $(cat "$RAW/gpu_key.err")"
 "$CROQ" gpu check > "$RAW/gpu_check.json" 2>&1 || say "croq gpu check: not idle (or failed)"
 cat "$RAW/gpu_key.json"; echo
 
@@ -77,6 +78,7 @@ KERNEL_RUNS=(
 )
 : > "$WORK/kernels.tsv"
 for row in "${KERNEL_RUNS[@]}"; do
+  [ "${EVIDENCE_BASELINE_ONLY:-0}" = 1 ] && break
   read -r name file key want_v want_r tmo <<< "$row"
   say "kernel $name ($file.so, $key): expecting $want_v $want_r"
   t0=$(date +%s.%N)
@@ -92,6 +94,7 @@ done
 # ---- 2. end-to-end time of a full croq measure at 4096^3 -----------------------------------------
 : > "$WORK/e2e.tsv"
 for cand in wmma naive; do
+  [ "${EVIDENCE_BASELINE_ONLY:-0}" = 1 ] && break
   say "end to end: croq measure of $cand.so at 4096^3 with the default statistics"
   t0=$(date +%s.%N)
   timeout 300 "$CROQ" --root "$WS_K" measure --dsl cuda --shape-key matmul_f16fp32_4096x4096x4096 --model evidence \
@@ -106,7 +109,7 @@ done
 SHAPES="768x768x768 12288x12288x12288 512x8192x8192 16384x8192x8192 4096x1024x8192 4096x32768x8192
 4096x8192x512 4096x8192x32768 1024x1024x4096 12288x12288x4096 1024x8192x1024 12288x8192x12288
 4096x1024x1024 12288x4096x4096"
-DTYPES="f16fp32 bf16fp32 e4m3f16"
+DTYPES=${EVIDENCE_DTYPES:-"f16fp32 bf16fp32 e4m3f16"}
 : > "$WORK/baselines.tsv"
 for rep in 1 2 3; do
   WS=$WORK/ws-baseline-$rep

@@ -297,16 +297,26 @@ struct Tuner::Impl {
   }
 
   // At 7 consecutive rounds not kept: SASS comparison (GPU dsls) and a fresh baseline profile.
+  // At 7 consecutive rounds not kept: a fresh baseline profile and (GPU dsls) the SASS comparison
+  // of the base against the library kernel that profile captured, both newer than the streak.
   bool escalate(const ActiveBase& base) {
     bool did = false;
-    if (task.dsl != "cpp" && !latest_valid_evidence(ws, task, EvidenceKind::sass_compare)) {
-      call("sass", {"sass", "compare", "--iter", base.kernel});
-      did = true;
-    }
     auto bp = latest_valid_evidence(ws, task, EvidenceKind::baseline_profile);
     if (!bp || bp->timestamp < base.streak_since) {
-      call("profile", {"profile", "--baseline"});
+      VerbResult r = must("profile", {"profile", "--baseline"});
       did = true;
+      if (task.dsl != "cpp") {
+        fs::path report = get_string(r.doc, "report").value_or("");
+        if (report.is_relative()) report = ws.root() / report;
+        must("sass", {"sass", "dump", "--baseline", "--report", report.string()});
+      }
+    }
+    if (task.dsl != "cpp") {
+      auto sc = latest_valid_evidence(ws, task, EvidenceKind::sass_compare);
+      if (!sc || sc->timestamp < base.streak_since) {
+        must("sass", {"sass", "compare", "--iter", base.kernel});
+        did = true;
+      }
     }
     if (did) event({{"event", "escalation"}, {"base", base.kernel}, {"discard_streak", base.discard_streak}});
     return false;  // continue with the idea in the same pass
