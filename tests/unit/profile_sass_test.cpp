@@ -151,3 +151,15 @@ TEST(Sass, FunctionSelection) {
     EXPECT_EQ(e.code(), croq::ExitCode::not_found);
   }
 }
+
+// ncu 2025's source page (`ncu --import R --page source --print-source sass --csv`) of the cuBLAS
+// kernel captured on an H200: a `"Kernel Name","<name>"` row comes before the header row.
+TEST(Sass, ReadsTheNcu2025SourcePageWithItsKernelNameRow) {
+  auto fns = load("ncu2025_source_page_cublas_head.csv");
+  ASSERT_EQ(fns.size(), 1u);
+  EXPECT_EQ(fns[0].name, "nvjet_sm90_hss_256x128_64x4_1x2_h_bz_coopA_NNT");
+  InstructionMix mix = instruction_mix(fns[0]);
+  EXPECT_GT(mix.by_class["tensor"], 0);
+  EXPECT_GT(mix.tma, 0);
+  EXPECT_GT(mix.total, 100);
+}

@@ -48,31 +48,40 @@ void add_instruction(SassFunction& f, const std::string& raw) {
 }
 
 bool parse_ncu_source_csv(std::string_view text, std::vector<SassFunction>& out) {
-  // Only when the first CSV row has a "Source" cell: ncu's source page.
-  size_t first_line_end = text.find('\n');
-  std::string_view head = text.substr(0, first_line_end);
-  size_t skip = 0;
-  while (starts_with(head, "==")) {  // ncu log lines before the table
-    skip += head.size() + 1;
-    if (skip >= text.size()) return false;
-    size_t e = text.find('\n', skip);
-    head = text.substr(skip, e == std::string_view::npos ? std::string_view::npos : e - skip);
+  // Only when one of the first CSV rows (after ncu's "==" log lines) is a header with a "Source"
+  // cell: ncu's source page. ncu 2025 prints a `"Kernel Name","<name>",` row before each header.
+  bool is_source_page = false;
+  size_t pos = 0;
+  for (int seen = 0; seen < 6 && pos < text.size();) {
+    size_t e = text.find('\n', pos);
+    std::string_view line = text.substr(pos, e == std::string_view::npos ? std::string_view::npos : e - pos);
+    pos = e == std::string_view::npos ? text.size() : e + 1;
+    if (starts_with(line, "==")) continue;  // ncu log lines before the table
+    ++seen;
+    if (line.find("\"Source\"") != std::string_view::npos || starts_with(line, "Source,") ||
+        line.find(",Source,") != std::string_view::npos) {
+      is_source_page = true;
+      break;
+    }
   }
-  if (head.find("\"Source\"") == std::string_view::npos && !starts_with(head, "Source,") &&
-      head.find(",Source,") == std::string_view::npos) {
-    return false;
-  }
+  if (!is_source_page) return false;
   auto rows = split_csv(text);
   int src = -1, kname = -1;
+  std::string pending_name;
   SassFunction* cur = nullptr;
   for (const auto& row : rows) {
+    if (row.size() >= 2 && row[0] == "Kernel Name") {  // the name of the kernel whose table follows
+      pending_name = row[1];
+      continue;
+    }
     auto it = std::find(row.begin(), row.end(), "Source");
     if (it != row.end()) {  // a header row (one per kernel when several are printed)
       src = static_cast<int>(it - row.begin());
       auto kn = std::find(row.begin(), row.end(), "Kernel Name");
       kname = kn == row.end() ? -1 : static_cast<int>(kn - row.begin());
       out.push_back(SassFunction{});
-      out.back().name = "(ncu source page)";
+      out.back().name = pending_name.empty() ? "(ncu source page)" : pending_name;
+      pending_name.clear();
       cur = &out.back();
       continue;
     }

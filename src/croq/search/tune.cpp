@@ -301,17 +301,30 @@ struct Tuner::Impl {
   // of the base against the library kernel that profile captured, both newer than the streak.
   bool escalate(const ActiveBase& base) {
     bool did = false;
+    const bool gpu = task.dsl != "cpp";
+    auto abs_path = [&](const std::string& p) {
+      fs::path f = p;
+      return f.is_relative() ? ws.root() / f : f;
+    };
     auto bp = latest_valid_evidence(ws, task, EvidenceKind::baseline_profile);
-    if (!bp || bp->timestamp < base.streak_since) {
-      VerbResult r = must("profile", {"profile", "--baseline"});
-      did = true;
-      if (task.dsl != "cpp") {
-        fs::path report = get_string(r.doc, "report").value_or("");
-        if (report.is_relative()) report = ws.root() / report;
-        must("sass", {"sass", "dump", "--baseline", "--report", report.string()});
-      }
+    bool need_profile = !bp || bp->timestamp < base.streak_since;
+    const fs::path baseline_sass = ws.kind_dir(task, ArtifactKind::perf) / "sass_baseline.sass";
+    std::error_code ec;
+    fs::path report;
+    if (!need_profile && gpu && !fs::exists(baseline_sass, ec)) {
+      // The baseline's SASS comes from the report of that profile; profile again if it is gone.
+      report = abs_path(get_string(bp->summary, "report").value_or(""));
+      if (report.empty() || !fs::exists(report, ec)) need_profile = true;
     }
-    if (task.dsl != "cpp") {
+    if (need_profile) {
+      VerbResult r = must("profile", {"profile", "--baseline"});
+      report = abs_path(get_string(r.doc, "report").value_or(""));
+      did = true;
+    }
+    if (gpu && (need_profile || !fs::exists(baseline_sass, ec))) {
+      must("sass", {"sass", "dump", "--baseline", "--report", report.string()});
+    }
+    if (gpu) {
       auto sc = latest_valid_evidence(ws, task, EvidenceKind::sass_compare);
       if (!sc || sc->timestamp < base.streak_since) {
         must("sass", {"sass", "compare", "--iter", base.kernel});
