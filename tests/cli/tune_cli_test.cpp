@@ -8,6 +8,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <thread>
 
@@ -190,6 +191,22 @@ TEST(TuneCli, TunesACppMatmulEndToEndUnderTheEnforcedProtocol) {
   {
     SCOPED_TRACE("violations by hand");
     rule_violations_made_by_hand_are_refused();
+  }
+  {
+    SCOPED_TRACE("the compaction-safe summary");
+    TaskPaths p = paths_of(dir.path(), run.doc.value("task", ""));
+    CroqRun r = run_croq(dir.path(), with({"resume", "--summary"}, p.gpu));
+    ASSERT_EQ(r.rc, 0) << r.out << r.err;
+    const std::string text = r.doc["summary"].get<std::string>();
+    EXPECT_EQ(text.rfind("NEXT: ", 0), 0u) << text;  // the immediate next action comes first
+    EXPECT_NE(text.find("Active bases"), std::string::npos) << text;
+    EXPECT_NE(text.find("Re-read: "), std::string::npos) << text;
+    EXPECT_NE(text.find("idea-log.jsonl"), std::string::npos) << text;
+    EXPECT_NE(text.find("Do not: "), std::string::npos) << text;
+    size_t rounds = 0;
+    for (size_t at = text.find("\n  round "); at != std::string::npos; at = text.find("\n  round ", at + 1)) ++rounds;
+    EXPECT_EQ(rounds, 10u) << text;  // the last 10 rounds
+    EXPECT_LE(std::count(text.begin(), text.end(), '\n'), 40) << "more than one screen";
   }
   s_dir = nullptr;
   s_run = nullptr;

@@ -79,8 +79,11 @@ TEST(WebServeCli, AnyOtherAddressThanLoopbackNeedsAToken) {
   ServeProcess s(dir.path(), dir.path(), {"--bind", "0.0.0.0:0"});
   ASSERT_TRUE(s.wait_ready()) << s.err();
   EXPECT_EQ(s.doc()["auth"], "token");
+  // The token line follows the startup document (stdout first, then stderr): wait for it.
+  const std::string marker = "access token (shown once; keep it): ";
+  wait_for([&] { return s.err().find(marker) != std::string::npos; }, std::chrono::seconds(10));
   std::string err = s.err();
-  auto pos = err.find("access token (shown once; keep it): ");
+  auto pos = err.find(marker);
   ASSERT_NE(pos, std::string::npos) << err;
   std::string token = err.substr(pos + 36, 64);
   EXPECT_EQ(get_json(s.port(), "/api/v1/tasks")["error"]["code"], "unauthorized");

@@ -64,3 +64,15 @@ TEST(ProfileFixtures, EveryH200CaptureMatchesItsExpectedClassAndEvidence) {
     }
   }
 }
+
+// `croq profile` of the naive ABI candidate through croq-gpu-runner on the H200: the one kernel in
+// the capture is the candidate's own (not the input fill, the cuBLAS reference or a warm-up copy).
+TEST(ProfileFixtures, CroqProfileCapturedTheCandidatesKernel) {
+  croq::profile::ClassifyRequest req;
+  req.csv = k_dir + "ncu_iter001_naive_round1.csv";
+  croq::json doc = croq::profile::classify_csv(req);
+  const std::string kernel = doc["kernel"].get<std::string>();
+  EXPECT_EQ(kernel.rfind("naive(", 0), 0u) << kernel;
+  EXPECT_EQ(kernel.find("nvjet"), std::string::npos);
+  EXPECT_EQ(kernel.find("fill"), std::string::npos);
+}

@@ -163,3 +163,20 @@ TEST(Sass, ReadsTheNcu2025SourcePageWithItsKernelNameRow) {
   EXPECT_GT(mix.tma, 0);
   EXPECT_GT(mix.total, 100);
 }
+
+// Real H200 data: the naive ABI candidate's SASS from cuobjdump and the cuBLAS kernel's from the ncu
+// source page of its profile. The tensor-core difference comes first.
+TEST(Sass, RealNaiveCandidateAgainstRealCublasRanksTheTensorCoreDifferenceFirst) {
+  auto naive_fns = parse_sass(croq::read_file_or_throw(k_dir + "h200_iter001_naive.sass"), "naive");
+  auto cublas_fns = load("ncu2025_source_page_cublas_head.csv");
+  ASSERT_FALSE(naive_fns.empty());
+  auto naive = std::find_if(naive_fns.begin(), naive_fns.end(), [](const SassFunction& f) {
+    return f.name.find("naive") != std::string::npos;
+  });
+  ASSERT_NE(naive, naive_fns.end());
+  auto d = compare_mix(instruction_mix(*naive), instruction_mix(cublas_fns[0]));
+  ASSERT_FALSE(d.empty());
+  EXPECT_EQ(d[0].category, "tensor_core");
+  EXPECT_EQ(d[0].severity, "high");
+  EXPECT_NE(d[0].reason.find("HGMMA"), std::string::npos) << d[0].reason;
+}

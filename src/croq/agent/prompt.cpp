@@ -4,6 +4,8 @@
 #include <fmt/format.h>
 
 #include "croq/ledger/ledger.hpp"
+#include "croq/protocol/evidence.hpp"
+#include "croq/protocol/history.hpp"
 #include "croq/protocol/protocol.hpp"
 #include "croq/protocol/stop.hpp"
 #include "croq/session/resume.hpp"
@@ -34,11 +36,23 @@ ResumeSummary resume_summary(const Workspace& ws, const TaskRef& task) {
   t += fmt::format("Last stored round: {} ({} {} {}). Next iteration number: {}.\n", str_or(resume, "last_round", "0"),
                    str_or(resume, "last_iter"), str_or(resume, "last_decision"), str_or(resume, "last_bottleneck"),
                    str_or(resume, "next_iter_number"));
-  // The last few rounds, so the session knows which ideas were tried.
+  // The immediate next action first: it is what a driver that lost its context needs most.
+  t = fmt::format("NEXT: {} (protocol step {}).\n", state.next_action, step_name(state.step)) + t;
+  // The last rounds, so the session knows which ideas were tried.
   Ledger ledger(ws, task);
   json recent = json::array();
+  json bases_json = json::array();
   if (ledger.exists()) {
-    auto records = ledger.tail(5);
+    History history = History::load(ledger);
+    auto bases = history.active_bases();
+    if (!bases.empty()) t += "Active bases (derive every candidate from one of them):\n";
+    for (const auto& b : bases) {
+      bases_json.push_back(b.to_json());
+      t += fmt::format("  {} at {:.2f} TFLOPS, {} round(s) not kept since its last KEEP\n", b.kernel, b.tflops,
+                       b.discard_streak);
+    }
+    if (history.macro_streak() >= 2) t += "  strategy: the last 2 rounds were macro-only; the next must be structural\n";
+    auto records = ledger.tail(10);
     if (!records.empty()) t += "Recent rounds:\n";
     for (size_t i = 0; i < records.size(); ++i) {
       const auto& r = records[i];
@@ -55,9 +69,24 @@ ResumeSummary resume_summary(const Workspace& ws, const TaskRef& task) {
     t += fmt::format("Warnings to address first: {}\n", resume["warnings"].dump());
   }
   t += fmt::format("Protocol step now: {}. Next: {}\n", step_name(state.step), state.next_action);
-  for (const auto& n : state.notes) t += "  note: " + n + "\n";
+  for (const auto& n : state.notes) t += "  strategy note: " + n + "\n";
   t += fmt::format("Stop allowed: {} ({}).\n", stop.stop_allowed ? "yes" : "no", stop.reason);
+  // The files to re-read, newest evidence first.
+  json files = json::array();
+  files.push_back(ws.display(ws.idea_log(task)));
+  files.push_back(ws.display(ws.results_tsv(task)));
+  if (auto prof = latest_valid_evidence(ws, task, EvidenceKind::profile)) files.push_back(prof->file);
+  const fs::path checkpoint = ws.kind_dir(task, ArtifactKind::checkpoints) / "current_idea.json";
+  std::error_code ec;
+  if (fs::exists(checkpoint, ec)) files.push_back(ws.display(checkpoint));
+  t += "Re-read: ";
+  for (size_t i = 0; i < files.size(); ++i) t += (i ? ", " : "") + files[i].get<std::string>();
+  t += "\n";
+  t += "Do not: type a TFLOPS number (store with --measurement); repeat a stored combination; plan an idea without "
+       "a profile of the current best newer than the last KEEP; store a round that was not measured from the built "
+       "source; stop before `stop allowed` says yes.\n";
   json doc = {{"text", t},          {"resume", resume},  {"state", state.to_json()}, {"recent", recent},
+              {"active_bases", bases_json}, {"files", files},
               {"stop_allowed", stop.stop_allowed}, {"stop_reason", stop.reason}};
   return {t, doc};
 }
