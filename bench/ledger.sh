@@ -100,7 +100,7 @@ for n in 100 1000 10000; do
   echo "bench/ledger.sh: ledger of $n rounds" >&2
   generate_ledger "$n" "$logs/idea-log.jsonl"
   stored=$(wc -l < "$logs/idea-log.jsonl")
-  last_iter=$(grep -o '"iter":"iter[0-9]*"' "$logs/idea-log.jsonl" | tail -1 | grep -o '[0-9]*$')
+  last_iter=$(grep -o '"iter":"iter[0-9]*"' "$logs/idea-log.jsonl" | tail -1 | grep -o '[0-9][0-9]*')
   last_iter=$((10#$last_iter))
   # Warm up: the view and the index are built once, as on a live ledger.
   "$croq" task init "${task[@]}" --task-uid "bench$n" >/dev/null
