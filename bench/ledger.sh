@@ -110,6 +110,8 @@ for n in 100 1000 10000; do
     --bottleneck mixed --idea "warm-up" >/dev/null 2>&1
   next=$((next + 1))
 
+  act="$ws/tuning/$gpu/cuda/memory/$key/$model/activity.jsonl"
+  a0=$(wc -l < "$act")
   samples=()
   for i in $(seq "$reps"); do
     samples+=("$(time_us "$croq" store-round "${task[@]}" --iter "iter$(printf %03d $next)_b$i" --decision DISCARD \
@@ -123,12 +125,26 @@ for n in 100 1000 10000; do
     --idea "bench plan" --levers BK >/dev/null
   s_cpread=$(for i in $(seq "$reps"); do time_us "$croq" checkpoint read "${task[@]}"; done | stats)
   cold_reps=$(( reps < 10 ? reps : 10 ))
+  a1=$(wc -l < "$act")
   s_cold=$(for i in $(seq "$cold_reps"); do rm -f "$logs/.ledger-index.json"; time_us "$croq" resume "${task[@]}"; done | stats)
+  # croq's own time inside each call (the activity trace's `ms`: from the verb's start to its end,
+  # without process creation and dynamic loading), for the warm calls measured above.
+  inproc=$(python3 - "$act" "$a0" "$a1" <<'PY'
+import json, statistics, sys
+path, a0, a1 = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+rows = [json.loads(l) for l in open(path).read().splitlines()[a0:a1] if l.strip()]
+out = []
+for verb in ("store-round", "next-iter", "resume", "checkpoint read"):
+    v = [r["ms"] for r in rows if r.get("verb") == verb and "ms" in r]
+    out.append(f"{statistics.median(v):.2f}" if v else "n/a")
+print(" / ".join(out))
+PY
+)
   # The ledger must have stayed healthy through all of it.
   "$croq" session validate --gpu "$gpu" --dsl cuda --shape-key "$key" --model "$model" >/dev/null ||
     { echo "bench/ledger.sh: session validate failed for $n rounds" >&2; exit 1; }
   size_kib=$(( $(stat -c %s "$logs/idea-log.jsonl") / 1024 ))
-  results+=("| $n | $stored | $size_kib | ${s_store% *} | ${s_next% *} | ${s_resume% *} | ${s_cpread% *} | ${s_cold% *} | ${s_store#* } / ${s_next#* } / ${s_resume#* } / ${s_cpread#* } |")
+  results+=("| $n | $stored | $size_kib | ${s_store% *} | ${s_next% *} | ${s_resume% *} | ${s_cpread% *} | ${s_cold% *} | ${s_store#* } / ${s_next#* } / ${s_resume#* } / ${s_cpread#* } | $inproc |")
   resume_medians+=("${s_resume% *}")
 done
 
@@ -146,8 +162,8 @@ fs_type=$(stat -f -c %T "$ws")
   echo "time, \`--gpu\` given so no GPU is queried), $reps calls per verb; the last column gives the 90th"
   echo "percentiles of the first four. \`rounds\` is the ledger's size before the measured calls."
   echo
-  echo "| rounds | records | idea-log KiB | store-round | next-iter | resume | checkpoint read | resume, cold index | p90 store / next / resume / read |"
-  echo "|---:|---:|---:|---:|---:|---:|---:|---:|---|"
+  echo "| rounds | records | idea-log KiB | store-round | next-iter | resume | checkpoint read | resume, cold index | p90 store / next / resume / read | in-process median store / next / resume / read |"
+  echo "|---:|---:|---:|---:|---:|---:|---:|---:|---|---|"
   printf '%s\n' "${results[@]}"
   echo
   echo "What every call pays before any ledger work:"
@@ -160,6 +176,8 @@ fs_type=$(stat -f -c %T "$ws")
   echo "The warm index makes resume's ledger work independent of the number of rounds (it reads the"
   echo "index and the bytes appended since); the cold column is the one-time full read after the index"
   echo "is deleted or the log rewritten, which grows linearly with the log. store-round's cost includes"
-  echo "one fdatasync of idea-log.jsonl."
+  echo "one fdatasync of idea-log.jsonl. The last column is croq's own time inside each call (the"
+  echo 'activity trace'"'"'s `ms`, from the verb'"'"'s start to its end): the rest of the wall time is process'
+  echo "creation and dynamic loading, the floor above."
 } > "$out_dir/ledger.md"
 cat "$out_dir/ledger.md"
