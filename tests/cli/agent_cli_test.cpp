@@ -122,8 +122,9 @@ std::vector<Invocation> seed_invocations() {
         cmd += t;
         break;
       }
-      // Prose around inline mentions: keep the command up to the sentence's end.
-      for (const char* cut : {" first if", " then retry", ")", " automatically"}) {
+      // Prose around inline mentions: keep the command up to the sentence's end (a parenthesised
+      // example after a command, "detect_gpu.sh (e.g. sm90_H100).", is prose, not an argument).
+      for (const char* cut : {" (e.g.", " first if", " then retry", ")", " automatically"}) {
         if (auto c = cmd.find(cut); c != std::string::npos && c > 0) cmd = cmd.substr(0, c);
       }
       out.push_back({e.path().filename().string(), cmd});
@@ -137,7 +138,7 @@ std::string replace_all(std::string s, const std::string& from, const std::strin
   return s;
 }
 
-TEST(Compat, DISABLED_EverySeedToolInvocationRunsAsWrittenAgainstACppWorkspace) {
+TEST(Compat, EverySeedToolInvocationRunsAsWrittenAgainstACppWorkspace) {
   TempDir fixture;
   const fs::path root = fixture.path();
   ASSERT_EQ(run_croq(root, {"init", "--compat"}).rc, 0);
@@ -148,7 +149,7 @@ TEST(Compat, DISABLED_EverySeedToolInvocationRunsAsWrittenAgainstACppWorkspace) 
     return a;
   };
   // The state a session has reached when it calls the tools: baseline, iter001 stored, a profile
-  // CSV, iter002 planned and written.
+  // CSV, iter002 planned, written and built.
   ASSERT_EQ(run_croq(root, with({"baseline"}, with(task, {"--task-uid", "uid1"}))).rc, 0);
   ASSERT_EQ(run_croq(root, with({"prepare"}, with(task, {"--from", std::string(CROQ_SOURCE_DIR) + "/kernels/cpp/matmul/blocked.cpp",
                                                          "--tag", "blocked"}))).rc, 0);
@@ -168,11 +169,13 @@ TEST(Compat, DISABLED_EverySeedToolInvocationRunsAsWrittenAgainstACppWorkspace) 
   const fs::path src = root / (task_dir + "srcs/" + rel);
   std::string s1 = slurp(src / "iter001_blocked.cpp");
   put(src / "iter002_kc64.cpp", replace_all(s1, "k_kc = 128;", "k_kc = 64;"));
+  // Built too: the seeds profile (ncu_profile.sh --cmd bin/.../iter<NNN>_<tag>) what build_iter.sh made.
+  ASSERT_EQ(run_croq(root, with({"build"}, with(task, {"--iter", "iter002_kc64"}))).rc, 0);
 
   // Placeholders -> this workspace. The CPU workspace stands in for every dsl the seeds name.
   const std::vector<std::pair<std::string, std::string>> subst = {
       {"--round <N>", "--round 2"}, {"<dsl>", "cpp"}, {"--dsl croqtile", "--dsl cpp"}, {"/croqtile/", "/cpp/"},
-      {"<shape_key>", key}, {"<key>", key}, {"<model>", model}, {"<dtype>", "f32"}, {"<M>", "64"}, {"<N>", "64"},
+      {"<gpu>", gpu}, {"<shape_key>", key}, {"<key>", key}, {"<model>", model}, {"<dtype>", "f32"}, {"<M>", "64"}, {"<N>", "64"},
       {"<K>", "64"}, {"<task_uid>", "uid1"}, {"<op>", "matmul"}, {"<operator>", "matmul"}, {"<kernel>", "blocked"},
       {"<planned_iter>", "iter002"}, {"<bottleneck>", "memory_bound"}, {"<one-line description>", "halve k_kc"},
       {"<+X TFLOPS estimate>", "+1 TFLOPS"}, {"<comma-separated parameter names>", "k_kc"},
@@ -187,9 +190,10 @@ TEST(Compat, DISABLED_EverySeedToolInvocationRunsAsWrittenAgainstACppWorkspace) 
       {"<kernel_binary> [args]", task_dir + "bin/" + rel + "/iter001_blocked"}, {"${ITER}", "iter002_kc64"},
       {"${GPU}", gpu}, {"\"$GPU\"", gpu}, {"$GPU", gpu},
       {"${NCU_BASE}", task_dir + "perf/" + rel}, {"${TAG}", "iter001_blocked"}};
-  // Tools that need a GPU or a GPU tool: exit 7 (croq's no-device code) with a message.
+  // Tools that need a GPU: without one they exit 7 (croq's no-device code) saying so. ncu_profile.sh
+  // is not among them: on a cpp task `croq profile` answers with the CPU runner's timing roofline.
   const std::set<std::string> gpu_only = {"detect_gpu.sh", "cublas_baseline.sh", "gpu_check.sh", "gpu_contention.sh",
-                                          "ncu_profile.sh", "co2cu.sh", "sass_compare.sh"};
+                                          "sass_compare.sh"};
   int ran = 0;
   std::set<std::string> tools;
   for (const auto& inv : seed_invocations()) {
@@ -197,7 +201,7 @@ TEST(Compat, DISABLED_EverySeedToolInvocationRunsAsWrittenAgainstACppWorkspace) 
     for (const auto& [from, to] : subst) cmd = replace_all(cmd, from, to);
     std::smatch m;
     std::string tool;
-    if (std::regex_search(cmd, m, std::regex(R"(([a-z_-]+)\.(sh|py))"))) tool = m[1].str() + "." + m[2].str();
+    if (std::regex_search(cmd, m, std::regex(R"(([a-z0-9_-]+)\.(sh|py))"))) tool = m[1].str() + "." + m[2].str();
     if (cmd.find("todo-cleanup") != std::string::npos) continue;
     tools.insert(tool);
     // Each invocation gets the fixture as it is: copy it so one call cannot disturb the next.
@@ -227,12 +231,21 @@ TEST(Compat, DISABLED_EverySeedToolInvocationRunsAsWrittenAgainstACppWorkspace) 
       if (r.exit_code != 0) EXPECT_FALSE(r.err.empty()) << where;
       continue;
     }
+    if (tool == "co2cu.sh") {
+      // Phase 1 of a croqtile build needs the choreo compiler, which this test unsets (CHOREO_HOME):
+      // exit 7 naming what is missing, on any machine, before the path is looked at.
+      EXPECT_EQ(r.exit_code, 7) << where;
+      EXPECT_NE(r.err.find("choreo"), std::string::npos) << where;
+      continue;
+    }
     if (gpu_only.count(tool) && no_device_here) {
-      // Either the tool has a CPU answer (0) or it says clearly that it needs a GPU (7).
-      if (r.exit_code != 0) {
-        EXPECT_EQ(r.exit_code, 7) << where;
-        EXPECT_FALSE(r.err.empty()) << where;
+      if (cmd.find("|| true") != std::string::npos) {
+        EXPECT_EQ(r.exit_code, 0) << where;  // the seeds' own "|| true" swallows the no-GPU exit
+        continue;
       }
+      // No CPU answer for these: exit 7 and a message that says a GPU is needed.
+      EXPECT_EQ(r.exit_code, 7) << where;
+      EXPECT_NE(r.err.find("no GPU"), std::string::npos) << where;
       continue;
     }
     if (cmd.find("--cu kernels/") != std::string::npos) {
@@ -256,6 +269,13 @@ TEST(Compat, DISABLED_EverySeedToolInvocationRunsAsWrittenAgainstACppWorkspace) 
                             "memory_files_ok", "warnings"}) {
         EXPECT_TRUE(j->contains(f)) << f << " missing: " << where;
       }
+    }
+    if (tool == "ncu_profile.sh") {
+      // A cpp candidate is profiled by the CPU runner (cpu-timing) and yields a bottleneck.
+      auto j = try_parse_json(r.out);
+      ASSERT_TRUE(j && j->is_object()) << where;
+      EXPECT_EQ((*j)["preset"], "cpu-timing") << where;
+      EXPECT_TRUE((*j)["bottleneck"].is_string()) << where;
     }
     if (tool == "next_iter.sh") EXPECT_TRUE(std::regex_search(r.out, std::regex("^iter[0-9]{3}_[a-z0-9_]+\n$"))) << where;
   }
@@ -317,7 +337,7 @@ std::string all_session_logs(const fs::path& dir) {
   return text;
 }
 
-TEST(AgentRun, DISABLED_FakeAgentMistakesAreRefusedAndTheSessionIsResumedUntilTheBudget) {
+TEST(AgentRun, FakeAgentMistakesAreRefusedAndTheSessionIsResumedUntilTheBudget) {
   TempDir root;
   write_fake_agent_config(root.path());
   const std::vector<std::string> task = {"--dsl", "cpp", "--model", "fake-1", "--task-uid", "uid-agent"};
@@ -342,6 +362,7 @@ TEST(AgentRun, DISABLED_FakeAgentMistakesAreRefusedAndTheSessionIsResumedUntilTh
   EXPECT_NE(logs.find("MISTAKE skip_profile rc=5 rule=profile_before_idea"), std::string::npos) << logs;
   EXPECT_NE(logs.find("MISTAKE typed_tflops rc=5"), std::string::npos) << logs;
   EXPECT_NE(logs.find("MISTAKE repeat_idea rc=5 rule=no_repeat"), std::string::npos) << logs;
+  EXPECT_NE(logs.find("MISTAKE macro_again rc=5 rule=structural_after_two_macro"), std::string::npos) << logs;
   EXPECT_NE(logs.find("STEP store3 rc=0"), std::string::npos) << logs;
   // The resume prompt carries croq resume --summary.
   bool resume_prompt = false;

@@ -8,7 +8,9 @@
 #        (refused: profile_before_idea); then it exits early.
 #   s02: profiles, plans round 2, writes a candidate that does not compile; types a TFLOPS number
 #        for it (refused); stores COMPILE_FAIL; plans the same idea again (refused: no_repeat); exits.
-#   s03: plans a new idea, builds, verifies, measures, decides and stores it: the budget is met.
+#   s03: plans a parameter-only idea after two rounds without a structural change (refused:
+#        structural_after_two_macro), plans it again with its structural change, builds, verifies,
+#        measures, decides and stores it: the budget is met.
 # FAKE_AGENT_RATE_LIMIT=N: the first N sessions print a rate-limit message and exit 1 instead.
 set -u
 C="$CROQ_BIN"
@@ -78,8 +80,13 @@ case "$session" in
   *)
     step profile3 profile "${T[@]}" --iter iter001_blocked
     b="$(field bottleneck)"
+    # Rounds 1 (the starting kernel) and 2 (a parameter change) made no structural change, so a
+    # parameter-only plan is refused; the plan is made again naming what changes in the structure.
+    mistake macro_again checkpoint write "${T[@]}" --iter iter002 --base iter001_blocked --bottleneck "$b" \
+      --idea "halve the K panel" --levers k_kc --params '{"k_kc":64}'
     step plan3 checkpoint write "${T[@]}" --iter iter002 --base iter001_blocked --bottleneck "$b" \
-      --idea "halve the K panel so the packed B panel stays in L1" --levers k_kc --params '{"k_kc":64}'
+      --idea "halve the K panel so the packed B panel stays in L1" --levers k_kc --params '{"k_kc":64}' \
+      --structural "memory hierarchy: the packed B panel (k_kc x k_nc) moves from L2 into L1"
     step read3 checkpoint read "${T[@]}"
     step next3 next-iter "${T[@]}" --tag kc64
     k3="$(field kernel)"

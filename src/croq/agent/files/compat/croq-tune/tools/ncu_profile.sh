@@ -32,10 +32,14 @@ rc=$?
 printf '%s\n' "$res"
 [ $rc -eq 0 ] || exit $rc
 # croq names the files ncu_<kernel>_round<R>; the seeds' caller may have chosen another --out.
+# A cpp task's profile is the CPU runner's timing roofline (a cpuprof_*.json report, no CSV): it
+# is not copied under an .ncu-rep name.
 rep="$(printf '%s' "$res" | json_field report)"
 csv="$(printf '%s' "$res" | json_field csv)"
 abs_out="$out"
 case "$abs_out" in /*) ;; *) abs_out="$CROQ_ROOT/$out" ;; esac
-[ -n "$rep" ] && [ "$rep" != "$abs_out.ncu-rep" ] && cp -f "$rep" "$abs_out.ncu-rep" 2>/dev/null
+case "$rep" in
+  *.ncu-rep) [ "$rep" != "$abs_out.ncu-rep" ] && cp -f "$rep" "$abs_out.ncu-rep" 2>/dev/null ;;
+esac
 [ -n "$csv" ] && [ "$csv" != "$abs_out.csv" ] && cp -f "$csv" "$abs_out.csv" 2>/dev/null
 exit 0
