@@ -82,7 +82,7 @@ TEST(GemmTemplatesCompile, HopperClusterOfFourRegisterEpilogueNarrowSwizzle) {
   FamilyConfig c{{"BM", "64"},        {"BN", "224"},      {"BK", "32"},        {"STAGES", "6"},
                  {"CONSUMERS", "1"},  {"PINGPONG", "0"},  {"PERSISTENT", "0"}, {"RASTER", "2"},     {"GROUP", "4"},
                  {"CLUSTER_M", "2"},  {"CLUSTER_N", "2"},  {"EPILOGUE", "0"},   {"SWIZZLE", "32"},
-                 {"MMA_DEPTH", "0"}};
+                 {"MMA_DEPTH", "0"},  {"SPLIT_K", "1"}};
   ASSERT_FALSE(f.violation(c, p)) << *f.violation(c, p);
   auto r = compile(f, c, p);
   ASSERT_TRUE(r.ok) << r.log;

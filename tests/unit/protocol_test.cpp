@@ -210,6 +210,16 @@ TEST_F(EnforcedTask, RepeatsAndLongMacroStreaksAreRefused) {
             "");
 }
 
+TEST_F(EnforcedTask, AStartingKernelStoredAsRoundOneIsNotAMacroChange) {
+  store(rec(0, "iter000_openblas", Decision::BASELINE, 50));
+  store(rec(1, "iter001_start", Decision::KEEP, 10));
+  store(rec(2, "iter002_v8", Decision::DISCARD, 9, {{"base", "iter001_start"}, {"params", {{"VEC", "8"}}}}));
+  profile_evidence("iter001_start");
+  // One macro change since the start: another is allowed.
+  EXPECT_EQ(refusal_rule([&] { guard_idea(*ws, task, plan("iter003", "iter001_start", {{"params", {{"VEC", "16"}}}})); }),
+            "");
+}
+
 TEST_F(EnforcedTask, SevenDiscardsRequireSassAndABaselineProfile) {
   prepared();
   for (int i = 1; i <= 7; ++i) {

@@ -1,6 +1,8 @@
 // Round history for the rules (history.hpp).
 #include "croq/protocol/history.hpp"
 
+#include "croq/util/text.hpp"
+
 #include <algorithm>
 
 namespace croq {
@@ -102,6 +104,9 @@ int History::macro_streak() const {
   int n = 0;
   for (auto it = m_rounds.rbegin(); it != m_rounds.rend(); ++it) {
     if (it->round < 1) break;
+    // The starting kernel (iter001, no base) is where tuning begins, not a macro change, wherever
+    // its round number (agents often store it as round 1).
+    if (it->plan.base.empty() && starts_with(it->kernel, "iter001_")) break;
     if (it->plan.is_structural()) break;
     ++n;
   }

@@ -80,10 +80,6 @@ case "$session" in
   *)
     step profile3 profile "${T[@]}" --iter iter001_blocked
     b="$(field bottleneck)"
-    # Rounds 1 (the starting kernel) and 2 (a parameter change) made no structural change, so a
-    # parameter-only plan is refused; the plan is made again naming what changes in the structure.
-    mistake macro_again checkpoint write "${T[@]}" --iter iter002 --base iter001_blocked --bottleneck "$b" \
-      --idea "halve the K panel" --levers k_kc --params '{"k_kc":64}'
     step plan3 checkpoint write "${T[@]}" --iter iter002 --base iter001_blocked --bottleneck "$b" \
       --idea "halve the K panel so the packed B panel stays in L1" --levers k_kc --params '{"k_kc":64}' \
       --structural "memory hierarchy: the packed B panel (k_kc x k_nc) moves from L2 into L1"
