@@ -194,8 +194,10 @@ struct Nvml {
   using HandleByUuidFn = int (*)(const char*, Device*);
   using ClockFn = int (*)(Device, int, unsigned*);
   using DriverFn = int (*)(char*, unsigned);
+  using ReasonsFn = int (*)(Device, unsigned long long*);
   void* lib = nullptr;
   Device dev = nullptr;
+  ReasonsFn reasons = nullptr;
   ClockFn clock = nullptr;
   ClockFn max_clock = nullptr;
   DriverFn driver = nullptr;
@@ -208,11 +210,19 @@ struct Nvml {
     clock = reinterpret_cast<ClockFn>(::dlsym(lib, "nvmlDeviceGetClockInfo"));
     max_clock = reinterpret_cast<ClockFn>(::dlsym(lib, "nvmlDeviceGetMaxClockInfo"));
     driver = reinterpret_cast<DriverFn>(::dlsym(lib, "nvmlSystemGetDriverVersion"));
+    // The clock event reasons (renamed from "throttle reasons" in newer drivers; same values).
+    reasons = reinterpret_cast<ReasonsFn>(::dlsym(lib, "nvmlDeviceGetCurrentClocksEventReasons"));
+    if (!reasons) reasons = reinterpret_cast<ReasonsFn>(::dlsym(lib, "nvmlDeviceGetCurrentClocksThrottleReasons"));
     if (!init || !by_uuid || init() != 0 || by_uuid(uuid.c_str(), &dev) != 0) dev = nullptr;
   }
   std::optional<int> sm_clock() {
     unsigned v = 0;
     if (dev && clock && clock(dev, 1 /* NVML_CLOCK_SM */, &v) == 0) return static_cast<int>(v);
+    return std::nullopt;
+  }
+  std::optional<unsigned long long> clock_reasons() {
+    unsigned long long v = 0;
+    if (dev && reasons && reasons(dev, &v) == 0) return v;
     return std::nullopt;
   }
   std::optional<int> sm_max_clock() {
@@ -252,6 +262,8 @@ struct CudaDevice::Impl {
   CudaFacts facts;
   Nvml nvml;
   std::vector<int> clock_samples;
+  std::optional<unsigned long long> reasons_seen;  // OR of the clock event reasons sampled
+  int limited_samples = 0;
   cudaStream_t stream = nullptr;
   cudaEvent_t ev_start = nullptr, ev_stop = nullptr;
   int* host_flags = nullptr;  // [0] release, [1] timed out; mapped pinned memory
@@ -483,14 +495,22 @@ CudaFacts CudaDevice::facts() {
     std::vector<int> s = m->clock_samples;
     std::sort(s.begin(), s.end());
     f.sm_clock_mhz = s[s.size() / 2];
+    f.min_sm_clock_mhz = s.front();
   } else {
     f.sm_clock_mhz = m->nvml.sm_clock();
   }
+  f.clock_limit_reasons = m->reasons_seen;
+  f.clock_samples = static_cast<int>(m->clock_samples.size());
+  f.limited_samples = m->limited_samples;
   return f;
 }
 
 void CudaDevice::sample_clock() {
   if (auto c = m->nvml.sm_clock()) m->clock_samples.push_back(*c);
+  if (auto r = m->nvml.clock_reasons()) {
+    m->reasons_seen = m->reasons_seen.value_or(0) | *r;
+    if (*r & k_nvml_limiting_reasons) ++m->limited_samples;
+  }
 }
 
 CudaStatus CudaDevice::prepare(const CudaProblem& p, int sets, size_t workspace_bytes) {

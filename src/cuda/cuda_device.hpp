@@ -26,6 +26,10 @@ struct CudaStatus {
   std::string error;
 };
 
+// NVML clock event reasons that mean a limit held the clocks down (power cap, hardware slowdown,
+// thermal, power brake); the same set as k_limiting_clock_reasons in croq/measure/measurement.hpp.
+inline constexpr unsigned long long k_nvml_limiting_reasons = 0x4 | 0x8 | 0x20 | 0x40 | 0x80;
+
 struct CudaFacts {
   std::string name;
   std::string uuid;     // "GPU-xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx", as nvidia-smi prints it
@@ -35,6 +39,10 @@ struct CudaFacts {
   int64_t l2_bytes = 0;
   int max_sm_clock_mhz = 0;
   std::optional<int> sm_clock_mhz;  // median of the samples taken so far
+  std::optional<int> min_sm_clock_mhz;
+  std::optional<unsigned long long> clock_limit_reasons;  // NVML clock event reasons, OR-ed
+  int clock_samples = 0;
+  int limited_samples = 0;  // samples with a limiting reason (power cap, thermal, slowdown)
 };
 
 struct CudaProblem {

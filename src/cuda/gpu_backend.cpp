@@ -30,6 +30,8 @@ Elem elem_of(ScalarType t) {
 
 DeviceStatus to_status(const CudaStatus& s) { return {s.ok, s.fatal, s.error}; }
 
+static_assert(k_nvml_limiting_reasons == k_limiting_clock_reasons, "one set of limiting clock reasons");
+
 DeviceFacts device_facts(const CudaFacts& f, const DtypePair& dtype) {
   DeviceFacts d;
   d.name = f.name;
@@ -38,6 +40,10 @@ DeviceFacts device_facts(const CudaFacts& f, const DtypePair& dtype) {
   d.key = make_gpu_key(f.name, d.compute_cap);
   d.driver = f.driver;
   d.sm_clock_mhz = f.sm_clock_mhz;
+  d.min_sm_clock_mhz = f.min_sm_clock_mhz;
+  if (f.clock_limit_reasons) d.clock_limit_reasons = static_cast<uint64_t>(*f.clock_limit_reasons);
+  d.clock_samples = f.clock_samples;
+  d.limited_samples = f.limited_samples;
   if (f.max_sm_clock_mhz > 0) d.max_sm_clock_mhz = f.max_sm_clock_mhz;
   d.sm_count = f.sm_count;
   d.l2_bytes = f.l2_bytes;

@@ -156,3 +156,28 @@ TEST(MeasureRunnerOptions, BadFlagsAreUsageErrorsNamingTheFlag) {
 
 }  // namespace
 }  // namespace croq
+
+// The clock limits seen during the timed section survive the record's JSON, with their names.
+TEST(MeasurementRecord, ClockLimitReasonsRoundTripWithTheirNames) {
+  croq::Measurement m;
+  m.device.name = "NVIDIA H200";
+  m.device.sm_clock_mhz = 1980;
+  m.device.min_sm_clock_mhz = 1500;
+  m.device.clock_limit_reasons = 0x4 | 0x1;
+  m.device.clock_samples = 40;
+  m.device.limited_samples = 9;
+  croq::json j = m.to_json();
+  EXPECT_EQ(j["device"]["clock_limit_reasons"], croq::json({"gpu_idle", "sw_power_cap"}));
+  EXPECT_EQ(j["device"]["min_sm_clock_mhz"], 1500);
+  EXPECT_EQ(j["device"]["limited_samples"], 9);
+  auto parsed = croq::Measurement::from_json(j);
+  ASSERT_TRUE(parsed);
+  const croq::Measurement& back = *parsed;
+  ASSERT_TRUE(back.device.clock_limit_reasons);
+  EXPECT_EQ(*back.device.clock_limit_reasons, 0x5u);
+  EXPECT_EQ(back.device.min_sm_clock_mhz, 1500);
+  EXPECT_EQ(back.device.clock_samples, 40);
+  EXPECT_EQ(back.device.limited_samples, 9);
+  EXPECT_EQ(croq::clock_reason_names(0x80 | 0x20), (std::vector<std::string>{"sw_thermal_slowdown", "hw_power_brake_slowdown"}));
+  EXPECT_EQ(croq::k_limiting_clock_reasons & 0x1, 0u);  // idle is not a limit
+}

@@ -8,6 +8,21 @@
 
 namespace croq {
 
+std::vector<std::string> clock_reason_names(uint64_t mask) {
+  // nvmlClocksEventReason*: 0x1 idle, 0x2 applications clocks, 0x4 software power cap, 0x8 hardware
+  // slowdown, 0x10 sync boost, 0x20 software thermal, 0x40 hardware thermal, 0x80 power brake,
+  // 0x100 display clock.
+  static const char* const names[] = {"gpu_idle",          "applications_clocks_setting", "sw_power_cap",
+                                      "hw_slowdown",       "sync_boost",                  "sw_thermal_slowdown",
+                                      "hw_thermal_slowdown", "hw_power_brake_slowdown",   "display_clock_setting"};
+  std::vector<std::string> out;
+  for (int bit = 0; bit < 64; ++bit) {
+    if (!(mask & (uint64_t{1} << bit))) continue;
+    out.push_back(bit < static_cast<int>(std::size(names)) ? std::string(names[bit]) : fmt::format("bit{}", bit));
+  }
+  return out;
+}
+
 namespace {
 
 // JSON has no NaN or infinity: such values are written as the strings "nan", "inf", "-inf".
@@ -79,7 +94,13 @@ json Measurement::to_json() const {
                  {"compute_cap", device.compute_cap},
                  {"driver", device.driver},
                  {"sm_clock_mhz", opt_num(device.sm_clock_mhz)},
+                 {"min_sm_clock_mhz", opt_num(device.min_sm_clock_mhz)},
                  {"max_sm_clock_mhz", opt_num(device.max_sm_clock_mhz)},
+                 {"clock_limit_reasons", device.clock_limit_reasons ? json(clock_reason_names(*device.clock_limit_reasons))
+                                                                    : json(nullptr)},
+                 {"clock_limit_mask", opt_num(device.clock_limit_reasons)},
+                 {"clock_samples", device.clock_samples},
+                 {"limited_samples", device.limited_samples},
                  {"sm_count", device.sm_count},
                  {"l2_bytes", device.l2_bytes},
                  {"peak_tflops", device.peak_tflops},
@@ -191,6 +212,12 @@ std::optional<Measurement> Measurement::from_json(const json& j, std::string* wh
     m.device.driver = read_string(d, "driver");
     if (auto v = read_number(d, "sm_clock_mhz")) m.device.sm_clock_mhz = static_cast<int>(*v);
     if (auto v = read_number(d, "max_sm_clock_mhz")) m.device.max_sm_clock_mhz = static_cast<int>(*v);
+    if (auto v = read_number(d, "min_sm_clock_mhz")) m.device.min_sm_clock_mhz = static_cast<int>(*v);
+    if (d.contains("clock_limit_mask") && d["clock_limit_mask"].is_number_unsigned()) {
+      m.device.clock_limit_reasons = d["clock_limit_mask"].get<uint64_t>();
+    }
+    m.device.clock_samples = static_cast<int>(read_int(d, "clock_samples"));
+    m.device.limited_samples = static_cast<int>(read_int(d, "limited_samples"));
     m.device.sm_count = static_cast<int>(read_int(d, "sm_count"));
     m.device.l2_bytes = read_int(d, "l2_bytes");
     m.device.peak_tflops = read_number(d, "peak_tflops").value_or(0);

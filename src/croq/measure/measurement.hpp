@@ -75,6 +75,11 @@ struct Timing {
   std::vector<double> samples_ms;
 };
 
+// Names of the bits of NVML's clock event reasons (nvmlClocksEventReason*), lowest bit first.
+std::vector<std::string> clock_reason_names(uint64_t mask);
+// The reasons that mean the GPU's clocks were held down by a limit (not idle or a clock setting).
+inline constexpr uint64_t k_limiting_clock_reasons = 0x4 | 0x8 | 0x20 | 0x40 | 0x80;
+
 struct DeviceFacts {
   std::string name;
   std::string uuid;
@@ -82,7 +87,14 @@ struct DeviceFacts {
   std::string compute_cap;
   std::string driver;
   std::optional<int> sm_clock_mhz;      // sampled during the timed section
+  std::optional<int> min_sm_clock_mhz;  // the lowest of those samples
   std::optional<int> max_sm_clock_mhz;
+  // NVML's clock event (throttle) reasons seen during the timed section, OR-ed over the samples,
+  // and how many samples saw a limiting one (power cap, thermal, hardware slowdown): a timing taken
+  // while the GPU held its clocks down is not comparable with one taken at full clock.
+  std::optional<uint64_t> clock_limit_reasons;
+  int clock_samples = 0;
+  int limited_samples = 0;
   int sm_count = 0;
   int64_t l2_bytes = 0;
   double peak_tflops = 0;               // for this problem's dtype (0: unknown)
