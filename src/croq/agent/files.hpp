@@ -1,4 +1,4 @@
-// The files `croq init` installs, embedded in the binary at build time by embed_files.cmake from
+// The files `croq init` installs, embedded in the binary at build time by src/cmake/embed_files.cmake from
 // src/croq/agent/files/ (skills for coding agents under skills/<name>/, the seeds' tool shims
 // under compat/). Paths are relative to that folder, with '/' separators.
 #pragma once

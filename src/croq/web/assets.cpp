@@ -14,7 +14,7 @@ const Asset* find_asset(std::string_view name) {
 
 std::string_view asset_text(std::string_view name) {
   const Asset* a = find_asset(name);
-  return a ? std::string_view(a->data, a->size) : std::string_view();
+  return a ? a->data : std::string_view();
 }
 
 std::string asset_content_type(std::string_view name) {

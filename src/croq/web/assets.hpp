@@ -1,5 +1,5 @@
 // The monitor's static files (CSS, JavaScript, icon), embedded in the binary at build time by
-// embed_assets.cmake from src/croq/web/assets/. Served under /static/<name> by name lookup only,
+// src/cmake/embed_files.cmake from src/croq/web/assets/. Served under /static/<name> by name lookup only,
 // so no request can reach a file on disk through this path.
 #pragma once
 #include <cstddef>
@@ -11,8 +11,7 @@ namespace croq::web {
 
 struct Asset {
   const char* name;
-  const char* data;
-  size_t size;
+  std::string_view data;
 };
 
 // Generated (assets_data.cpp in the build folder).

@@ -336,14 +336,14 @@ struct HttpServer::Impl {
       const Asset* a = find_asset(name);
       if (!a) throw_not_found("no such asset");
       auto& tag = etags[name];
-      if (tag.empty()) tag = "\"" + sha256_hex(std::string_view(a->data, a->size)).substr(0, 16) + "\"";
+      if (tag.empty()) tag = "\"" + sha256_hex(a->data).substr(0, 16) + "\"";
       res.set_header("ETag", tag);
       res.set_header("Cache-Control", "no-cache");
       if (req.get_header_value("If-None-Match") == tag) {
         res.status = 304;
         return;
       }
-      res.set_content(std::string(a->data, a->size), asset_content_type(name).c_str());
+      res.set_content(std::string(a->data), asset_content_type(name).c_str());
     }));
 
     // ---- fragments (swapped in by app.js) ----
