@@ -99,14 +99,7 @@ FamilyConfig AmpereGemmFamily::default_config(const FamilyProblem& p) const {
 }
 
 std::string AmpereGemmFamily::render_source(const FamilyConfig& c, const FamilyProblem& p) const {
-  std::vector<std::pair<std::string, std::string>> defines;
-  for (const char* name : k_order) {
-    auto it = c.find(name);
-    if (it != c.end()) defines.emplace_back(std::string("CROQ_") + name, it->second);
-  }
-  defines.emplace_back("CROQ_DTYPES", std::to_string(gemm::dtype_bit(p.dtype)));
-  defines.emplace_back("CROQ_BLAYOUTS", p.b_col_major ? "2" : "1");
-  return gemm::render_template(name(), template_path(), defines, p);
+  return gemm::render_config(name(), template_path(), k_order, c, p);
 }
 
 std::vector<std::string> AmpereGemmFamily::build_flags(const FamilyConfig&, const FamilyProblem& p) const {

@@ -46,6 +46,18 @@ int dtype_bit(const DtypePair& d) {
   return 0;
 }
 
+std::string render_config(const std::string& family, const std::string& template_relpath,
+                          std::span<const char* const> order, const FamilyConfig& c, const FamilyProblem& p) {
+  std::vector<std::pair<std::string, std::string>> defines;
+  for (const char* name : order) {
+    auto it = c.find(name);
+    if (it != c.end()) defines.emplace_back(std::string("CROQ_") + name, it->second);
+  }
+  defines.emplace_back("CROQ_DTYPES", std::to_string(dtype_bit(p.dtype)));
+  defines.emplace_back("CROQ_BLAYOUTS", p.b_col_major ? "2" : "1");
+  return render_template(family, template_relpath, defines, p);
+}
+
 std::string render_template(const std::string& family, const std::string& template_relpath,
                             const std::vector<std::pair<std::string, std::string>>& defines, const FamilyProblem& p) {
   const auto path = find_project_dir("kernels") / template_relpath;

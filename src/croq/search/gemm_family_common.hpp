@@ -4,6 +4,7 @@
 // its configuration macros in front.
 #pragma once
 #include <optional>
+#include <span>
 #include <string>
 #include <utility>
 #include <vector>
@@ -27,6 +28,11 @@ int dtype_bit(const DtypePair& d);
 // template is read from the project's kernels/ folder (find_project_dir).
 std::string render_template(const std::string& family, const std::string& template_relpath,
                             const std::vector<std::pair<std::string, std::string>>& defines, const FamilyProblem& p);
+
+// The family's source for a configuration: its parameters as CROQ_<NAME> macros in `order`, the
+// dtype and B-layout masks for the problem (one instantiation each), then the template.
+std::string render_config(const std::string& family, const std::string& template_relpath,
+                          std::span<const char* const> order, const FamilyConfig& c, const FamilyProblem& p);
 
 // Multiprocessors of the usual part of each architecture (H100/H200 132, A100 108, ...): used to
 // size defaults, never for correctness.
