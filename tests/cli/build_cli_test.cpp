@@ -9,6 +9,7 @@
 
 #include <croq/kernel_abi.h>
 
+#include "croq/measure/runner_options.hpp"
 #include "croq/util/fs.hpp"
 #include "croq/util/text.hpp"
 #include "support/test_support.hpp"
@@ -298,6 +299,54 @@ json run_runner(const std::string& py, const fs::path& candidate, const std::str
   spec.timeout = std::chrono::seconds(timeout_s + 60);
   ProcessResult r = SystemProcessRunner().run(spec);
   return try_parse_json(r.out).value_or(json());
+}
+
+// croq measure runs the Python runner with the same flags as croq-gpu-runner (runner_arguments):
+// each of them must be understood, with the same meaning.
+TEST(PythonRunner, UnderstandsEveryFlagCroqPassesToRunners) {
+  if (!find_executable("python3")) GTEST_SKIP() << "no python3";
+  RunnerOptions o;
+  o.candidate = "/x/k.py";
+  o.m = 768;
+  o.n = 512;
+  o.k = 256;
+  o.dtype = "bf16f32";
+  o.b_layout = "auto";
+  o.seed = 77;
+  o.mode = RunMode::verify;
+  o.warmup = 3;
+  o.warmup_ms = 350;
+  o.min_reps = 7;
+  o.max_reps = 9;
+  o.cv_target = 0.02;
+  o.min_time_ms = 75;
+  o.time_budget_ms = 150;
+  o.l2_flush = false;
+  o.hold = false;
+  o.rotation_sets = 3;
+  o.device = "GPU-abc";
+  o.out = "/tmp/m.json";
+  ProcessSpec spec;
+  spec.argv = {"python3", std::string(CROQ_SOURCE_DIR) + "/src/python/croq_runner.py"};
+  for (const auto& a : runner_arguments(o)) spec.argv.push_back(a);
+  spec.argv.push_back("--parse-only");
+  spec.timeout = std::chrono::seconds(60);
+  ProcessResult r = SystemProcessRunner().run(spec);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  json a = json::parse(r.out);
+  EXPECT_EQ(a["mode"], "verify");
+  EXPECT_EQ(a["seed"], 77);
+  EXPECT_EQ(a["warmup"], 3);
+  EXPECT_DOUBLE_EQ(a["warmup_ms"].get<double>(), 350);
+  EXPECT_EQ(a["min_reps"], 7);
+  EXPECT_EQ(a["max_reps"], 9);
+  EXPECT_DOUBLE_EQ(a["target_cv"].get<double>(), 0.02);
+  EXPECT_DOUBLE_EQ(a["min_time_ms"].get<double>(), 75);
+  EXPECT_DOUBLE_EQ(a["time_budget_ms"].get<double>(), 150);
+  EXPECT_EQ(a["no_l2_flush"], true);
+  EXPECT_EQ(a["b_layout"], "row");
+  EXPECT_EQ(a["device"], "cuda");
+  EXPECT_EQ(a["out"], "/tmp/m.json");
 }
 
 TEST(PythonRunner, VerdictsOfGoodWrongForbiddenAndCrashingCandidates) {

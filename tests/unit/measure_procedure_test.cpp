@@ -216,6 +216,55 @@ TEST(MeasureProcedure, APassingCandidateIsVerifiedTimedRecheckedAndCheckedOnASec
   EXPECT_GT(b.count("launch(1)"), 0);
 }
 
+TEST(MeasureProcedure, TheWarmUpRunsBackToBackUntilItHasLastedWarmupMs) {
+  FakeBackend b;
+  b.wall_per_launch = 0.1;  // host time per untimed launch
+  ProcedureOptions o = quick();
+  o.warmup_ms = 30;
+  Measurement m = measure(b, o);
+  ASSERT_EQ(m.verdict, Verdict::PASS) << m.detail;
+  ASSERT_TRUE(m.timing);
+  ASSERT_TRUE(m.timing->warmup_ms);
+  EXPECT_GE(*m.timing->warmup_ms, 30.0);
+  EXPECT_LT(*m.timing->warmup_ms, 60.0) << "at most one batch beyond the target";
+  EXPECT_GE(m.timing->warmup, 300) << "30 ms of 0.1 ms launches";
+  // Every warm-up launch comes before the first timed repetition of the timing phase: count the
+  // launches between the last probe repetition and the first start of the timed section.
+  int starts = 0;
+  size_t first_timed = 0;
+  for (size_t i = 0; i < b.calls.size(); ++i) {
+    if (b.calls[i] == "start" && ++starts == 4) {  // 3 probe repetitions first
+      first_timed = i;
+      break;
+    }
+  }
+  ASSERT_GT(first_timed, 0u);
+  int untimed = 0;
+  for (size_t i = 0; i < first_timed; ++i) {
+    if (b.calls[i].rfind("launch(", 0) == 0) ++untimed;
+  }
+  EXPECT_GE(untimed, m.timing->warmup);
+
+  FakeBackend plain;
+  plain.wall_per_launch = 0.1;
+  Measurement n = measure(plain);  // warmup_ms 0: the counted warm-up only
+  ASSERT_TRUE(n.timing);
+  EXPECT_EQ(n.timing->warmup, 2);
+}
+
+TEST(MeasureProcedure, ASteadyKernelIsTimedForAtLeastTheMinimumTime) {
+  FakeBackend b;  // 1 ms per repetition, no spread: the CV target is met after min_reps
+  ProcedureOptions o = quick();
+  o.stop.min_time_ms = 40;
+  Measurement m = measure(b, o);
+  ASSERT_EQ(m.verdict, Verdict::PASS) << m.detail;
+  ASSERT_TRUE(m.timing);
+  EXPECT_EQ(m.timing->stop_reason, "cv_target");
+  EXPECT_GE(m.timing->reps, 40);
+  ASSERT_TRUE(m.timing->timed_ms);
+  EXPECT_GE(*m.timing->timed_ms, 40.0);
+}
+
 TEST(MeasureProcedure, ATimeFasterThanPeakIsImpossibleBeforeVerificationIsConsidered) {
   FakeBackend b;
   b.event_ms = [](int) { return 0.001; };  // 2147 TFLOPS against a peak of 100

@@ -54,11 +54,14 @@ Measurement sample() {
   t.median_ms = 0.2;
   t.cv = 0.004;
   t.stop_reason = "cv_target";
+  t.warmup_ms = 201.5;
+  t.timed_ms = 104.25;
   t.wall_check_ms = 0.21;
   t.samples_ms = {0.2, 0.201, 0.199};
   m.timing = t;
   m.tflops = 687.2;
   m.flags = {"near_peak"};
+  m.phases = json::array({{{"phase", "check (first seed)"}, {"ms", 12.5}}, {{"phase", "timing"}, {"ms", 310.0}}});
   return m;
 }
 
@@ -74,6 +77,10 @@ TEST(MeasureRecord, RoundTripsEveryField) {
   EXPECT_TRUE(std::isnan(back->verification.worst[0].got));
   EXPECT_EQ(back->problem.b_layout, "col");
   EXPECT_EQ(*back->device.sm_clock_mhz, 1980);
+  EXPECT_DOUBLE_EQ(*back->timing->warmup_ms, 201.5);
+  EXPECT_DOUBLE_EQ(*back->timing->timed_ms, 104.25);
+  EXPECT_EQ(back->phases.size(), 2u);
+  EXPECT_EQ(back->phases[1]["phase"], "timing");
 }
 
 TEST(MeasureRecord, AFailedMeasurementHasNullTimingAndTflops) {
@@ -116,6 +123,8 @@ TEST(MeasureRunnerOptions, FlagsRoundTripThroughTheCommandLine) {
   o.seed = 77;
   o.mode = RunMode::verify;
   o.warmup = 3;
+  o.warmup_ms = 350;
+  o.min_time_ms = 75;
   o.min_reps = 7;
   o.max_reps = 9;
   o.cv_target = 0.02;
@@ -131,6 +140,8 @@ TEST(MeasureRunnerOptions, FlagsRoundTripThroughTheCommandLine) {
   EXPECT_EQ(back.mode, RunMode::verify);
   EXPECT_FALSE(back.l2_flush);
   EXPECT_DOUBLE_EQ(back.cv_target, 0.02);
+  EXPECT_DOUBLE_EQ(back.warmup_ms, 350);
+  EXPECT_DOUBLE_EQ(back.min_time_ms, 75);
 }
 
 TEST(MeasureRunnerOptions, BadFlagsAreUsageErrorsNamingTheFlag) {

@@ -60,6 +60,25 @@ TEST(MeasureStopRule, NoisySamplesRunUntilTheBudgetOrMaxReps) {
   EXPECT_EQ(r.check(noisy, 0), "max_reps");
 }
 
+TEST(MeasureStopRule, ASteadyKernelKeepsRepeatingUntilTheMinimumTimedSectionHasPassed) {
+  StopRule r;
+  r.min_reps = 4;
+  r.max_reps = 1000;
+  r.cv_target = 0.01;
+  r.time_budget_ms = 2000;
+  r.min_time_ms = 300;
+  const std::vector<double> steady = {1.0, 1.0, 1.0, 1.0, 1.0};
+  EXPECT_EQ(r.check(steady, 5), "") << "steady after 5 ms, but the timed section must last 300 ms";
+  EXPECT_EQ(r.check(steady, 299), "");
+  EXPECT_EQ(r.check(steady, 300), "cv_target");
+  // max_reps and the time budget still end the section earlier.
+  r.max_reps = 5;
+  EXPECT_EQ(r.check(steady, 5), "max_reps");
+  r.max_reps = 1000;
+  r.time_budget_ms = 100;
+  EXPECT_EQ(r.check(steady, 100), "time_budget");
+}
+
 TEST(MeasureStopRule, ASlowKernelStopsOnTheBudgetAfterAFewSamples) {
   StopRule r;
   r.min_reps = 20;

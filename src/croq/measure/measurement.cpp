@@ -144,6 +144,8 @@ json Measurement::to_json() const {
                    {"max_ms", t.max_ms},
                    {"cv", t.cv},
                    {"stop_reason", t.stop_reason},
+                   {"warmup_ms", opt_num(t.warmup_ms)},
+                   {"timed_ms", opt_num(t.timed_ms)},
                    {"wall_check_ms", opt_num(t.wall_check_ms)},
                    {"samples_ms", samples}};
   } else {
@@ -155,6 +157,7 @@ json Measurement::to_json() const {
   j["warnings"] = warnings;
   j["source"] = source;
   if (!process.is_null()) j["process"] = process;
+  if (!phases.empty()) j["phases"] = phases;
   if (!argv.empty()) j["argv"] = argv;
   return j;
 }
@@ -274,6 +277,8 @@ std::optional<Measurement> Measurement::from_json(const json& j, std::string* wh
     o.max_ms = read_number(t, "max_ms").value_or(0);
     o.cv = read_number(t, "cv").value_or(0);
     o.stop_reason = read_string(t, "stop_reason");
+    o.warmup_ms = read_number(t, "warmup_ms");
+    o.timed_ms = read_number(t, "timed_ms");
     o.wall_check_ms = read_number(t, "wall_check_ms");
     if (t.contains("samples_ms") && t["samples_ms"].is_array()) {
       for (const auto& s : t["samples_ms"]) {
@@ -297,6 +302,7 @@ std::optional<Measurement> Measurement::from_json(const json& j, std::string* wh
   m.source = read_string(j, "source");
   if (m.source.empty()) m.source = "measured";
   if (j.contains("process")) m.process = j["process"];
+  if (j.contains("phases") && j["phases"].is_array()) m.phases = j["phases"];
   if (j.contains("argv") && j["argv"].is_array()) {
     for (const auto& a : j["argv"]) {
       if (a.is_string()) m.argv.push_back(a.get<std::string>());

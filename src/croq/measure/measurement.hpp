@@ -16,10 +16,10 @@
 //                    "worst":[{"i","j","got","want"}],"nan_count","guard_bytes_changed",
 //                    "rechecked_after_timing","second_seed_passed"},
 //    "timing":{"method","l2_flush","stream_held","rotation_sets","warmup","reps","median_ms",
-//              "mean_ms","min_ms","p90_ms","max_ms","cv","stop_reason","wall_check_ms",
+//              "mean_ms","min_ms","p90_ms","max_ms","cv","stop_reason","warmup_ms","timed_ms","wall_check_ms",
 //              "samples_ms":[...]},
 //    "tflops", "library":{...} (baseline only), "flags":[...], "warnings":[...],
-//    "source":"measured|reported", "process":{...} (set by croq)}
+//    "source":"measured|reported", "process":{...} (set by croq), "phases":[{"phase","ms"}]}
 // Numbers that do not apply are null.
 #pragma once
 #include <cstdint>
@@ -71,6 +71,8 @@ struct Timing {
   int reps = 0;
   double median_ms = 0, mean_ms = 0, min_ms = 0, p90_ms = 0, max_ms = 0, cv = 0;
   std::string stop_reason;
+  std::optional<double> warmup_ms;      // host time the warm-up lasted
+  std::optional<double> timed_ms;       // host time of the timed repetitions
   std::optional<double> wall_check_ms;  // host clock per launch, device synchronised
   std::vector<double> samples_ms;
 };
@@ -135,6 +137,9 @@ struct Measurement {
   std::vector<std::string> warnings;
   std::string source = "measured";  // measured | reported
   json process;                     // how the runner ended (set by croq)
+  // Where the runner's time went: [{"phase": "check (first seed)", "ms": 12.5}, ...] in order,
+  // each phase's host time from its start to the next one's.
+  json phases = json::array();
   std::vector<std::string> argv;    // the runner's command line
 
   json to_json() const;

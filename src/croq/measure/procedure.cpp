@@ -93,7 +93,7 @@ class Procedure {
         "timed without holding the stream, so host launch overhead is inside the measured interval");
   }
 
-  void phase(const char* what) {
+  void phase(const std::string& what) {
     if (m_opt.on_phase) m_opt.on_phase(what);
   }
 
@@ -184,12 +184,15 @@ class Procedure {
   }
 
   // Warm-up, then repetitions until the stopping rule says so. `samples` gets the times.
-  std::optional<Failure> timed_reps(int sets, int warmup, const StopRule& rule, Timing& t) {
+  static constexpr int k_max_settle_launches = 1000000;
+
+  std::optional<Failure> timed_reps(int sets, int warmup, double warmup_ms, const StopRule& rule, Timing& t) {
     t = Timing{};
     t.method = m_b.timer_method();
     t.l2_flush = m_opt.l2_flush;
     t.rotation_sets = sets;
     t.warmup = warmup;
+    const double w0 = m_b.host_now_ms();
     for (int i = 0; i < warmup; ++i) {
       if (auto f = launch(i % sets)) {
         (void)m_b.synchronize();
@@ -197,6 +200,24 @@ class Procedure {
       }
     }
     if (auto f = sync("after the warm-up")) return f;
+    // Then back-to-back launches until the warm-up has lasted `warmup_ms`: the GPU's clocks and
+    // power draw settle under a sustained load within a few hundred milliseconds, and a timing
+    // taken before they have measures the power manager's state, not the kernel (docs/measurement.md).
+    // Batches double in size so that a fast kernel pays few synchronisations and a slow one
+    // overshoots the target by at most one batch.
+    int batch = 1, extra = 0;
+    while (warmup_ms > 0 && m_b.host_now_ms() - w0 < warmup_ms && extra < k_max_settle_launches) {
+      for (int i = 0; i < batch; ++i, ++extra) {
+        if (auto f = launch(extra % sets)) {
+          (void)m_b.synchronize();
+          return f;
+        }
+      }
+      if (auto f = sync("during the warm-up")) return f;
+      batch = std::min(batch * 2, 256);
+    }
+    t.warmup += extra;
+    t.warmup_ms = m_b.host_now_ms() - w0;
 
     bool hold = m_opt.hold_stream && m_b.can_hold_stream() && m_hold_ok;
     for (int attempt = 0; attempt < 2; ++attempt) {
@@ -216,9 +237,11 @@ class Procedure {
         }
         t.samples_ms.push_back(ms);
         if (r == rule.min_reps / 2) m_b.sample_clock();
-        std::string why = rule.check(t.samples_ms, m_b.host_now_ms() - t0);
+        const double elapsed = m_b.host_now_ms() - t0;
+        std::string why = rule.check(t.samples_ms, elapsed);
         if (!why.empty()) {
           t.stop_reason = why;
+          t.timed_ms = elapsed;
           break;
         }
       }
@@ -324,7 +347,7 @@ class Procedure {
         }
         Timing t;
         phase("timing");
-        if (auto f = timed_reps(sets, m_opt.warmup, m_opt.stop, t)) return f;
+        if (auto f = timed_reps(sets, m_opt.warmup, m_opt.warmup_ms, m_opt.stop, t)) return f;
         m_m.timing = t;
         phase("wall-clock check");
 
@@ -406,7 +429,7 @@ class Procedure {
       double best_ms = 0;
       std::optional<Verification> first_v;
       for (int i = 0; i < count; ++i) {
-        phase("library variant");
+        phase(fmt::format("library variant {} of {}: check", i + 1, count));
         json row = {{"variant", i}, {"algo", m_b.variant_description(i)}};
         DeviceStatus sel = m_b.select_variant(i);
         if (!sel.ok) {
@@ -433,11 +456,12 @@ class Procedure {
           first_ok = i;
           m_m.verification = v;
         }
+        phase(fmt::format("library variant {} of {}: screen", i + 1, count));
         Timing t;
         StopRule quick;
         quick.min_reps = quick.max_reps = std::max(1, m_opt.screen_reps);
         quick.time_budget_ms = 1e12;
-        if (auto f = timed_reps(1, 1, quick, t)) return f;
+        if (auto f = timed_reps(1, 1, 0, quick, t)) return f;
         row["median_ms"] = t.median_ms;
         row["tflops"] = tflops_of(flops, t.median_ms);
         screened.push_back(row);
@@ -455,8 +479,9 @@ class Procedure {
                        "the library offers no variant for this problem"};
       }
       auto full = [&](int variant, json& out, Timing& t) -> std::optional<Failure> {
+        phase(fmt::format("library variant {}: timing", variant + 1));
         harness(m_b.select_variant(variant), "selecting the library variant");
-        if (auto f = timed_reps(1, m_opt.warmup, m_opt.stop, t)) return f;
+        if (auto f = timed_reps(1, m_opt.warmup, m_opt.warmup_ms, m_opt.stop, t)) return f;
         out = {{"variant", variant},
                {"algo", m_b.variant_description(variant)},
                {"median_ms", t.median_ms},

@@ -9,7 +9,7 @@
 //   3. probe: one untimed launch, then `probe_reps` timed ones; faster than the device's peak
 //      allows -> IMPOSSIBLE, before anything else is concluded
 //   4. a failed check -> VERIFY_FAIL
-//   5. the other input sets (rotation), `warmup` launches
+//   5. the other input sets (rotation), `warmup` launches, then more until `warmup_ms` has passed
 //   6. repetitions, each: [flush L2] [hold stream] start timer, launch, stop timer, [release]
 //      synchronise, read - until the stopping rule says so (statistics.hpp)
 //   7. wall-clock check: back-to-back launches timed by the host clock, device synchronised
@@ -43,6 +43,8 @@ struct ProcedureOptions {
   RunMode mode = RunMode::measure;
   uint64_t seed = 1;
   int warmup = 10;
+  // The warm-up goes on, back to back, until it has lasted this long (0: `warmup` launches only).
+  double warmup_ms = 0;
   StopRule stop;
   bool l2_flush = true;
   bool hold_stream = true;

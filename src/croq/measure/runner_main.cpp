@@ -1,6 +1,7 @@
 // The runners' main (runner_main.hpp).
 #include "croq/measure/runner_main.hpp"
 
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <iostream>
@@ -25,7 +26,35 @@ uint64_t fresh_seed() {
   return s & ((uint64_t{1} << 53) - 1);  // exact in a JSON double, for readers that parse numbers as doubles
 }
 
-void write_measurement(const Measurement& m, const RunnerOptions& o) {
+// The phases the runner went through, with the host time each one lasted.
+class PhaseLog {
+ public:
+  void enter(const std::string& what) {
+    close();
+    m_name = what;
+    m_start = m_clock.elapsed_ms();
+    std::cerr << "phase: " << what << std::endl;
+  }
+  json to_json() {
+    close();
+    return m_done;
+  }
+
+ private:
+  void close() {
+    if (m_name.empty()) return;
+    const double ms = m_clock.elapsed_ms() - m_start;
+    m_done.push_back({{"phase", m_name}, {"ms", std::round(ms * 100) / 100}});
+    m_name.clear();
+  }
+  Stopwatch m_clock;
+  std::string m_name;
+  double m_start = 0;
+  json m_done = json::array();
+};
+
+void write_measurement(Measurement m, const RunnerOptions& o, PhaseLog& phases) {
+  m.phases = phases.to_json();
   std::string text = dump_pretty(m.to_json());
   if (!o.out.empty()) atomic_write(o.out, text + "\n");
   std::cout << text << std::endl;
@@ -52,7 +81,8 @@ int runner_main(int argc, char** argv, RunnerPlatform& platform) {
     std::cerr << program << ": unknown library '" << o.library << "' (" << platform.libraries() << ")\n";
     return static_cast<int>(ExitCode::usage);
   }
-  auto phase = [&](const std::string& what) { std::cerr << "phase: " << what << std::endl; };
+  PhaseLog phases;
+  auto phase = [&](const std::string& what) { phases.enter(what); };
   try {
     ProblemSetup setup = make_problem(o.m, o.n, o.k, o.dtype, o.b_layout == "col" ? "col" : "row");
     Measurement base;
@@ -82,7 +112,7 @@ int runner_main(int argc, char** argv, RunnerPlatform& platform) {
         m.verdict = v;
         m.reason = code;
         m.detail = detail;
-        write_measurement(m, o);
+        write_measurement(m, o, phases);
         return 0;
       };
       if (!purity.is_elf) return refuse(Verdict::RUNTIME_FAIL, reason::load_failed, "not a shared object: " + purity.error);
@@ -113,7 +143,9 @@ int runner_main(int argc, char** argv, RunnerPlatform& platform) {
       po.mode = o.mode;
       po.seed = *base.seed;
       po.warmup = o.warmup;
+      po.warmup_ms = o.warmup_ms;
       po.stop.min_reps = o.min_reps;
+      po.stop.min_time_ms = o.min_time_ms;
       po.stop.max_reps = o.max_reps;
       po.stop.cv_target = o.cv_target;
       po.stop.time_budget_ms = o.time_budget_ms;
@@ -137,7 +169,7 @@ int runner_main(int argc, char** argv, RunnerPlatform& platform) {
       if (m.verdict != Verdict::UNSUPPORTED) break;
     }
     phase("write");
-    write_measurement(result, o);
+    write_measurement(result, o, phases);
     // Leave at once: tearing down a CUDA context a candidate broke, or unloading a candidate's
     // code, can crash or hang after the measurement is safely written.
     std::cout.flush();

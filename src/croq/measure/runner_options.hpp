@@ -6,7 +6,7 @@
 //   --op matmul --m M --n N --k K --dtype TOKEN --b-layout row|col|auto
 //   --seed S                                  (default: a fresh random seed, recorded)
 //   --mode measure|verify|profile
-//   --warmup N --min-reps N --max-reps N --cv-target F --time-budget-ms MS
+//   --warmup N --warmup-ms MS --min-reps N --max-reps N --cv-target F --min-time-ms MS --time-budget-ms MS
 //   --no-l2-flush --no-hold --rotation-sets N
 //   --device N|GPU-<uuid>  --out FILE  --help
 #pragma once
@@ -29,10 +29,12 @@ struct RunnerOptions {
   std::optional<uint64_t> seed;
   RunMode mode = RunMode::measure;
   int warmup = 10;
+  double warmup_ms = 200;
   int min_reps = 20;
   int max_reps = 500;
   double cv_target = 0.01;
   double time_budget_ms = 2000;
+  double min_time_ms = 100;
   bool l2_flush = true;
   bool hold = true;
   int rotation_sets = 2;

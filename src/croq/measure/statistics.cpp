@@ -39,7 +39,7 @@ SampleSummary summarize(std::vector<double> samples) {
 std::string StopRule::check(const std::vector<double>& samples, double elapsed_ms) const {
   const int n = static_cast<int>(samples.size());
   if (n >= max_reps) return "max_reps";
-  if (n >= std::max(min_reps, 2)) {
+  if (n >= std::max(min_reps, 2) && elapsed_ms >= min_time_ms) {
     if (summarize(samples).cv <= cv_target) return "cv_target";
   }
   if (elapsed_ms >= time_budget_ms && n >= std::min(k_min_samples, max_reps)) return "time_budget";

@@ -5,11 +5,14 @@
 // standard deviation (n - 1) and the coefficient of variation cv = stddev / mean.
 //
 // Stopping rule (after each repetition), first match wins:
-//   n >= max_reps                                  -> "max_reps"
-//   n >= min_reps and cv <= cv_target              -> "cv_target"
-//   elapsed >= time_budget and n >= k_min_samples  -> "time_budget"
+//   n >= max_reps                                            -> "max_reps"
+//   n >= min_reps, elapsed >= min_time and cv <= cv_target   -> "cv_target"
+//   elapsed >= time_budget and n >= k_min_samples            -> "time_budget"
 // so a slow kernel stops on the budget after a few samples, a fast and steady one as soon as its
-// spread is below the target, and a noisy one after max_reps or the budget.
+// spread is below the target (but not before `min_time_ms` of repetitions: a timed section of a
+// few milliseconds samples one instant of the GPU's power management, and two such sections taken
+// seconds apart disagree by more than their spreads say), and a noisy one after max_reps or the
+// budget.
 #pragma once
 #include <string>
 #include <vector>
@@ -30,6 +33,7 @@ struct StopRule {
   int max_reps = 500;
   double cv_target = 0.01;
   double time_budget_ms = 2000;
+  double min_time_ms = 0;
   static constexpr int k_min_samples = 3;
 
   // Empty while repetitions should continue; otherwise the stop reason.
