@@ -1,67 +1,15 @@
-// croq serve (the monitor: scheduler, REST API, event stream, dashboard; --check compares the
-// database with the ledgers; --once indexes and exits) and croq report (static HTML + SVG + CSV).
-#include <signal.h>
-#include <unistd.h>
-
-#include <cstdlib>
-#include <iostream>
+// croq serve and croq report: their options (web_verbs.hpp). What they do is run_serve and
+// run_report: the monitor itself in croq-web (web_verbs_impl.cpp), a hand-over to croq-web in croq
+// (web_verbs_exec.cpp).
 #include <memory>
-#include <thread>
-
-#include <fmt/format.h>
 
 #include "cli/verbs.hpp"
-#include "croq/gpu/device_key.hpp"
-#include "croq/util/fs.hpp"
-#include "croq/util/paths.hpp"
-#include "croq/util/text.hpp"
-#include "croq/web/auth.hpp"
-#include "croq/web/child.hpp"
-#include "croq/web/http_server.hpp"
-#include "croq/web/ledger_sync.hpp"
-#include "croq/web/monitor.hpp"
-#include "croq/web/report.hpp"
+#include "cli/web_verbs.hpp"
 
 namespace croq::cli {
 
-namespace {
-
-std::string env_or(const char* name, const std::string& fallback) {
-  const char* v = std::getenv(name);
-  return v && *v ? std::string(v) : fallback;
-}
-
-std::string default_gpu_key() {
-  if (const char* g = std::getenv("CROQ_GPU"); g && *g) return g;
-  auto gpus = query_gpus();
-  if (!gpus.empty()) return make_gpu_key(gpus.front().name, gpus.front().compute_cap);
-  return {};
-}
-
-std::string self_exe() {
-  std::error_code ec;
-  auto p = fs::read_symlink("/proc/self/exe", ec);
-  return ec ? std::string("croq") : p.string();
-}
-
-}  // namespace
-
 VerbRunner setup_serve(CLI::App& app) {
-  struct Opts {
-    std::string bind;
-    std::string db;
-    std::string token_file;
-    int poll_ms = 500;
-    int scan_every = 4;
-    int max_running = 0;
-    int threads = 96;
-    int stop_grace_ms = 10000;
-    size_t max_body = 1 << 20;
-    bool no_scheduler = false;
-    bool check = false;
-    bool once = false;
-  };
-  auto o = std::make_shared<Opts>();
+  auto o = std::make_shared<ServeOptions>();
   app.add_option("--bind", o->bind, "HOST:PORT to listen on (default 127.0.0.1:8642; env CROQ_SERVE_BIND); "
                                     "anything but loopback needs a token");
   app.add_option("--db", o->db, "the database: a SQLite file (default <root>/.croq/monitor.db; env CROQ_SERVE_DB)");
@@ -83,165 +31,17 @@ VerbRunner setup_serve(CLI::App& app) {
   app.add_flag("--check", o->check, "compare the database with the ledgers on disk, print the differences, exit "
                                     "(1 if any)");
   app.add_flag("--once", o->once, "bring the database in step with the disk once (adopting new tasks) and exit");
-  return [o](Context& ctx) -> ExitCode {
-    Workspace& ws = ctx.ws();
-    const std::string db_location = !o->db.empty() ? o->db : env_or("CROQ_SERVE_DB", (ws.root() / ".croq" / "monitor.db").string());
-
-    if (o->check) {
-      web::DatabaseOptions dopt;
-      dopt.read_only = true;
-      auto db = web::open_database(db_location, dopt);
-      web::CheckReport rep = web::check_database(ws, *db);
-      json doc = rep.to_json();
-      doc["ok"] = rep.clean();
-      doc["db"] = db->location();
-      doc["root"] = ws.root().string();
-      ctx.emit(doc);
-      if (rep.clean()) {
-        ctx.note(fmt::format("croq serve --check: the database matches the ledgers ({} tasks, {} records{})",
-                             rep.tasks_on_disk, rep.rounds_on_disk,
-                             rep.pending.empty() ? "" : fmt::format("; {} tasks still being indexed", rep.pending.size())));
-      } else {
-        ctx.note(fmt::format("croq serve --check: {} differences between the database and the ledgers",
-                             rep.differences.size()));
-        for (const auto& d : rep.differences) ctx.note(fmt::format("  {} {}: {}", d.kind, d.task, d.detail));
-      }
-      return rep.clean() ? ExitCode::ok : ExitCode::failure;
-    }
-
-    // One server per database: the lock is released by the kernel if the server dies.
-    std::string lock_path = db_location;
-    if (starts_with(lock_path, "sqlite:")) lock_path = lock_path.substr(7);
-    if (fs::path(lock_path).has_parent_path()) ensure_dir(fs::path(lock_path).parent_path());
-    auto lock = FileLock::try_acquire(lock_path + ".lock", std::chrono::milliseconds(0), o->once ? "croq serve --once" : "croq serve");
-    if (!lock) {
-      throw Error(ExitCode::busy,
-                  fmt::format("another croq serve uses {} ({})", db_location, FileLock::describe_holder(lock_path + ".lock")),
-                  "stop it first, or pass another --db");
-    }
-    auto db = web::open_database(db_location);
-
-    web::MonitorOptions mo;
-    mo.poll_ms = o->poll_ms;
-    mo.scan_every = o->scan_every;
-    mo.run_scheduler = !o->no_scheduler && !o->once;
-    mo.query_gpus = !o->once;
-    mo.scheduler.croq_exe = self_exe();
-    mo.scheduler.max_running = o->max_running;
-    mo.scheduler.stop_grace = std::chrono::milliseconds(o->stop_grace_ms);
-    for (const auto& v : verbs()) mo.verbs.insert(v.name);
-    if (!o->once) mo.default_gpu = default_gpu_key();
-
-    web::SupervisedLauncher launcher;
-    if (o->once) {
-      web::Monitor monitor(ws, *db, launcher, mo);
-      web::SyncStats s = monitor.initial_sync();
-      json doc = s.to_json();
-      doc["ok"] = true;
-      doc["db"] = db->location();
-      doc["root"] = ws.root().string();
-      ctx.emit(doc);
-      ctx.note(fmt::format("croq serve --once: {} tasks scanned, {} adopted, {} records added in {:.0f} ms",
-                           s.tasks_scanned, s.tasks_adopted, s.rounds_added, s.ms));
-      return ExitCode::ok;
-    }
-
-    const std::string bind_text = !o->bind.empty() ? o->bind : env_or("CROQ_SERVE_BIND", "127.0.0.1:8642");
-    web::BindAddress bind = web::parse_bind(bind_text);
-    web::AuthConfig auth = web::make_auth(bind, !o->token_file.empty() ? o->token_file : env_or("CROQ_SERVE_TOKEN_FILE", ""));
-    mo.server_facts = {{"bind", bind.text()}, {"auth", auth.required ? "token (" + auth.source + ")" : auth.source}};
-
-    // Signals are taken by one thread (sigwait); every other thread, children's supervisors
-    // included, starts with them blocked and unblocks what it needs.
-    sigset_t stop_signals;
-    sigemptyset(&stop_signals);
-    sigaddset(&stop_signals, SIGINT);
-    sigaddset(&stop_signals, SIGTERM);
-    sigaddset(&stop_signals, SIGHUP);
-    pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
-    ::signal(SIGPIPE, SIG_IGN);
-
-    web::Monitor monitor(ws, *db, launcher, mo);
-    web::SyncStats first = monitor.initial_sync();
-    web::HttpOptions ho;
-    ho.bind = bind;
-    ho.auth = auth;
-    ho.threads = o->threads;
-    ho.max_body_bytes = o->max_body;
-    web::HttpServer http(monitor, ho);
-    int port = http.bind();
-    bind.port = port;
-    monitor.set_server_fact("bind", bind.text());
-    const std::string url = fmt::format("http://{}/", bind.text());
-    json doc = {{"ok", true},
-                {"url", url},
-                {"bind", bind.text()},
-                {"port", port},
-                {"db", db->location()},
-                {"root", ws.root().string()},
-                {"auth", auth.required ? "token" : "none"},
-                {"scheduler", mo.run_scheduler},
-                {"tasks", first.tasks_scanned},
-                {"adopted", first.tasks_adopted},
-                {"records_indexed", first.rounds_added},
-                {"index_ms", first.ms},
-                {"pid", ::getpid()}};
-    ctx.emit(doc);
-    ctx.out.flush();
-    ctx.note(fmt::format("croq serve: {} (workspace {}, database {})", url, ws.root().string(), db->location()));
-    if (auth.required && auth.source == "generated") {
-      ctx.note(fmt::format("croq serve: access token (shown once; keep it): {}", auth.token));
-      ctx.note(fmt::format("croq serve: open {}?token=<token> once in a browser, or send 'Authorization: Bearer <token>'", url));
-    }
-    for (const auto& w : first.warnings) ctx.note("croq serve: warning: " + w);
-    ctx.err.flush();
-
-    std::thread signal_thread([&] {
-      int sig = 0;
-      sigwait(&stop_signals, &sig);
-      if (sig == 0) return;
-      monitor.bus().close();
-      http.stop();
-    });
-    monitor.start();
-    bool served = http.run();
-    monitor.bus().close();
-    monitor.stop();
-    // Wake the signal thread if the server stopped for another reason.
-    ::kill(::getpid(), SIGTERM);
-    signal_thread.join();
-    ctx.note("croq serve: stopped (running tasks keep running; the next croq serve adopts them)");
-    return served ? ExitCode::ok : ExitCode::failure;
-  };
+  return [o](Context& ctx) -> ExitCode { return run_serve(ctx, *o); };
 }
 
 VerbRunner setup_report(CLI::App& app) {
-  struct Opts {
-    std::vector<std::string> tasks;
-    bool all = false;
-    std::string out;
-    int window = 0;
-  };
-  auto o = std::make_shared<Opts>();
+  auto o = std::make_shared<ReportVerbOptions>();
   app.add_option("--task", o->tasks, "a task_uid, <gpu>/<dsl>/<shape_key>/<model>, or a shape key (repeatable)");
   app.add_flag("--all", o->all, "every task of the workspace");
   app.add_option("--out", o->out, "folder to write (created if missing; files in it are replaced)")->required();
   app.add_option("--window", o->window, "rounds per bar of the bottleneck distribution (0: automatic)")
       ->default_val(0)->check(CLI::Range(0, 100000));
-  return [o](Context& ctx) -> ExitCode {
-    web::ReportOptions ro;
-    ro.selectors = o->tasks;
-    ro.all = o->all;
-    ro.out = fs::absolute(o->out);
-    ro.bottleneck_window = o->window;
-    web::ReportResult r = web::write_report(ctx.ws(), ro);
-    json doc = {{"ok", true}, {"out", r.out.string()}, {"tasks", r.summary.size()}, {"files", r.files},
-                {"summary", r.summary}};
-    ctx.emit(doc);
-    ctx.note(fmt::format("croq report: {} tasks, {} files in {} (open index.html)", r.summary.size(), r.files.size(),
-                         r.out.string()));
-    return ExitCode::ok;
-  };
+  return [o](Context& ctx) -> ExitCode { return run_report(ctx, *o); };
 }
 
 }  // namespace croq::cli

@@ -1,0 +1,45 @@
+// croq serve and croq report: their options (parsed by every croq executable, so that help, the
+// verb reference and argument errors are the same everywhere) and the functions that run them.
+//
+// The monitor's code (HTTP server, SQLite, the dashboard) lives in a second executable, croq-web,
+// beside croq: the verbs an agent calls in a loop start without loading those libraries. In croq,
+// run_serve/run_report replace the process with croq-web and the same command line
+// (web_verbs_exec.cpp); in croq-web they run the monitor (web_verbs_impl.cpp).
+#pragma once
+#include <cstddef>
+#include <string>
+#include <vector>
+
+#include "cli/cli.hpp"
+
+namespace croq::cli {
+
+struct ServeOptions {
+  std::string bind;
+  std::string db;
+  std::string token_file;
+  int poll_ms = 500;
+  int scan_every = 4;
+  int max_running = 0;
+  int threads = 96;
+  int stop_grace_ms = 10000;
+  size_t max_body = 1 << 20;
+  bool no_scheduler = false;
+  bool check = false;
+  bool once = false;
+};
+
+struct ReportVerbOptions {
+  std::vector<std::string> tasks;
+  bool all = false;
+  std::string out;
+  int window = 0;
+};
+
+ExitCode run_serve(Context& ctx, const ServeOptions& o);
+ExitCode run_report(Context& ctx, const ReportVerbOptions& o);
+
+// The name of the executable that holds the monitor.
+inline constexpr const char* k_web_executable = "croq-web";
+
+}  // namespace croq::cli

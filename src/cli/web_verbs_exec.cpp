@@ -1,0 +1,47 @@
+// croq serve and croq report in the croq executable: the monitor is in croq-web beside croq, so
+// that the verbs an agent calls in a loop do not load the HTTP server's and SQLite's libraries at
+// every start. The arguments are already checked (help and usage errors come from croq itself);
+// the process is replaced by croq-web with the same command line, keeping its pid, standard
+// streams and exit code.
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+
+#include <fmt/format.h>
+
+#include "cli/web_verbs.hpp"
+#include "croq/util/error.hpp"
+#include "croq/util/paths.hpp"
+
+namespace croq::cli {
+
+namespace {
+
+[[noreturn]] void exec_web(Context& ctx) {
+  const std::filesystem::path exe = self_exe_dir() / k_web_executable;
+  std::error_code ec;
+  if (!std::filesystem::exists(exe, ec)) {
+    throw Error(ExitCode::not_found,
+                fmt::format("croq {} runs in {}, which is not beside croq ({})", ctx.verb, k_web_executable,
+                            exe.parent_path().string()),
+                "build it (cmake --build build --target croq-web) or install it in the same folder as croq");
+  }
+  std::vector<std::string> args;
+  args.push_back(exe.string());
+  for (const auto& a : ctx.argv) args.push_back(a);
+  std::vector<char*> argv;
+  for (auto& a : args) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  ctx.out.flush();
+  ctx.err.flush();
+  ::execv(exe.c_str(), argv.data());
+  throw Error(ExitCode::internal, fmt::format("cannot start {}: {}", exe.string(), std::strerror(errno)));
+}
+
+}  // namespace
+
+ExitCode run_serve(Context& ctx, const ServeOptions&) { exec_web(ctx); }
+ExitCode run_report(Context& ctx, const ReportVerbOptions&) { exec_web(ctx); }
+
+}  // namespace croq::cli
