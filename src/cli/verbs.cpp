@@ -39,7 +39,12 @@ const std::vector<VerbSpec>& verbs() {
        "Runs PREPARE (task, protocol, env validate, baseline, starting kernel from the family's default) and then "
        "rounds PROFILE -> IDEA -> IMPLEMENT -> VERIFY -> MEASURE -> DECIDE -> STORE through the same verbs an agent "
        "uses, with model `croq-search`. Resumes where it stopped. Progress on a terminal; JSON lines on stderr "
-       "otherwise. Output: `{task, rounds, best, baseline, pct_of_baseline, decisions, seed}`.",
+       "otherwise. Output: `{task, rounds, best, baseline, pct_of_baseline, decisions, seed}`; for several shapes "
+       "`{shapes: [...]}`. With `--jobs N` several shapes are tuned at once, each by its own `croq tune <shape>` "
+       "process: their builds overlap on the CPU while the GPU lease lets one measurement or profile run at a time, "
+       "so a sweep is bounded by its GPU work, not by the sum of its builds. Output then "
+       "`{shapes: [...], jobs, failed, stopped}` (a shape that failed has `error`; the others go on). SIGINT or "
+       "SIGTERM stops every shape's process; each resumes where it stopped on the next run. Exit 1 if any shape failed.",
        setup_tune},
       {"next-iter", "reserve the next iteration id (or attempt id) for a task",
        "The seeds' next_iter. Reserves atomically: two callers at the same moment never get the same "

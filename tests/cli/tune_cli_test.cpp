@@ -10,6 +10,8 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdio>
+#include <ctime>
 #include <thread>
 
 #include "croq/util/fs.hpp"
@@ -264,6 +266,70 @@ TEST(TuneCli, ResumesAfterSigkillWithoutLosingARecord) {
   EXPECT_EQ(rounds, want);
   CroqRun valid = run_croq(dir.path(), with({"session", "validate"}, paths_of(dir.path(), again.doc.value("task", "")).gpu));
   EXPECT_EQ(valid.rc, 0) << valid.out << valid.err;
+}
+
+// Milliseconds since the epoch of croq's ISO timestamps ("2026-12-01T06:12:33.123Z").
+double iso_ms(const std::string& t) {
+  std::tm tm{};
+  int ms = 0;
+  if (std::sscanf(t.c_str(), "%d-%d-%dT%d:%d:%d.%dZ", &tm.tm_year, &tm.tm_mon, &tm.tm_mday, &tm.tm_hour, &tm.tm_min,
+                  &tm.tm_sec, &ms) < 6) {
+    return 0;
+  }
+  tm.tm_year -= 1900;
+  tm.tm_mon -= 1;
+  return static_cast<double>(::timegm(&tm)) * 1000.0 + ms;
+}
+
+// --jobs 2 tunes two shapes at once, each in its own croq process: both complete their rounds,
+// their runs overlap in time, and the CPU lease keeps their measurements from overlapping.
+TEST(TuneCli, JobsTunesShapesAtOnceWhileTheLeaseKeepsMeasurementsApart) {
+  TempDir dir;
+  const std::vector<std::string> keys = {"matmul_f32_256x256x256", "matmul_f32_192x256x128"};
+  CroqRun run = run_croq(dir.path(), {"tune", keys[0], keys[1], "--dsl", "cpp", "--rounds", "2", "--seed", "3", "--jobs", "2"},
+                         {}, {}, k_long);
+  ASSERT_EQ(run.rc, 0) << run.out << run.err.substr(run.err.size() > 4000 ? run.err.size() - 4000 : 0);
+  ASSERT_TRUE(run.doc.is_object()) << run.out;
+  ASSERT_EQ(run.doc["shapes"].size(), 2u);
+  EXPECT_EQ(run.doc.value("failed", -1), 0);
+  std::vector<std::pair<double, double>> tunes;
+  for (size_t i = 0; i < keys.size(); ++i) {
+    const json& sm = run.doc["shapes"][i];
+    const std::string task = sm.value("task", "");
+    EXPECT_NE(task.find(keys[i]), std::string::npos) << "summaries come back in the order of the keys: " << sm.dump();
+    EXPECT_EQ(sm.value("rounds", 0), 2) << sm.dump();
+    TaskPaths p = paths_of(dir.path(), task);
+    EXPECT_EQ(records(p.logs).size(), 4u);  // baseline, iter001, 2 rounds
+    auto tune = croq::read_file(p.logs / "tune.json");
+    ASSERT_TRUE(tune);
+    json t = json::parse(*tune);
+    EXPECT_TRUE(t.value("completed", false));
+    tunes.emplace_back(iso_ms(t.value("started_at", "")), iso_ms(t.value("finished_at", "")));
+  }
+  EXPECT_LT(tunes[0].first, tunes[1].second);
+  EXPECT_LT(tunes[1].first, tunes[0].second) << "the two tunes did not run at the same time";
+  // The runner intervals of every measurement (both tasks, baselines included) do not overlap.
+  std::vector<std::pair<double, double>> spans;
+  std::error_code ec;
+  for (auto it = fs::recursive_directory_iterator(dir.path() / "tuning", ec); !ec && it != fs::end(it); it.increment(ec)) {
+    const std::string name = it->path().filename().string();
+    if (name.rfind("measure_", 0) != 0 || it->path().extension() != ".json") continue;
+    json m = json::parse(*croq::read_file(it->path()));
+    const double start = iso_ms(m.value("created_at", ""));
+    const double wall = m.value("process", json::object()).value("wall_ms", 0.0);
+    ASSERT_GT(start, 0) << it->path();
+    spans.emplace_back(start, start + wall);
+  }
+  ASSERT_GE(spans.size(), 8u);  // 2 x (baseline, iter001, 2 rounds)
+  std::sort(spans.begin(), spans.end());
+  for (size_t i = 1; i < spans.size(); ++i) {
+    // created_at is taken when the runner starts, wall_ms when croq sees it end: allow 50 ms.
+    EXPECT_GE(spans[i].first + 50, spans[i - 1].second) << "two measurements overlapped";
+  }
+  // Commits from concurrent tunes would contend for the git index: refused before anything runs.
+  CroqRun git = run_croq(dir.path(), {"tune", keys[0], keys[1], "--dsl", "cpp", "--jobs", "2", "--git-commit"});
+  EXPECT_EQ(git.rc, 2) << git.out << git.err;
+  EXPECT_NE(git.err.find("--git-commit"), std::string::npos) << git.err;
 }
 
 }  // namespace
