@@ -9,6 +9,8 @@
 #include <set>
 #include <sstream>
 
+#include <fmt/format.h>
+
 #include "croq/search/ampere_gemm_family.hpp"
 #include "croq/search/family.hpp"
 #include "croq/search/gemm_family_common.hpp"
@@ -163,6 +165,50 @@ TEST(HopperGemmFamily, DefaultConfigIsLegalForTheTypicalShapes) {
         EXPECT_FALSE(why) << s.m << "x" << s.n << "x" << s.k << " " << dt << ": " << *why;
         if (!why) expect_hopper_invariants(c, p);
       }
+}
+
+// The alternatives the search tries before single steps: legal, complete, distinct from the
+// default and from each other, for every typical shape, dtype and layout; the big archetypes
+// (ping-pong, clusters) where the tiles fill the GPU, other tile and split-K choices where not.
+TEST(HopperGemmFamily, AlternativesAreLegalDistinctArchetypes) {
+  HopperGemmFamily f;
+  const auto names = [&] {
+    std::set<std::string> n;
+    for (const auto& s : f.params()) n.insert(s.name);
+    return n;
+  }();
+  for (const auto& s : k_typical)
+    for (const auto& dt : k_dtypes)
+      for (bool col : {false, true}) {
+        auto p = problem(s, dt, col, "sm_90a");
+        const auto def = f.default_config(p);
+        auto alts = f.alternatives(p);
+        SCOPED_TRACE(fmt::format("{}x{}x{} {} {}", s.m, s.n, s.k, dt, col ? "col" : "row"));
+        EXPECT_GE(alts.size(), 2u);
+        EXPECT_LE(alts.size(), 5u);
+        std::set<std::string> seen;
+        for (const auto& a : alts) {
+          EXPECT_FALSE(a.name.empty());
+          EXPECT_FALSE(a.tag.empty());
+          auto why = f.violation(a.config, p);
+          EXPECT_FALSE(why) << a.name << ": " << why.value_or("");
+          if (!why) expect_hopper_invariants(a.config, p);
+          EXPECT_NE(a.config, def) << a.name;
+          EXPECT_TRUE(seen.insert(config_to_json(a.config).dump()).second) << "duplicate " << a.name;
+          std::set<std::string> keys;
+          for (const auto& [k, v] : a.config) keys.insert(k);
+          EXPECT_EQ(keys, names) << a.name << " is not a complete configuration";
+        }
+      }
+  // A large problem is offered the probe's fastest large-shape kernel first.
+  auto big = f.alternatives(problem({16384, 8192, 8192}, "f16f32", false, "sm_90a"));
+  ASSERT_FALSE(big.empty());
+  EXPECT_EQ(big.front().config.at("PINGPONG"), "1");
+  EXPECT_EQ(big.front().config.at("CLUSTER_M"), "2");
+  // A small one is offered other tiles and split-K choices, and nothing with more tiles than it has.
+  auto small = f.alternatives(problem({768, 768, 768}, "f16f32", false, "sm_90a"));
+  ASSERT_FALSE(small.empty());
+  for (const auto& a : small) EXPECT_EQ(a.config.at("PINGPONG"), "0") << a.name;
 }
 
 TEST(HopperGemmFamily, DefaultConfigIsLegalForOddAndTinyShapes) {

@@ -106,3 +106,78 @@ TEST(Search, SameSeedSameProposals) {
     EXPECT_EQ(x->from_to, y->from_to);
   }
 }
+
+namespace {
+
+// The cpp_tiled family with two alternatives of its own, for the search's rules about them.
+class FamilyWithAlternatives : public KernelFamily {
+ public:
+  explicit FamilyWithAlternatives(std::shared_ptr<KernelFamily> inner) : m(std::move(inner)) {}
+  std::string name() const override { return m->name(); }
+  std::string dsl() const override { return m->dsl(); }
+  bool supports(const FamilyProblem& p) const override { return m->supports(p); }
+  std::vector<ParamSpec> params() const override { return m->params(); }
+  FamilyConfig default_config(const FamilyProblem& p) const override { return m->default_config(p); }
+  std::optional<std::string> violation(const FamilyConfig& c, const FamilyProblem& p) const override {
+    return m->violation(c, p);
+  }
+  std::string render_source(const FamilyConfig& c, const FamilyProblem& p) const override { return m->render_source(c, p); }
+  std::vector<std::string> build_flags(const FamilyConfig& c, const FamilyProblem& p) const override {
+    return m->build_flags(c, p);
+  }
+  std::vector<std::string> params_for_bottleneck(const std::string& b) const override { return m->params_for_bottleneck(b); }
+  std::vector<Alternative> alternatives(const FamilyProblem& p) const override {
+    FamilyConfig a = m->default_config(p), b = a, bad = a;
+    a["BM"] = "32";
+    a["MR"] = "8";
+    b["NR"] = "8";
+    b["VEC"] = "8";
+    bad["BM"] = "17";  // illegal: never proposed
+    return {{"illegal one", "bad", bad}, {"small blocks", "small", a}, {"wide registers", "wide", b}};
+  }
+
+ private:
+  std::shared_ptr<KernelFamily> m;
+};
+
+}  // namespace
+
+TEST(Search, TriesEachLegalAlternativeOnceBeforeSingleSteps) {
+  auto f = std::make_shared<FamilyWithAlternatives>(find_family("cpp_tiled"));
+  auto p = f32_problem();
+  auto alts = f->alternatives(p);
+  ASSERT_FALSE(f->violation(alts[1].config, p)) << "the test's alternative must be legal";
+  ASSERT_FALSE(f->violation(alts[2].config, p)) << "the test's alternative must be legal";
+  Search s(f, p, 7);
+  SearchRules rules;
+  rules.explore = 0;
+  std::set<std::string> measured;
+  rules.measured = [&](const FamilyConfig& c) { return measured.count(config_to_json(c).dump()) > 0; };
+  auto never = [](const std::string&) { return false; };
+  auto base = f->default_config(p);
+  auto first = s.propose("iter001_start", base, "compute_bound", never, rules);
+  ASSERT_TRUE(first);
+  EXPECT_EQ(first->config, alts[1].config) << "the illegal alternative is skipped, the next one proposed";
+  EXPECT_TRUE(first->structural);
+  EXPECT_NE(first->idea.find("small blocks"), std::string::npos) << first->idea;
+  EXPECT_EQ(first->tag.rfind("alt_", 0), 0u) << first->tag;
+  EXPECT_EQ(first->changed, (std::vector<std::string>{"BM", "MR"}));
+  measured.insert(config_to_json(first->config).dump());
+  // From another base (after a KEEP), an alternative already measured is not proposed again.
+  auto second = s.propose("iter002_small", first->config, "compute_bound", never, rules);
+  ASSERT_TRUE(second);
+  EXPECT_EQ(second->config, alts[2].config);
+  measured.insert(config_to_json(second->config).dump());
+  // Then single steps, as without alternatives.
+  auto third = s.propose("iter001_start", base, "compute_bound", never, rules);
+  ASSERT_TRUE(third);
+  EXPECT_EQ(third->changed.size(), 1u);
+  EXPECT_EQ(third->changed.front(), "VEC");
+  // Without a `measured` predicate (an agent's own search, the old behaviour), no alternatives.
+  SearchRules plain;
+  plain.explore = 0;
+  Search s2(f, p, 7);
+  auto step = s2.propose("iter001_start", base, "compute_bound", never, plain);
+  ASSERT_TRUE(step);
+  EXPECT_EQ(step->changed.size(), 1u);
+}

@@ -35,6 +35,12 @@ struct ParamSpec {
   std::string description;
 };
 
+struct Alternative {
+  std::string name;     // "ping-pong 128x128 with a 2x1 cluster"
+  std::string tag;      // short, for the kernel's file name: "pp128x128_c21"
+  FamilyConfig config;  // complete
+};
+
 class KernelFamily {
  public:
   virtual ~KernelFamily() = default;
@@ -53,6 +59,11 @@ class KernelFamily {
   // Parameters worth moving first for a classifier bottleneck (memory_bound, compute_bound,
   // latency_bound, launch_bound, mixed), most promising first.
   virtual std::vector<std::string> params_for_bottleneck(const std::string& bottleneck) const = 0;
+  // Other starting points worth one measurement each for this problem, most promising first: the
+  // family's archetypes (a different tile, warp-group schedule or cluster shape) that single
+  // parameter steps from the default would reach only after many rounds, if ever. Each is legal
+  // for the problem. The search tries each once, before its single steps.
+  virtual std::vector<Alternative> alternatives(const FamilyProblem&) const { return {}; }
 };
 
 // All families croq knows (registered in family_registry.cpp).

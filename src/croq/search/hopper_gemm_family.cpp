@@ -180,6 +180,90 @@ double estimate_clocks(const TileChoice& t, int split, const FamilyProblem& p, i
 
 }  // namespace
 
+namespace {
+
+// A configuration of the given arrangement with the family's usual settings and as many stages
+// as fit (up to 6).
+FamilyConfig arrangement(const TileChoice& t, int split, int cluster_m, int epilogue) {
+  FamilyConfig c;
+  c["BM"] = std::to_string(t.bm);
+  c["BN"] = std::to_string(t.bn);
+  c["BK"] = "64";
+  c["CONSUMERS"] = std::to_string(t.consumers);
+  c["PINGPONG"] = std::to_string(t.pingpong);
+  c["PERSISTENT"] = "1";
+  c["RASTER"] = "1";
+  c["GROUP"] = "8";
+  c["CLUSTER_M"] = std::to_string(cluster_m);
+  c["CLUSTER_N"] = "1";
+  c["EPILOGUE"] = std::to_string(epilogue);
+  c["SWIZZLE"] = "128";
+  c["MMA_DEPTH"] = "1";
+  c["SPLIT_K"] = std::to_string(split);
+  c["STAGES"] = "2";
+  for (int s = 6; s >= 2; --s) {
+    c["STAGES"] = std::to_string(s);
+    if (HopperGemmFamily::smem_bytes(c) <= HopperGemmFamily::k_smem_limit) break;
+  }
+  return c;
+}
+
+}  // namespace
+
+std::vector<Alternative> HopperGemmFamily::alternatives(const FamilyProblem& p) const {
+  const int sms = gemm::typical_sm_count(p.arch.empty() ? "sm_90a" : p.arch);
+  const bool f32_out = p.dtype.output == ScalarType::f32;
+  const int reg_epilogue = f32_out ? 0 : 2;
+  auto tiles = [&](int tm, int tn) { return ceil_div(p.m, tm) * ceil_div(p.n, tn); };
+  std::vector<Alternative> out;
+  const FamilyConfig def = default_config(p);
+  auto add = [&](std::string name, std::string tag, FamilyConfig c) {
+    if (c == def || violation(c, p)) return;
+    for (const auto& a : out) {
+      if (a.config == c) return;
+    }
+    out.push_back({std::move(name), std::move(tag), std::move(c)});
+  };
+  if (tiles(128, 128) >= sms) {
+    // Enough tiles for the big archetypes. In the H200 probe (docs/results/gemm-probe-h200-run2.md)
+    // the ping-pong 128x128 kernel with a 2x1 cluster was the fastest on the large typical shapes,
+    // the plain ping-pong one next, then the cooperative 128x256 kernel with and without a cluster.
+    add("ping-pong 128x128 with a 2x1 cluster", "pp128_c21", arrangement({128, 128, 2, 1}, 1, 2, reg_epilogue));
+    add("ping-pong 128x128", "pp128", arrangement({128, 128, 2, 1}, 1, 1, reg_epilogue));
+    add("cooperative 128x256 with a 2x1 cluster", "co128x256_c21", arrangement({128, 256, 2, 0}, 1, 2, 1));
+    add("cooperative 128x256, TMA-store epilogue", "co128x256", arrangement({128, 256, 2, 0}, 1, 1, 1));
+    add("cooperative 256x128 with a 2x1 cluster", "co256x128_c21", arrangement({256, 128, 2, 0}, 1, 2, 1));
+  } else {
+    // Fewer tiles than SMs: the tile and split-K choices the cost model ranks next after the
+    // default, and small tiles paired with a cluster (operand loads shared by TMA multicast).
+    struct Ranked {
+      double clocks;
+      TileChoice t;
+      int split;
+    };
+    std::vector<Ranked> ranked;
+    const TileChoice choices[] = {{128, 256, 2, 0}, {128, 128, 2, 0}, {128, 64, 2, 0}, {64, 128, 1, 0}, {64, 64, 1, 0}};
+    for (const auto& ch : choices) {
+      for (int s : {1, 2, 3, 4, 6, 8}) {
+        if (s > ceil_div(p.k, 64)) break;
+        if (s > 1 && tiles(ch.bm, ch.bn) * s > 2LL * sms) break;
+        ranked.push_back({estimate_clocks(ch, s, p, sms), ch, s});
+      }
+    }
+    std::sort(ranked.begin(), ranked.end(), [](const Ranked& a, const Ranked& b) { return a.clocks < b.clocks; });
+    int taken = 0;
+    for (const auto& r : ranked) {
+      if (taken == 3) break;
+      const size_t before = out.size();
+      add(fmt::format("{}x{} tile{}", r.t.bm, r.t.bn, r.split > 1 ? fmt::format(", split-K {}", r.split) : ""),
+          fmt::format("t{}x{}_s{}", r.t.bm, r.t.bn, r.split), arrangement(r.t, r.split, 1, reg_epilogue));
+      taken += out.size() > before;
+    }
+    add("64x128 tile with a 2x1 cluster", "t64x128_c21", arrangement({64, 128, 1, 0}, 1, 2, reg_epilogue));
+  }
+  return out;
+}
+
 FamilyConfig HopperGemmFamily::default_config(const FamilyProblem& p) const {
   const int sms = gemm::typical_sm_count(p.arch.empty() ? "sm_90a" : p.arch);
   const bool f32_out = p.dtype.output == ScalarType::f32;

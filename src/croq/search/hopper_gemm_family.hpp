@@ -24,6 +24,7 @@ class HopperGemmFamily : public KernelFamily {
   std::string render_source(const FamilyConfig& c, const FamilyProblem& p) const override;
   std::vector<std::string> build_flags(const FamilyConfig& c, const FamilyProblem& p) const override;
   std::vector<std::string> params_for_bottleneck(const std::string& bottleneck) const override;
+  std::vector<Alternative> alternatives(const FamilyProblem& p) const override;
 
   // Shared memory the configuration's kernel requests (bytes), as the template computes it.
   static long long smem_bytes(const FamilyConfig& c);

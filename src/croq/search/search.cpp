@@ -98,6 +98,40 @@ std::optional<Proposal> Search::propose(const std::string& base_kernel, const Fa
     *combination = plan_for(cfg).combination_key();
     return !tried(*combination);
   };
+  // The family's alternatives first: each a whole configuration, measured once per task.
+  if (rules.measured) {
+    for (const auto& alt : m_family->alternatives(m_problem)) {
+      if (alt.config == base || rules.measured(alt.config)) continue;
+      std::string comb;
+      if (!legal_untried(alt.config, true, &comb)) continue;
+      std::vector<std::string> parts;
+      Proposal p;
+      p.config = alt.config;
+      bool structural = false;
+      std::string category;
+      for (const auto& [k, v] : alt.config) {
+        auto b = base.find(k);
+        if (b != base.end() && b->second == v) continue;
+        p.changed.push_back(k);
+        parts.push_back(fmt::format("{} {}->{}", k, b == base.end() ? "-" : b->second, v));
+        structural = structural || by_name[k].structural;
+        if (category.empty() && by_name[k].structural) category = by_name[k].category;
+      }
+      if (rules.must_be_structural && !structural) continue;
+      p.structural = structural;
+      p.from_to = fmt::format("{}", fmt::join(parts, ", "));
+      p.category = category.empty() ? "misc" : category;
+      p.idea = fmt::format("{}: try the family's {} ({}) — another archetype for this problem, measured once before "
+                           "single steps",
+                           bottleneck, alt.name, p.from_to);
+      std::vector<std::pair<std::string, std::string>> tag_moves;
+      tag_moves.emplace_back("alt_", alt.tag.empty() ? alt.name : alt.tag);
+      p.tag = make_tag(tag_moves);
+      p.expected_gain = "+5% TFLOPS";
+      p.plan = plan_for(alt.config);
+      return p;
+    }
+  }
   std::vector<Move> moves;
   for (size_t r = 0; r < order.size(); ++r) {
     const ParamSpec& p = by_name[order[r]];

@@ -1,10 +1,12 @@
 // croq's own idea generator: given the base kernel's configuration in a family, the classifier's
-// bottleneck and the history of the task, it proposes ONE next candidate — a single parameter
-// move (or, when none is left, a pair) — that respects the seeds' rules: legal for the problem,
-// not a repeat of a stored combination, structural when the rules require it. Moves on the
-// parameters the bottleneck points at come first; with probability `explore` a random legal move
-// is taken instead. The random generator is seeded, so a run can be replayed.
+// bottleneck and the history of the task, it proposes ONE next candidate that respects the seeds'
+// rules: legal for the problem, not a repeat of a stored combination, structural when the rules
+// require it. First the family's alternatives (other archetypes for the problem) not yet measured,
+// one each; then single parameter moves (or, when none is left, pairs), the parameters the
+// bottleneck points at first; with probability `explore` a random legal move is taken instead. The
+// random generator is seeded, so a run can be replayed.
 #pragma once
+#include <functional>
 #include <memory>
 #include <optional>
 #include <random>
@@ -32,6 +34,9 @@ struct Proposal {
 struct SearchRules {
   bool must_be_structural = false;   // after two macro-only rounds, or the 8-9 discard reset
   double explore = 0.15;
+  // Whether a configuration has been built and measured in this task already (from any base);
+  // the family's alternatives are proposed only while they have not. Empty: never.
+  std::function<bool(const FamilyConfig&)> measured;
 };
 
 class Search {

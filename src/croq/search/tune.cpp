@@ -2,6 +2,7 @@
 #include "croq/search/tune.hpp"
 
 #include <random>
+#include <set>
 
 #include <fmt/format.h>
 
@@ -267,6 +268,14 @@ struct Tuner::Impl {
     if (base_cfg.empty()) throw Error(ExitCode::internal, "the base kernel " + base->kernel + " has no recorded parameters");
     SearchRules rules;
     rules.explore = opt.explore;
+    // Every configuration this task has built (whatever its base and outcome).
+    auto measured = std::make_shared<std::set<std::string>>();
+    for (const auto& r : records) {
+      if (r.extra.contains("params") && r.extra["params"].is_object()) {
+        measured->insert(config_to_json(config_from_json(r.extra["params"])).dump());
+      }
+    }
+    rules.measured = [measured](const FamilyConfig& c) { return measured->count(config_to_json(c).dump()) > 0; };
     rules.must_be_structural = h.macro_streak() >= 2 || base->discard_streak >= 8;
     auto tried = [&](const std::string& c) { return h.tried(c); };
     auto p = search->propose(base->kernel, base_cfg, bottleneck, tried, rules);
