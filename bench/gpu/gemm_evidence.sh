@@ -1,76 +1,188 @@
 #!/usr/bin/env bash
-# H200 evidence for the Hopper GEMM family found by croq's own search: for each shape, runs
-#   croq tune <shape> --dsl cuda --rounds $GEMM_ROUNDS
-# from the family's default configuration (croq baseline measures cuBLAS in the same workspace and
-# process tree), and writes gemm-h200.md: per shape and dtype, the cuBLAS TFLOPS, the best croq
-# TFLOPS, the ratio, the configuration, the round at which it was found, and the CV of its
-# measurement and of the baseline's.
+# H200 evidence for the Hopper GEMM family found by croq's own search. For every shape:
+#   croq tune <shapes...> --dsl cuda --rounds $GEMM_ROUNDS --jobs $GEMM_JOBS
+# from the family's default configuration (each shape's `croq baseline` measures cuBLAS in the same
+# workspace with the same runner), then the best kernel and the baseline measured again
+# $GEMM_REPEATS more times, alternating, in a separate task of the same workspace (model `repeat`),
+# so the table gives the spread between repeated measurements and a ratio of medians. Writes
+# gemm-h200.md: per shape and dtype, cuBLAS TFLOPS, the best croq TFLOPS, the ratio, the
+# configuration, the round at which it was found, the repeats and their spread.
 #
-# A device call lasts at most 10 minutes: the shapes run in order until GEMM_BUDGET_S (default
-# 420 s) is spent; the workspace goes back as gemm-ws.tgz — put it at .carry/gemm-ws/gemm-ws.tgz and
-# call again to resume unfinished shapes and run the rest (finished shapes are not repeated).
+# Shapes run GEMM_JOBS at a time (`croq tune --jobs`): their nvcc builds overlap while the GPU lease
+# keeps measurements and profiles one at a time. A device call lasts at most 10 minutes, so the tune
+# stops at GEMM_BUDGET_S (SIGTERM; every stored round is kept) and the workspace goes back as
+# gemm-ws.tgz: put it at .carry/gemm-ws/gemm-ws.tgz and call again to resume (finished shapes are not
+# repeated; the repeats of a shape are taken once its tune has completed).
 #
-# Needs croq's executables packed by bench/gpu/pack_device.sh into .carry/croq, nvcc and ncu.
-# Environment: GEMM_SHAPES (space-separated shape keys), GEMM_ROUNDS (default 20), GEMM_BUDGET_S.
+# Needs croq's executables packed by bench/gpu/pack_device.sh into .carry/croq (else $CROQ_BIN_DIR or
+# build/bin), nvcc and ncu. GEMM_DSL=cpp runs the same script against the cpp family on a machine
+# without a GPU (a check of the script itself).
+# Environment: GEMM_SHAPES, GEMM_ROUNDS (default 20), GEMM_JOBS (4), GEMM_REPEATS (2),
+# GEMM_BUDGET_S (480), GEMM_PRESET (quick), GEMM_WS (/tmp/croq-gemm-ws).
 # Usage: bash bench/gpu/gemm_evidence.sh
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 REPO=$(pwd)
-CARRY=$REPO/.carry/croq
-export PATH=$CARRY/bin:$PATH LD_LIBRARY_PATH=$CARRY/lib:${LD_LIBRARY_PATH:-} CROQ_HOME=$REPO
-SHAPES=${GEMM_SHAPES:-"matmul_f16fp32_768x768x768 matmul_f16fp32_1024x1024x4096 matmul_f16fp32_8192x8192x8192 matmul_bf16fp32_4096x4096x4096 matmul_f16fp32_4096x1024x1024"}
+if [ -x "$REPO/.carry/croq/bin/croq" ]; then
+  BIN=$REPO/.carry/croq/bin
+  export LD_LIBRARY_PATH=$REPO/.carry/croq/lib:${LD_LIBRARY_PATH:-}
+else
+  BIN=${CROQ_BIN_DIR:-$REPO/build/bin}
+fi
+export PATH=$BIN:$PATH CROQ_HOME=$REPO
+DSL=${GEMM_DSL:-cuda}
+TYPICAL="768x768x768 12288x12288x12288 512x8192x8192 16384x8192x8192 4096x1024x8192 4096x32768x8192
+4096x8192x512 4096x8192x32768 1024x1024x4096 12288x12288x4096 1024x8192x1024 12288x8192x12288 4096x1024x1024
+12288x4096x4096"
+DEFAULT_SHAPES="matmul_f16fp32_4096x4096x4096 matmul_bf16fp32_4096x4096x4096 matmul_f16fp32_8192x8192x8192 matmul_bf16fp32_8192x8192x8192"
+for s in $TYPICAL; do DEFAULT_SHAPES="$DEFAULT_SHAPES matmul_f16fp32_$s"; done
+SHAPES=${GEMM_SHAPES:-$DEFAULT_SHAPES}
 ROUNDS=${GEMM_ROUNDS:-20}
-BUDGET=${GEMM_BUDGET_S:-420}
-WS=/tmp/croq-gemm-ws
+JOBS=${GEMM_JOBS:-4}
+REPEATS=${GEMM_REPEATS:-2}
+BUDGET=${GEMM_BUDGET_S:-480}
+PRESET=${GEMM_PRESET:-quick}
+WS=${GEMM_WS:-/tmp/croq-gemm-ws}
 DEST=${OUT:-$REPO/docs/results}
 mkdir -p "$DEST" "$WS/tuning"
-if [ -f "$REPO/.carry/gemm-ws/gemm-ws.tgz" ] && [ -z "$(ls -A "$WS/tuning")" ]; then
-  tar xzf "$REPO/.carry/gemm-ws/gemm-ws.tgz" -C "$WS" && echo "[gemm-evidence] resumed workspace"
-fi
+LOG=$DEST/gemm-evidence.log
+exec > >(tee -a "$LOG") 2>&1
 start=$SECONDS
+say() { echo "[gemm-evidence $((SECONDS - start))s] $*"; }
+left() { echo $((BUDGET - (SECONDS - start))); }
+
+if [ -f "$REPO/.carry/gemm-ws/gemm-ws.tgz" ] && [ -z "$(ls -A "$WS/tuning")" ]; then
+  tar xzf "$REPO/.carry/gemm-ws/gemm-ws.tgz" -C "$WS" && say "resumed the workspace of an earlier call"
+fi
+GPU=$(croq gpu key 2>/dev/null | python3 -c 'import json,sys; print(json.load(sys.stdin)["key"])' 2>/dev/null)
+[ "$DSL" = cpp ] && GPU=""
+say "croq $(croq --version), device ${GPU:-cpu}, shapes: $(echo $SHAPES | wc -w), rounds $ROUNDS, jobs $JOBS, budget ${BUDGET}s"
+
+# ---- 1. the tunes ----------------------------------------------------------------------------------
+# Shapes whose tune has completed are left out (tune.json completed); the others start or resume.
+todo=()
 for key in $SHAPES; do
-  left=$((BUDGET - (SECONDS - start)))
-  if [ "$left" -lt 40 ]; then echo "[gemm-evidence] $key: not run (time)"; continue; fi
-  echo "[gemm-evidence] $key: croq tune --rounds $ROUNDS (at most $left s)"
-  timeout --signal=KILL "$left" croq --root "$WS" tune "$key" --dsl cuda --rounds "$ROUNDS" --seed 1 \
-    --profile-preset quick > "$WS/summary_$key.json" 2>> "$DEST/gemm-events.jsonl"
-  echo "[gemm-evidence] $key: exit $? after $((SECONDS - start)) s"
+  done_file=$(ls "$WS"/tuning/*/"$DSL"/logs/"$key"/croq-search/tune.json 2>/dev/null | head -1)
+  if [ -n "$done_file" ] && python3 -c 'import json,sys; sys.exit(0 if json.load(open(sys.argv[1])).get("completed") else 1)' "$done_file"; then
+    continue
+  fi
+  todo+=("$key")
 done
-tar czf "$DEST/gemm-ws.tgz" --exclude="*.ncu-rep" --exclude="*.so" -C "$WS" tuning
-python3 - "$WS" "$ROUNDS" "$(cat "$CARRY/commit.txt" 2>/dev/null)" > "$DEST/gemm-h200.md" <<'PY'
-import json, sys, glob, os, subprocess, datetime
-ws, rounds, commit = sys.argv[1:4]
-gpu = subprocess.run(["nvidia-smi", "--query-gpu=name,driver_version", "--format=csv,noheader"], capture_output=True, text=True).stdout.strip()
-print("# Hopper GEMM family tuned by croq on the H200\n")
-print(f"- date: {datetime.datetime.now(datetime.timezone.utc).strftime('%Y-%m-%d %H:%M')} UTC; device: {gpu}; commit: {commit}")
-print(f"- each shape: `croq tune <shape> --dsl cuda --rounds {rounds} --seed 1 --profile-preset quick` from the hopper_gemm")
-print("  family's default configuration; cuBLAS is `croq baseline` in the same workspace (same runner, same statistics);")
-print("  ratio = best croq TFLOPS / cuBLAS TFLOPS (medians, L2 flushed); CV of the two measurements\n")
-print("| shape | dtype | cuBLAS TFLOPS | CV % | best croq TFLOPS | CV % | ratio | found at round | rounds stored | start (iter001) ratio | configuration |")
-print("|---|---|---|---|---|---|---|---|---|---|---|")
-def cv_of(rec):
-    m = rec.get("measurement") or {}
-    f = m.get("file")
-    if not f: return None
-    p = f if os.path.isabs(f) else os.path.join(ws, f)
+if [ ${#todo[@]} -gt 0 ] && [ "$(left)" -gt 30 ]; then
+  say "croq tune ${#todo[@]} shapes, --jobs $JOBS, at most $(left) s"
+  timeout --signal=TERM --kill-after=30 "$(left)" croq --root "$WS" tune "${todo[@]}" --dsl "$DSL" --rounds "$ROUNDS" \
+    --seed 1 --jobs "$JOBS" --profile-preset "$PRESET" > "$WS/tune-summary.json" 2>> "$DEST/gemm-events.jsonl"
+  say "croq tune exit $?"
+fi
+
+# ---- 2. repeats: the best kernel and the baseline again, alternating --------------------------------
+for key in $SHAPES; do
+  log=$(ls "$WS"/tuning/*/"$DSL"/logs/"$key"/croq-search/idea-log.jsonl 2>/dev/null | head -1)
+  tune=$(dirname "$log")/tune.json
+  [ -n "$log" ] && [ -f "$tune" ] || continue
+  python3 -c 'import json,sys; sys.exit(0 if json.load(open(sys.argv[1])).get("completed") else 1)' "$tune" || continue
+  gpu=$(echo "$log" | sed -E 's|.*/tuning/([^/]+)/.*|\1|')
+  best=$(python3 - "$log" <<'PY'
+import json, sys
+recs = [json.loads(l) for l in open(sys.argv[1]) if l.strip()]
+keeps = [r for r in recs if r.get("decision") == "KEEP" and r.get("tflops")]
+print(max(keeps, key=lambda r: r["tflops"])["kernel"] if keeps else "")
+PY
+)
+  [ -n "$best" ] || continue
+  so=$(ls "$WS"/tuning/"$gpu"/"$DSL"/bin/"$key"/croq-search/"$best".so 2>/dev/null | head -1)
+  [ -n "$so" ] || { say "$key: no shared object for $best"; continue; }
+  rep=$WS/repeats/$key
+  mkdir -p "$rep"
+  for r in $(seq 1 "$REPEATS"); do
+    [ -f "$rep/candidate_$r.json" ] && [ -f "$rep/baseline_$r.json" ] && continue
+    if [ "$(left)" -lt 15 ]; then say "$key: repeats not run (time)"; break; fi
+    force=""; [ "$r" -gt 1 ] && force="--force"
+    croq --root "$WS" -q baseline --gpu "$gpu" --dsl "$DSL" --shape-key "$key" --model repeat --task-uid "repeat-$key" $force \
+      > "$rep/baseline_$r.json.tmp" 2> "$rep/baseline_$r.err" && mv "$rep/baseline_$r.json.tmp" "$rep/baseline_$r.json"
+    croq --root "$WS" -q measure --gpu "$gpu" --dsl "$DSL" --shape-key "$key" --model repeat --candidate "$so" \
+      --out "$rep/measure_$r.json" > "$rep/candidate_$r.json.tmp" 2> "$rep/candidate_$r.err" \
+      && mv "$rep/candidate_$r.json.tmp" "$rep/candidate_$r.json"
+  done
+  say "$key: best $best, repeats in $rep"
+done
+
+# ---- 3. the workspace and the report -----------------------------------------------------------------
+tar czf "$DEST/gemm-ws.tgz" --exclude="*.ncu-rep" --exclude="*.so" --exclude="*.o" -C "$WS" tuning repeats 2>/dev/null \
+  || tar czf "$DEST/gemm-ws.tgz" --exclude="*.ncu-rep" --exclude="*.so" --exclude="*.o" -C "$WS" tuning
+COMMIT=$(cat "$REPO/.carry/croq/commit.txt" 2>/dev/null || git -C "$REPO" rev-parse --short=12 HEAD 2>/dev/null)
+python3 - "$WS" "$ROUNDS" "$COMMIT" "$DSL" "$SHAPES" > "$DEST/gemm-h200.md" <<'PY'
+import json, sys, glob, os, subprocess, datetime, statistics
+ws, rounds, commit, dsl, shapes = sys.argv[1:6]
+try:
+    gpu = subprocess.run(["nvidia-smi", "--query-gpu=name,driver_version", "--format=csv,noheader"],
+                         capture_output=True, text=True).stdout.strip() or "no GPU"
+except OSError:
+    gpu = "no GPU (nvidia-smi not found)"
+def load(p):
     try:
-        d = json.load(open(p))
-        return (d.get("timing") or {}).get("cv")
+        return json.load(open(p))
     except Exception:
         return None
-for log in sorted(glob.glob(f"{ws}/tuning/*/cuda/logs/*/croq-search/idea-log.jsonl")):
-    key = log.split("/logs/")[1].split("/")[0]
-    recs = [json.loads(l) for l in open(log) if l.strip()]
+def cv_of(rec):
+    f = (rec.get("measurement") or {}).get("file")
+    if not f:
+        return None
+    d = load(f if os.path.isabs(f) else os.path.join(ws, f)) or {}
+    return (d.get("timing") or {}).get("cv")
+def pct(v):
+    return f"{100 * v:.2f}" if isinstance(v, (int, float)) else "-"
+print("# Hopper GEMM family tuned by croq on the H200\n")
+print(f"- date: {datetime.datetime.now(datetime.timezone.utc).strftime('%Y-%m-%d %H:%M')} UTC; device: {gpu}; commit: {commit}")
+print(f"- each shape: `croq tune <shapes> --dsl {dsl} --rounds {rounds} --seed 1 --jobs N --profile-preset quick` from the")
+print("  family's default configuration; cuBLAS is each task's `croq baseline` (same runner, same statistics, same GPU lease);")
+print("  ratio = best croq TFLOPS / cuBLAS TFLOPS (medians, L2 flushed). Repeats: after the tune, `croq baseline --force` and")
+print("  `croq measure --candidate <best .so>` again, alternating, in a second task of the same workspace; the repeat columns")
+print("  give the median of all measurements of each (the tune's and the repeats) and their spread (max - min) / median.\n")
+print("| shape | dtype | cuBLAS TFLOPS | CV % | best croq TFLOPS | CV % | ratio | found at round | rounds | start ratio | cuBLAS runs | croq runs | cuBLAS spread % | croq spread % | ratio of medians | configuration |")
+print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+rows = []
+for key in shapes.split():
+    logs = glob.glob(f"{ws}/tuning/*/{dsl}/logs/{key}/croq-search/idea-log.jsonl")
+    parts = key.split("_")
+    if not logs:
+        print(f"| {parts[2]} | {parts[1]} | not run | | | | | | | | | | | | | |")
+        continue
+    recs = [json.loads(l) for l in open(logs[0]) if l.strip()]
+    tune = load(os.path.join(os.path.dirname(logs[0]), "tune.json")) or {}
     base = next((r for r in recs if r.get("decision") == "BASELINE"), None)
     keeps = [r for r in recs if r.get("decision") == "KEEP" and r.get("tflops")]
-    if not base or not keeps: continue
+    if not base or not keeps:
+        print(f"| {parts[2]} | {parts[1]} | {base['tflops'] if base else '-'} | | no kept kernel yet | | | | | | | | | | | |")
+        continue
     best = max(keeps, key=lambda r: r["tflops"])
     start = next((r for r in recs if r.get("iter") == "iter001"), None)
-    bt = base["tflops"]
-    parts = key.split("_")
+    bt, ct = base["tflops"], best["tflops"]
+    b_runs, c_runs = [bt], [ct]
+    rep = os.path.join(ws, "repeats", key)
+    for f in sorted(glob.glob(os.path.join(rep, "baseline_*.json"))):
+        r = (load(f) or {}).get("result") or {}
+        if isinstance(r.get("tflops"), (int, float)):
+            b_runs.append(r["tflops"])
+    for f in sorted(glob.glob(os.path.join(rep, "candidate_*.json"))):
+        d = load(f) or {}
+        if d.get("verdict") == "PASS" and isinstance(d.get("tflops"), (int, float)):
+            c_runs.append(d["tflops"])
+    spread = lambda v: (max(v) - min(v)) / statistics.median(v) if len(v) > 1 else None
+    rom = statistics.median(c_runs) / statistics.median(b_runs)
     cfg = " ".join(f"{k}={v}" for k, v in sorted((best.get("params") or {}).items()))
-    cvb, cvc = cv_of(base), cv_of(best)
-    f = lambda v: f"{100*v:.2f}" if isinstance(v, (int, float)) else "-"
-    print(f"| {parts[2]} | {parts[1]} | {bt:.1f} | {f(cvb)} | {best['tflops']:.1f} | {f(cvc)} | {best['tflops']/bt:.3f} | {best.get('round')} | {max(r.get('round',0) for r in recs)} | {start['tflops']/bt if start and start.get('tflops') else float('nan'):.3f} | {cfg} |")
+    done = "" if tune.get("completed") else " (unfinished)"
+    sr = start["tflops"] / bt if start and start.get("tflops") else float("nan")
+    rows.append((key, ct / bt, rom))
+    print(f"| {parts[2]} | {parts[1]} | {bt:.1f} | {pct(cv_of(base))} | {ct:.1f} | {pct(cv_of(best))} | {ct / bt:.3f} | "
+          f"{best.get('round')} | {max(r.get('round', 0) for r in recs)}{done} | {sr:.3f} | {len(b_runs)} | {len(c_runs)} | "
+          f"{pct(spread(b_runs))} | {pct(spread(c_runs))} | {rom:.3f} | {cfg} |")
+if rows:
+    typical = [r for r in rows if "f16fp32" in r[0] and not any(s in r[0] for s in ("4096x4096x4096", "8192x8192x8192"))]
+    print(f"\nShapes with a kept kernel: {len(rows)}; ratio of medians >= 1.00 on "
+          f"{sum(1 for r in rows if r[2] >= 1.0)}, >= 0.90 on {sum(1 for r in rows if r[2] >= 0.9)}, "
+          f">= 0.80 on {sum(1 for r in rows if r[2] >= 0.8)}; of the typical f16->f32 shapes: {len(typical)} tuned, "
+          f"{sum(1 for r in typical if r[2] >= 0.8)} at >= 0.80, {sum(1 for r in typical if r[2] >= 1.0)} at >= 1.00.")
 PY
 cat "$DEST/gemm-h200.md"
+say "done"

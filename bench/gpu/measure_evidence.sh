@@ -6,8 +6,10 @@
 #   2. the end-to-end time of a full `croq measure` of a 4096^3 candidate;
 #   (EVIDENCE_BASELINE_ONLY=1 skips 1 and 2; EVIDENCE_DTYPES chooses the dtypes of 3)
 #   3. the library baseline (`croq baseline`) of the seeds' 14 typical shapes in f16->f32,
-#      bf16->f32 and e4m3->f16, three times (each in a fresh workspace and process), with the
-#      median TFLOPS, the CV and the spread between the three runs.
+#      bf16->f32 and e4m3->f16, three times (each in a fresh workspace and process; the three runs
+#      of a shape are minutes apart), with the median TFLOPS, the CV, the spread between the three
+#      runs, the lowest SM clock and the clock-limit samples of each, and where a slow baseline's
+#      time went (the measurement's phases).
 # Writes measure-h200.md (to $OUT when set, else docs/results/), plus the raw JSON documents
 # (measure-raw.tar.gz) and the log. Every step prints what it does; a failing step is recorded
 # and the script goes on. The whole run keeps to a time budget (EVIDENCE_BUDGET_S, default 400 s):
@@ -32,8 +34,9 @@ exec > >(tee "$LOG") 2>&1
 CROQ=$BUILD/bin/croq
 RUNNER=$BUILD/bin/croq-gpu-runner
 KERNELS=$BUILD/test-kernels
-export CROQ_LEASE_DIR=$WORK/leases
-mkdir -p "$CROQ_LEASE_DIR"
+# The GPU lease is the machine's (CROQ_LEASE_DIR when set): a tune running beside this script
+# (bench/gpu/gemm_evidence.sh) and these measurements then take turns on the GPU.
+if [ -d "$BUILD/lib" ]; then export LD_LIBRARY_PATH=$BUILD/lib:${LD_LIBRARY_PATH:-}; fi  # a packed build
 
 say() { echo "[evidence $(($(date +%s) - START))s] $*"; }
 elapsed() { echo $(($(date +%s) - START)); }
@@ -110,6 +113,9 @@ SHAPES="768x768x768 12288x12288x12288 512x8192x8192 16384x8192x8192 4096x1024x81
 4096x8192x512 4096x8192x32768 1024x1024x4096 12288x12288x4096 1024x8192x1024 12288x8192x12288
 4096x1024x1024 12288x4096x4096"
 DTYPES=${EVIDENCE_DTYPES:-"f16fp32 bf16fp32 e4m3f16"}
+# The statistics of every baseline: croq's defaults (200 ms settled warm-up, at least 100 ms of
+# repetitions) with a shorter budget than the default 2 s, so 126 baselines fit one device call.
+BASELINE_STATS=${EVIDENCE_BASELINE_STATS:-"--warmup 5 --warmup-ms 200 --min-reps 10 --min-time-ms 100 --max-reps 200 --time-budget-ms 500"}
 : > "$WORK/baselines.tsv"
 for rep in 1 2 3; do
   WS=$WORK/ws-baseline-$rep
@@ -124,12 +130,13 @@ for rep in 1 2 3; do
       say "baseline rep $rep $key"
       t0=$(date +%s.%N)
       timeout 150 "$CROQ" --root "$WS" baseline --dsl cuda --shape-key "$key" --model evidence \
-        --task-uid "evidence-$rep" --warmup 5 --min-reps 10 --max-reps 100 --time-budget-ms 250 --timeout 120 \
+        --task-uid "evidence-$rep" $BASELINE_STATS --timeout 120 \
         > "$RAW/baseline_${rep}_${key}.json" 2> "$RAW/baseline_${rep}_${key}.err"
       rc=$?
       t1=$(date +%s.%N)
       printf '%s\t%s\t%s\t%s\t%s\n' "$rep" "$dt" "$s" "$rc" "$(awk -v a="$t0" -v b="$t1" 'BEGIN{printf "%.2f", b-a}')" >> "$WORK/baselines.tsv"
       tail -1 "$RAW/baseline_${rep}_${key}.err"
+      cp "$WS"/tuning/*/cuda/baseline/"$key"/evidence/measure_cublas.json "$RAW/measure_${rep}_${key}.json" 2>/dev/null || true
     done
   done
 done
@@ -137,7 +144,7 @@ done
 # ---- report ------------------------------------------------------------------------------------------
 say "writing the report"
 nvidia-smi --query-gpu=clocks.sm,clocks.max.sm,temperature.gpu --format=csv,noheader > "$WORK/clocks_after.txt" 2>&1 || true
-python3 - "$WORK" "$RAW" "$DEST/measure-h200.md" "$CROQ" "$(elapsed)" <<'PY'
+BASELINE_STATS=$BASELINE_STATS python3 - "$WORK" "$RAW" "$DEST/measure-h200.md" "$CROQ" "$(elapsed)" <<'PY'
 import json, os, statistics, subprocess, sys, datetime
 work, raw, dest, croq, elapsed = sys.argv[1:6]
 
@@ -205,9 +212,10 @@ out.append("")
 
 # 3. baselines
 out.append("## 3. Library baseline of the 14 typical shapes, measured three times\n")
-out.append("Each run is a fresh `croq baseline` (own workspace, own processes): cuBLAS default and the cuBLASLt heuristic's top algorithms, screened, the default and the best re-measured with cold L2, `--warmup 5 --min-reps 10 --max-reps 100 --time-budget-ms 250`. TFLOPS from the median; CV of the first run; spread = (max - min) / median of the three runs' medians.\n")
-out.append("| dtype | shape | TFLOPS run 1 | run 2 | run 3 | median | spread % | CV % (run 1) | chosen (run 1) | default TFLOPS | best screened TFLOPS | baseline wall s |")
-out.append("|---|---|---|---|---|---|---|---|---|---|---|---|")
+stats = os.environ.get("BASELINE_STATS", "")
+out.append(f"Each run is a fresh `croq baseline` (own workspace, own processes): cuBLAS default and the cuBLASLt heuristic's top algorithms, screened, the default and the best re-measured with cold L2, `{stats}`. The three runs of a shape are minutes apart (every shape of every dtype is measured once before the next run starts). TFLOPS from the median; CV of the first run; spread = (max - min) / median of the three runs' medians. min MHz: the lowest SM clock sampled during each run's timed repetitions; limited: samples that saw a clock limit (power cap, thermal) out of those taken. slowest phase: where run 1 spent most of its time.\n")
+out.append("| dtype | shape | TFLOPS run 1 | run 2 | run 3 | median | spread % | CV % (run 1) | min MHz (runs) | limited (runs) | chosen (run 1) | default TFLOPS | best screened TFLOPS | baseline wall s | slowest phase (run 1) |")
+out.append("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
 try:
     brows = [l.rstrip("\n").split("\t") for l in open(os.path.join(work, "baselines.tsv"))]
 except Exception:
@@ -225,6 +233,7 @@ for dt, s in order:
     runs = table[(dt, s)]
     vals = []
     cells = []
+    clocks, limited = [], []
     first = None
     for rep in ("1", "2", "3"):
         rc, wall, doc = runs.get(rep, ("missing", "0", None))
@@ -232,8 +241,11 @@ for dt, s in order:
         if res and isinstance(res.get("tflops"), (int, float)):
             vals.append(res["tflops"])
             cells.append(f"{res['tflops']:.1f}")
+            dev = res.get("device") or {}
+            clocks.append(str(dev.get("min_sm_clock_mhz", "?")))
+            limited.append(f"{dev.get('limited_samples', '?')}/{dev.get('clock_samples', '?')}")
             if first is None:
-                first = (res, wall)
+                first = (res, wall, rep, dt, s)
         elif rc == "skipped":
             cells.append("not run (time)")
         else:
@@ -244,19 +256,25 @@ for dt, s in order:
     if spread is not None and len(vals) == 3:
         spreads.append(spread)
     if first:
-        res, wall = first
+        res, wall, rep1, dt1, s1 = first
         st = res.get("statistics", {})
+        slow = "n/a"
+        mfile = os.path.join(raw, f"measure_{rep1}_matmul_{dt1}_{s1}.json")
+        phases = (load(mfile) or {}).get("phases") or []
+        if phases:
+            top = max(phases, key=lambda p: p.get("ms", 0))
+            slow = f"{top.get('phase')} {top.get('ms', 0) / 1000:.1f} s of {sum(p.get('ms', 0) for p in phases) / 1000:.1f} s"
         algo = res.get("algo") or {}
         chosen = f"{res.get('library', '?')} {res.get('chosen', '')}"
         if algo.get("library") == "cublasLt":
             chosen += f" (algo {algo.get('algo_id')}, tile {algo.get('tile_id')}, stages {algo.get('stages_id')}{', fast accum' if algo.get('fast_accum') else ''})"
         d = res.get("default") or {}
         b = res.get("best_screened") or {}
-        out.append(f"| {dt} | {s} | {' | '.join(cells)} | {fnum(med)} | {fnum(spread, '{:.2f}')} | {fnum(st.get('cv', None) * 100 if isinstance(st.get('cv'), (int, float)) else None, '{:.2f}')} | {chosen} | {fnum(d.get('tflops'))} | {fnum(b.get('tflops'))} | {float(wall):.1f} |")
+        out.append(f"| {dt} | {s} | {' | '.join(cells)} | {fnum(med)} | {fnum(spread, '{:.2f}')} | {fnum(st.get('cv', None) * 100 if isinstance(st.get('cv'), (int, float)) else None, '{:.2f}')} | {' / '.join(clocks)} | {' / '.join(limited)} | {chosen} | {fnum(d.get('tflops'))} | {fnum(b.get('tflops'))} | {float(wall):.1f} | {slow} |")
     else:
-        out.append(f"| {dt} | {s} | {' | '.join(cells)} | n/a | n/a | n/a | n/a | n/a | n/a | n/a |")
+        out.append(f"| {dt} | {s} | {' | '.join(cells)} | n/a | n/a | n/a | n/a | n/a | n/a | n/a | n/a | n/a | n/a |")
 if spreads:
-    out.append(f"\nSpread between the three runs: median {statistics.median(spreads):.2f} %, max {max(spreads):.2f} % over {len(spreads)} shapes measured three times (goal: under 2 %).")
+    out.append(f"\nSpread between the three runs: median {statistics.median(spreads):.2f} %, max {max(spreads):.2f} % over {len(spreads)} shapes measured three times (goal: under 2 %); under 2 % on {sum(1 for x in spreads if x < 2.0)} of {len(spreads)}.")
 out.append("\nRaw documents: measure-raw.tar.gz beside this file (every measurement and baseline JSON, stderr of each run).")
 with open(dest, "w") as f:
     f.write("\n".join(out) + "\n")

@@ -21,6 +21,8 @@ for exe in "$dest"/bin/*; do
 done | sort -u | while read -r lib; do
   cp -L "$lib" "$dest/lib/"
 done
+# The GPU test binary (tests/gpu), when built: it runs from the pack (CROQ_TEST_BIN_DIR=.carry/croq/bin).
+if [ -x "$build/tests/gpu/croq_gpu_tests" ]; then objcopy --strip-debug "$build/tests/gpu/croq_gpu_tests" "$dest/bin/croq_gpu_tests"; fi
 # The measurement evidence's test kernels (built with the tests), when present.
 if [ -d "$build/test-kernels" ]; then cp -r "$build/test-kernels" "$dest/test-kernels"; fi
 git rev-parse --short=12 HEAD > "$dest/commit.txt"

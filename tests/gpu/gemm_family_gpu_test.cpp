@@ -6,10 +6,13 @@
 // without a GPU (CI), or without nvcc.
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <filesystem>
 #include <random>
+#include <thread>
 
 #include "croq/gpu/device_key.hpp"
+#include "croq/gpu/lease.hpp"
 #include <fmt/format.h>
 
 #include "croq/measure/invoke.hpp"
@@ -26,7 +29,12 @@ namespace {
 
 namespace fs = std::filesystem;
 
-fs::path runner_path() { return fs::path(CROQ_BINARY_DIR) / "bin" / "croq-gpu-runner"; }
+// The runner of this build, or of CROQ_TEST_BIN_DIR (a packed copy of the executables on a GPU
+// machine, where the build folder's absolute path does not exist).
+fs::path runner_path() {
+  if (const char* d = std::getenv("CROQ_TEST_BIN_DIR"); d && *d) return fs::path(d) / "croq-gpu-runner";
+  return fs::path(CROQ_BINARY_DIR) / "bin" / "croq-gpu-runner";
+}
 
 std::optional<fs::path> nvcc_path() {
   if (const char* e = std::getenv("CROQ_NVCC"); e && *e) return fs::path(e);
@@ -90,7 +98,13 @@ TEST(HopperGemmOnGpu, SampledConfigurationsAreCorrectOnOddShapes) {
                                    {4096, 4100, 520, "bf16", false}};
   std::mt19937 rng(20261129);
   test::TempDir dir;
-  int built = 0;
+  struct Job {
+    Case cs;
+    FamilyConfig cfg;
+    fs::path so;
+    ProcessResult build;
+  };
+  std::vector<Job> jobs;
   for (const auto& cs : cases) {
     const FamilyProblem p = problem_of(cs);
     std::vector<FamilyConfig> sample = {f.default_config(p)};
@@ -98,35 +112,53 @@ TEST(HopperGemmOnGpu, SampledConfigurationsAreCorrectOnOddShapes) {
       if (auto c = random_legal(f, p, rng)) sample.push_back(*c);
     }
     for (const auto& cfg : sample) {
-      SCOPED_TRACE(fmt::format("{}x{}x{} {} {}: {}", cs.m, cs.n, cs.k, cs.dtype, cs.col ? "col" : "row", describe(cfg)));
-      ASSERT_FALSE(f.violation(cfg, p));
-      const fs::path src = dir / fmt::format("c{}.cu", built);
-      const fs::path so = dir / fmt::format("c{}.so", built);
-      ++built;
-      atomic_write(src, f.render_source(cfg, p), false);
+      ASSERT_FALSE(f.violation(cfg, p)) << describe(cfg);
+      jobs.push_back({cs, cfg, dir / fmt::format("c{}.so", jobs.size()), {}});
+    }
+  }
+  // Every configuration is compiled first, on all cores (nvcc takes seconds each), then verified
+  // one at a time under the device's lease, so a croq measurement running beside the test never
+  // shares the GPU with it.
+  std::atomic<size_t> next{0};
+  auto compile = [&] {
+    for (size_t i = next++; i < jobs.size(); i = next++) {
+      Job& j = jobs[i];
+      const FamilyProblem p = problem_of(j.cs);
+      const fs::path src = fs::path(j.so).replace_extension(".cu");
+      atomic_write(src, f.render_source(j.cfg, p), false);
       ProcessSpec build;
       build.argv = {nvcc_path()->string(), "-O3", "-std=c++17"};
-      for (const auto& flag : f.build_flags(cfg, p)) build.argv.push_back(flag);
+      for (const auto& flag : f.build_flags(j.cfg, p)) build.argv.push_back(flag);
       build.argv.insert(build.argv.end(), {"-I" + find_project_dir("include").string(), "-shared", "-Xcompiler", "-fPIC",
-                                           "-cudart", "shared", "-o", so.string(), src.string()});
+                                           "-cudart", "shared", "-o", j.so.string(), src.string()});
       build.timeout = std::chrono::minutes(15);
-      ProcessResult b = process_runner().run(build);
-      ASSERT_TRUE(b.ok()) << b.err.substr(0, 4000);
-
-      MeasureJob job;
-      job.program = runner_path();
-      job.options.candidate = so.string();
-      job.options.m = cs.m;
-      job.options.n = cs.n;
-      job.options.k = cs.k;
-      job.options.dtype = cs.dtype;
-      job.options.b_layout = cs.col ? "col" : "row";
-      job.options.seed = 7;
-      job.options.mode = RunMode::verify;
-      job.timeout = std::chrono::seconds(120);
-      Measurement m = run_measure_job(job, process_runner());
-      EXPECT_EQ(verdict_name(m.verdict), std::string("PASS")) << m.reason << ": " << m.detail;
+      j.build = process_runner().run(build);
     }
+  };
+  std::vector<std::thread> threads;
+  for (unsigned t = 0; t < std::max(1u, std::min(16u, std::thread::hardware_concurrency())); ++t) threads.emplace_back(compile);
+  for (auto& t : threads) t.join();
+  const std::string lease_id = query_gpus().front().uuid;
+  int built = 0;
+  for (const auto& j : jobs) {
+    SCOPED_TRACE(fmt::format("{}x{}x{} {} {}: {}", j.cs.m, j.cs.n, j.cs.k, j.cs.dtype, j.cs.col ? "col" : "row",
+                             describe(j.cfg)));
+    ASSERT_TRUE(j.build.ok()) << j.build.err.substr(0, 4000);
+    ++built;
+    MeasureJob job;
+    job.program = runner_path();
+    job.options.candidate = j.so.string();
+    job.options.m = j.cs.m;
+    job.options.n = j.cs.n;
+    job.options.k = j.cs.k;
+    job.options.dtype = j.cs.dtype;
+    job.options.b_layout = j.cs.col ? "col" : "row";
+    job.options.seed = 7;
+    job.options.mode = RunMode::verify;
+    job.timeout = std::chrono::seconds(120);
+    DeviceLease lease = DeviceLease::acquire(lease_id, "croq_gpu_tests HopperGemmOnGpu", std::chrono::minutes(10));
+    Measurement m = run_measure_job(job, process_runner());
+    EXPECT_EQ(verdict_name(m.verdict), std::string("PASS")) << m.reason << ": " << m.detail;
   }
   EXPECT_GE(built, 12);
 }
