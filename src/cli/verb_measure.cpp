@@ -38,11 +38,11 @@ struct RunOptions {
   double lease_timeout_s = 1800;
   std::string b_layout = "auto";
   int warmup = 10;
-  double warmup_ms = 200;
+  double warmup_ms = 0;
   int min_reps = 20;
   int max_reps = 500;
   double cv_target = 0.01;
-  double min_time_ms = 100;
+  double min_time_ms = 0;
   double time_budget_ms = 2000;
   bool no_l2_flush = false;
 };
@@ -59,16 +59,16 @@ void add_run_options(CLI::App& app, RunOptions& o, double default_timeout_s) {
       ->default_val("auto")->check(CLI::IsMember({"row", "col", "auto"}));
   app.add_option("--warmup", o.warmup, "untimed launches before timing")->default_val(10)->check(CLI::Range(0, 100000));
   app.add_option("--warmup-ms", o.warmup_ms,
-                 "then launch back to back until the warm-up has lasted this long, so that the GPU's clocks "
-                 "and power draw have settled under load (0: the --warmup launches only)")
-      ->default_val(200)->check(CLI::Range(0.0, 600000.0));
+                 "then launch back to back until the warm-up has lasted this long: times the GPU in its "
+                 "sustained, power-limited state instead of its burst state (0: the --warmup launches only)")
+      ->default_val(0)->check(CLI::Range(0.0, 600000.0));
   app.add_option("--min-reps", o.min_reps, "timed repetitions at least")->default_val(20)->check(CLI::Range(1, 1000000));
   app.add_option("--max-reps", o.max_reps, "timed repetitions at most")->default_val(500)->check(CLI::Range(1, 1000000));
   app.add_option("--cv-target", o.cv_target, "stop once the coefficient of variation is below this")
       ->default_val(0.01)->check(CLI::Range(0.0, 10.0));
   app.add_option("--min-time-ms", o.min_time_ms,
                  "the CV target stops the repetitions only after they have lasted this long")
-      ->default_val(100)->check(CLI::Range(0.0, 3.6e6));
+      ->default_val(0)->check(CLI::Range(0.0, 3.6e6));
   app.add_option("--time-budget-ms", o.time_budget_ms, "stop repeating after this much time")
       ->default_val(2000)->check(CLI::Range(0.0, 3.6e6));
   app.add_flag("--no-l2-flush", o.no_l2_flush, "time hot: no L2 flush, no input rotation");

@@ -940,12 +940,12 @@ def parse_args(argv):
     p.add_argument("--mode", default="measure", choices=["measure", "verify"],
                    help="measure (verify and time) or verify (correctness only)")
     p.add_argument("--warmup", type=int, default=10, help="untimed launches before timing")
-    p.add_argument("--warmup-ms", type=float, default=200.0, help="the warm-up lasts at least this long")
+    p.add_argument("--warmup-ms", type=float, default=0.0, help="the warm-up lasts at least this long")
     p.add_argument("--min-reps", type=int, default=20)
     p.add_argument("--max-reps", type=int, default=500)
     p.add_argument("--cv-target", "--target-cv", dest="target_cv", type=float, default=0.01,
                    help="stop when stdev/mean falls to this")
-    p.add_argument("--min-time-ms", type=float, default=100.0, help="time at least this long before the CV may stop")
+    p.add_argument("--min-time-ms", type=float, default=0.0, help="time at least this long before the CV may stop")
     p.add_argument("--time-budget-ms", type=float, default=2000.0)
     p.add_argument("--no-l2-flush", action="store_true")
     p.add_argument("--no-hold", action="store_true", help=argparse.SUPPRESS)  # torch has no stream hold

@@ -67,6 +67,10 @@ class MeasureBackend {
   // clock check can refuse a result. A synchronous (CPU) launch cannot hide work that way.
   virtual bool asynchronous() const = 0;
   virtual void sample_clock() = 0;                        // records the SM clock (if it can)
+  // Whether a failed comparison gathers its details (worst elements) too. The GPU runner finds
+  // them on the host, which for a large output costs seconds: a library variant that fails its
+  // screening needs only the figures.
+  virtual void set_failure_details(bool) {}
 
   // One launch inside the profiler range `name` (profile mode).
   virtual LaunchOutcome profile_launch(int set, const std::string& name) = 0;

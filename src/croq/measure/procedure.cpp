@@ -79,6 +79,10 @@ class Procedure {
     // The device facts again: the clock samples taken during the run are in them now.
     DeviceFacts after = m_b.facts();
     m_m.device.sm_clock_mhz = after.sm_clock_mhz ? after.sm_clock_mhz : m_m.device.sm_clock_mhz;
+    m_m.device.min_sm_clock_mhz = after.min_sm_clock_mhz;
+    m_m.device.clock_limit_reasons = after.clock_limit_reasons;
+    m_m.device.clock_samples = after.clock_samples;
+    m_m.device.limited_samples = after.limited_samples;
     return m_m;
   }
 
@@ -428,6 +432,9 @@ class Procedure {
       int best = -1, first_ok = -1;
       double best_ms = 0;
       std::optional<Verification> first_v;
+      // A variant that fails its check is only reported (row["error"]); its worst elements are
+      // not looked for.
+      m_b.set_failure_details(false);
       for (int i = 0; i < count; ++i) {
         phase(fmt::format("library variant {} of {}: check", i + 1, count));
         json row = {{"variant", i}, {"algo", m_b.variant_description(i)}};
@@ -470,6 +477,7 @@ class Procedure {
           best_ms = t.median_ms;
         }
       }
+      m_b.set_failure_details(true);
       if (first_ok < 0) {
         if (first_v) {
           m_m.verification = *first_v;

@@ -29,12 +29,12 @@ struct RunnerOptions {
   std::optional<uint64_t> seed;
   RunMode mode = RunMode::measure;
   int warmup = 10;
-  double warmup_ms = 200;
+  double warmup_ms = 0;
   int min_reps = 20;
   int max_reps = 500;
   double cv_target = 0.01;
   double time_budget_ms = 2000;
-  double min_time_ms = 100;
+  double min_time_ms = 0;
   bool l2_flush = true;
   bool hold = true;
   int rotation_sets = 2;
