@@ -4,7 +4,7 @@
 # from the family's default configuration (each shape's `croq baseline` measures cuBLAS in the same
 # workspace with the same runner), then the best kernel and the baseline measured again
 # $GEMM_REPEATS more times, alternating, in a separate task of the same workspace (model `repeat`),
-# so the table gives the spread between repeated measurements and a ratio of medians. Writes
+# so the table gives the spread between repeated measurements and the ratio of their medians. Writes
 # gemm-h200.md: per shape and dtype, cuBLAS TFLOPS, the best croq TFLOPS, the ratio, the
 # configuration, the round at which it was found, the repeats and their spread.
 #
@@ -17,7 +17,7 @@
 # Needs croq's executables packed by bench/gpu/pack_device.sh into .carry/croq (else $CROQ_BIN_DIR or
 # build/bin), nvcc and ncu. GEMM_DSL=cpp runs the same script against the cpp family on a machine
 # without a GPU (a check of the script itself).
-# Environment: GEMM_SHAPES, GEMM_ROUNDS (default 20), GEMM_JOBS (4), GEMM_REPEATS (2),
+# Environment: GEMM_SHAPES, GEMM_ROUNDS (default 20), GEMM_JOBS (4), GEMM_REPEATS (3),
 # GEMM_BUDGET_S (480), GEMM_PRESET (quick), GEMM_WS (/tmp/croq-gemm-ws).
 # Usage: bash bench/gpu/gemm_evidence.sh
 set -uo pipefail
@@ -39,7 +39,7 @@ for s in $TYPICAL; do DEFAULT_SHAPES="$DEFAULT_SHAPES matmul_f16fp32_$s"; done
 SHAPES=${GEMM_SHAPES:-$DEFAULT_SHAPES}
 ROUNDS=${GEMM_ROUNDS:-20}
 JOBS=${GEMM_JOBS:-4}
-REPEATS=${GEMM_REPEATS:-2}
+REPEATS=${GEMM_REPEATS:-3}
 BUDGET=${GEMM_BUDGET_S:-480}
 PRESET=${GEMM_PRESET:-quick}
 WS=${GEMM_WS:-/tmp/croq-gemm-ws}
@@ -136,29 +136,33 @@ print("# Hopper GEMM family tuned by croq on the H200\n")
 print(f"- date: {datetime.datetime.now(datetime.timezone.utc).strftime('%Y-%m-%d %H:%M')} UTC; device: {gpu}; commit: {commit}")
 print(f"- each shape: `croq tune <shapes> --dsl {dsl} --rounds {rounds} --seed 1 --jobs N --profile-preset quick` from the")
 print("  family's default configuration; cuBLAS is each task's `croq baseline` (same runner, same statistics, same GPU lease);")
-print("  ratio = best croq TFLOPS / cuBLAS TFLOPS (medians, L2 flushed). Repeats: after the tune, `croq baseline --force` and")
-print("  `croq measure --candidate <best .so>` again, alternating, in a second task of the same workspace; the repeat columns")
-print("  give the median of all measurements of each (the tune's and the repeats) and their spread (max - min) / median.\n")
-print("| shape | dtype | cuBLAS TFLOPS | CV % | best croq TFLOPS | CV % | ratio | found at round | rounds | start ratio | cuBLAS runs | croq runs | cuBLAS spread % | croq spread % | ratio of medians | configuration |")
-print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+print("  ratio = best croq TFLOPS / cuBLAS TFLOPS (medians, L2 flushed); method: how that task's measurements were timed")
+print("  (burst: croq's default; settled: --warmup-ms 200 --min-time-ms 100, the sustained power-limited state).")
+print("- repeats: after the tune, `croq baseline --force` and `croq measure --candidate <best .so>` again (croq's default")
+print("  method), alternating, in a second task of the same workspace: their medians, spreads (max - min) / median and")
+print("  the ratio of the medians.\n")
+print("| shape | dtype | method | cuBLAS TFLOPS | CV % | best croq TFLOPS | CV % | ratio | found at round | rounds | start ratio | repeats | cuBLAS repeats | croq repeats | cuBLAS spread % | croq spread % | repeat ratio | configuration |")
+print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
 rows = []
 for key in shapes.split():
     logs = glob.glob(f"{ws}/tuning/*/{dsl}/logs/{key}/croq-search/idea-log.jsonl")
     parts = key.split("_")
     if not logs:
-        print(f"| {parts[2]} | {parts[1]} | not run | | | | | | | | | | | | | |")
+        print(f"| {parts[2]} | {parts[1]} | not run | | | | | | | | | | | | | | | |")
         continue
     recs = [json.loads(l) for l in open(logs[0]) if l.strip()]
     tune = load(os.path.join(os.path.dirname(logs[0]), "tune.json")) or {}
     base = next((r for r in recs if r.get("decision") == "BASELINE"), None)
     keeps = [r for r in recs if r.get("decision") == "KEEP" and r.get("tflops")]
     if not base or not keeps:
-        print(f"| {parts[2]} | {parts[1]} | {base['tflops'] if base else '-'} | | no kept kernel yet | | | | | | | | | | | |")
+        print(f"| {parts[2]} | {parts[1]} | | {base['tflops'] if base else '-'} | | no kept kernel yet | | | | | | | | | | | | |")
         continue
     best = max(keeps, key=lambda r: r["tflops"])
     start = next((r for r in recs if r.get("iter") == "iter001"), None)
     bt, ct = base["tflops"], best["tflops"]
-    b_runs, c_runs = [bt], [ct]
+    bm = load(os.path.join(ws, (base.get("measurement") or {}).get("file", "-"))) or {}
+    method = "settled" if ((bm.get("timing") or {}).get("warmup_ms") or 0) > 100 else "burst"
+    b_runs, c_runs = [], []
     rep = os.path.join(ws, "repeats", key)
     for f in sorted(glob.glob(os.path.join(rep, "baseline_*.json"))):
         r = (load(f) or {}).get("result") or {}
@@ -169,20 +173,23 @@ for key in shapes.split():
         if d.get("verdict") == "PASS" and isinstance(d.get("tflops"), (int, float)):
             c_runs.append(d["tflops"])
     spread = lambda v: (max(v) - min(v)) / statistics.median(v) if len(v) > 1 else None
-    rom = statistics.median(c_runs) / statistics.median(b_runs)
+    rr = statistics.median(c_runs) / statistics.median(b_runs) if b_runs and c_runs else None
     cfg = " ".join(f"{k}={v}" for k, v in sorted((best.get("params") or {}).items()))
     done = "" if tune.get("completed") else " (unfinished)"
     sr = start["tflops"] / bt if start and start.get("tflops") else float("nan")
-    rows.append((key, ct / bt, rom))
-    print(f"| {parts[2]} | {parts[1]} | {bt:.1f} | {pct(cv_of(base))} | {ct:.1f} | {pct(cv_of(best))} | {ct / bt:.3f} | "
-          f"{best.get('round')} | {max(r.get('round', 0) for r in recs)}{done} | {sr:.3f} | {len(b_runs)} | {len(c_runs)} | "
-          f"{pct(spread(b_runs))} | {pct(spread(c_runs))} | {rom:.3f} | {cfg} |")
+    rows.append((key, ct / bt, rr))
+    fmt_runs = lambda v: " / ".join(f"{x:.0f}" for x in v) if v else "-"
+    print(f"| {parts[2]} | {parts[1]} | {method} | {bt:.1f} | {pct(cv_of(base))} | {ct:.1f} | {pct(cv_of(best))} | {ct / bt:.3f} | "
+          f"{best.get('round')} | {max(r.get('round', 0) for r in recs)}{done} | {sr:.3f} | {min(len(b_runs), len(c_runs))} | "
+          f"{fmt_runs(b_runs)} | {fmt_runs(c_runs)} | {pct(spread(b_runs))} | {pct(spread(c_runs))} | "
+          f"{'-' if rr is None else f'{rr:.3f}'} | {cfg} |")
 if rows:
     typical = [r for r in rows if "f16fp32" in r[0] and not any(s in r[0] for s in ("4096x4096x4096", "8192x8192x8192"))]
-    print(f"\nShapes with a kept kernel: {len(rows)}; ratio of medians >= 1.00 on "
-          f"{sum(1 for r in rows if r[2] >= 1.0)}, >= 0.90 on {sum(1 for r in rows if r[2] >= 0.9)}, "
-          f">= 0.80 on {sum(1 for r in rows if r[2] >= 0.8)}; of the typical f16->f32 shapes: {len(typical)} tuned, "
-          f"{sum(1 for r in typical if r[2] >= 0.8)} at >= 0.80, {sum(1 for r in typical if r[2] >= 1.0)} at >= 1.00.")
+    def count(rs, lo):
+        return sum(1 for r in rs if r[1] >= lo), sum(1 for r in rs if r[2] is not None and r[2] >= lo)
+    print(f"\nShapes with a kept kernel: {len(rows)}. Tune ratio / repeat ratio at >= 1.00: {count(rows, 1.0)}, "
+          f">= 0.90: {count(rows, 0.9)}, >= 0.80: {count(rows, 0.8)}. Typical f16->f32 shapes tuned: {len(typical)}; "
+          f">= 0.80: {count(typical, 0.8)}, >= 1.00: {count(typical, 1.0)}.")
 PY
 cat "$DEST/gemm-h200.md"
 say "done"

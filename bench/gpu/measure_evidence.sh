@@ -113,9 +113,11 @@ SHAPES="768x768x768 12288x12288x12288 512x8192x8192 16384x8192x8192 4096x1024x81
 4096x8192x512 4096x8192x32768 1024x1024x4096 12288x12288x4096 1024x8192x1024 12288x8192x12288
 4096x1024x1024 12288x4096x4096"
 DTYPES=${EVIDENCE_DTYPES:-"f16fp32 bf16fp32 e4m3f16"}
-# The statistics of every baseline: croq's defaults (200 ms settled warm-up, at least 100 ms of
-# repetitions) with a shorter budget than the default 2 s, so 126 baselines fit one device call.
-BASELINE_STATS=${EVIDENCE_BASELINE_STATS:-"--warmup 5 --warmup-ms 200 --min-reps 10 --min-time-ms 100 --max-reps 200 --time-budget-ms 500"}
+# The statistics of every baseline: croq's defaults (the burst method: 10 warm-up launches, 20 to
+# 500 repetitions until the CV is under 1 %) with a budget of 0.5 s instead of 2 s, so that 126
+# baselines fit one device call. EVIDENCE_BASELINE_STATS="--warmup-ms 200 --min-time-ms 100 ..."
+# measures the sustained state instead (docs/results/measure-h200-settled.md).
+BASELINE_STATS=${EVIDENCE_BASELINE_STATS:-"--warmup 10 --min-reps 20 --max-reps 500 --time-budget-ms 500"}
 : > "$WORK/baselines.tsv"
 for rep in 1 2 3; do
   WS=$WORK/ws-baseline-$rep
@@ -241,7 +243,7 @@ for dt, s in order:
         if res and isinstance(res.get("tflops"), (int, float)):
             vals.append(res["tflops"])
             cells.append(f"{res['tflops']:.1f}")
-            dev = res.get("device") or {}
+            dev = (load(os.path.join(raw, f"measure_{rep}_matmul_{dt}_{s}.json")) or {}).get("device") or {}
             clocks.append(str(dev.get("min_sm_clock_mhz", "?")))
             limited.append(f"{dev.get('limited_samples', '?')}/{dev.get('clock_samples', '?')}")
             if first is None:
