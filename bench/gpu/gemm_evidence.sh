@@ -76,19 +76,36 @@ if [ ${#todo[@]} -gt 0 ] && [ "$(left)" -gt 30 ]; then
 fi
 
 # ---- 2. repeats: the best kernel and the baseline again, alternating --------------------------------
+# The best kernel of each finished shape, rebuilt by croq's own build script when the workspace came
+# back without its shared objects (gemm-ws.tgz leaves them out), all at once.
+builds=()
+best_of() {
+  python3 - "$1" <<'PY'
+import json, sys
+recs = [json.loads(l) for l in open(sys.argv[1]) if l.strip()]
+keeps = [r for r in recs if r.get("decision") == "KEEP" and r.get("tflops")]
+print(max(keeps, key=lambda r: r["tflops"])["kernel"] if keeps else "")
+PY
+}
+for key in $SHAPES; do
+  log=$(ls "$WS"/tuning/*/"$DSL"/logs/"$key"/croq-search/idea-log.jsonl 2>/dev/null | head -1)
+  [ -n "$log" ] || continue
+  best=$(best_of "$log")
+  t=$(dirname "$(dirname "$(dirname "$(dirname "$log")")")")  # tuning/<gpu>/<dsl>
+  n=${best%%_*}; n=${n#iter}
+  if [ -n "$best" ] && [ ! -f "$t/bin/$key/croq-search/$best.so" ] && [ -f "$t/cmd/$key/croq-search/build_iter$n.sh" ]; then
+    bash "$t/cmd/$key/croq-search/build_iter$n.sh" > /dev/null 2>&1 &
+    builds+=($!)
+  fi
+done
+for p in "${builds[@]}"; do wait "$p"; done
 for key in $SHAPES; do
   log=$(ls "$WS"/tuning/*/"$DSL"/logs/"$key"/croq-search/idea-log.jsonl 2>/dev/null | head -1)
   tune=$(dirname "$log")/tune.json
   [ -n "$log" ] && [ -f "$tune" ] || continue
   python3 -c 'import json,sys; sys.exit(0 if json.load(open(sys.argv[1])).get("completed") else 1)' "$tune" || continue
   gpu=$(echo "$log" | sed -E 's|.*/tuning/([^/]+)/.*|\1|')
-  best=$(python3 - "$log" <<'PY'
-import json, sys
-recs = [json.loads(l) for l in open(sys.argv[1]) if l.strip()]
-keeps = [r for r in recs if r.get("decision") == "KEEP" and r.get("tflops")]
-print(max(keeps, key=lambda r: r["tflops"])["kernel"] if keeps else "")
-PY
-)
+  best=$(best_of "$log")
   [ -n "$best" ] || continue
   so=$(ls "$WS"/tuning/"$gpu"/"$DSL"/bin/"$key"/croq-search/"$best".so 2>/dev/null | head -1)
   [ -n "$so" ] || { say "$key: no shared object for $best"; continue; }
