@@ -238,6 +238,7 @@ struct Tuner::Impl {
   }
 
   void profile(const std::string& kernel) {
+    ensure_built(kernel);
     int round = Ledger(ws, task).index().max_round + 1;
     std::vector<std::string> args = {"profile", "--iter", kernel, "--round", std::to_string(round)};
     if (task.dsl != "cpp") args.insert(args.end(), {"--preset", opt.profile_preset});
@@ -398,10 +399,37 @@ struct Tuner::Impl {
     if (!r.ok()) throw Error(ExitCode::failure, "checkpoint verify failed: " + r.message());
   }
 
+  // Resumed with a built kernel gone (a workspace copied without its binaries, a cleaned bin/):
+  // its source is built again (the build cache makes that cheap when it can), the plan's
+  // candidate checked against the plan again, as the protocol asks.
+  void ensure_built(const std::string& kernel) {
+    if (task.dsl != "cuda" && task.dsl != "cpp") return;  // croq's search builds these two only
+    std::error_code ec;
+    if (fs::exists(ws.kind_dir(task, ArtifactKind::bin) / (kernel + ".so"), ec)) return;
+    event({{"event", "rebuild"}, {"kernel", kernel}});
+    FamilyConfig cfg;
+    auto cp = checkpoint();
+    if (cp && kernel_of_plan(*cp) == kernel) {
+      cfg = config_from_json(cp->extra.value("params", json::object()));
+    } else {
+      for (const auto& r : Ledger(ws, task).read_all().records) {
+        if (r.kernel == kernel) cfg = config_from_json(r.extra.value("params", json::object()));
+      }
+    }
+    json b = build(kernel, cfg, "");
+    if (get_string(b, "verdict").value_or("") != "OK") {
+      throw Error(ExitCode::failure, fmt::format("{} was built before, but building it again failed: {}", kernel, b.dump()),
+                  "see perf/<key>/<model>/build_<iter>.txt; `croq build --iter " + kernel + "` shows the errors");
+    }
+    if (cp && kernel_of_plan(*cp) == kernel) verify();
+  }
+
   void measure_and_store() {
     auto cp = checkpoint();
     std::string kernel = kernel_of_plan(*cp);
+    ensure_built(kernel);
     VerbResult m = call("measure", {"measure", "--iter", kernel});
+
     if (!m.doc.is_object() || !m.doc.contains("verdict")) throw Error(ExitCode::failure, "croq measure failed: " + m.message());
     std::string verdict = get_string(m.doc, "verdict").value_or("");
     if (verdict != "PASS") {
@@ -417,7 +445,10 @@ struct Tuner::Impl {
       event({{"event", "rerun"}, {"kernel", kernel}, {"reason", d.doc.value("reason", "")}});
       must("measure", {"measure", "--iter", kernel});
       std::string base = d.doc.value("base_kernel", "");
-      if (!base.empty()) must("measure", {"measure", "--iter", base});
+      if (!base.empty()) {
+        ensure_built(base);
+        must("measure", {"measure", "--iter", base});
+      }
       d = must("decide", {"decide", "--measurement", file, "--kernel", kernel, "--rerun"});
     }
     std::string decision = d.doc.value("decision", "DISCARD");
