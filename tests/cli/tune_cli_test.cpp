@@ -332,4 +332,60 @@ TEST(TuneCli, JobsTunesShapesAtOnceWhileTheLeaseKeepsMeasurementsApart) {
   EXPECT_NE(git.err.find("--git-commit"), std::string::npos) << git.err;
 }
 
+// A workspace copied without its binaries (bin/ left out, as a tarball of tuning/ often is) resumes:
+// croq tune is killed after a plan is verified, every .so is deleted, and the rerun builds again
+// what it measures or profiles (the plan's candidate, verified again; the base it re-measures).
+TEST(TuneCli, ResumesWhenTheBuiltKernelsAreGone) {
+  TempDir dir;
+  pid_t pid = ::fork();
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {
+    ::setpgid(0, 0);
+    int null = ::open("/dev/null", O_WRONLY);
+    ::dup2(null, 1);
+    ::dup2(null, 2);
+    ::unsetenv("CROQ_ROOT");
+    ::execl(CROQ_BIN, CROQ_BIN, "--root", dir.path().c_str(), "tune", "matmul_f32_256x256x256", "--dsl", "cpp", "--rounds",
+            "3", "--seed", "2", static_cast<char*>(nullptr));
+    ::_exit(127);
+  }
+  // Wait until a plan is VERIFIED (its candidate built, not yet measured), then kill the group.
+  bool verified = false;
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::minutes(8);
+  while (!verified && std::chrono::steady_clock::now() < deadline) {
+    std::error_code ec;
+    for (auto it = fs::recursive_directory_iterator(dir.path() / "tuning", ec); !ec && it != fs::end(it); it.increment(ec)) {
+      if (it->path().filename() != "current_idea.json") continue;
+      auto text = croq::read_file(it->path());
+      if (text && text->find("\"VERIFIED\"") != std::string::npos) verified = true;
+    }
+    int status = 0;
+    if (!verified && ::waitpid(pid, &status, WNOHANG) == pid) FAIL() << "tune ended before a plan was verified";
+    if (!verified) std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  ASSERT_TRUE(verified) << "no plan was verified in time";
+  ::kill(-pid, SIGKILL);
+  int status = 0;
+  ::waitpid(pid, &status, 0);
+  int removed = 0;
+  std::error_code ec;
+  std::vector<fs::path> sos;
+  for (auto it = fs::recursive_directory_iterator(dir.path() / "tuning", ec); !ec && it != fs::end(it); it.increment(ec)) {
+    if (it->path().extension() == ".so") sos.push_back(it->path());
+  }
+  for (const auto& so : sos) removed += fs::remove(so, ec);
+  ASSERT_GE(removed, 2) << "the starting kernel and the plan's candidate were built";
+
+  CroqRun again = run_croq(dir.path(), {"tune", "matmul_f32_256x256x256", "--dsl", "cpp", "--rounds", "3", "--seed", "2"}, {},
+                           {}, k_long);
+  ASSERT_EQ(again.rc, 0) << again.out << again.err.substr(again.err.size() > 4000 ? again.err.size() - 4000 : 0);
+  EXPECT_NE(again.err.find("\"rebuild\""), std::string::npos) << "nothing was rebuilt";
+  EXPECT_EQ(again.doc.value("rounds", 0), 3);
+  TaskPaths p = paths_of(dir.path(), again.doc.value("task", ""));
+  EXPECT_EQ(records(p.logs).size(), 5u);  // baseline, iter001, 3 rounds
+  CroqRun valid = run_croq(dir.path(), {"session", "validate", "--gpu", p.gpu, "--dsl", "cpp", "--shape-key",
+                                         "matmul_f32_256x256x256", "--model", "croq-search"});
+  EXPECT_EQ(valid.rc, 0) << valid.out << valid.err;
+}
+
 }  // namespace

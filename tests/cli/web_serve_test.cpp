@@ -5,6 +5,9 @@
 #include <httplib.h>
 #include <sys/stat.h>
 
+#include <algorithm>
+
+#include "croq/measure/elf_scan.hpp"
 #include "croq/util/fs.hpp"
 #include "croq/web/task_spec.hpp"
 #include "support/test_support.hpp"
@@ -178,4 +181,31 @@ TEST(WebServeCli, ReportWritesAStaticFolder) {
   EXPECT_TRUE(std::filesystem::exists(dir / "report/summary.csv"));
   auto missing = run_croq(dir.path(), {"report", "--task", "nope", "--out", (dir / "r2").string()});
   EXPECT_EQ(missing.rc, 4);
+}
+
+// The verbs an agent calls in a loop start without the monitor's libraries: croq's own executable
+// needs none of them (read from its ELF dynamic section), and croq serve / croq report reach the
+// monitor in croq-web beside it with the same command line.
+TEST(WebServeCli, TheVerbExecutableLeavesTheMonitorsLibrariesToCroqWeb) {
+  PurityReport croq_elf = scan_candidate(CROQ_BIN);
+  ASSERT_TRUE(croq_elf.is_elf) << croq_elf.error;
+  for (const auto& lib : croq_elf.needed) {
+    for (const char* web : {"sqlite", "httplib", "libssl", "brotli", "libz."}) {
+      EXPECT_EQ(lib.find(web), std::string::npos) << "croq needs " << lib;
+    }
+  }
+  const std::filesystem::path web = std::filesystem::path(CROQ_BIN).parent_path() / "croq-web";
+  PurityReport web_elf = scan_candidate(web);
+  ASSERT_TRUE(web_elf.is_elf) << web_elf.error;
+  EXPECT_TRUE(std::any_of(web_elf.needed.begin(), web_elf.needed.end(),
+                          [](const std::string& l) { return l.find("sqlite") != std::string::npos; }));
+  // serve --help is croq's own (same verb table); serve --once runs in croq-web.
+  TempDir dir;
+  auto help = run_croq(dir.path(), {"serve", "--help"});
+  EXPECT_EQ(help.rc, 0);
+  EXPECT_NE(help.out.find("--bind"), std::string::npos);
+  auto once = run_croq(dir.path(), {"serve", "--once", "--db", (dir / "m.db").string()});
+  ASSERT_EQ(once.rc, 0) << once.out << once.err;
+  EXPECT_EQ(once.doc.value("ok", false), true) << once.out;
+  EXPECT_TRUE(std::filesystem::exists(dir / "m.db"));
 }

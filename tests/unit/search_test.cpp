@@ -129,7 +129,7 @@ class FamilyWithAlternatives : public KernelFamily {
   std::vector<Alternative> alternatives(const FamilyProblem& p) const override {
     FamilyConfig a = m->default_config(p), b = a, bad = a;
     a["BM"] = "32";
-    a["MR"] = "8";
+    a["MR"] = "4";
     b["NR"] = "8";
     b["VEC"] = "8";
     bad["BM"] = "17";  // illegal: never proposed
