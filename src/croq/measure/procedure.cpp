@@ -498,29 +498,53 @@ class Procedure {
                {"reps", t.reps}};
         return std::nullopt;
       };
-      json def, bst;
-      Timing t_def, t_best;
-      if (auto f = full(first_ok, def, t_def)) return f;
-      bool best_differs = best != first_ok;
-      if (best_differs) {
-        if (auto f = full(best, bst, t_best)) return f;
-      } else {
-        bst = def;
-        t_best = t_def;
+      // The default and the fastest screened variants are measured in full, the baseline is the
+      // fastest of them. Five screening repetitions rank variants within a few per cent of each
+      // other differently from run to run, so the runners-up are measured too: otherwise the
+      // baseline itself changes between runs with the variant the screening happened to pick.
+      std::vector<std::pair<double, int>> ranked;
+      for (const auto& row : screened) {
+        if (row.contains("median_ms")) ranked.emplace_back(row["median_ms"].get<double>(), row["variant"].get<int>());
       }
-      const bool take_best = best_differs && t_best.median_ms < t_def.median_ms;
-      const Timing& chosen = take_best ? t_best : t_def;
+      std::stable_sort(ranked.begin(), ranked.end());
+      std::vector<int> finalists = {first_ok};
+      for (const auto& r : ranked) {
+        if (static_cast<int>(finalists.size()) > m_opt.screen_finalists) break;
+        if (r.second != first_ok) finalists.push_back(r.second);
+      }
+      json measured = json::array();
+      std::vector<Timing> timings(finalists.size());
+      size_t win = 0;
+      for (size_t i = 0; i < finalists.size(); ++i) {
+        json out;
+        if (auto f = full(finalists[i], out, timings[i])) return f;
+        measured.push_back(out);
+        if (timings[i].median_ms < timings[win].median_ms) win = i;
+      }
+      const int chosen_variant = finalists[win];
+      const Timing& chosen = timings[win];
+      const json& def = measured[0];
+      json bst = def;
+      for (size_t i = 0; i < finalists.size(); ++i) {
+        if (finalists[i] == best) bst = measured[i];
+      }
+      int rank = 0;
+      for (size_t i = 0; i < ranked.size(); ++i) {
+        if (ranked[i].second == chosen_variant) rank = static_cast<int>(i) + 1;
+      }
       json lib;
-      lib["name"] = m_b.variant_description(take_best ? best : first_ok).value("library", std::string());
-      lib["algo"] = m_b.variant_description(take_best ? best : first_ok);
-      lib["chosen"] = take_best ? "best_screened" : "default";
+      lib["name"] = m_b.variant_description(chosen_variant).value("library", std::string());
+      lib["algo"] = m_b.variant_description(chosen_variant);
+      lib["chosen"] = win == 0 ? "default" : chosen_variant == best ? "best_screened" : "screened";
+      lib["chosen_screen_rank"] = rank;
       lib["default"] = def;
       lib["best_screened"] = bst;
+      lib["measured"] = measured;
       lib["screened"] = screened;
       lib["note"] = fmt::format(
-          "the baseline is the faster of the library default ({:.4f} ms) and the fastest of {} screened variants "
-          "({:.4f} ms), each re-measured with the full statistics",
-          t_def.median_ms, count, t_best.median_ms);
+          "the baseline is the fastest of the library default ({:.4f} ms) and the {} fastest of {} screened variants, "
+          "each re-measured with the full statistics ({:.4f} ms chosen)",
+          timings[0].median_ms, finalists.size() - 1, count, chosen.median_ms);
       m_m.library = lib;
       m_m.timing = chosen;
       const double tf = tflops_of(flops, chosen.median_ms);

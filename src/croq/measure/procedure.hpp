@@ -22,8 +22,8 @@
 // launches and exactly one launch inside the profiler range, with no reference at all.
 //
 // Library (baseline): every variant the library offers is checked and screened with a few
-// repetitions; the default and the fastest screened variant are then measured in full, and the
-// faster of the two is the baseline (both are reported).
+// repetitions; the default and the `screen_finalists` fastest screened variants are then measured
+// in full, and the fastest of them is the baseline (each is reported).
 #pragma once
 #include <cstdint>
 #include <functional>
@@ -52,6 +52,7 @@ struct ProcedureOptions {
   int probe_reps = 3;
   bool library = false;
   int screen_reps = 5;
+  int screen_finalists = 2;  // screened variants measured in full besides the default
   std::string profile_range = "croq_candidate";
   // Called at each step ("check", "probe", "timing", ...): the runner prints it on stderr.
   std::function<void(const std::string&)> on_phase;
