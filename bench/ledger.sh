@@ -9,7 +9,8 @@
 #   resume           the seeds' resume JSON (index warm)
 #   resume, cold     the same after deleting the index (a full read of the log)
 #   checkpoint read  of an open plan
-# and, as the floor every verb pays, `croq --version` and /bin/true.
+# and, as the floor every verb pays, `croq --version` and /bin/true (and `croq-web --version`, the
+# start of the executable that also holds the monitor, for comparison).
 #
 # Usage: bench/ledger.sh [REPS]   (default 30)
 # Environment: CROQ (the binary, default build/bin/croq), OUT (folder for ledger.md; default
@@ -90,6 +91,13 @@ true_line=$(for i in $(seq "$reps"); do time_us /bin/true; done | stats)
 version_line=$(for i in $(seq "$reps"); do time_us "$croq" --version; done | stats)
 floor_rows+=("| \`/bin/true\` (process start on this machine) | ${true_line% *} | ${true_line#* } |")
 floor_rows+=("| \`croq --version\` (croq's start, no ledger) | ${version_line% *} | ${version_line#* } |")
+# croq-web beside croq: the same verbs linked with the monitor's libraries (HTTP server, SQLite,
+# TLS, compression), which croq itself leaves out; its start is what every verb paid before.
+web="$(dirname "$croq")/croq-web"
+if [ -x "$web" ] && [ "$(basename "$croq")" != croq-web ]; then
+  web_line=$(for i in $(seq "$reps"); do time_us "$web" --version; done | stats)
+  floor_rows+=("| \`croq-web --version\` (the same verbs with the monitor's libraries) | ${web_line% *} | ${web_line#* } |")
+fi
 
 for n in 100 1000 10000; do
   key="matmul_f16fp32_4096x4096x4096"
