@@ -76,6 +76,27 @@ std::vector<std::string> with(std::vector<std::string> args, const std::string& 
   return args;
 }
 
+// Starts `croq --root <root> args...` in its own process group with its output discarded (so a test
+// can kill the whole group with SIGKILL); returns the pid, or -1.
+pid_t spawn_croq(const fs::path& root, const std::vector<std::string>& args) {
+  std::vector<std::string> argv = {CROQ_BIN, "--root", root.string()};
+  argv.insert(argv.end(), args.begin(), args.end());
+  std::vector<char*> cargv;
+  for (auto& a : argv) cargv.push_back(a.data());
+  cargv.push_back(nullptr);
+  pid_t pid = ::fork();
+  if (pid == 0) {
+    ::setpgid(0, 0);
+    int null = ::open("/dev/null", O_WRONLY);
+    ::dup2(null, 1);
+    ::dup2(null, 2);
+    ::unsetenv("CROQ_ROOT");
+    ::execv(CROQ_BIN, cargv.data());
+    ::_exit(127);
+  }
+  return pid;
+}
+
 // One tune of 8 rounds (each ctest process runs one test, so the three checks share one test).
 TempDir* s_dir = nullptr;
 CroqRun* s_run = nullptr;
@@ -218,18 +239,8 @@ TEST(TuneCli, TunesACppMatmulEndToEndUnderTheEnforcedProtocol) {
 // finishes it; every record stored before the kill is still there, and the rounds are contiguous.
 TEST(TuneCli, ResumesAfterSigkillWithoutLosingARecord) {
   TempDir dir;
-  pid_t pid = ::fork();
+  pid_t pid = spawn_croq(dir.path(), {"tune", k_key, "--dsl", "cpp", "--rounds", "5", "--seed", "5"});
   ASSERT_GE(pid, 0);
-  if (pid == 0) {
-    ::setpgid(0, 0);
-    int null = ::open("/dev/null", O_WRONLY);
-    ::dup2(null, 1);
-    ::dup2(null, 2);
-    ::unsetenv("CROQ_ROOT");
-    ::execl(CROQ_BIN, CROQ_BIN, "--root", dir.path().c_str(), "tune", k_key.c_str(), "--dsl", "cpp", "--rounds", "5",
-            "--seed", "5", static_cast<char*>(nullptr));
-    ::_exit(127);
-  }
   // Wait until round 2 is stored (baseline, iter001, round 1, round 2), then kill the whole group.
   fs::path log;
   auto deadline = std::chrono::steady_clock::now() + std::chrono::minutes(8);
@@ -337,18 +348,8 @@ TEST(TuneCli, JobsTunesShapesAtOnceWhileTheLeaseKeepsMeasurementsApart) {
 // what it measures or profiles (the plan's candidate, verified again; the base it re-measures).
 TEST(TuneCli, ResumesWhenTheBuiltKernelsAreGone) {
   TempDir dir;
-  pid_t pid = ::fork();
+  pid_t pid = spawn_croq(dir.path(), {"tune", "matmul_f32_256x256x256", "--dsl", "cpp", "--rounds", "3", "--seed", "2"});
   ASSERT_GE(pid, 0);
-  if (pid == 0) {
-    ::setpgid(0, 0);
-    int null = ::open("/dev/null", O_WRONLY);
-    ::dup2(null, 1);
-    ::dup2(null, 2);
-    ::unsetenv("CROQ_ROOT");
-    ::execl(CROQ_BIN, CROQ_BIN, "--root", dir.path().c_str(), "tune", "matmul_f32_256x256x256", "--dsl", "cpp", "--rounds",
-            "3", "--seed", "2", static_cast<char*>(nullptr));
-    ::_exit(127);
-  }
   // Wait until a plan is VERIFIED (its candidate built, not yet measured), then kill the group.
   bool verified = false;
   auto deadline = std::chrono::steady_clock::now() + std::chrono::minutes(8);

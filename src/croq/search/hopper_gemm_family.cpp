@@ -182,8 +182,9 @@ double estimate_clocks(const TileChoice& t, int split, const FamilyProblem& p, i
 
 namespace {
 
-// A configuration of the given arrangement with the family's usual settings and as many stages
-// as fit (up to 6).
+// A configuration of the given arrangement with the family's usual settings (persistent, grouped
+// order, 128-byte swizzle, BK 64) and as many stages as fit, up to 6: a deep ring hides TMA latency
+// and the epilogue. The default and the alternatives are all built this way.
 FamilyConfig arrangement(const TileChoice& t, int split, int cluster_m, int epilogue) {
   FamilyConfig c;
   c["BM"] = std::to_string(t.bm);
@@ -297,27 +298,7 @@ FamilyConfig HopperGemmFamily::default_config(const FamilyProblem& p) const {
       epilogue = f32_out ? 0 : 2;
     }
   }
-  FamilyConfig c;
-  c["BM"] = std::to_string(t.bm);
-  c["BN"] = std::to_string(t.bn);
-  c["BK"] = "64";
-  c["CONSUMERS"] = std::to_string(t.consumers);
-  c["PINGPONG"] = std::to_string(t.pingpong);
-  c["PERSISTENT"] = "1";
-  c["RASTER"] = "1";
-  c["GROUP"] = "8";
-  c["CLUSTER_M"] = "1";
-  c["CLUSTER_N"] = "1";
-  c["EPILOGUE"] = std::to_string(epilogue);
-  c["SWIZZLE"] = "128";
-  c["MMA_DEPTH"] = "1";
-  c["SPLIT_K"] = std::to_string(split);
-  // As many stages as fit, up to 6 (a deep ring hides TMA latency and the epilogue).
-  c["STAGES"] = "2";
-  for (int s = 6; s >= 2; --s) {
-    c["STAGES"] = std::to_string(s);
-    if (smem_bytes(c) <= k_smem_limit) break;
-  }
+  FamilyConfig c = arrangement(t, split, 1, epilogue);
   if (violation(c, p)) {
     // Fall back to the smallest configuration, legal for every supported problem.
     c["BM"] = "64";
