@@ -250,7 +250,7 @@ int run(int argc, char** argv, std::ostream& out, std::ostream& err) {
   };
 
   if (argc >= 2 && std::string(argv[1]) == "--version") {
-    out << dump_compact({{"croq", build_info::k_version}, {"git", build_info::k_git_sha}}) << "\n";
+    out << dump_compact({{"croq", build_info::k_version}, {"git", build_info::git_sha()}}) << "\n";
     return 0;
   }
   try {
@@ -267,7 +267,7 @@ int run(int argc, char** argv, std::ostream& out, std::ostream& err) {
     if (target == &app) out << "\n" << verb_list_text();
     return 0;
   } catch (const CLI::Success&) {
-    out << dump_compact({{"croq", build_info::k_version}, {"git", build_info::k_git_sha}}) << "\n";
+    out << dump_compact({{"croq", build_info::k_version}, {"git", build_info::git_sha()}}) << "\n";
     return 0;
   } catch (const CLI::ExtrasError& e) {
     // An unknown verb: suggest the nearest names.

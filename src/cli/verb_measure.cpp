@@ -171,7 +171,7 @@ std::filesystem::path runner_program(const std::string& dsl) {
 Measurement skeleton_for(const ShapeKey& shape, const DeviceChoice& dev, const std::string& b_layout) {
   Measurement m;
   m.croq_version = build_info::k_version;
-  m.croq_git = build_info::k_git_sha;
+  m.croq_git = build_info::git_sha();
   m.created_at = now_iso8601();
   ProblemSetup p = make_problem(shape.m(), shape.n(), shape.k(), shape.dtype_token, b_layout == "col" ? "col" : "row");
   m.problem = p.desc;

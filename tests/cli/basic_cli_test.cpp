@@ -23,3 +23,21 @@ TEST(Cli, EveryVerbHasHelp) {
     EXPECT_NE(r.out.find("--shape-key"), std::string::npos) << verb;
   }
 }
+
+// `croq --version` (and so every measurement's `croq.git`) names the commit the binary was built
+// from, taken at build time: a hash recorded when CMake first configured the build goes stale with
+// each commit, and a measurement would then claim code it was not measured with.
+TEST(Cli, VersionNamesTheCommitTheBinaryWasBuiltFrom) {
+  croq::ProcessSpec git;
+  git.argv = {"git", "-C", CROQ_SOURCE_DIR, "rev-parse", "--short=12", "HEAD"};
+  git.timeout = std::chrono::seconds(30);
+  croq::ProcessResult head = croq::SystemProcessRunner().run(git);
+  if (!head.ok()) GTEST_SKIP() << "the source tree is not a git checkout";
+  std::string sha = head.out.substr(0, head.out.find('\n'));
+  TempDir dir;
+  auto v = run_croq(dir.path(), {"--version"});
+  ASSERT_EQ(v.rc, 0);
+  const std::string got = v.doc.value("git", "");
+  EXPECT_EQ(got.substr(0, sha.size()), sha) << "croq says " << got << ", the tree is at " << sha
+                                            << " (rebuild after committing: scripts/test.sh builds first)";
+}

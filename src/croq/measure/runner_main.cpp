@@ -87,7 +87,7 @@ int runner_main(int argc, char** argv, RunnerPlatform& platform) {
     ProblemSetup setup = make_problem(o.m, o.n, o.k, o.dtype, o.b_layout == "col" ? "col" : "row");
     Measurement base;
     base.croq_version = build_info::k_version;
-    base.croq_git = build_info::k_git_sha;
+    base.croq_git = build_info::git_sha();
     base.created_at = now_iso8601();
     base.kind = o.library.empty() ? "candidate" : "baseline";
     base.argv.assign(argv, argv + argc);

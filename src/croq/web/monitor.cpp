@@ -236,7 +236,7 @@ json Monitor::system_info() {
     server = m_options.server_facts;
   }
   server["version"] = build_info::k_version;
-  server["commit"] = build_info::k_git_sha;
+  server["commit"] = build_info::git_sha();
   server["pid"] = ::getpid();
   server["started_at"] = m_started_at;
   server["uptime_s"] = std::chrono::duration<double>(std::chrono::steady_clock::now() - m_started).count();

@@ -292,7 +292,7 @@ ReportResult write_report(const Workspace& ws, const ReportOptions& o) {
   html += std::string(asset_text("app.css"));
   html += "</style></head><body><main><h1>croq report</h1>";
   html += fmt::format("<div class=\"sub\">{} tasks · generated {} by croq {} ({}) from {}</div>", tasks.size(),
-                      now_iso8601(), build_info::k_version, build_info::k_git_sha, xml_escape(ws.root().string()));
+                      now_iso8601(), build_info::k_version, build_info::git_sha(), xml_escape(ws.root().string()));
   html += "<h2>Summary</h2><div class=\"scroll\"><table class=\"grid\"><thead><tr><th>Task</th>"
           "<th class=\"num\">Baseline TFLOPS</th><th class=\"num\">Best TFLOPS</th><th class=\"num\">Best ÷ baseline</th>"
           "<th class=\"num\">Rounds</th><th class=\"num\">KEEP / DISCARD / failed</th><th class=\"num\">Time per round</th>"
