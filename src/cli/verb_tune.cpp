@@ -48,10 +48,6 @@ std::string progress_line(const json& e, const std::string& shape, int rounds) {
   return fmt::format("[{}] {}", shape, ev);
 }
 
-}  // namespace
-
-namespace {
-
 struct TuneOpts {
   std::vector<std::string> shape_keys;
   std::string dsl, model = "croq-search", gpu, family, task_uid;
@@ -210,13 +206,7 @@ VerbRunner setup_tune(CLI::App& app) {
         }
         std::string ev = e.value("event", "");
         if (ev == "round") {
-          std::string best = e["best"].is_number() ? fmt::format("{:.2f}", e["best"].get<double>()) : "-";
-          std::string pct = e.contains("pct_of_baseline") ? fmt::format(" ({:.1f}% of baseline)", e["pct_of_baseline"].get<double>()) : "";
-          std::string tf = e["tflops"].is_number() ? fmt::format("{:.2f}", e["tflops"].get<double>()) : "-";
-          ctx.err << fmt::format("\r\033[K[{} round {}/{}] best {} TFLOPS{} | last {} {} {} TFLOPS {}", t.shape.text,
-                                 e.value("round", 0), o->rounds, best, pct, e.value("kernel", ""), e.value("decision", ""), tf,
-                                 e.value("bottleneck", ""))
-                  << std::flush;
+          ctx.err << "\r\033[K" << progress_line(e, t.shape.text, o->rounds) << std::flush;
         } else if (ev == "done") {
           ctx.err << "\n";
         } else {

@@ -10,6 +10,7 @@
 #include <croq/kernel_abi.h>
 
 #include "croq/measure/runner_options.hpp"
+#include "support/runner_options_sample.hpp"
 #include "croq/util/fs.hpp"
 #include "croq/util/text.hpp"
 #include "support/test_support.hpp"
@@ -305,27 +306,9 @@ json run_runner(const std::string& py, const fs::path& candidate, const std::str
 // each of them must be understood, with the same meaning.
 TEST(PythonRunner, UnderstandsEveryFlagCroqPassesToRunners) {
   if (!find_executable("python3")) GTEST_SKIP() << "no python3";
-  RunnerOptions o;
+  RunnerOptions o = test::every_runner_option_set();
   o.candidate = "/x/k.py";
-  o.m = 768;
-  o.n = 512;
-  o.k = 256;
-  o.dtype = "bf16f32";
   o.b_layout = "auto";
-  o.seed = 77;
-  o.mode = RunMode::verify;
-  o.warmup = 3;
-  o.warmup_ms = 350;
-  o.min_reps = 7;
-  o.max_reps = 9;
-  o.cv_target = 0.02;
-  o.min_time_ms = 75;
-  o.time_budget_ms = 150;
-  o.l2_flush = false;
-  o.hold = false;
-  o.rotation_sets = 3;
-  o.device = "GPU-abc";
-  o.out = "/tmp/m.json";
   ProcessSpec spec;
   spec.argv = {"python3", std::string(CROQ_SOURCE_DIR) + "/src/python/croq_runner.py"};
   for (const auto& a : runner_arguments(o)) spec.argv.push_back(a);

@@ -7,6 +7,7 @@
 #include "croq/measure/measurement.hpp"
 #include "croq/measure/runner_options.hpp"
 #include "croq/util/error.hpp"
+#include "support/runner_options_sample.hpp"
 
 namespace croq {
 namespace {
@@ -113,27 +114,7 @@ TEST(MeasureRecord, OtherDocumentsAreRefusedWithAReason) {
 }
 
 TEST(MeasureRunnerOptions, FlagsRoundTripThroughTheCommandLine) {
-  RunnerOptions o;
-  o.candidate = "/x/k.so";
-  o.m = 768;
-  o.n = 512;
-  o.k = 256;
-  o.dtype = "bf16f32";
-  o.b_layout = "col";
-  o.seed = 77;
-  o.mode = RunMode::verify;
-  o.warmup = 3;
-  o.warmup_ms = 350;
-  o.min_time_ms = 75;
-  o.min_reps = 7;
-  o.max_reps = 9;
-  o.cv_target = 0.02;
-  o.time_budget_ms = 150;
-  o.l2_flush = false;
-  o.hold = false;
-  o.rotation_sets = 3;
-  o.device = "GPU-abc";
-  o.out = "/tmp/m.json";
+  RunnerOptions o = test::every_runner_option_set();
   RunnerOptions back = parse_runner_options(runner_arguments(o));
   EXPECT_EQ(runner_arguments(back), runner_arguments(o));
   EXPECT_EQ(back.seed, 77u);

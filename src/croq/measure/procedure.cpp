@@ -187,9 +187,9 @@ class Procedure {
     return std::nullopt;
   }
 
-  // Warm-up, then repetitions until the stopping rule says so. `samples` gets the times.
   static constexpr int k_max_settle_launches = 1000000;
 
+  // Warm-up, then repetitions until the stopping rule says so. `samples` gets the times.
   std::optional<Failure> timed_reps(int sets, int warmup, double warmup_ms, const StopRule& rule, Timing& t) {
     t = Timing{};
     t.method = m_b.timer_method();
@@ -204,11 +204,10 @@ class Procedure {
       }
     }
     if (auto f = sync("after the warm-up")) return f;
-    // Then back-to-back launches until the warm-up has lasted `warmup_ms`: the GPU's clocks and
-    // power draw settle under a sustained load within a few hundred milliseconds, and a timing
-    // taken before they have measures the power manager's state, not the kernel (docs/measurement.md).
-    // Batches double in size so that a fast kernel pays few synchronisations and a slow one
-    // overshoots the target by at most one batch.
+    // With `warmup_ms`, back-to-back launches until the warm-up has lasted that long, so that the
+    // timing sees the GPU's sustained, power-limited state instead of its burst state (off by
+    // default: docs/measurement.md, "Burst or sustained"). Batches double in size so that a fast
+    // kernel pays few synchronisations and a slow one overshoots the target by at most one batch.
     int batch = 1, extra = 0;
     while (warmup_ms > 0 && m_b.host_now_ms() - w0 < warmup_ms && extra < k_max_settle_launches) {
       for (int i = 0; i < batch; ++i, ++extra) {
@@ -429,8 +428,7 @@ class Procedure {
       harness(m_b.compute_reference(0), "computing the reference");
       const int count = m_b.variant_count();
       json screened = json::array();
-      int best = -1, first_ok = -1;
-      double best_ms = 0;
+      int first_ok = -1;
       std::optional<Verification> first_v;
       // A variant that fails its check is only reported (row["error"]); its worst elements are
       // not looked for.
@@ -472,10 +470,6 @@ class Procedure {
         row["median_ms"] = t.median_ms;
         row["tflops"] = tflops_of(flops, t.median_ms);
         screened.push_back(row);
-        if (best < 0 || t.median_ms < best_ms) {
-          best = i;
-          best_ms = t.median_ms;
-        }
       }
       m_b.set_failure_details(true);
       if (first_ok < 0) {
@@ -507,6 +501,7 @@ class Procedure {
         if (row.contains("median_ms")) ranked.emplace_back(row["median_ms"].get<double>(), row["variant"].get<int>());
       }
       std::stable_sort(ranked.begin(), ranked.end());
+      const int best = ranked.front().second;  // first_ok passed, so there is one
       std::vector<int> finalists = {first_ok};
       for (const auto& r : ranked) {
         if (static_cast<int>(finalists.size()) > m_opt.screen_finalists) break;

@@ -409,7 +409,9 @@ struct Tuner::Impl {
     event({{"event", "rebuild"}, {"kernel", kernel}});
     FamilyConfig cfg;
     auto cp = checkpoint();
-    if (cp && kernel_of_plan(*cp) == kernel) {
+    // The open plan's candidate (not kernel_of_plan, which would reserve an id when no source exists).
+    const bool plans_candidate = cp && kernel.rfind(cp->iter + "_", 0) == 0;
+    if (plans_candidate) {
       cfg = config_from_json(cp->extra.value("params", json::object()));
     } else {
       for (const auto& r : Ledger(ws, task).read_all().records) {
@@ -421,7 +423,7 @@ struct Tuner::Impl {
       throw Error(ExitCode::failure, fmt::format("{} was built before, but building it again failed: {}", kernel, b.dump()),
                   "see perf/<key>/<model>/build_<iter>.txt; `croq build --iter " + kernel + "` shows the errors");
     }
-    if (cp && kernel_of_plan(*cp) == kernel) verify();
+    if (plans_candidate) verify();
   }
 
   void measure_and_store() {
