@@ -790,8 +790,24 @@ def time_candidate(torch, device, args, launch, sync):
         return ("RUNTIME_FAIL", "during warm-up: " + _exc_line(e))
     warmup_ms = (time.perf_counter() - warm_start) * 1e3
 
+    # The duty cycle (--rest-ratio, as croq's C++ runner does): once the device has been busy for
+    # --rest-window-ms it idles rest-ratio times as long; rests are not part of the timed length.
+    pacing = {"busy": 0.0, "rested": 0.0}
+
+    def pace(busy_ms):
+        pacing["busy"] += max(0.0, busy_ms)
+        if args.rest_ratio <= 0 or pacing["busy"] < args.rest_window_ms:
+            return 0.0
+        idle = pacing["busy"] * args.rest_ratio
+        time.sleep(idle / 1e3)
+        pacing["busy"] = 0.0
+        pacing["rested"] += idle
+        return idle
+
+    pace(warmup_ms)
     samples, walls = [], []
     budget_start = time.perf_counter()
+    rested_in_reps = 0.0
     stop_reason = "max_reps"
     try:
         while len(samples) < args.max_reps:
@@ -812,7 +828,7 @@ def time_candidate(torch, device, args, launch, sync):
             walls.append((time.perf_counter() - w0) * 1e3)
             samples.append(ms)
             n = len(samples)
-            elapsed = (time.perf_counter() - budget_start) * 1e3
+            elapsed = (time.perf_counter() - budget_start) * 1e3 - rested_in_reps
             if n >= args.max_reps:
                 break
             if n >= max(args.min_reps, 2) and elapsed >= args.min_time_ms:
@@ -824,6 +840,7 @@ def time_candidate(torch, device, args, launch, sync):
             if elapsed >= args.time_budget_ms and n >= min(3, args.max_reps):
                 stop_reason = "time_budget"
                 break
+            rested_in_reps += pace(walls[-1])
     except BaseException as e:  # noqa: BLE001
         return ("RUNTIME_FAIL", "during timing: " + _exc_line(e))
     s = sorted(samples)
@@ -832,7 +849,9 @@ def time_candidate(torch, device, args, launch, sync):
     sd = math.sqrt(sum((x - mean) ** 2 for x in s) / (n - 1)) if n > 1 else 0.0
     return {"method": "cuda_events" if device == "cuda" else "host_clock", "l2_flush": l2_flush,
             "warmup": warmups, "warmup_ms": warmup_ms,
-            "timed_ms": (time.perf_counter() - budget_start) * 1e3, "reps": n, "median_ms": percentile(s, 0.5), "mean_ms": mean, "min_ms": s[0],
+            "timed_ms": (time.perf_counter() - budget_start) * 1e3 - rested_in_reps, "reps": n,
+            "rest_ratio": args.rest_ratio if args.rest_ratio > 0 else None,
+            "rest_ms": pacing["rested"] if args.rest_ratio > 0 else None, "median_ms": percentile(s, 0.5), "mean_ms": mean, "min_ms": s[0],
             "p90_ms": percentile(s, 0.9), "max_ms": s[-1], "cv": sd / mean if mean > 0 else None,
             "stop_reason": stop_reason, "wall_check_ms": percentile(sorted(walls), 0.5)}
 
@@ -947,6 +966,9 @@ def parse_args(argv):
                    help="stop when stdev/mean falls to this")
     p.add_argument("--min-time-ms", type=float, default=0.0, help="time at least this long before the CV may stop")
     p.add_argument("--time-budget-ms", type=float, default=2000.0)
+    p.add_argument("--rest-ratio", type=float, default=0.0,
+                   help="once busy --rest-window-ms, idle this many times as long (the power cap)")
+    p.add_argument("--rest-window-ms", type=float, default=10.0)
     p.add_argument("--no-l2-flush", action="store_true")
     p.add_argument("--no-hold", action="store_true", help=argparse.SUPPRESS)  # torch has no stream hold
     p.add_argument("--rotation-sets", type=int, default=2, help=argparse.SUPPRESS)

@@ -326,6 +326,8 @@ TEST(PythonRunner, UnderstandsEveryFlagCroqPassesToRunners) {
   EXPECT_DOUBLE_EQ(a["target_cv"].get<double>(), 0.02);
   EXPECT_DOUBLE_EQ(a["min_time_ms"].get<double>(), 75);
   EXPECT_DOUBLE_EQ(a["time_budget_ms"].get<double>(), 150);
+  EXPECT_DOUBLE_EQ(a["rest_ratio"].get<double>(), 1.5);
+  EXPECT_DOUBLE_EQ(a["rest_window_ms"].get<double>(), 25);
   EXPECT_EQ(a["no_l2_flush"], true);
   EXPECT_EQ(a["b_layout"], "row");
   EXPECT_EQ(a["device"], "cuda");

@@ -18,6 +18,8 @@ inline RunnerOptions every_runner_option_set() {
   o.warmup = 3;
   o.warmup_ms = 350;
   o.min_time_ms = 75;
+  o.rest_ratio = 1.5;
+  o.rest_window_ms = 25;
   o.min_reps = 7;
   o.max_reps = 9;
   o.cv_target = 0.02;

@@ -128,6 +128,12 @@ class FakeBackend : public MeasureBackend {
   bool asynchronous() const override { return async; }
   bool async = true;
   void sample_clock() override {}
+  std::vector<double> rests;  // each rest's length
+  void rest(double ms) override {
+    calls.push_back("rest");
+    rests.push_back(ms);
+    clock += ms;
+  }
   LaunchOutcome profile_launch(int set, const std::string& name) override {
     calls.push_back("profile_launch(" + std::to_string(set) + "," + name + ")");
     return {status, {}};
@@ -269,6 +275,57 @@ TEST(MeasureProcedure, ASteadyKernelIsTimedForAtLeastTheMinimumTime) {
   EXPECT_GE(m.timing->reps, 40);
   ASSERT_TRUE(m.timing->timed_ms);
   EXPECT_GE(*m.timing->timed_ms, 40.0);
+}
+
+// The duty cycle: once the GPU has been busy for the window, it idles rest_ratio times as long,
+// never inside a timed repetition, and the rests do not count against the timing's budget.
+TEST(MeasureProcedure, RestsKeepTheDutyCycleOutsideTheTimedRepetitions) {
+  auto noisy = [](int n) { return n % 2 ? 1.0 : 1.2; };  // never meets the CV target
+  ProcedureOptions o = quick();
+  o.stop.cv_target = 0.0001;
+  o.stop.max_reps = 1000;
+  o.stop.time_budget_ms = 60;
+
+  FakeBackend plain;
+  plain.event_ms = noisy;
+  Measurement p = measure(plain, o);
+  ASSERT_EQ(p.verdict, Verdict::PASS) << p.detail;
+  EXPECT_EQ(plain.count("rest"), 0);
+  EXPECT_FALSE(p.timing->rest_ms);
+
+  FakeBackend b;
+  b.event_ms = noisy;
+  o.rest_ratio = 1.0;
+  o.rest_window_ms = 10;
+  Measurement m = measure(b, o);
+  ASSERT_EQ(m.verdict, Verdict::PASS) << m.detail;
+  EXPECT_EQ(m.timing->stop_reason, "time_budget");
+  EXPECT_EQ(m.timing->reps, p.timing->reps) << "rests are outside the time budget";
+  // 60 ms of 1.1 ms repetitions in windows of at least 10 ms: five or six rests, each as long as
+  // the work before it.
+  EXPECT_GE(b.count("rest"), 5);
+  for (double r : b.rests) EXPECT_GE(r, 10.0);
+  ASSERT_TRUE(m.timing->rest_ms);
+  EXPECT_GE(*m.timing->rest_ms, 50.0);
+  EXPECT_DOUBLE_EQ(*m.timing->rest_ratio, 1.0);
+  ASSERT_TRUE(m.timing->timed_ms);
+  EXPECT_LT(*m.timing->timed_ms, 62.0) << "timed_ms leaves the rests out";
+  bool in_rep = false;
+  for (const auto& c : b.calls) {
+    if (c == "start") in_rep = true;
+    if (c == "read") in_rep = false;
+    EXPECT_FALSE(in_rep && c == "rest") << "a rest inside a timed repetition";
+  }
+
+  // The library's screening and full measurements are paced too.
+  FakeBackend lib;
+  lib.variants = 3;
+  lib.event_ms = noisy;
+  o.library = true;
+  o.stop.time_budget_ms = 30;
+  Measurement l = measure(lib, o);
+  ASSERT_EQ(l.verdict, Verdict::PASS) << l.detail;
+  EXPECT_GE(lib.count("rest"), 3 * 2) << "each of three full measurements rests at least twice";
 }
 
 TEST(MeasureProcedure, ATimeFasterThanPeakIsImpossibleBeforeVerificationIsConsidered) {

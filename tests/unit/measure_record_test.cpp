@@ -58,6 +58,8 @@ Measurement sample() {
   t.warmup_ms = 201.5;
   t.timed_ms = 104.25;
   t.wall_check_ms = 0.21;
+  t.rest_ratio = 1.0;
+  t.rest_ms = 98.5;
   t.samples_ms = {0.2, 0.201, 0.199};
   m.timing = t;
   m.tflops = 687.2;
@@ -80,6 +82,8 @@ TEST(MeasureRecord, RoundTripsEveryField) {
   EXPECT_EQ(*back->device.sm_clock_mhz, 1980);
   EXPECT_DOUBLE_EQ(*back->timing->warmup_ms, 201.5);
   EXPECT_DOUBLE_EQ(*back->timing->timed_ms, 104.25);
+  EXPECT_DOUBLE_EQ(*back->timing->rest_ratio, 1.0);
+  EXPECT_DOUBLE_EQ(*back->timing->rest_ms, 98.5);
   EXPECT_EQ(back->phases.size(), 2u);
   EXPECT_EQ(back->phases[1]["phase"], "timing");
 }
@@ -123,6 +127,8 @@ TEST(MeasureRunnerOptions, FlagsRoundTripThroughTheCommandLine) {
   EXPECT_DOUBLE_EQ(back.cv_target, 0.02);
   EXPECT_DOUBLE_EQ(back.warmup_ms, 350);
   EXPECT_DOUBLE_EQ(back.min_time_ms, 75);
+  EXPECT_DOUBLE_EQ(back.rest_ratio, 1.5);
+  EXPECT_DOUBLE_EQ(back.rest_window_ms, 25);
 }
 
 TEST(MeasureRunnerOptions, BadFlagsAreUsageErrorsNamingTheFlag) {

@@ -9,8 +9,10 @@
 // and a timer. Every method reports failure as a DeviceStatus value; `fatal` means the device
 // context is unusable (a sticky CUDA error) and nothing more can run in this process.
 #pragma once
+#include <chrono>
 #include <cstdint>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "croq/measure/measurement.hpp"
@@ -67,6 +69,8 @@ class MeasureBackend {
   // clock check can refuse a result. A synchronous (CPU) launch cannot hide work that way.
   virtual bool asynchronous() const = 0;
   virtual void sample_clock() = 0;                        // records the SM clock (if it can)
+  // Leaves the device idle for `ms` (the procedure's rests between repetitions).
+  virtual void rest(double ms) { std::this_thread::sleep_for(std::chrono::duration<double, std::milli>(ms)); }
   // Whether a failed comparison gathers its details (worst elements) too. The GPU runner finds
   // them on the host, which for a large output costs seconds: a library variant that fails its
   // screening needs only the figures.

@@ -147,6 +147,8 @@ json Measurement::to_json() const {
                    {"warmup_ms", opt_num(t.warmup_ms)},
                    {"timed_ms", opt_num(t.timed_ms)},
                    {"wall_check_ms", opt_num(t.wall_check_ms)},
+                   {"rest_ratio", opt_num(t.rest_ratio)},
+                   {"rest_ms", opt_num(t.rest_ms)},
                    {"samples_ms", samples}};
   } else {
     j["timing"] = nullptr;
@@ -280,6 +282,8 @@ std::optional<Measurement> Measurement::from_json(const json& j, std::string* wh
     o.warmup_ms = read_number(t, "warmup_ms");
     o.timed_ms = read_number(t, "timed_ms");
     o.wall_check_ms = read_number(t, "wall_check_ms");
+    o.rest_ratio = read_number(t, "rest_ratio");
+    o.rest_ms = read_number(t, "rest_ms");
     if (t.contains("samples_ms") && t["samples_ms"].is_array()) {
       for (const auto& s : t["samples_ms"]) {
         if (s.is_number()) o.samples_ms.push_back(s.get<double>());

@@ -17,7 +17,7 @@
 //                    "rechecked_after_timing","second_seed_passed"},
 //    "timing":{"method","l2_flush","stream_held","rotation_sets","warmup","reps","median_ms",
 //              "mean_ms","min_ms","p90_ms","max_ms","cv","stop_reason","warmup_ms","timed_ms","wall_check_ms",
-//              "samples_ms":[...]},
+//              "rest_ratio","rest_ms","samples_ms":[...]},
 //    "tflops", "library":{...} (baseline only), "flags":[...], "warnings":[...],
 //    "source":"measured|reported", "process":{...} (set by croq), "phases":[{"phase","ms"}]}
 // Numbers that do not apply are null.
@@ -74,6 +74,8 @@ struct Timing {
   std::optional<double> warmup_ms;      // host time the warm-up lasted
   std::optional<double> timed_ms;       // host time of the timed repetitions
   std::optional<double> wall_check_ms;  // host clock per launch, device synchronised
+  std::optional<double> rest_ratio;     // idle time per busy time between repetitions (0: none)
+  std::optional<double> rest_ms;        // idle time taken during this timing (not in timed_ms)
   std::vector<double> samples_ms;
 };
 

@@ -189,6 +189,18 @@ class Procedure {
 
   static constexpr int k_max_settle_launches = 1000000;
 
+  // The duty cycle (ProcedureOptions::rest_ratio): `busy_ms` more of GPU work on the host clock;
+  // once the work since the last rest reaches the window, the device idles rest_ratio times as
+  // long. Returns the rest taken (0 when none).
+  double pace(double busy_ms) {
+    m_busy_ms += std::max(0.0, busy_ms);
+    if (m_opt.rest_ratio <= 0 || m_busy_ms < m_opt.rest_window_ms) return 0;
+    const double idle = m_busy_ms * m_opt.rest_ratio;
+    m_b.rest(idle);
+    m_busy_ms = 0;
+    return idle;
+  }
+
   // Warm-up, then repetitions until the stopping rule says so. `samples` gets the times.
   std::optional<Failure> timed_reps(int sets, int warmup, double warmup_ms, const StopRule& rule, Timing& t) {
     t = Timing{};
@@ -221,14 +233,17 @@ class Procedure {
     }
     t.warmup += extra;
     t.warmup_ms = m_b.host_now_ms() - w0;
+    double rested = pace(*t.warmup_ms);
 
     bool hold = m_opt.hold_stream && m_b.can_hold_stream() && m_hold_ok;
     for (int attempt = 0; attempt < 2; ++attempt) {
       t.samples_ms.clear();
       const double t0 = m_b.host_now_ms();
+      double rested_here = 0;  // rests are not part of the timed section's length
       bool restart = false;
       for (int r = 0;; ++r) {
         double ms = 0;
+        const double r0 = m_b.host_now_ms();
         if (auto f = time_one(r % sets, hold, ms)) return f;
         if (hold && m_b.hold_timed_out()) {
           // The launch function waited for the held stream (it synchronises inside
@@ -240,15 +255,23 @@ class Procedure {
         }
         t.samples_ms.push_back(ms);
         if (r == rule.min_reps / 2) m_b.sample_clock();
-        const double elapsed = m_b.host_now_ms() - t0;
+        const double busy_end = m_b.host_now_ms();
+        const double elapsed = busy_end - t0 - rested_here;
         std::string why = rule.check(t.samples_ms, elapsed);
         if (!why.empty()) {
           t.stop_reason = why;
           t.timed_ms = elapsed;
           break;
         }
+        const double idle = pace(busy_end - r0);
+        rested_here += idle;
+        rested += idle;
       }
       if (!restart) break;
+    }
+    if (m_opt.rest_ratio > 0) {
+      t.rest_ratio = m_opt.rest_ratio;
+      t.rest_ms = rested;
     }
     m_b.sample_clock();
     t.stream_held = hold;
@@ -366,6 +389,7 @@ class Procedure {
         if (auto f = sync("during the wall-clock check")) return f;
         const double wall = (m_b.host_now_ms() - w0) / n_wall;
         m_m.timing->wall_check_ms = wall;
+        (void)pace(wall * n_wall);
 
         Verification re;
         re.tolerance = m_tol;
@@ -560,6 +584,7 @@ class Procedure {
   Measurement m_m;
   bool m_candidate_ran = false;
   bool m_hold_ok = true;
+  double m_busy_ms = 0;  // GPU work since the last rest (pace)
 };
 
 }  // namespace

@@ -11,7 +11,8 @@
 //   4. a failed check -> VERIFY_FAIL
 //   5. the other input sets (rotation), `warmup` launches, then more until `warmup_ms` has passed
 //   6. repetitions, each: [flush L2] [hold stream] start timer, launch, stop timer, [release]
-//      synchronise, read - until the stopping rule says so (statistics.hpp)
+//      synchronise, read - until the stopping rule says so (statistics.hpp); with `rest_ratio`,
+//      the GPU idles between repetitions once it has been busy for `rest_window_ms`
 //   7. wall-clock check: back-to-back launches timed by the host clock, device synchronised
 //   8. re-check on set 0 (output poisoned again) -> VERIFY_FAIL recheck_mismatch
 //   9. second seed: set 0 refilled in place, new reference, check -> VERIFY_FAIL
@@ -45,6 +46,12 @@ struct ProcedureOptions {
   int warmup = 10;
   // The warm-up goes on, back to back, until it has lasted this long (0: `warmup` launches only).
   double warmup_ms = 0;
+  // Duty cycle of the timing: once the GPU has been busy for `rest_window_ms` (warm-up, timed
+  // repetitions, the wall-clock check) it idles `rest_ratio` times as long before going on, so
+  // that the average power stays under the GPU's power cap and every target is timed at the same
+  // clocks whatever ran before it (0: back to back; docs/measurement.md, "Rests").
+  double rest_ratio = 0;
+  double rest_window_ms = 10;
   StopRule stop;
   bool l2_flush = true;
   bool hold_stream = true;

@@ -146,6 +146,8 @@ int runner_main(int argc, char** argv, RunnerPlatform& platform) {
       po.warmup_ms = o.warmup_ms;
       po.stop.min_reps = o.min_reps;
       po.stop.min_time_ms = o.min_time_ms;
+      po.rest_ratio = o.rest_ratio;
+      po.rest_window_ms = o.rest_window_ms;
       po.stop.max_reps = o.max_reps;
       po.stop.cv_target = o.cv_target;
       po.stop.time_budget_ms = o.time_budget_ms;

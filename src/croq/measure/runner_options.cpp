@@ -78,6 +78,8 @@ RunnerOptions parse_runner_options(const std::vector<std::string>& args) {
     } else if (a == "--warmup") o.warmup = static_cast<int>(to_int(a, value(), 0, 100000));
     else if (a == "--warmup-ms") o.warmup_ms = to_double(a, value(), 0.0, 600000.0);
     else if (a == "--min-time-ms") o.min_time_ms = to_double(a, value(), 0.0, 3.6e6);
+    else if (a == "--rest-ratio") o.rest_ratio = to_double(a, value(), 0.0, 100.0);
+    else if (a == "--rest-window-ms") o.rest_window_ms = to_double(a, value(), 0.1, 60000.0);
     else if (a == "--min-reps") o.min_reps = static_cast<int>(to_int(a, value(), 1, 1000000));
     else if (a == "--max-reps") o.max_reps = static_cast<int>(to_int(a, value(), 1, 1000000));
     else if (a == "--cv-target") o.cv_target = to_double(a, value(), 0.0, 10.0);
@@ -108,7 +110,8 @@ std::vector<std::string> runner_arguments(const RunnerOptions& o) {
   a.insert(a.end(), {"--mode", run_mode_name(o.mode), "--warmup", std::to_string(o.warmup), "--warmup-ms",
                      fmt_double(o.warmup_ms), "--min-reps", std::to_string(o.min_reps), "--max-reps",
                      std::to_string(o.max_reps), "--cv-target", fmt_double(o.cv_target), "--min-time-ms",
-                     fmt_double(o.min_time_ms), "--time-budget-ms", fmt_double(o.time_budget_ms)});
+                     fmt_double(o.min_time_ms), "--time-budget-ms", fmt_double(o.time_budget_ms), "--rest-ratio",
+                     fmt_double(o.rest_ratio), "--rest-window-ms", fmt_double(o.rest_window_ms)});
   if (!o.l2_flush) a.push_back("--no-l2-flush");
   if (!o.hold) a.push_back("--no-hold");
   if (o.rotation_sets != 2) a.insert(a.end(), {"--rotation-sets", std::to_string(o.rotation_sets)});
@@ -135,6 +138,8 @@ std::string runner_usage(const std::string& program, const std::string& librarie
       "                         GPU is timed in its sustained, power-limited state (default 0)\n"
       "  --min-reps N --max-reps N --cv-target F --time-budget-ms MS   stopping rule\n"
       "  --min-time-ms MS       the CV target ends the timing only after MS of repetitions (default 0)\n"
+      "  --rest-ratio R         once the GPU has been busy --rest-window-ms (default 10), it idles R\n"
+      "                         times as long, so the timing stays under the power cap (default 0)\n"
       "  --no-l2-flush          time hot (no cache flush, no input rotation)\n"
       "  --no-hold              do not hold the stream behind a blocking kernel\n"
       "  --rotation-sets N      input sets rotated while timing (default 2)\n"

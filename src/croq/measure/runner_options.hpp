@@ -7,6 +7,7 @@
 //   --seed S                                  (default: a fresh random seed, recorded)
 //   --mode measure|verify|profile
 //   --warmup N --warmup-ms MS --min-reps N --max-reps N --cv-target F --min-time-ms MS --time-budget-ms MS
+//   --rest-ratio R --rest-window-ms MS
 //   --no-l2-flush --no-hold --rotation-sets N
 //   --device N|GPU-<uuid>  --out FILE  --help
 #pragma once
@@ -35,6 +36,8 @@ struct RunnerOptions {
   double cv_target = 0.01;
   double time_budget_ms = 2000;
   double min_time_ms = 0;
+  double rest_ratio = 0;
+  double rest_window_ms = 10;
   bool l2_flush = true;
   bool hold = true;
   int rotation_sets = 2;
