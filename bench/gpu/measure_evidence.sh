@@ -113,7 +113,8 @@ SHAPES="768x768x768 12288x12288x12288 512x8192x8192 16384x8192x8192 4096x1024x81
 4096x8192x512 4096x8192x32768 1024x1024x4096 12288x12288x4096 1024x8192x1024 12288x8192x12288
 4096x1024x1024 12288x4096x4096"
 DTYPES=${EVIDENCE_DTYPES:-"f16fp32 bf16fp32 e4m3f16"}
-# The statistics of every baseline: croq's defaults (the burst method: 10 warm-up launches, 20 to
+# The statistics of every baseline: croq's defaults (rests: once busy 10 ms the GPU idles as long;
+# the burst method: 10 warm-up launches, 20 to
 # 500 repetitions until the CV is under 1 %) with a budget of 0.5 s instead of 2 s, so that 126
 # baselines fit one device call. EVIDENCE_BASELINE_STATS="--warmup-ms 200 --min-time-ms 100 ..."
 # measures the sustained state instead (docs/results/measure-h200-settled.md).
@@ -215,7 +216,7 @@ out.append("")
 # 3. baselines
 out.append("## 3. Library baseline of the 14 typical shapes, measured three times\n")
 stats = os.environ.get("BASELINE_STATS", "")
-out.append(f"Each run is a fresh `croq baseline` (own workspace, own processes): cuBLAS default and the cuBLASLt heuristic's top algorithms, screened, the default and the best re-measured with cold L2, `{stats}`. The three runs of a shape are minutes apart (every shape of every dtype is measured once before the next run starts). TFLOPS from the median; CV of the first run; spread = (max - min) / median of the three runs' medians. min MHz: the lowest SM clock sampled during each run's timed repetitions; limited: samples that saw a clock limit (power cap, thermal) out of those taken. slowest phase: where run 1 spent most of its time.\n")
+out.append(f"Each run is a fresh `croq baseline` (own workspace, own processes): cuBLAS default and the cuBLASLt heuristic's top algorithms, screened, the default and the best re-measured with cold L2, `{stats}` and croq's default rests (`--rest-ratio 1 --rest-window-ms 10`: once the GPU has been busy 10 ms it idles as long) unless those flags say otherwise. The three runs of a shape are minutes apart (every shape of every dtype is measured once before the next run starts). TFLOPS from the median; CV of the first run; spread = (max - min) / median of the three runs' medians. min MHz: the lowest SM clock sampled during each run's timed repetitions; limited: samples that saw a clock limit (power cap, thermal) out of those taken. slowest phase: where run 1 spent most of its time.\n")
 out.append("| dtype | shape | TFLOPS run 1 | run 2 | run 3 | median | spread % | CV % (run 1) | min MHz (runs) | limited (runs) | chosen (run 1) | default TFLOPS | best screened TFLOPS | baseline wall s | slowest phase (run 1) |")
 out.append("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
 try:

@@ -163,7 +163,7 @@ def spread(v):
 def f(x, p=1):
     return "-" if x is None else f"{x:.{p}f}"
 out = ["# Duty cycle of the timing on the H200: repeatability and the tuned kernels' ratio to cuBLAS", "",
-       f"- date: {datetime.datetime.utcnow():%Y-%m-%d %H:%M} UTC; device: {device.get('name')} ({device.get('uuid')}), driver {device.get('driver')}",
+       f"- date: {datetime.datetime.now(datetime.timezone.utc):%Y-%m-%d %H:%M} UTC; device: {device.get('name')} ({device.get('uuid')}), driver {device.get('driver')}",
        f"- croq: {version}",
        "- script: `bench/gpu/pacing_evidence.sh` (kernels: the best KEEP of each task of docs/results/gemm-run3, re-rendered from its params)",
        "- method: rest ratio R / window W ms: once the GPU has been busy W ms it idles R times as long (`--rest-ratio R --rest-window-ms W`); R = 0 is back to back (croq's method before)",

@@ -44,7 +44,7 @@ struct RunOptions {
   double cv_target = 0.01;
   double min_time_ms = 0;
   double time_budget_ms = 2000;
-  double rest_ratio = 0;
+  double rest_ratio = 1;
   double rest_window_ms = 10;
   bool no_l2_flush = false;
 };
@@ -76,7 +76,7 @@ void add_run_options(CLI::App& app, RunOptions& o, double default_timeout_s) {
   app.add_option("--rest-ratio", o.rest_ratio,
                  "duty cycle: once the GPU has been busy --rest-window-ms, it idles this many times as long, "
                  "so the timing stays under the power cap whatever ran before (0: back to back)")
-      ->default_val(0)->check(CLI::Range(0.0, 100.0));
+      ->default_val(1)->check(CLI::Range(0.0, 100.0));
   app.add_option("--rest-window-ms", o.rest_window_ms, "busy time between two rests")
       ->default_val(10)->check(CLI::Range(0.1, 60000.0));
   app.add_flag("--no-l2-flush", o.no_l2_flush, "time hot: no L2 flush, no input rotation");

@@ -966,7 +966,7 @@ def parse_args(argv):
                    help="stop when stdev/mean falls to this")
     p.add_argument("--min-time-ms", type=float, default=0.0, help="time at least this long before the CV may stop")
     p.add_argument("--time-budget-ms", type=float, default=2000.0)
-    p.add_argument("--rest-ratio", type=float, default=0.0,
+    p.add_argument("--rest-ratio", type=float, default=1.0,
                    help="once busy --rest-window-ms, idle this many times as long (the power cap)")
     p.add_argument("--rest-window-ms", type=float, default=10.0)
     p.add_argument("--no-l2-flush", action="store_true")

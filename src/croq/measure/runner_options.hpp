@@ -36,7 +36,7 @@ struct RunnerOptions {
   double cv_target = 0.01;
   double time_budget_ms = 2000;
   double min_time_ms = 0;
-  double rest_ratio = 0;
+  double rest_ratio = 1;  // docs/measurement.md, "Rests"
   double rest_window_ms = 10;
   bool l2_flush = true;
   bool hold = true;
