@@ -139,8 +139,11 @@ class FakeBackend : public MeasureBackend {
     return {status, {}};
   }
   int variant_count() override { return variants; }
+  std::vector<int> fast_accum_variants;  // described as fast accumulation
   json variant_description(int i) override {
-    return {{"library", i == 0 ? "cublas" : "cublasLt"}, {"variant", i}};
+    json d = {{"library", i == 0 ? "cublas" : "cublasLt"}, {"variant", i}};
+    if (std::count(fast_accum_variants.begin(), fast_accum_variants.end(), i)) d["fast_accum"] = true;
+    return d;
   }
   DeviceStatus select_variant(int i) override {
     calls.push_back("select(" + std::to_string(i) + ")");
@@ -520,7 +523,8 @@ TEST(MeasureProcedure, TheBaselineIsTheFasterOfTheDefaultAndTheBestScreenedVaria
   EXPECT_EQ(m.library["default"]["variant"], 0);
   EXPECT_NEAR(m.timing->median_ms, 1.0, 1e-9);
   EXPECT_EQ(m.library["screened"].size(), 3u);
-  EXPECT_EQ(b.count("prepare(1)"), 1);  // no rotation sets for a library
+  EXPECT_EQ(b.count("prepare(2)"), 1) << "the library rotates its inputs as a candidate does";
+  EXPECT_GT(b.count("launch(1)"), 0);
 
   FakeBackend c;
   c.variants = 2;
@@ -549,6 +553,39 @@ TEST(MeasureProcedure, TheBaselineMeasuresTheTwoFastestScreenedVariantsInFull) {
   EXPECT_NEAR(m.library["best_screened"]["median_ms"].get<double>(), 1.3, 1e-9);
   EXPECT_NEAR(m.timing->median_ms, 1.1, 1e-9);
   EXPECT_FALSE(b.screening) << "failure details are asked for again after the screening";
+}
+
+// A fast-accumulation variant passes the tolerance for some seeds and not for others: it is
+// screened and reported, but it is the baseline only when no f32-accumulating variant passes.
+TEST(MeasureProcedure, FastAccumulationVariantsAreReportedButNotTheBaseline) {
+  FakeBackend b;
+  b.variants = 4;
+  b.variant_ms = {2.0, 1.5, 0.8, 0.9};
+  b.fast_accum_variants = {2, 3};
+  ProcedureOptions o = quick();
+  o.library = true;
+  Measurement m = measure(b, o);
+  ASSERT_EQ(m.verdict, Verdict::PASS) << m.detail;
+  EXPECT_EQ(m.library["algo"]["variant"], 1);
+  EXPECT_NEAR(m.timing->median_ms, 1.5, 1e-9);
+  ASSERT_EQ(m.library["screened"].size(), 4u);
+  EXPECT_EQ(m.library["screened"][2]["eligible"], false);
+  EXPECT_NEAR(m.library["screened"][2]["median_ms"].get<double>(), 0.8, 1e-9) << "still screened and reported";
+  EXPECT_EQ(m.library["measured"].size(), 2u) << "the default and variant 1: no fast variant is a finalist";
+  EXPECT_NE(m.library["note"].get<std::string>().find("2 fast-accumulation variants"), std::string::npos);
+
+  // Only the fast variants pass: they compete, and the fastest is the baseline.
+  FakeBackend c;
+  c.variants = 3;
+  c.variant_ms = {2.0, 0.8, 0.9};
+  c.fast_accum_variants = {1, 2};
+  c.on_compare = [](int n, Verification& v) {
+    if (n == 0) v.mismatches = 3;  // the default fails its check
+  };
+  m = measure(c, o);
+  ASSERT_EQ(m.verdict, Verdict::PASS) << m.detail;
+  EXPECT_EQ(m.library["algo"]["variant"], 1);
+  EXPECT_TRUE(*m.verification.passed);
 }
 
 }  // namespace

@@ -22,8 +22,9 @@
 // Mode verify stops after the check and the second seed; mode profile fills set 0, runs `warmup`
 // launches and exactly one launch inside the profiler range, with no reference at all.
 //
-// Library (baseline): every variant the library offers is checked and screened with a few
-// repetitions; the default and the `screen_finalists` fastest screened variants are then measured
+// Library (baseline): the same input sets, rotated while timing; every variant the library offers
+// is checked and screened with a few repetitions (fast-accumulation variants are reported but
+// compete only when nothing else passes); the default and the `screen_finalists` fastest screened variants are then measured
 // in full, and the fastest of them is the baseline (each is reported).
 #pragma once
 #include <cstdint>
