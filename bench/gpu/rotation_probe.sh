@@ -33,7 +33,7 @@ for run in $(seq 1 "$RUNS"); do
     done
   done
 done
-python3 - "$RAW" "$DEST/rotation-h200.md" "$SETS" "$SHAPES" "$RUNS" "$(git rev-parse --short=12 HEAD 2>/dev/null)" <<'PY'
+python3 - "$RAW" "$DEST/rotation-h200.md" "$SETS" "$SHAPES" "$RUNS" "$(cat "$BIN/../commit.txt" 2>/dev/null || git rev-parse --short=12 HEAD 2>/dev/null)" <<'PY'
 import json, os, statistics, sys, datetime
 raw, dest, sets, shapes, runs, commit = sys.argv[1:7]
 out = ["# Rotated input sets and the spread of small kernels between runner processes (H200)", "",
