@@ -44,8 +44,10 @@ struct RunOptions {
   double cv_target = 0.01;
   double min_time_ms = 0;
   double time_budget_ms = 2000;
-  double rest_ratio = 1;
+  std::string rest_ratio = "auto";  // 1 on a GPU, 0 on the CPU (runner_options)
   double rest_window_ms = 10;
+  int processes = 3;
+  double short_ms = 0.025;
   bool no_l2_flush = false;
 };
 
@@ -75,12 +77,22 @@ void add_run_options(CLI::App& app, RunOptions& o, double default_timeout_s) {
       ->default_val(2000)->check(CLI::Range(0.0, 3.6e6));
   app.add_option("--rest-ratio", o.rest_ratio,
                  "duty cycle: once the GPU has been busy --rest-window-ms, it idles this many times as long, "
-                 "so the timing stays under the power cap whatever ran before (0: back to back)")
-      ->default_val(1)->check(CLI::Range(0.0, 100.0));
+                 "so the timing stays under the power cap whatever ran before (0: back to back; auto: 1 on a "
+                 "GPU, 0 for the cpp dsl, whose CPU timing has no power cap to stay under and only gets colder "
+                 "caches from resting)")
+      ->default_val("auto");
   app.add_option("--rest-window-ms", o.rest_window_ms, "busy time between two rests")
       ->default_val(10)->check(CLI::Range(0.1, 60000.0));
+  app.add_option("--processes", o.processes,
+                 "a short kernel (median under --short-ms) is measured in this many runner processes and the "
+                 "one with the median TFLOPS is the result: its time moves a few per cent between processes")
+      ->default_val(3)->check(CLI::Range(1, 20));
+  app.add_option("--short-ms", o.short_ms, "the median below which a kernel is short")
+      ->default_val(0.025)->check(CLI::Range(0.0, 1000.0));
   app.add_flag("--no-l2-flush", o.no_l2_flush, "time hot: no L2 flush, no input rotation");
 }
+
+RepeatPolicy repeat_policy(const RunOptions& o) { return {o.processes, o.short_ms}; }
 
 std::optional<uint64_t> parse_seed(const std::string& text) {
   if (text.empty()) return std::nullopt;
@@ -94,7 +106,18 @@ std::optional<uint64_t> parse_seed(const std::string& text) {
   }
 }
 
-RunnerOptions runner_options(const RunOptions& o, const ShapeKey& shape) {
+double rest_ratio_of(const std::string& text, bool gpu) {
+  if (text == "auto") return gpu ? 1.0 : 0.0;
+  try {
+    size_t used = 0;
+    const double v = std::stod(text, &used);
+    if (used == text.size() && v >= 0 && v <= 100) return v;
+  } catch (const std::exception&) {
+  }
+  throw_usage(fmt::format("--rest-ratio '{}' is not auto or a number from 0 to 100", text));
+}
+
+RunnerOptions runner_options(const RunOptions& o, const ShapeKey& shape, bool gpu) {
   RunnerOptions r;
   r.m = shape.m();
   r.n = shape.n();
@@ -105,7 +128,7 @@ RunnerOptions runner_options(const RunOptions& o, const ShapeKey& shape) {
   r.warmup = o.warmup;
   r.warmup_ms = o.warmup_ms;
   r.min_time_ms = o.min_time_ms;
-  r.rest_ratio = o.rest_ratio;
+  r.rest_ratio = rest_ratio_of(o.rest_ratio, gpu);
   r.rest_window_ms = o.rest_window_ms;
   r.min_reps = std::min(o.min_reps, o.max_reps);
   r.max_reps = o.max_reps;
@@ -234,7 +257,7 @@ Measurement measure_on_cpu(Context& ctx, const TaskRef& t, const std::filesystem
   skel.seed = seed;
   DeviceLease lease = take_lease(ctx, dev, purpose, 1800);
   MeasureJob job;
-  job.options = runner_options(ro, t.shape);
+  job.options = runner_options(ro, t.shape, false);
   job.options.mode = RunMode::measure;
   if (library.empty()) job.options.candidate = candidate.string();
   else job.options.library = library;
@@ -302,7 +325,7 @@ VerbRunner setup_measure(CLI::App& app) {
         m = run_legacy_program(c.path, skel, timeout, process_runner());
       } else {
         MeasureJob job;
-        job.options = runner_options(o->run, t.shape);
+        job.options = runner_options(o->run, t.shape, t.dsl != "cpp");
         job.options.mode = o->mode == "verify" ? RunMode::verify : RunMode::measure;
         if (!dev.visible.empty()) job.env["CUDA_VISIBLE_DEVICES"] = dev.visible;
         job.timeout = timeout;
@@ -320,7 +343,7 @@ VerbRunner setup_measure(CLI::App& app) {
           job.program = runner_program(t.dsl);
         }
         job.options.candidate = c.path.string();
-        m = run_measure_job(job, process_runner());
+        m = run_measure_repeated(job, process_runner(), repeat_policy(o->run));
       }
       m.process["lease_waited_ms"] = lease.waited().count();
     }
@@ -420,7 +443,7 @@ VerbRunner setup_baseline(CLI::App& app) {
       skel.candidate_path = "library:" + std::string(cpp ? "openblas" : "auto");
       MeasureJob job;
       job.program = runner_program(t.dsl);
-      job.options = runner_options(o->run, t.shape);
+      job.options = runner_options(o->run, t.shape, t.dsl != "cpp");
       if (o->iters > 0) job.options.min_reps = std::min(o->iters, job.options.max_reps);
       job.options.library = cpp ? "openblas" : "auto";
       if (!dev.visible.empty()) job.env["CUDA_VISIBLE_DEVICES"] = dev.visible;
@@ -429,7 +452,7 @@ VerbRunner setup_baseline(CLI::App& app) {
       Measurement m;
       {
         DeviceLease lease = take_lease(ctx, dev, fmt::format("croq baseline {}", t.id()), o->run.lease_timeout_s);
-        m = run_measure_job(job, process_runner());
+        m = run_measure_repeated(job, process_runner(), repeat_policy(o->run));
         m.process["lease_waited_ms"] = lease.waited().count();
       }
       ensure_dir(measure_file.parent_path());

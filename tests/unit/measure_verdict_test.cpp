@@ -102,6 +102,74 @@ TEST(MeasureVerdict, TheRunnersOwnFailuresAreCroqErrorsNotVerdicts) {
   EXPECT_THROW(interpret_runner(never, std::nullopt, skeleton()), Error);
 }
 
+// A runner that answers each process with the next document of a list (on stdout) and counts
+// the processes.
+class ScriptedRunner : public ProcessRunner {
+ public:
+  std::vector<std::string> documents;
+  int calls = 0;
+  ProcessResult run(const ProcessSpec&) override {
+    return exited(0, {}, documents.at(static_cast<size_t>(calls++)));
+  }
+};
+
+std::string document(double tflops, double median_ms, Verdict v = Verdict::PASS, uint64_t seed = 1) {
+  Measurement m = skeleton();
+  m.verdict = v;
+  m.reason = v == Verdict::PASS ? "ok" : "mismatch";
+  m.seed = seed;
+  if (v == Verdict::PASS) {
+    m.tflops = tflops;
+    Timing t;
+    t.median_ms = median_ms;
+    t.reps = 500;
+    m.timing = t;
+  }
+  return m.to_json().dump();
+}
+
+// A short kernel is measured in three processes and the median one is the result; a long one in
+// one process; a failure in any process decides.
+TEST(MeasureRepeats, AShortKernelIsTheMedianOfThreeProcesses) {
+  MeasureJob job;
+  job.program = "/x/croq-gpu-runner";
+  job.options.candidate = "/x/k.so";
+  job.skeleton = skeleton();
+
+  ScriptedRunner short_runs;
+  short_runs.documents = {document(122.0, 0.0074, Verdict::PASS, 11), document(118.5, 0.0076, Verdict::PASS, 12),
+                          document(123.1, 0.0073, Verdict::PASS, 13)};
+  Measurement m = run_measure_repeated(job, short_runs, RepeatPolicy{});
+  EXPECT_EQ(short_runs.calls, 3);
+  ASSERT_TRUE(m.tflops);
+  EXPECT_DOUBLE_EQ(*m.tflops, 122.0);
+  EXPECT_EQ(*m.seed, 11u) << "a real measurement: the median process's own document";
+  ASSERT_TRUE(m.runs.is_array());
+  ASSERT_EQ(m.runs.size(), 3u);
+  EXPECT_DOUBLE_EQ(m.runs[1]["tflops"].get<double>(), 118.5);
+  EXPECT_EQ(m.runs[0].value("chosen_run", false), true);
+  Measurement back = *Measurement::from_json(m.to_json());
+  EXPECT_EQ(back.runs.size(), 3u);
+
+  ScriptedRunner long_run;
+  long_run.documents = {document(700.0, 0.2)};
+  m = run_measure_repeated(job, long_run, RepeatPolicy{});
+  EXPECT_EQ(long_run.calls, 1);
+  EXPECT_TRUE(m.runs.is_null());
+
+  ScriptedRunner one_fails;
+  one_fails.documents = {document(122.0, 0.0074), document(0, 0, Verdict::VERIFY_FAIL), document(123.0, 0.0073)};
+  m = run_measure_repeated(job, one_fails, RepeatPolicy{});
+  EXPECT_EQ(one_fails.calls, 2) << "no process after a failure";
+  EXPECT_EQ(m.verdict, Verdict::VERIFY_FAIL);
+  EXPECT_EQ(m.runs.size(), 2u);
+
+  ScriptedRunner single;
+  single.documents = {document(122.0, 0.0074)};
+  m = run_measure_repeated(job, single, RepeatPolicy{1, 0.025});
+  EXPECT_EQ(single.calls, 1) << "--processes 1";
+}
+
 TEST(MeasureVerdict, EachFailureHasItsLedgerDecision) {
   EXPECT_FALSE(failure_decision(Verdict::PASS));
   EXPECT_EQ(*failure_decision(Verdict::VERIFY_FAIL), Decision::VERIFY_FAIL);

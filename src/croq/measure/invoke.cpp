@@ -3,12 +3,14 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdlib>
 
 #include <fmt/format.h>
 
 #include "croq/measure/legacy.hpp"
+#include "croq/measure/verdict.hpp"
 #include "croq/util/error.hpp"
 #include "croq/util/fs.hpp"
 #include "croq/util/text.hpp"
@@ -109,6 +111,56 @@ Measurement run_measure_job(const MeasureJob& job, ProcessRunner& runner) {
   Measurement m = interpret_runner(r, text, job.skeleton);
   if (m.argv.empty()) m.argv = spec.argv;
   return m;
+}
+
+Measurement combine_runs(std::vector<Measurement> runs) {
+  if (runs.empty()) throw Error(ExitCode::internal, "combine_runs: no measurement");
+  if (runs.size() == 1) return runs.front();
+  json rows = json::array();
+  for (const Measurement& m : runs) {
+    json row = {{"verdict", verdict_name(m.verdict)},
+                {"tflops", m.tflops ? json(*m.tflops) : json(nullptr)},
+                {"median_ms", m.timing ? json(m.timing->median_ms) : json(nullptr)},
+                {"cv", m.timing ? json(m.timing->cv) : json(nullptr)},
+                {"reps", m.timing ? json(m.timing->reps) : json(nullptr)},
+                {"seed", m.seed ? json(*m.seed) : json(nullptr)},
+                {"sm_clock_mhz", m.device.sm_clock_mhz ? json(*m.device.sm_clock_mhz) : json(nullptr)}};
+    if (m.library.is_object() && m.library.contains("algo")) row["chosen"] = m.library["algo"];
+    rows.push_back(row);
+  }
+  size_t pick = 0;
+  bool failed = false;
+  for (size_t i = 0; i < runs.size(); ++i) {
+    if (!runs[i].passed() || !runs[i].tflops) {
+      pick = i;
+      failed = true;
+      break;
+    }
+  }
+  if (!failed) {
+    std::vector<size_t> order(runs.size());
+    for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+    std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return *runs[a].tflops < *runs[b].tflops; });
+    pick = order[(order.size() - 1) / 2];
+  }
+  Measurement m = runs[pick];
+  rows[pick]["chosen_run"] = true;
+  m.runs = rows;
+  return m;
+}
+
+Measurement run_measure_repeated(const MeasureJob& job, ProcessRunner& runner, const RepeatPolicy& policy) {
+  std::vector<Measurement> runs;
+  runs.push_back(run_measure_job(job, runner));
+  const Measurement& first = runs.front();
+  const bool is_short = first.passed() && first.timing && first.timing->median_ms > 0 &&
+                        first.timing->median_ms < policy.short_ms;
+  if (!is_short || job.options.mode != RunMode::measure) return runs.front();
+  for (int i = 1; i < policy.processes; ++i) {
+    runs.push_back(run_measure_job(job, runner));
+    if (!runs.back().passed()) break;  // a failure decides; no more processes
+  }
+  return combine_runs(std::move(runs));
 }
 
 Measurement run_legacy_program(const std::filesystem::path& program, const Measurement& skeleton,

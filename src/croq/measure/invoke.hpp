@@ -45,6 +45,24 @@ Measurement interpret_runner(const ProcessResult& r, const std::optional<std::st
 
 Measurement run_measure_job(const MeasureJob& job, ProcessRunner& runner);
 
+// A kernel whose call takes a few microseconds measures a few per cent apart from one runner
+// process to the next (on the H200 one process in several timed every 768^3 library variant 3 %
+// slower, whatever the power state or the input sets; docs/measurement.md, "Short kernels").
+// So when the first process's median is under `short_ms`, `processes - 1` more processes measure
+// the same target (each with its own fresh seed unless the job fixes one), and the result is
+// the process with the median TFLOPS: a real measurement, with every process in `runs`.
+struct RepeatPolicy {
+  int processes = 3;
+  double short_ms = 0.025;
+};
+
+// Pure: the measurement of several processes. A process that did not pass decides (the first
+// one); otherwise the one with the median TFLOPS (the lower middle for an even count). Fills
+// `runs` when there is more than one.
+Measurement combine_runs(std::vector<Measurement> runs);
+
+Measurement run_measure_repeated(const MeasureJob& job, ProcessRunner& runner, const RepeatPolicy& policy);
+
 // Runs a legacy self-timed program (`python3 FILE` for a .py) and parses its output (legacy.hpp).
 Measurement run_legacy_program(const std::filesystem::path& program, const Measurement& skeleton,
                                std::chrono::milliseconds timeout, ProcessRunner& runner);

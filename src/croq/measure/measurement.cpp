@@ -160,6 +160,7 @@ json Measurement::to_json() const {
   j["source"] = source;
   if (!process.is_null()) j["process"] = process;
   if (!phases.empty()) j["phases"] = phases;
+  if (!runs.is_null()) j["runs"] = runs;
   if (!argv.empty()) j["argv"] = argv;
   return j;
 }
@@ -307,6 +308,7 @@ std::optional<Measurement> Measurement::from_json(const json& j, std::string* wh
   if (m.source.empty()) m.source = "measured";
   if (j.contains("process")) m.process = j["process"];
   if (j.contains("phases") && j["phases"].is_array()) m.phases = j["phases"];
+  if (j.contains("runs") && j["runs"].is_array()) m.runs = j["runs"];
   if (j.contains("argv") && j["argv"].is_array()) {
     for (const auto& a : j["argv"]) {
       if (a.is_string()) m.argv.push_back(a.get<std::string>());

@@ -19,7 +19,8 @@
 //              "mean_ms","min_ms","p90_ms","max_ms","cv","stop_reason","warmup_ms","timed_ms","wall_check_ms",
 //              "rest_ratio","rest_ms","samples_ms":[...]},
 //    "tflops", "library":{...} (baseline only), "flags":[...], "warnings":[...],
-//    "source":"measured|reported", "process":{...} (set by croq), "phases":[{"phase","ms"}]}
+//    "source":"measured|reported", "process":{...} (set by croq), "phases":[{"phase","ms"}],
+//    "runs":[{"tflops","median_ms","cv","reps","seed","chosen"}] (a short kernel, several processes)}
 // Numbers that do not apply are null.
 #pragma once
 #include <cstdint>
@@ -142,6 +143,9 @@ struct Measurement {
   // Where the runner's time went: [{"phase": "check (first seed)", "ms": 12.5}, ...] in order,
   // each phase's host time from its start to the next one's.
   json phases = json::array();
+  // A short kernel measured in several runner processes (invoke.hpp, run_measure_repeated): one
+  // row per process, {"tflops","median_ms","cv","reps","seed","chosen"}; null for one process.
+  json runs;
   std::vector<std::string> argv;    // the runner's command line
 
   json to_json() const;
