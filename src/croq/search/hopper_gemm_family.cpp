@@ -38,7 +38,7 @@ std::vector<ParamSpec> HopperGemmFamily::params() const {
       {"BM", {"64", "128", "256"}, true, "tiling", "CTA tile rows (64 x CONSUMERS x m64 WGMMA atoms)"},
       {"BN", {"64", "96", "128", "160", "192", "224", "256"}, true, "tiling", "CTA tile columns = WGMMA N"},
       {"BK", {"32", "64", "128"}, false, "tiling", "K depth of one pipeline stage"},
-      {"STAGES", {"2", "3", "4", "5", "6"}, false, "pipeline", "shared-memory stages the TMA producer runs ahead"},
+      {"STAGES", {"2", "3", "4", "5", "6", "7", "8"}, false, "pipeline", "shared-memory stages the TMA producer runs ahead"},
       {"CONSUMERS", {"1", "2"}, true, "compute",
        "consumer warpgroups beside the producer warpgroup (2: setmaxnreg moves registers to them)"},
       {"PINGPONG", {"0", "1"}, true, "compute",

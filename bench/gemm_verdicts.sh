@@ -1,0 +1,72 @@
+#!/usr/bin/env bash
+# Why each tuned shape is where it is against cuBLAS: for every shape of the 2026-12-01 tunes
+# (docs/results/gemm-run3/gemm-ws.tgz), `croq classify` of the Nsight Compute profile of the best
+# kept kernel and of cuBLAS's kernel, side by side with the ratio measured with rests
+# (docs/results/pacing-run1, method 1). Needs no GPU (the profiles are in the archive).
+# Writes docs/results/gemm-verdicts.md. Usage: bash bench/gemm_verdicts.sh [BUILD_DIR]
+set -euo pipefail
+cd "$(dirname "$0")/.."
+REPO=$(pwd)
+CROQ=${1:-build}/bin/croq
+WS=$(mktemp -d /tmp/croq-verdicts-XXXXXX)
+tar xzf docs/results/gemm-run3/gemm-ws.tgz -C "$WS" tuning
+mkdir -p "$WS/pacing" && tar xzf docs/results/pacing-run1/pacing-raw.tar.gz -C "$WS/pacing"
+python3 - "$WS" "$CROQ" "$REPO/docs/results/gemm-verdicts.md" <<'PY'
+import glob, json, os, statistics, subprocess, sys
+ws, croq, dest = sys.argv[1:4]
+def classify(csv, key):
+    r = subprocess.run([croq, "classify", "--csv", csv, "--shape-key", key], capture_output=True, text=True)
+    if r.returncode != 0:
+        return None
+    d = json.loads(r.stdout)
+    k = d["evidence"]["key_metrics"]
+    return {"bottleneck": d["bottleneck"], "kernel": d["kernel"], "tensor": k.get("tensor_pipe_pct"),
+            "us": k.get("duration_us"), "grid": k.get("grid_ctas"), "stall": k.get("top_stall"), "stall_pct": k.get("top_stall_pct"),
+            "dram": k.get("dram_throughput_pct")}
+def fair_ratio(key):
+    raw = os.path.join(ws, "pacing", "raw")
+    b, c = [], []
+    for rep in (1, 2, 3):
+        try:
+            b.append(json.load(open(f"{raw}/baseline_{rep}_1_10_{key}.json"))["result"]["tflops"])
+            d = json.load(open(f"{raw}/measure_{rep}_1_10_{key}.json"))
+            if d.get("verdict") == "PASS":
+                c.append(d["tflops"])
+        except Exception:
+            pass
+    if not b or not c:
+        return None, None, None
+    return statistics.median(b), statistics.median(c), statistics.median(c) / statistics.median(b)
+rows = []
+for log in sorted(glob.glob(ws + "/tuning/*/cuda/logs/matmul_*/croq-search/idea-log.jsonl")):
+    key = log.split("/")[-3]
+    perf = os.path.dirname(log).replace("/logs/", "/perf/")
+    best = None
+    for line in open(log):
+        r = json.loads(line)
+        if r.get("decision") == "KEEP" and (best is None or r["tflops"] > best["tflops"]):
+            best = r
+    mine = sorted(glob.glob(f"{perf}/ncu_{best['kernel']}_round*.csv")) if best else []
+    lib = sorted(glob.glob(f"{perf}/ncu_iter000_cublas_round*.csv"))
+    cm = classify(mine[-1], key) if mine else None
+    cl = classify(lib[0], key) if lib else None
+    cub, ours, ratio = fair_ratio(key)
+    rows.append((key, best["kernel"] if best else "-", cub, ours, ratio, cm, cl))
+def f(x, p=1):
+    return "-" if x is None else f"{x:.{p}f}"
+def prof(c):
+    if not c:
+        return "- | - | - | -"
+    return f"{c['bottleneck']} | {f(c['tensor'])} | {f(c['us'])} µs, {int(c['grid'] or 0)} CTAs | {c['stall']} {f(c['stall_pct'])} %"
+out = ["# Why the tuned kernels stand where they do against cuBLAS (H200 profiles of 2026-12-01)", "",
+       "- script: `bench/gemm_verdicts.sh` (no GPU: `croq classify` of the Nsight Compute CSVs in docs/results/gemm-run3/gemm-ws.tgz)",
+       "- ratio: best croq / cuBLAS, medians of three repeats with rests (docs/results/pacing-h200.md, method 1)",
+       "- profile columns, each for croq's best kept kernel then cuBLAS's: the classifier's verdict, tensor-pipe utilisation %, duration under ncu and grid, the top warp stall",
+       "", "| shape | best kernel | cuBLAS TFLOPS | croq TFLOPS | ratio | croq verdict | tensor % | duration, grid | top stall | cuBLAS verdict | tensor % | duration, grid | top stall | cuBLAS kernel |",
+       "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
+for key, kern, cub, ours, ratio, cm, cl in rows:
+    out.append(f"| {key} | {kern} | {f(cub)} | {f(ours)} | {f(ratio, 3)} | {prof(cm)} | {prof(cl)} | {(cl or {}).get('kernel', '-')[:48]} |")
+open(dest, "w").write("\n".join(out) + "\n")
+print("\n".join(out))
+PY
+rm -rf "$WS"

@@ -1,0 +1,105 @@
+#!/usr/bin/env bash
+# Hopper GEMM configurations named by hand (bench/gpu/gemm_configs.txt, or GEMM_CONFIGS=FILE) measured
+# against cuBLAS with croq's own verbs: leads for the family's search, not results of it. Per shape:
+# `croq baseline`, then `croq measure` of every configuration, CONFIG_REPEATS times (default 2),
+# alternating. Writes gemm-configs-h200.md (to $OUT when set, else docs/results/).
+#   bash bench/gpu/gemm_configs.sh build   renders and compiles the configurations into .carry/configs/
+#   bash bench/gpu/gemm_configs.sh run     measures them (on the GPU machine, .carry carried)
+set -uo pipefail
+cd "$(dirname "$0")/../.."
+REPO=$(pwd)
+KDIR=$REPO/.carry/configs
+LIST=${GEMM_CONFIGS:-$REPO/bench/gpu/gemm_configs.txt}
+if [ "${1:-run}" = build ]; then
+  rm -rf "$KDIR" && mkdir -p "$KDIR"
+  python3 - "$LIST" "$KDIR" "$REPO" <<'PY'
+import os, sys
+lst, kdir, repo = sys.argv[1:4]
+order = ["BM", "BN", "BK", "STAGES", "CONSUMERS", "PINGPONG", "MMA_DEPTH", "CLUSTER_M", "CLUSTER_N",
+         "PERSISTENT", "RASTER", "GROUP", "SPLIT_K", "EPILOGUE", "SWIZZLE"]
+base = dict(BM="128", BN="256", BK="64", STAGES="4", CONSUMERS="2", PINGPONG="0", MMA_DEPTH="1", CLUSTER_M="1",
+            CLUSTER_N="1", PERSISTENT="1", RASTER="1", GROUP="8", SPLIT_K="1", EPILOGUE="0", SWIZZLE="128")
+bits = {"f16fp32": 1, "f16": 2, "bf16fp32": 4, "bf16": 8}
+template = open(os.path.join(repo, "kernels/cuda/matmul/hopper/gemm_sm90.cu")).read()
+rows = []
+for line in open(lst):
+    line = line.split("#")[0].split()
+    if not line:
+        continue
+    key, name, changes = line[0], line[1], line[2:]
+    p = dict(base)
+    for ch in changes:
+        k, v = ch.split("=")
+        assert k in p, k
+        p[k] = v
+    text = f"// hopper_gemm {name} for {key}, rendered by bench/gpu/gemm_configs.sh\n"
+    text += "".join(f"#define CROQ_{n} {p[n]}\n" for n in order)
+    text += f"#define CROQ_DTYPES {bits[key.split('_')[1]]}\n#define CROQ_BLAYOUTS 1\n#line 1 \"gemm_sm90.cu\"\n" + template
+    open(os.path.join(kdir, f"{key}__{name}.cu"), "w").write(text)
+    rows.append(f"{key}\t{name}\t{' '.join(f'{n}={p[n]}' for n in order)}")
+open(os.path.join(kdir, "configs.tsv"), "w").write("\n".join(rows) + "\n")
+print(f"rendered {len(rows)} configurations")
+PY
+  ls "$KDIR"/*.cu | xargs -P "$(nproc)" -I{} sh -c \
+    '/usr/local/cuda/bin/nvcc -O3 -std=c++17 --shared -Xcompiler -fPIC -I'"$REPO"'/include \
+       -gencode=arch=compute_90a,code=sm_90a "$1" -o "${1%.cu}.so" 2> "${1%.cu}.log" && echo "built $(basename "${1%.cu}")" \
+       || echo "FAILED $(basename "$1"): $(tail -2 "${1%.cu}.log")"' _ {}
+  rm -f "$KDIR"/*.cu
+  du -sh "$KDIR"
+  exit 0
+fi
+if [ -x "$REPO/.carry/croq/bin/croq" ]; then
+  BIN=$REPO/.carry/croq/bin
+  export LD_LIBRARY_PATH=$REPO/.carry/croq/lib:${LD_LIBRARY_PATH:-}
+else
+  BIN=${CROQ_BIN_DIR:-$REPO/build/bin}
+fi
+export PATH=$BIN:$PATH CROQ_HOME=$REPO
+REPEATS=${CONFIG_REPEATS:-2}
+DEST=${OUT:-$REPO/docs/results}
+WS=$(mktemp -d /tmp/croq-configs-XXXXXX)
+RAW=$WS/raw
+mkdir -p "$RAW" "$WS/tuning" "$DEST"
+[ -f "$KDIR/configs.tsv" ] || { echo "no configurations in $KDIR: run 'bash bench/gpu/gemm_configs.sh build' first"; exit 2; }
+for rep in $(seq 1 "$REPEATS"); do
+  for key in $(cut -f1 "$KDIR/configs.tsv" | uniq); do
+    croq --root "$WS" baseline --dsl cuda --shape-key "$key" --model "r$rep" --task-uid "configs-$rep" --force \
+      > "$RAW/baseline_${rep}_$key.json" 2> "$RAW/baseline_${rep}_$key.err"
+    echo "rep $rep $key: $(tail -1 "$RAW/baseline_${rep}_$key.err")"
+    grep -P "^$key\t" "$KDIR/configs.tsv" | cut -f2 | while read -r name; do
+      if [ ! -f "$KDIR/${key}__$name.so" ]; then continue; fi
+      croq --root "$WS" measure --dsl cuda --shape-key "$key" --model "r$rep" --candidate "$KDIR/${key}__$name.so" \
+        --out "$RAW/measure_${rep}_${key}__$name.json" > /dev/null 2> "$RAW/measure_${rep}_${key}__$name.err"
+      echo "  $name: $(tail -1 "$RAW/measure_${rep}_${key}__$name.err")"
+    done
+  done
+done
+cp "$KDIR/configs.tsv" "$RAW/"
+python3 - "$RAW" "$DEST/gemm-configs-h200.md" "$REPEATS" "$(cat "$BIN/../commit.txt" 2>/dev/null || git rev-parse --short=12 HEAD)" <<'PY'
+import json, os, statistics, sys, datetime
+raw, dest, reps, commit = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4]
+rows = [l.rstrip("\n").split("\t") for l in open(os.path.join(raw, "configs.tsv")) if l.strip()]
+def tf(path):
+    try:
+        d = json.load(open(path))
+    except Exception:
+        return None, ""
+    d = d.get("result", d)
+    return (d.get("tflops") if d.get("verdict", "PASS") == "PASS" else None), d.get("verdict", "")
+out = ["# Hand-named Hopper GEMM configurations against cuBLAS (H200)", "",
+       f"- date: {datetime.datetime.now(datetime.timezone.utc):%Y-%m-%d %H:%M} UTC; binaries of commit {commit}; script: `bench/gpu/gemm_configs.sh`",
+       f"- each configuration: `croq measure` (croq's default method: rests, short kernels in three processes), {reps} repeats alternating with `croq baseline --force`",
+       "- leads for the family's search, not results of `croq tune`", "",
+       "| shape | configuration | cuBLAS TFLOPS | croq TFLOPS | ratio | parameters |", "|---|---|---|---|---|---|"]
+for key, name, params in rows:
+    b = [tf(os.path.join(raw, f"baseline_{r}_{key}.json"))[0] for r in range(1, reps + 1)]
+    c = [tf(os.path.join(raw, f"measure_{r}_{key}__{name}.json")) for r in range(1, reps + 1)]
+    bv = [x for x in b if x]; cv = [x for x, _ in c if x]
+    ratio = statistics.median(cv) / statistics.median(bv) if bv and cv else None
+    fmt = lambda v: " / ".join("-" if x is None else f"{x:.1f}" for x in v)
+    verdicts = "" if cv else " (" + ", ".join(v for _, v in c) + ")"
+    out.append(f"| {key} | {name} | {fmt(b)} | {fmt([x for x, _ in c])}{verdicts} | {'-' if ratio is None else f'{ratio:.3f}'} | {params} |")
+open(dest, "w").write("\n".join(out) + "\n")
+print("\n".join(out))
+PY
+tar czf "$DEST/gemm-configs-raw.tar.gz" -C "$WS" raw
