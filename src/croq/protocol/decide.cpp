@@ -8,7 +8,15 @@
 namespace croq {
 
 json PerfSample::to_json() const {
-  return {{"tflops", tflops}, {"median_ms", median_ms}, {"cv", cv}, {"reps", reps}, {"source", source}, {"file", file}};
+  json j = {{"tflops", tflops}, {"median_ms", median_ms}, {"cv", cv}, {"reps", reps}, {"source", source}, {"file", file}};
+  if (runs_sd >= 0) j["runs_sd"] = runs_sd;
+  return j;
+}
+
+double PerfSample::noise(double floor) const {
+  if (runs_sd < 0) return std::max(cv, floor);
+  const double se = reps > 1 ? 1.2533 * cv / std::sqrt(static_cast<double>(reps)) : cv;
+  return std::max({floor, runs_sd, se});
 }
 
 PerfSample PerfSample::from_measurement(const json& m) {
@@ -21,6 +29,20 @@ PerfSample PerfSample::from_measurement(const json& m) {
     s.reps = static_cast<int>(get_integer(t, "reps").value_or(0));
   }
   s.source = get_string(m, "source").value_or("measured");
+  if (m.contains("runs") && m["runs"].is_array()) {
+    std::vector<double> v;
+    for (const auto& r : m["runs"]) {
+      if (auto t = get_number(r, "tflops"); t && *t > 0) v.push_back(*t);
+    }
+    if (v.size() >= 2) {
+      double mean = 0;
+      for (double x : v) mean += x;
+      mean /= static_cast<double>(v.size());
+      double ss = 0;
+      for (double x : v) ss += (x - mean) * (x - mean);
+      s.runs_sd = std::sqrt(ss / static_cast<double>(v.size() - 1)) / mean;
+    }
+  }
   return s;
 }
 
@@ -66,8 +88,8 @@ DecisionResult decide(const PerfSample& c, const std::optional<PerfSample>& best
     r.reason = "no earlier best on this base: the first measured candidate is kept";
     return r;
   }
-  const double nc = std::max(c.cv, rule.noise_floor);
-  const double nb = std::max(best->cv, rule.noise_floor);
+  const double nc = c.noise(rule.noise_floor);
+  const double nb = best->noise(rule.noise_floor);
   r.gain = c.tflops / best->tflops - 1.0;
   r.margin = rule.k * std::sqrt(nc * nc + nb * nb);
   if (!rerun_done && (r.gain > rule.suspicious_gain || r.gain < -rule.suspicious_loss)) {

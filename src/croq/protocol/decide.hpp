@@ -2,7 +2,11 @@
 //
 // Each measurement has a noise figure: its coefficient of variation over the timed repetitions,
 // floored at `noise_floor` (run-to-run drift of clocks and temperature that one run's spread does
-// not show). A candidate is KEPT only when its gain over the best of its base exceeds
+// not show). A short kernel measured in several runner processes (docs/measurement.md, "Short
+// kernels") has a better figure: the relative standard deviation of the processes' TFLOPS, or the
+// standard error of the median (1.2533 * cv / sqrt(reps)) if that is larger, floored likewise. Its
+// per-repetition CV (2-5 % for a 10 us call) says how much one launch moves, not how far the
+// median of 500 can be off: with it, a real +4.9 % at 4096x1024x1024 was discarded as noise. A candidate is KEPT only when its gain over the best of its base exceeds
 //     margin = k * sqrt(noise_candidate^2 + noise_best^2)
 // (default k = 1.5, floor 0.5 %: at least ~1.1 %). Anything within the margin, a tie included,
 // is DISCARD. A KEEP needs at least `min_reps` timed repetitions (never one sample). A gain above
@@ -22,11 +26,16 @@ struct PerfSample {
   double median_ms = 0;
   double cv = 0;        // coefficient of variation of the timed repetitions (0.01 = 1 %)
   int reps = 0;         // timed repetitions; 0 when unknown (a reported figure)
+  // Relative standard deviation of the TFLOPS of the runner processes that measured it (the
+  // measurement's `runs`); negative when one process did.
+  double runs_sd = -1;
   std::string source;   // measured | reported
   std::string file;     // measurement file, when measured
   json to_json() const;
   static PerfSample from_measurement(const json& measurement);  // croq-measurement-v1
   static std::optional<PerfSample> from_record(const RoundRecord& r);
+  // The noise figure the decision uses (see the top of this file).
+  double noise(double floor) const;
 };
 
 struct DecisionRule {
