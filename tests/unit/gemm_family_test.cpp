@@ -209,6 +209,11 @@ TEST(HopperGemmFamily, AlternativesAreLegalDistinctArchetypes) {
   auto small = f.alternatives(problem({768, 768, 768}, "f16f32", false, "sm_90a"));
   ASSERT_FALSE(small.empty());
   for (const auto& a : small) EXPECT_EQ(a.config.at("PINGPONG"), "0") << a.name;
+  // ...and the deepest pipeline that fits a 128x64 tile, which single steps reach slowly.
+  auto k_long = f.alternatives(problem({1024, 1024, 4096}, "f16f32", false, "sm_90a"));
+  EXPECT_TRUE(std::any_of(k_long.begin(), k_long.end(), [](const Alternative& a) {
+    return a.config.at("BN") == "64" && a.config.at("STAGES") == "8" && a.config.at("SPLIT_K") == "1";
+  }));
 }
 
 TEST(HopperGemmFamily, DefaultConfigIsLegalForOddAndTinyShapes) {
