@@ -8,6 +8,7 @@
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 REPO=$(pwd)
+source bench/gpu/common.sh
 KDIR=$REPO/.carry/configs
 LIST=${GEMM_CONFIGS:-$REPO/bench/gpu/gemm_configs.txt}
 if [ "${1:-run}" = build ]; then
@@ -15,12 +16,10 @@ if [ "${1:-run}" = build ]; then
   python3 - "$LIST" "$KDIR" "$REPO" <<'PY'
 import os, sys
 lst, kdir, repo = sys.argv[1:4]
-order = ["BM", "BN", "BK", "STAGES", "CONSUMERS", "PINGPONG", "MMA_DEPTH", "CLUSTER_M", "CLUSTER_N",
-         "PERSISTENT", "RASTER", "GROUP", "SPLIT_K", "EPILOGUE", "SWIZZLE"]
+sys.path.insert(0, os.path.join(repo, "bench/gpu"))
+from render_hopper import describe, render
 base = dict(BM="128", BN="256", BK="64", STAGES="4", CONSUMERS="2", PINGPONG="0", MMA_DEPTH="1", CLUSTER_M="1",
             CLUSTER_N="1", PERSISTENT="1", RASTER="1", GROUP="8", SPLIT_K="1", EPILOGUE="0", SWIZZLE="128")
-bits = {"f16fp32": 1, "f16": 2, "bf16fp32": 4, "bf16": 8}
-template = open(os.path.join(repo, "kernels/cuda/matmul/hopper/gemm_sm90.cu")).read()
 rows = []
 for line in open(lst):
     line = line.split("#")[0].split()
@@ -32,29 +31,15 @@ for line in open(lst):
         k, v = ch.split("=")
         assert k in p, k
         p[k] = v
-    text = f"// hopper_gemm {name} for {key}, rendered by bench/gpu/gemm_configs.sh\n"
-    text += "".join(f"#define CROQ_{n} {p[n]}\n" for n in order)
-    text += f"#define CROQ_DTYPES {bits[key.split('_')[1]]}\n#define CROQ_BLAYOUTS 1\n#line 1 \"gemm_sm90.cu\"\n" + template
-    open(os.path.join(kdir, f"{key}__{name}.cu"), "w").write(text)
-    rows.append(f"{key}\t{name}\t{' '.join(f'{n}={p[n]}' for n in order)}")
+    open(os.path.join(kdir, f"{key}__{name}.cu"), "w").write(render(repo, p, key, f"hopper_gemm {name} for {key}, rendered by bench/gpu/gemm_configs.sh"))
+    rows.append(f"{key}\t{name}\t{describe(p)}")
 open(os.path.join(kdir, "configs.tsv"), "w").write("\n".join(rows) + "\n")
 print(f"rendered {len(rows)} configurations")
 PY
-  ls "$KDIR"/*.cu | xargs -P "$(nproc)" -I{} sh -c \
-    '/usr/local/cuda/bin/nvcc -O3 -std=c++17 --shared -Xcompiler -fPIC -I'"$REPO"'/include \
-       -gencode=arch=compute_90a,code=sm_90a "$1" -o "${1%.cu}.so" 2> "${1%.cu}.log" && echo "built $(basename "${1%.cu}")" \
-       || echo "FAILED $(basename "$1"): $(tail -2 "${1%.cu}.log")"' _ {}
-  rm -f "$KDIR"/*.cu
-  du -sh "$KDIR"
+  build_hopper_sources "$KDIR"
   exit 0
 fi
-if [ -x "$REPO/.carry/croq/bin/croq" ]; then
-  BIN=$REPO/.carry/croq/bin
-  export LD_LIBRARY_PATH=$REPO/.carry/croq/lib:${LD_LIBRARY_PATH:-}
-else
-  BIN=${CROQ_BIN_DIR:-$REPO/build/bin}
-fi
-export PATH=$BIN:$PATH CROQ_HOME=$REPO
+croq_executables
 REPEATS=${CONFIG_REPEATS:-2}
 DEST=${OUT:-$REPO/docs/results}
 WS=$(mktemp -d /tmp/croq-configs-XXXXXX)

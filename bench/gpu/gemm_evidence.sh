@@ -23,13 +23,8 @@
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 REPO=$(pwd)
-if [ -x "$REPO/.carry/croq/bin/croq" ]; then
-  BIN=$REPO/.carry/croq/bin
-  export LD_LIBRARY_PATH=$REPO/.carry/croq/lib:${LD_LIBRARY_PATH:-}
-else
-  BIN=${CROQ_BIN_DIR:-$REPO/build/bin}
-fi
-export PATH=$BIN:$PATH CROQ_HOME=$REPO
+source bench/gpu/common.sh
+croq_executables
 DSL=${GEMM_DSL:-cuda}
 TYPICAL="768x768x768 12288x12288x12288 512x8192x8192 16384x8192x8192 4096x1024x8192 4096x32768x8192
 4096x8192x512 4096x8192x32768 1024x1024x4096 12288x12288x4096 1024x8192x1024 12288x8192x12288 4096x1024x1024

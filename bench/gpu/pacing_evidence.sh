@@ -18,6 +18,7 @@
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 REPO=$(pwd)
+source bench/gpu/common.sh
 KDIR=$REPO/.carry/pacing
 STAGE=${1:-run}
 say() { echo "[pacing $((SECONDS))s] $*"; }
@@ -31,10 +32,8 @@ if [ "$STAGE" = build ]; then
   python3 - "$SRC" "$KDIR" "$REPO" <<'EOF'
 import glob, json, os, sys
 src, kdir, repo = sys.argv[1:4]
-order = ["BM", "BN", "BK", "STAGES", "CONSUMERS", "PINGPONG", "MMA_DEPTH", "CLUSTER_M", "CLUSTER_N",
-         "PERSISTENT", "RASTER", "GROUP", "SPLIT_K", "EPILOGUE", "SWIZZLE"]
-bits = {"f16fp32": 1, "f16": 2, "bf16fp32": 4, "bf16": 8}
-template = open(os.path.join(repo, "kernels/cuda/matmul/hopper/gemm_sm90.cu")).read()
+sys.path.insert(0, os.path.join(repo, "bench/gpu"))
+from render_hopper import describe, render
 rows = []
 for log in sorted(glob.glob(src + "/tuning/*/cuda/logs/matmul_*/croq-search/idea-log.jsonl")):
     shape_key = log.split("/")[-3]
@@ -45,38 +44,22 @@ for log in sorted(glob.glob(src + "/tuning/*/cuda/logs/matmul_*/croq-search/idea
             best = r
     if not best:
         continue
-    dtype = shape_key.split("_")[1]
     p = best["params"]
-    missing = [n for n in order if n not in p]
-    if missing or set(p) - set(order):
-        sys.exit(f"{shape_key}: params {sorted(p)} are not the hopper family's {order}")
-    text = f"// hopper_gemm configuration of {best['kernel']} for {shape_key}, rendered by bench/gpu/pacing_evidence.sh\n"
-    text += "".join(f"#define CROQ_{n} {p[n]}\n" for n in order)
-    text += f"#define CROQ_DTYPES {bits[dtype]}\n#define CROQ_BLAYOUTS 1\n#line 1 \"gemm_sm90.cu\"\n" + template
+    text = render(repo, p, shape_key, f"hopper_gemm configuration of {best['kernel']} for {shape_key}, rendered by bench/gpu/pacing_evidence.sh")
     open(os.path.join(kdir, shape_key + ".cu"), "w").write(text)
-    rows.append((shape_key, best["kernel"], best["tflops"], " ".join(f"{n}={p[n]}" for n in order)))
+    rows.append((shape_key, best["kernel"], best["tflops"], describe(p)))
 with open(os.path.join(kdir, "kernels.tsv"), "w") as f:
     for r in rows:
         f.write("%s\t%s\t%.1f\t%s\n" % r)
 print(f"rendered {len(rows)} kernels")
 EOF
   rm -rf "$SRC"
-  ls "$KDIR"/*.cu | xargs -P "$(nproc)" -I{} sh -c \
-    '/usr/local/cuda/bin/nvcc -O3 -std=c++17 --shared -Xcompiler -fPIC -I'"$REPO"'/include \
-       -gencode=arch=compute_90a,code=sm_90a "$1" -o "${1%.cu}.so" && echo "built ${1%.cu}.so"' _ {}
-  rm -f "$KDIR"/*.cu
-  du -sh "$KDIR"
+  build_hopper_sources "$KDIR"
   exit 0
 fi
 
 # ---- run ------------------------------------------------------------------------------------------
-if [ -x "$REPO/.carry/croq/bin/croq" ]; then
-  BIN=$REPO/.carry/croq/bin
-  export LD_LIBRARY_PATH=$REPO/.carry/croq/lib:${LD_LIBRARY_PATH:-}
-else
-  BIN=${CROQ_BIN_DIR:-$REPO/build/bin}
-fi
-export PATH=$BIN:$PATH CROQ_HOME=$REPO
+croq_executables
 METHODS=${PACING_METHODS:-"0 1"}
 REPEATS=${PACING_REPEATS:-3}
 BUDGET=${PACING_BUDGET_S:-540}

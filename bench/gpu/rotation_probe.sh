@@ -10,12 +10,8 @@
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 REPO=$(pwd)
-if [ -x "$REPO/.carry/croq/bin/croq-gpu-runner" ]; then
-  BIN=$REPO/.carry/croq/bin
-  export LD_LIBRARY_PATH=$REPO/.carry/croq/lib:${LD_LIBRARY_PATH:-}
-else
-  BIN=${CROQ_BIN_DIR:-$REPO/build/bin}
-fi
+source bench/gpu/common.sh
+croq_executables
 SETS=${ROTATION_SETS:-"1 2 8"}
 RUNS=${ROTATION_RUNS:-6}
 SHAPES=${ROTATION_SHAPES:-"f16f32:768x768x768 bf16f32:768x768x768 e4m3f16:768x768x768 f16f32:4096x1024x1024"}

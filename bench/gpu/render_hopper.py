@@ -1,0 +1,25 @@
+"""A hopper_gemm configuration as a complete CUDA source, the way the family renders it
+(src/croq/search/gemm_family_common.cpp, render_config): its parameters as CROQ_<NAME> macros in the
+family's order, the dtype and B-layout masks, a #line directive and the template. For the bench
+scripts that build recorded or hand-named configurations outside a tune."""
+import os
+
+ORDER = ["BM", "BN", "BK", "STAGES", "CONSUMERS", "PINGPONG", "MMA_DEPTH", "CLUSTER_M", "CLUSTER_N",
+         "PERSISTENT", "RASTER", "GROUP", "SPLIT_K", "EPILOGUE", "SWIZZLE"]
+DTYPE_BITS = {"f16fp32": 1, "f16": 2, "bf16fp32": 4, "bf16": 8}
+
+
+def render(repo, params, shape_key, comment):
+    """params: every name of ORDER; shape_key: matmul_<dtype>_<M>x<N>x<K> (B row-major)."""
+    missing = [n for n in ORDER if n not in params]
+    extra = sorted(set(params) - set(ORDER))
+    if missing or extra:
+        raise ValueError(f"{shape_key}: not the hopper family's parameters (missing {missing}, unknown {extra})")
+    template = open(os.path.join(repo, "kernels/cuda/matmul/hopper/gemm_sm90.cu")).read()
+    text = f"// {comment}\n" + "".join(f"#define CROQ_{n} {params[n]}\n" for n in ORDER)
+    text += f"#define CROQ_DTYPES {DTYPE_BITS[shape_key.split('_')[1]]}\n#define CROQ_BLAYOUTS 1\n"
+    return text + "#line 1 \"gemm_sm90.cu\"\n" + template
+
+
+def describe(params):
+    return " ".join(f"{n}={params[n]}" for n in ORDER)
