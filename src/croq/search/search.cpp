@@ -15,6 +15,29 @@ json Proposal::to_json() const {
           {"plan", plan.to_json()}};
 }
 
+namespace {
+
+// Fills the proposal's changed, from_to, structural and category from the parameters it sets on
+// `base`. The category is that of the first structural parameter when `structural_category`
+// (a whole other archetype is named by its structure), else that of the first parameter.
+void describe_changes(Proposal& p, const FamilyConfig& base, const std::vector<std::pair<std::string, std::string>>& set,
+                      const std::map<std::string, ParamSpec>& by_name, bool structural_category) {
+  std::vector<std::string> parts;
+  std::string category;
+  for (const auto& [k, v] : set) {
+    const ParamSpec& spec = by_name.at(k);
+    auto b = base.find(k);
+    p.changed.push_back(k);
+    parts.push_back(fmt::format("{} {}->{}", k, b == base.end() ? "-" : b->second, v));
+    p.structural = p.structural || spec.structural;
+    if (category.empty() && (spec.structural || !structural_category)) category = spec.category;
+  }
+  p.from_to = fmt::format("{}", fmt::join(parts, ", "));
+  p.category = category.empty() ? "misc" : category;
+}
+
+}  // namespace
+
 Search::Search(std::shared_ptr<KernelFamily> family, FamilyProblem problem, uint64_t seed)
     : m_family(std::move(family)), m_problem(std::move(problem)), m_seed(seed), m_rng(seed) {}
 
@@ -104,23 +127,15 @@ std::optional<Proposal> Search::propose(const std::string& base_kernel, const Fa
       if (alt.config == base || rules.measured(alt.config)) continue;
       std::string comb;
       if (!legal_untried(alt.config, true, &comb)) continue;
-      std::vector<std::string> parts;
-      Proposal p;
-      p.config = alt.config;
-      bool structural = false;
-      std::string category;
+      std::vector<std::pair<std::string, std::string>> set;
       for (const auto& [k, v] : alt.config) {
         auto b = base.find(k);
-        if (b != base.end() && b->second == v) continue;
-        p.changed.push_back(k);
-        parts.push_back(fmt::format("{} {}->{}", k, b == base.end() ? "-" : b->second, v));
-        structural = structural || by_name[k].structural;
-        if (category.empty() && by_name[k].structural) category = by_name[k].category;
+        if (b == base.end() || b->second != v) set.emplace_back(k, v);
       }
-      if (rules.must_be_structural && !structural) continue;
-      p.structural = structural;
-      p.from_to = fmt::format("{}", fmt::join(parts, ", "));
-      p.category = category.empty() ? "misc" : category;
+      Proposal p;
+      p.config = alt.config;
+      describe_changes(p, base, set, by_name, true);
+      if (rules.must_be_structural && !p.structural) continue;
       p.idea = fmt::format("{}: try the family's {} ({}) — another archetype for this problem, measured once before "
                            "single steps",
                            bottleneck, alt.name, p.from_to);
@@ -191,16 +206,7 @@ std::optional<Proposal> Search::propose(const std::string& base_kernel, const Fa
   const auto& [move, cfg] = legal[pick];
   Proposal p;
   p.config = cfg;
-  std::vector<std::string> parts;
-  std::string category;
-  for (const auto& [k, v] : move.set) {
-    p.changed.push_back(k);
-    parts.push_back(fmt::format("{} {}->{}", k, base.at(k), v));
-    p.structural = p.structural || by_name[k].structural;
-    if (category.empty()) category = by_name[k].category;
-  }
-  p.from_to = fmt::format("{}", fmt::join(parts, ", "));
-  p.category = category.empty() ? "misc" : category;
+  describe_changes(p, base, move.set, by_name, false);
   const ParamSpec& first = by_name[move.set[0].first];
   p.idea = fmt::format("{}: set {} ({}) because {}", bottleneck, p.from_to, first.description,
                        rationale(bottleneck, first, move.up));
