@@ -191,6 +191,13 @@ class Procedure {
 
   static constexpr int k_max_settle_launches = 1000000;
 
+  // Input sets 1..sets-1, rotated with set 0 while timing, each from its own seed.
+  void fill_rotation_sets(int sets) {
+    for (int s = 1; s < sets; ++s) {
+      harness(m_b.fill_inputs(s, splitmix64(m_opt.seed + 0x100 + static_cast<uint64_t>(s))), "filling a rotation set");
+    }
+  }
+
   // The duty cycle (ProcedureOptions::rest_ratio): `busy_ms` more of GPU work on the host clock;
   // once the work since the last rest reaches the window, the device idles rest_ratio times as
   // long. Returns the rest taken (0 when none).
@@ -370,9 +377,7 @@ class Procedure {
       if (!v.passed.value_or(false)) return verify_failure(v, "first seed");
 
       if (m_opt.mode == RunMode::measure) {
-        for (int s = 1; s < sets; ++s) {
-          harness(m_b.fill_inputs(s, splitmix64(m_opt.seed + 0x100 + static_cast<uint64_t>(s))), "filling a rotation set");
-        }
+        fill_rotation_sets(sets);
         Timing t;
         phase("timing");
         if (auto f = timed_reps(sets, m_opt.warmup, m_opt.warmup_ms, m_opt.stop, t)) return f;
@@ -452,9 +457,7 @@ class Procedure {
       const double flops = m_problem.flops();
       harness(m_b.fill_inputs(0, m_opt.seed), "filling the inputs");
       harness(m_b.compute_reference(0), "computing the reference");
-      for (int s = 1; s < sets; ++s) {
-        harness(m_b.fill_inputs(s, splitmix64(m_opt.seed + 0x100 + static_cast<uint64_t>(s))), "filling a rotation set");
-      }
+      fill_rotation_sets(sets);
       const int count = m_b.variant_count();
       json screened = json::array();
       // A fast-accumulation variant (cuBLASLt's FP8 fast accumulation) does not accumulate in
@@ -463,7 +466,7 @@ class Procedure {
       // changes with the seed. It is screened and reported, but chosen only when no variant that
       // accumulates in f32 passes.
       auto eligible = [&](int i) { return !m_b.variant_description(i).value("fast_accum", false); };
-      int first_ok = -1, first_fast_ok = -1;
+      int first_ok = -1, first_fast_ok = -1, excluded = 0;
       std::optional<Verification> fast_v;
       std::optional<Verification> first_v;
       // A variant that fails its check is only reported (row["error"]); its worst elements are
@@ -495,6 +498,7 @@ class Procedure {
         }
         if (!eligible(i)) {
           row["eligible"] = false;
+          ++excluded;
           if (first_fast_ok < 0) {
             first_fast_ok = i;
             fast_v = v;
@@ -589,8 +593,6 @@ class Procedure {
           "the baseline is the fastest of the library default ({:.4f} ms) and the {} fastest of {} screened variants, "
           "each re-measured with the full statistics ({:.4f} ms chosen)",
           timings[0].median_ms, finalists.size() - 1, count, chosen.median_ms);
-      int excluded = 0;
-      for (const auto& row : screened) excluded += row.value("eligible", true) ? 0 : 1;
       if (excluded > 0 && !only_fast) {
         lib["note"] = lib["note"].get<std::string>() +
                       fmt::format("; {} fast-accumulation variants passed the check but are not f32 accumulation "
