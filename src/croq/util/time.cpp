@@ -46,8 +46,9 @@ std::optional<std::chrono::system_clock::time_point> parse_iso8601(const std::st
     }
   }
   auto tp = std::chrono::system_clock::from_time_t(base - offset_s);
-  tp += std::chrono::duration_cast<std::chrono::system_clock::duration>(
-      std::chrono::duration<double>(s));
+  // Rounded to the microsecond: a plain cast of 12.345 s as a double truncates to 12.344999999 s,
+  // and a time written then read back would move back by a nanosecond.
+  tp += std::chrono::round<std::chrono::microseconds>(std::chrono::duration<double>(s));
   return tp;
 }
 
