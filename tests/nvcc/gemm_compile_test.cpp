@@ -117,6 +117,52 @@ TEST(GemmTemplatesCompile, HopperPingPongSplitKTmaEpilogue) {
   expect_no_spills(r);
 }
 
+// The accumulator limits of the family (HopperGemmFamily::max_accumulators) are what ptxas
+// compiles without spilling: the largest tile of each kind at its limit builds clean, and one step
+// beyond is refused by the family and by the template's static_assert alike.
+TEST(GemmTemplatesCompile, HopperAccumulatorLimitsCompileWithoutSpills) {
+  if (!nvcc_path()) GTEST_SKIP() << "nvcc not found (set CROQ_NVCC)";
+  HopperGemmFamily f;
+  auto p = problem(4096, 4096, 4096, "f16f32", true, "sm_90a");
+  FamilyConfig base{{"BM", "256"},      {"BN", "192"},     {"BK", "64"},        {"STAGES", "3"},
+                    {"CONSUMERS", "2"}, {"PINGPONG", "0"}, {"PERSISTENT", "1"}, {"RASTER", "1"},    {"GROUP", "8"},
+                    {"CLUSTER_M", "1"}, {"CLUSTER_N", "1"}, {"EPILOGUE", "1"},  {"SWIZZLE", "128"},
+                    {"MMA_DEPTH", "1"}, {"SPLIT_K", "1"}};
+  auto with = [&](std::map<std::string, std::string> changes) {
+    FamilyConfig c = base;
+    for (auto& [k, v] : changes) c[k] = v;
+    return c;
+  };
+  struct Case {
+    FamilyConfig config;
+    int accumulators;
+  };
+  const std::vector<Case> at_limit = {
+      {base, 192},                                                                    // 2 consumers of 128 x 192
+      {with({{"BM", "128"}, {"BN", "160"}, {"PINGPONG", "1"}, {"SPLIT_K", "2"}}), 160},  // ping-pong, split-K
+      {with({{"BM", "192"}, {"CONSUMERS", "3"}, {"CLUSTER_M", "2"}}), 96},              // 3 consumers of 64 x 192
+      {with({{"BM", "192"}, {"BN", "128"}, {"CONSUMERS", "3"}, {"SPLIT_K", "2"}}), 64},
+  };
+  for (const auto& [c, acc] : at_limit) {
+    SCOPED_TRACE(config_to_json(c).dump());
+    ASSERT_FALSE(f.violation(c, p)) << *f.violation(c, p);
+    EXPECT_EQ(HopperGemmFamily::accumulator_registers(c), acc);
+    EXPECT_EQ(HopperGemmFamily::max_accumulators(c), acc);
+    auto r = compile(f, c, p);
+    ASSERT_TRUE(r.ok) << r.log;
+    expect_no_spills(r);
+  }
+  for (const auto& c : {with({{"SPLIT_K", "2"}}), with({{"BM", "192"}, {"BN", "224"}, {"CONSUMERS", "3"}})}) {
+    SCOPED_TRACE(config_to_json(c).dump());
+    auto why = f.violation(c, p);
+    ASSERT_TRUE(why);
+    EXPECT_NE(why->find("accumulators"), std::string::npos) << *why;
+    auto r = compile(f, c, p);
+    EXPECT_FALSE(r.ok);
+    EXPECT_NE(r.log.find("too many accumulators per consumer thread"), std::string::npos) << r.log;
+  }
+}
+
 TEST(GemmTemplatesCompile, AmpereDefaultForSm80) {
   if (!nvcc_path()) GTEST_SKIP() << "nvcc not found (set CROQ_NVCC)";
   AmpereGemmFamily f;

@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <functional>
+#include <random>
 #include <set>
 #include <sstream>
 
@@ -15,9 +16,11 @@
 #include "croq/search/family.hpp"
 #include "croq/search/gemm_family_common.hpp"
 #include "croq/search/hopper_gemm_family.hpp"
+#include "support/hopper_gpu_sample.hpp"
 #include "croq/util/fs.hpp"
 #include "croq/util/paths.hpp"
 #include "croq/workspace/dtype.hpp"
+#include "croq/workspace/ids.hpp"
 
 namespace croq {
 namespace {
@@ -93,8 +96,12 @@ void expect_hopper_invariants(const FamilyConfig& c, const FamilyProblem& p) {
   if (!p.b_col_major) {
     EXPECT_EQ(bn % (sw / 2), 0);
   }
-  // Accumulators: 64 x BN f32 per m64 atom spread over 128 threads.
-  EXPECT_LE((rows_per_consumer / 64) * (64 * bn / 128), 128);
+  // Accumulators: 64 x BN f32 per m64 atom spread over 128 threads, within what ptxas gives a
+  // consumer thread without spilling (GemmTemplatesCompile.HopperAccumulatorLimitsCompileWithoutSpills):
+  // 192 with one or two consumers, 96 with three (128 registers each), 32 fewer with split-K.
+  const int acc_limit = (consumers == 3 ? 96 : 192) - (iv(c, "SPLIT_K") > 1 ? 32 : 0);
+  EXPECT_LE((rows_per_consumer / 64) * (64 * bn / 128), acc_limit) << config_to_json(c).dump();
+  EXPECT_TRUE(consumers >= 1 && consumers <= 3);
   // Shared memory: stages of A and B tiles, epilogue slots, barriers, alignment slack.
   long long smem = 1024 + static_cast<long long>(stages) * (bm * bk + bn * bk) * 2 + 2 * stages * 8;
   if (iv(c, "EPILOGUE") == 1) smem += consumers * 2 * 64 * 32 * 4;
@@ -185,7 +192,7 @@ TEST(HopperGemmFamily, AlternativesAreLegalDistinctArchetypes) {
         auto alts = f.alternatives(p);
         SCOPED_TRACE(fmt::format("{}x{}x{} {} {}", s.m, s.n, s.k, dt, col ? "col" : "row"));
         EXPECT_GE(alts.size(), 2u);
-        EXPECT_LE(alts.size(), 5u);
+        EXPECT_LE(alts.size(), 6u);
         std::set<std::string> seen;
         for (const auto& a : alts) {
           EXPECT_FALSE(a.name.empty());
@@ -205,6 +212,14 @@ TEST(HopperGemmFamily, AlternativesAreLegalDistinctArchetypes) {
   ASSERT_FALSE(big.empty());
   EXPECT_EQ(big.front().config.at("PINGPONG"), "1");
   EXPECT_EQ(big.front().config.at("CLUSTER_M"), "2");
+  // ...and the larger tiles: cuBLAS's 192x192 with three consumers and a 2x1 cluster, and 256x192.
+  auto offered = [](const std::vector<Alternative>& alts, const std::map<std::string, std::string>& want) {
+    return std::any_of(alts.begin(), alts.end(), [&](const Alternative& a) {
+      return std::all_of(want.begin(), want.end(), [&](const auto& kv) { return a.config.at(kv.first) == kv.second; });
+    });
+  };
+  EXPECT_TRUE(offered(big, {{"BM", "192"}, {"BN", "192"}, {"CONSUMERS", "3"}, {"CLUSTER_M", "2"}}));
+  EXPECT_TRUE(offered(big, {{"BM", "256"}, {"BN", "192"}, {"CONSUMERS", "2"}, {"PINGPONG", "0"}}));
   // A small one is offered other tiles and split-K choices, and nothing with more tiles than it has.
   auto small = f.alternatives(problem({768, 768, 768}, "f16f32", false, "sm_90a"));
   ASSERT_FALSE(small.empty());
@@ -214,6 +229,40 @@ TEST(HopperGemmFamily, AlternativesAreLegalDistinctArchetypes) {
   EXPECT_TRUE(std::any_of(k_long.begin(), k_long.end(), [](const Alternative& a) {
     return a.config.at("BN") == "64" && a.config.at("STAGES") == "8" && a.config.at("SPLIT_K") == "1";
   }));
+}
+
+// What the GPU test verifies on the H200 (tests/gpu/gemm_family_gpu_test.cpp) is checked here on
+// every run: each configuration legal for its odd shape, and every case covering the deepest
+// pipeline, three consumers, and two consumers at the 192-accumulator limit.
+TEST(HopperGemmFamily, TheGpuTestsSampleIsLegalAndCoversTheWidestConsumers) {
+  HopperGemmFamily f;
+  std::mt19937 rng(20261129);
+  const auto cases = test::hopper_gpu_cases();
+  size_t total = 0;
+  bool split_three = false;
+  for (size_t ci = 0; ci < cases.size(); ++ci) {
+    const auto p = test::hopper_gpu_problem(cases[ci]);
+    SCOPED_TRACE(fmt::format("case {}: {}x{}x{} {}", ci, p.m, p.n, p.k, cases[ci].dtype));
+    const auto sample = test::hopper_gpu_sample(f, p, rng, ci);
+    bool deep = false, three = false, wide_two = false;
+    for (const auto& c : sample) {
+      auto why = f.violation(c, p);
+      EXPECT_FALSE(why) << config_to_json(c).dump() << ": " << why.value_or("");
+      if (why) continue;
+      expect_hopper_invariants(c, p);
+      deep |= iv(c, "STAGES") >= 7;
+      three |= iv(c, "CONSUMERS") == 3;
+      split_three |= iv(c, "CONSUMERS") == 3 && iv(c, "SPLIT_K") > 1;
+      wide_two |= iv(c, "CONSUMERS") == 2 && HopperGemmFamily::accumulator_registers(c) == 192;
+    }
+    EXPECT_TRUE(deep);
+    EXPECT_TRUE(three);
+    EXPECT_TRUE(wide_two);
+    EXPECT_GE(sample.size(), 7u);
+    total += sample.size();
+  }
+  EXPECT_TRUE(split_three);
+  EXPECT_GE(total, 28u);
 }
 
 TEST(HopperGemmFamily, DefaultConfigIsLegalForOddAndTinyShapes) {
@@ -355,6 +404,15 @@ TEST(HopperGemmFamily, RefusesImpossibleConfigurationsSayingWhy) {
   EXPECT_NE(with({{"BM", "9"}}).find("not one of"), std::string::npos);
   EXPECT_NE(with({{"PINGPONG", "1"}, {"CONSUMERS", "1"}}).find("CONSUMERS=2"), std::string::npos);
   EXPECT_NE(with({{"PINGPONG", "1"}, {"BM", "128"}, {"BN", "256"}}).find("accumulators"), std::string::npos);
+  // Two consumers hold up to 192 accumulators (160 with split-K), three up to 96.
+  EXPECT_EQ(with({{"BM", "256"}, {"BN", "192"}, {"STAGES", "3"}}), "legal");
+  EXPECT_NE(with({{"BM", "256"}, {"BN", "192"}, {"STAGES", "3"}, {"SPLIT_K", "2"}}).find("split-K"),
+            std::string::npos);
+  EXPECT_EQ(with({{"BM", "192"}, {"BN", "192"}, {"CONSUMERS", "3"}, {"STAGES", "3"}}), "legal");
+  EXPECT_NE(with({{"BM", "192"}, {"BN", "224"}, {"CONSUMERS", "3"}, {"STAGES", "3"}}).find("three consumers"),
+            std::string::npos);
+  EXPECT_NE(with({{"BM", "128"}, {"CONSUMERS", "3"}}).find("consumer warpgroups"), std::string::npos);
+  EXPECT_NE(with({{"BM", "192"}, {"CONSUMERS", "3"}, {"PINGPONG", "1"}}).find("CONSUMERS=2"), std::string::npos);
   EXPECT_NE(with({{"UNROLL", "2"}}).find("unknown parameter"), std::string::npos);
   EXPECT_NE(with({{"SPLIT_K", "2"}, {"PERSISTENT", "0"}}).find("PERSISTENT=1"), std::string::npos);
   EXPECT_NE(with({{"EPILOGUE", "2"}}).find("16-bit"), std::string::npos);  // f16 -> f32
@@ -401,6 +459,51 @@ TEST(HopperGemmFamily, RenderedSourceCarriesTheConfigurationAndTheTemplate) {
   EXPECT_LT(src.find("#define CROQ_STAGES"), src.find("#ifndef CROQ_STAGES"));
   const auto flags = f.build_flags(c, p);
   EXPECT_NE(std::find(flags.begin(), flags.end(), "-gencode=arch=compute_90a,code=sm_90a"), flags.end());
+}
+
+// The configurations measured by hand (bench/gpu/gemm_configs.sh: gemm_configs.txt and
+// gemm_configs_wide.txt) are changes from a fixed base; each must name family parameters with
+// listed values and be legal for its shape, in both B layouts.
+TEST(HopperGemmFamily, HandMeasuredConfigurationsAreLegalForTheirShapes) {
+  HopperGemmFamily f;
+  const FamilyConfig base{{"BM", "128"},      {"BN", "256"},     {"BK", "64"},        {"STAGES", "4"},
+                          {"CONSUMERS", "2"}, {"PINGPONG", "0"}, {"MMA_DEPTH", "1"},  {"CLUSTER_M", "1"},
+                          {"CLUSTER_N", "1"}, {"PERSISTENT", "1"}, {"RASTER", "1"},   {"GROUP", "8"},
+                          {"SPLIT_K", "1"},   {"EPILOGUE", "0"}, {"SWIZZLE", "128"}};
+  int checked = 0;
+  for (const char* list : {"gemm_configs.txt", "gemm_configs_wide.txt"}) {
+    const auto text = read_file(find_project_dir("bench") / "gpu" / list);
+    ASSERT_TRUE(text) << list;
+    std::istringstream lines(*text);
+    std::string line;
+    while (std::getline(lines, line)) {
+      line = line.substr(0, line.find('#'));
+      std::istringstream words(line);
+      std::string key, name, kv;
+      if (!(words >> key >> name)) continue;
+      FamilyConfig c = base;
+      while (words >> kv) {
+        auto eq = kv.find('=');
+        ASSERT_NE(eq, std::string::npos) << list << ": " << line;
+        ASSERT_TRUE(c.count(kv.substr(0, eq))) << list << ": unknown parameter in " << line;
+        c[kv.substr(0, eq)] = kv.substr(eq + 1);
+      }
+      const ShapeKey k = parse_shape_key(key);
+      for (bool col : {false, true}) {
+        FamilyProblem p;
+        p.m = k.m();
+        p.n = k.n();
+        p.k = k.k();
+        p.dtype = parse_dtype_pair_or_throw(k.dtype_token);
+        p.b_col_major = col;
+        p.arch = "sm_90a";
+        auto why = f.violation(c, p);
+        EXPECT_FALSE(why) << list << " " << key << " " << name << (col ? " col" : " row") << ": " << *why;
+      }
+      ++checked;
+    }
+  }
+  EXPECT_GE(checked, 30);
 }
 
 // The GPU probe (bench/gpu/gemm_probe_configs.txt) writes its configurations by hand: each must

@@ -35,12 +35,13 @@ bool HopperGemmFamily::supports(const FamilyProblem& p) const {
 
 std::vector<ParamSpec> HopperGemmFamily::params() const {
   return {
-      {"BM", {"64", "128", "256"}, true, "tiling", "CTA tile rows (64 x CONSUMERS x m64 WGMMA atoms)"},
+      {"BM", {"64", "128", "192", "256"}, true, "tiling", "CTA tile rows (64 x CONSUMERS x m64 WGMMA atoms)"},
       {"BN", {"64", "96", "128", "160", "192", "224", "256"}, true, "tiling", "CTA tile columns = WGMMA N"},
       {"BK", {"32", "64", "128"}, false, "tiling", "K depth of one pipeline stage"},
       {"STAGES", {"2", "3", "4", "5", "6", "7", "8"}, false, "pipeline", "shared-memory stages the TMA producer runs ahead"},
-      {"CONSUMERS", {"1", "2"}, true, "compute",
-       "consumer warpgroups beside the producer warpgroup (2: setmaxnreg moves registers to them)"},
+      {"CONSUMERS", {"1", "2", "3"}, true, "compute",
+       "consumer warpgroups beside the producer warpgroup (2: setmaxnreg moves registers to them; 3: "
+       "cooperative 192-row tiles, at most 64 x 192 per consumer)"},
       {"PINGPONG", {"0", "1"}, true, "compute",
        "0: the consumers split each tile (cooperative); 1: they take whole tiles in turn, one's epilogue "
        "overlapping the other's MMAs"},
@@ -74,6 +75,11 @@ int HopperGemmFamily::accumulator_registers(const FamilyConfig& c) {
   return (get(c, "BM") / split / 64) * get(c, "BN") / 2;
 }
 
+int HopperGemmFamily::max_accumulators(const FamilyConfig& c) {
+  const int limit = get(c, "CONSUMERS") == 3 ? 96 : 192;
+  return get(c, "SPLIT_K") > 1 ? limit - 32 : limit;
+}
+
 int HopperGemmFamily::effective_split(const FamilyConfig& c, const FamilyProblem& p) {
   const long long kb = ceil_div(p.k, std::max(1, get(c, "BK")));
   return static_cast<int>(std::min<long long>(std::max(1, get(c, "SPLIT_K")), kb));
@@ -105,10 +111,12 @@ std::optional<std::string> HopperGemmFamily::violation(const FamilyConfig& c, co
   if (pingpong && consumers != 2) return "PINGPONG=1 alternates tiles between two consumers: it needs CONSUMERS=2";
   if (!pingpong && bm % (64 * consumers) != 0)
     return fmt::format("BM={} cannot be split into {} consumer warpgroups of m64 WGMMA atoms", bm, consumers);
-  if (accumulator_registers(c) > k_max_accumulators)
-    return fmt::format("{} f32 accumulators per consumer thread (rows per consumer / 64 x BN/2) exceed {}: the "
+  if (accumulator_registers(c) > max_accumulators(c))
+    return fmt::format("{} f32 accumulators per consumer thread (rows per consumer / 64 x BN/2) exceed {}{}: the "
                        "consumer would spill",
-                       accumulator_registers(c), k_max_accumulators);
+                       accumulator_registers(c), max_accumulators(c),
+                       consumers == 3 ? " (three consumers: 128 registers per thread)"
+                                      : get(c, "SPLIT_K") > 1 ? " (split-K)" : "");
   if (bk % atom != 0)
     return fmt::format("BK={} is not a multiple of the {}-byte swizzle row ({} elements)", bk, sw, atom);
   if (!p.b_col_major && bn % atom != 0)
@@ -229,10 +237,18 @@ std::vector<Alternative> HopperGemmFamily::alternatives(const FamilyProblem& p) 
     // Enough tiles for the big archetypes. In the H200 probe (docs/results/gemm-probe-h200-run2.md)
     // the ping-pong 128x128 kernel with a 2x1 cluster was the fastest on the large typical shapes,
     // the plain ping-pong one next, then the cooperative 128x256 kernel with and without a cluster.
+    // The plain ping-pong kernel is one step (CLUSTER_M) from the first; in the twelve large-shape
+    // tunes of docs/results/gemm-run3 it was never kept, and the 128x256 kernel with a cluster won
+    // three. The larger tiles use less L2->SM traffic per FLOP (BM x BN / (BM + BN): 96 for
+    // 192x192, 110 for 256x192, 85 for 128x256): 192x192 with three consumers and a 2x1 cluster is
+    // cuBLAS's own kernel on the 12288-sized shapes (docs/results/gemm-verdicts.md), 256x192 the
+    // largest tile two consumers hold (128 x 192 each, 192 accumulators).
     add("ping-pong 128x128 with a 2x1 cluster", "pp128_c21", arrangement({128, 128, 2, 1}, 1, 2, reg_epilogue));
-    add("ping-pong 128x128", "pp128", arrangement({128, 128, 2, 1}, 1, 1, reg_epilogue));
     add("cooperative 128x256 with a 2x1 cluster", "co128x256_c21", arrangement({128, 256, 2, 0}, 1, 2, 1));
     add("cooperative 128x256, TMA-store epilogue", "co128x256", arrangement({128, 256, 2, 0}, 1, 1, 1));
+    add("cooperative 192x192, three consumers, 2x1 cluster", "co192x192_3c_c21",
+        arrangement({192, 192, 3, 0}, 1, 2, 1));
+    add("cooperative 256x192", "co256x192", arrangement({256, 192, 2, 0}, 1, 1, 1));
     add("cooperative 256x128 with a 2x1 cluster", "co256x128_c21", arrangement({256, 128, 2, 0}, 1, 2, 1));
   } else {
     // Fewer tiles than SMs: the tile and split-K choices the cost model ranks next after the

@@ -1,6 +1,6 @@
 // The hopper_gemm kernel family: croq's templated sm_90a GEMM (kernels/cuda/matmul/hopper/
 // gemm_sm90.cu) and the space of its configurations. WGMMA from shared-memory descriptors, TMA
-// loads into a STAGES-deep ring completing on mbarriers, one producer and one or two consumer
+// loads into a STAGES-deep ring completing on mbarriers, one producer and one to three consumer
 // warpgroups (setmaxnreg), persistent tiles in grouped order, clusters with TMA multicast, split-K
 // with a deterministic in-kernel reduction, and an epilogue from registers or through shared
 // memory and TMA stores. docs/gemm.md describes each parameter; violation() refuses every
@@ -13,7 +13,6 @@ namespace croq {
 class HopperGemmFamily : public KernelFamily {
  public:
   static constexpr int k_smem_limit = 232448;  // dynamic shared memory a block may opt into on sm_90
-  static constexpr int k_max_accumulators = 128;  // f32 accumulator registers per consumer thread
 
   std::string name() const override { return "hopper_gemm"; }
   std::string dsl() const override { return "cuda"; }
@@ -30,6 +29,11 @@ class HopperGemmFamily : public KernelFamily {
   static long long smem_bytes(const FamilyConfig& c);
   // f32 accumulator registers per consumer thread.
   static int accumulator_registers(const FamilyConfig& c);
+  // The most a consumer thread may hold without spilling, as ptxas (CUDA 13.0) allocates: 192
+  // with one or two consumers (setmaxnreg gives two consumers 232 registers), 96 with three (a
+  // 512-thread kernel is compiled for 128 registers in every warpgroup); 32 fewer with split-K,
+  // whose reduction needs registers of its own. The template asserts the same limits.
+  static int max_accumulators(const FamilyConfig& c);
   // The split-K slices the kernel uses for the problem: SPLIT_K, at most one per k block.
   static int effective_split(const FamilyConfig& c, const FamilyProblem& p);
   // Workspace bytes of the split-K partial sums and flags (0 without split-K).

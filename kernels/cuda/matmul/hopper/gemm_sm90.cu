@@ -9,8 +9,9 @@
  *   CROQ_BM, CROQ_BN, CROQ_BK   CTA tile (BM multiple of 64*CONSUMERS, BN multiple of 32 up to 256,
  *                               BK a multiple of the swizzle width in elements)
  *   CROQ_STAGES                 depth of the shared-memory ring the producer fills ahead (2..8)
- *   CROQ_CONSUMERS              1 or 2 consumer warpgroups; with 2 the producer warpgroup gives its
- *                               registers to the consumers (setmaxnreg 40 / 232)
+ *   CROQ_CONSUMERS              1, 2 or 3 consumer warpgroups; with 2 the producer warpgroup gives
+ *                               its registers to the consumers (setmaxnreg 40 / 232); with 3 every
+ *                               warpgroup keeps 128 (cooperative only, BM a multiple of 192)
  *   CROQ_PINGPONG               0: the consumers split each tile's rows (cooperative); 1: each
  *                               consumer computes whole tiles, alternating, so that one's epilogue
  *                               overlaps the other's MMAs (needs CONSUMERS 2)
@@ -150,16 +151,26 @@ constexpr int EPI_BYTES = CROQ_EPILOGUE == 1 ? CONSUMERS * 2 * EPI_SLOT_BYTES : 
 constexpr int BAR_BYTES = (((2 * STAGES + 2) * 8 + 127) / 128) * 128;  // full, empty, 2 order barriers
 constexpr int SMEM_BYTES = 1024 /* alignment slack */ + STAGES * STAGE_BYTES + EPI_BYTES + BAR_BYTES;
 constexpr int SW_MODE = SW == 128 ? 1 : SW == 64 ? 2 : 3;  // descriptor layout type
+// Registers per thread after setmaxnreg with two consumers: the producer gives its share to them
+// (128 x 40 + 256 x 232 = 64512), and ptxas allocates up to 232 in the consumer code. With three
+// consumers no setmaxnreg: ptxas (CUDA 13.0) compiles a 512-thread kernel for 128 registers in
+// every warpgroup whatever setmaxnreg asks, so 128 x 512 already fills the register file and the
+// consumers' accumulators are limited to 96 (docs/gemm.md).
+constexpr bool REG_SHARING = CONSUMERS == 2;
 constexpr int PRODUCER_REGS = 40, CONSUMER_REGS = 232;
 
-static_assert(CONSUMERS == 1 || CONSUMERS == 2, "CROQ_CONSUMERS must be 1 or 2");
+static_assert(CONSUMERS >= 1 && CONSUMERS <= 3, "CROQ_CONSUMERS must be 1, 2 or 3");
 static_assert(!PINGPONG || CONSUMERS == 2, "CROQ_PINGPONG needs two consumer warpgroups");
 static_assert(BM % (PINGPONG ? 64 : 64 * CONSUMERS) == 0 && BM <= 256,
               "BM must be a multiple of 64 * CONSUMERS (64 with PINGPONG), at most 256");
 static_assert(BN % 32 == 0 && BN >= 32 && BN <= 256, "BN must be a multiple of 32 in [32, 256]");
 static_assert(SW == 128 || SW == 64 || SW == 32, "CROQ_SWIZZLE must be 128, 64 or 32");
 static_assert(BK % ATOM == 0 && BK % 16 == 0 && BK <= 256, "BK must be a multiple of the swizzle width");
-static_assert(M_ATOMS * BN / 2 <= 128, "accumulators exceed 128 registers per thread");
+// f32 accumulators a consumer thread may hold without spilling (ptxas of CUDA 13.0, every variant
+// of the template; the split-K reduction needs a few registers more).
+constexpr int MAX_ACC = CONSUMERS == 3 ? (SPLIT_K > 1 ? 64 : 96) : (SPLIT_K > 1 ? 160 : 192);
+static_assert(M_ATOMS * BN / 2 <= MAX_ACC,
+              "too many accumulators per consumer thread: at most 192 (160 with split-K), with three consumers 96 (64)");
 static_assert(STAGES >= 2 && STAGES <= 8, "CROQ_STAGES must be in [2, 8]");
 static_assert(CS >= 1 && CS <= 8, "cluster size must be in [1, 8]");
 static_assert((BM / CN) % 8 == 0, "A slices of a multicast must be multiples of 8 rows");
@@ -528,7 +539,7 @@ __global__ void __launch_bounds__(THREADS, 1)
 
   if (wg == 0) {
     // ------------------------------- producer -------------------------------
-    if constexpr (CONSUMERS == 2) setmaxnreg_dec<PRODUCER_REGS>();
+    if constexpr (REG_SHARING) setmaxnreg_dec<PRODUCER_REGS>();
     if (tid == 0) {
       int stage = 0;
       uint32_t phase = 0;
@@ -605,7 +616,7 @@ __global__ void __launch_bounds__(THREADS, 1)
     }
   } else {
     // ------------------------------- consumers -------------------------------
-    if constexpr (CONSUMERS == 2) setmaxnreg_inc<CONSUMER_REGS>();
+    if constexpr (REG_SHARING) setmaxnreg_inc<CONSUMER_REGS>();
     const int cw = wg - 1;
     const int warp = tid / 32, lane = tid % 32;
     float acc[M_ATOMS][BN / 2];
