@@ -1,14 +1,16 @@
 #!/usr/bin/env bash
 # One device call of GPU evidence, its parts side by side: the library baselines of the measurement
 # evidence (bench/gpu/measure_evidence.sh, baselines only), the GEMM family's tunes
-# (bench/gpu/gemm_evidence.sh, which resumes from .carry/gemm-ws/gemm-ws.tgz) and the Hopper family's
-# GPU test (croq_gpu_tests HopperGemmOnGpu.*). Every GPU step of every part takes the device's lease,
+# (bench/gpu/gemm_evidence.sh, which resumes from .carry/gemm-ws/gemm-ws.tgz), the Hopper family's
+# GPU test (croq_gpu_tests HopperGemmOnGpu.*) and hand-named configurations against cuBLAS
+# (bench/gpu/gemm_configs.sh run: the kernels built into .carry/configs beforehand, reported as
+# $CONFIG_REPORT). Every GPU step of every part takes the device's lease,
 # so the parts share the CPU (builds) while the GPU measures one thing at a time.
 #
 # Needs bench/gpu/pack_device.sh run first (executables in .carry/croq). Files go to $OUT: at most 8
 # (measure-h200.md, measure-raw.tar.gz, measure-evidence.log, gemm-h200.md, gemm-ws.tgz,
 # gemm-events.jsonl, gemm-evidence.log, gpu-test.log).
-# Environment: EVIDENCE_PARTS (default "measure gemm"; any of measure gemm gputest),
+# Environment: EVIDENCE_PARTS (default "measure gemm"; any of measure gemm gputest configs),
 # EVIDENCE_CALL_S (default 560: the whole call's budget in seconds; the parts stop before it).
 # Usage: bash bench/gpu/evidence_call.sh
 set -uo pipefail
@@ -30,10 +32,15 @@ if has gputest; then
     --gtest_filter='HopperGemmOnGpu.*' > "$OUT/gpu-test.log" 2>&1 &
   pids+=($!)
 fi
+if has configs; then
+  bash bench/gpu/gemm_configs.sh run > "$OUT/${CONFIG_REPORT:-gemm-configs-h200}.log" 2>&1 &
+  pids+=($!)
+fi
 if has gemm; then
   GEMM_BUDGET_S=$((CALL_S - 60)) bash bench/gpu/gemm_evidence.sh
 fi
 for p in "${pids[@]}"; do wait "$p"; done
 has measure && tail -40 "$OUT/measure-h200.md"
 has gputest && tail -15 "$OUT/gpu-test.log"
+has configs && tail -25 "$OUT/${CONFIG_REPORT:-gemm-configs-h200}.log"
 echo "[evidence-call] done"

@@ -2,7 +2,8 @@
 # Hopper GEMM configurations named by hand (bench/gpu/gemm_configs.txt, or GEMM_CONFIGS=FILE) measured
 # against cuBLAS with croq's own verbs: leads for the family's search, not results of it. Per shape:
 # `croq baseline`, then `croq measure` of every configuration, CONFIG_REPEATS times (default 2),
-# alternating. Writes gemm-configs-h200.md (to $OUT when set, else docs/results/).
+# alternating. Writes $CONFIG_REPORT.md and $CONFIG_REPORT-raw.tar.gz (default gemm-configs-h200; to
+# $OUT when set, else docs/results/).
 #   bash bench/gpu/gemm_configs.sh build   renders and compiles the configurations into .carry/configs/
 #   bash bench/gpu/gemm_configs.sh run     measures them (on the GPU machine, .carry carried)
 set -uo pipefail
@@ -41,6 +42,7 @@ PY
 fi
 croq_executables
 REPEATS=${CONFIG_REPEATS:-2}
+REPORT=${CONFIG_REPORT:-gemm-configs-h200}
 DEST=${OUT:-$REPO/docs/results}
 WS=$(mktemp -d /tmp/croq-configs-XXXXXX)
 RAW=$WS/raw
@@ -60,7 +62,7 @@ for rep in $(seq 1 "$REPEATS"); do
   done
 done
 cp "$KDIR/configs.tsv" "$RAW/"
-python3 - "$RAW" "$DEST/gemm-configs-h200.md" "$REPEATS" "$(cat "$BIN/../commit.txt" 2>/dev/null || git rev-parse --short=12 HEAD)" <<'PY'
+python3 - "$RAW" "$DEST/$REPORT.md" "$REPEATS" "$(cat "$BIN/../commit.txt" 2>/dev/null || git rev-parse --short=12 HEAD)" <<'PY'
 import json, os, statistics, sys, datetime
 raw, dest, reps, commit = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4]
 rows = [l.rstrip("\n").split("\t") for l in open(os.path.join(raw, "configs.tsv")) if l.strip()]
@@ -87,4 +89,4 @@ for key, name, params in rows:
 open(dest, "w").write("\n".join(out) + "\n")
 print("\n".join(out))
 PY
-tar czf "$DEST/gemm-configs-raw.tar.gz" -C "$WS" raw
+tar czf "$DEST/$REPORT-raw.tar.gz" -C "$WS" raw
