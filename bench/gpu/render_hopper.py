@@ -5,12 +5,17 @@ scripts that build recorded or hand-named configurations outside a tune."""
 import os
 
 ORDER = ["BM", "BN", "BK", "STAGES", "CONSUMERS", "PINGPONG", "MMA_DEPTH", "CLUSTER_M", "CLUSTER_N",
-         "PERSISTENT", "RASTER", "GROUP", "SPLIT_K", "EPILOGUE", "SWIZZLE"]
+         "PERSISTENT", "RASTER", "GROUP", "SPLIT_K", "STREAM_K", "EPILOGUE", "SWIZZLE"]
+# Parameters the family added after configurations were recorded, and the value such a recorded
+# configuration is read with (ParamSpec::recorded_default).
+RECORDED_DEFAULTS = {"STREAM_K": "0"}
 DTYPE_BITS = {"f16fp32": 1, "f16": 2, "bf16fp32": 4, "bf16": 8}
 
 
 def render(repo, params, shape_key, comment):
-    """params: every name of ORDER; shape_key: matmul_<dtype>_<M>x<N>x<K> (B row-major)."""
+    """params: every name of ORDER (RECORDED_DEFAULTS fill in the newer ones); shape_key:
+    matmul_<dtype>_<M>x<N>x<K> (B row-major)."""
+    params = {**RECORDED_DEFAULTS, **params}
     missing = [n for n in ORDER if n not in params]
     extra = sorted(set(params) - set(ORDER))
     if missing or extra:
@@ -22,4 +27,5 @@ def render(repo, params, shape_key, comment):
 
 
 def describe(params):
+    params = {**RECORDED_DEFAULTS, **params}
     return " ".join(f"{n}={params[n]}" for n in ORDER)

@@ -82,7 +82,7 @@ TEST(GemmTemplatesCompile, HopperClusterOfFourRegisterEpilogueNarrowSwizzle) {
   FamilyConfig c{{"BM", "64"},        {"BN", "224"},      {"BK", "32"},        {"STAGES", "6"},
                  {"CONSUMERS", "1"},  {"PINGPONG", "0"},  {"PERSISTENT", "0"}, {"RASTER", "2"},     {"GROUP", "4"},
                  {"CLUSTER_M", "2"},  {"CLUSTER_N", "2"},  {"EPILOGUE", "0"},   {"SWIZZLE", "32"},
-                 {"MMA_DEPTH", "0"},  {"SPLIT_K", "1"}};
+                 {"MMA_DEPTH", "0"},  {"SPLIT_K", "1"}, {"STREAM_K", "0"}};
   ASSERT_FALSE(f.violation(c, p)) << *f.violation(c, p);
   auto r = compile(f, c, p);
   ASSERT_TRUE(r.ok) << r.log;
@@ -96,7 +96,7 @@ TEST(GemmTemplatesCompile, HopperSplitKClusterQuadTransposedEpilogue) {
   FamilyConfig c{{"BM", "128"},       {"BN", "256"},      {"BK", "64"},        {"STAGES", "4"},
                  {"CONSUMERS", "2"},  {"PINGPONG", "0"},  {"PERSISTENT", "1"}, {"RASTER", "3"},     {"GROUP", "4"},
                  {"CLUSTER_M", "2"},  {"CLUSTER_N", "1"},  {"EPILOGUE", "2"},   {"SWIZZLE", "128"},
-                 {"MMA_DEPTH", "1"},  {"SPLIT_K", "4"}};
+                 {"MMA_DEPTH", "1"},  {"SPLIT_K", "4"}, {"STREAM_K", "0"}};
   ASSERT_FALSE(f.violation(c, p)) << *f.violation(c, p);
   auto r = compile(f, c, p);
   ASSERT_TRUE(r.ok) << r.log;
@@ -110,7 +110,7 @@ TEST(GemmTemplatesCompile, HopperPingPongSplitKTmaEpilogue) {
   FamilyConfig c{{"BM", "128"},       {"BN", "128"},      {"BK", "64"},        {"STAGES", "6"},
                  {"CONSUMERS", "2"},  {"PINGPONG", "1"},  {"PERSISTENT", "1"}, {"RASTER", "1"},     {"GROUP", "8"},
                  {"CLUSTER_M", "1"},  {"CLUSTER_N", "1"},  {"EPILOGUE", "1"},   {"SWIZZLE", "128"},
-                 {"MMA_DEPTH", "1"},  {"SPLIT_K", "3"}};
+                 {"MMA_DEPTH", "1"},  {"SPLIT_K", "3"}, {"STREAM_K", "0"}};
   ASSERT_FALSE(f.violation(c, p)) << *f.violation(c, p);
   auto r = compile(f, c, p);
   ASSERT_TRUE(r.ok) << r.log;
@@ -127,7 +127,7 @@ TEST(GemmTemplatesCompile, HopperAccumulatorLimitsCompileWithoutSpills) {
   FamilyConfig base{{"BM", "256"},      {"BN", "192"},     {"BK", "64"},        {"STAGES", "3"},
                     {"CONSUMERS", "2"}, {"PINGPONG", "0"}, {"PERSISTENT", "1"}, {"RASTER", "1"},    {"GROUP", "8"},
                     {"CLUSTER_M", "1"}, {"CLUSTER_N", "1"}, {"EPILOGUE", "1"},  {"SWIZZLE", "128"},
-                    {"MMA_DEPTH", "1"}, {"SPLIT_K", "1"}};
+                    {"MMA_DEPTH", "1"}, {"SPLIT_K", "1"}, {"STREAM_K", "0"}};
   auto with = [&](std::map<std::string, std::string> changes) {
     FamilyConfig c = base;
     for (auto& [k, v] : changes) c[k] = v;
@@ -142,6 +142,8 @@ TEST(GemmTemplatesCompile, HopperAccumulatorLimitsCompileWithoutSpills) {
       {with({{"BM", "128"}, {"BN", "160"}, {"PINGPONG", "1"}, {"SPLIT_K", "2"}}), 160},  // ping-pong, split-K
       {with({{"BM", "192"}, {"CONSUMERS", "3"}, {"CLUSTER_M", "2"}}), 96},              // 3 consumers of 64 x 192
       {with({{"BM", "192"}, {"BN", "128"}, {"CONSUMERS", "3"}, {"SPLIT_K", "2"}}), 64},
+      {with({{"BN", "128"}, {"STREAM_K", "1"}, {"CLUSTER_M", "2"}}), 128},                   // stream-K
+      {with({{"BM", "192"}, {"BN", "128"}, {"CONSUMERS", "3"}, {"STREAM_K", "1"}, {"CLUSTER_M", "2"}}), 64},
   };
   for (const auto& [c, acc] : at_limit) {
     SCOPED_TRACE(config_to_json(c).dump());
@@ -152,7 +154,8 @@ TEST(GemmTemplatesCompile, HopperAccumulatorLimitsCompileWithoutSpills) {
     ASSERT_TRUE(r.ok) << r.log;
     expect_no_spills(r);
   }
-  for (const auto& c : {with({{"SPLIT_K", "2"}}), with({{"BM", "192"}, {"BN", "224"}, {"CONSUMERS", "3"}})}) {
+  for (const auto& c : {with({{"SPLIT_K", "2"}}), with({{"BM", "192"}, {"BN", "224"}, {"CONSUMERS", "3"}}),
+                        with({{"BN", "160"}, {"STREAM_K", "1"}})}) {
     SCOPED_TRACE(config_to_json(c).dump());
     auto why = f.violation(c, p);
     ASSERT_TRUE(why);
@@ -160,6 +163,37 @@ TEST(GemmTemplatesCompile, HopperAccumulatorLimitsCompileWithoutSpills) {
     auto r = compile(f, c, p);
     EXPECT_FALSE(r.ok);
     EXPECT_NE(r.log.find("too many accumulators per consumer thread"), std::string::npos) << r.log;
+  }
+}
+
+// The template's work schedule (data-parallel units, split-K slices, the stream-K region), built
+// from the template itself into a host program (tests/nvcc/hopper_schedule_check.cu) and run on
+// the CPU for many problems and cluster counts: every k block once, one writer per tile, partial
+// sums published before anyone waits for them.
+TEST(GemmTemplatesCompile, HopperWorkScheduleCoversEveryKBlockOnce) {
+  if (!nvcc_path()) GTEST_SKIP() << "nvcc not found (set CROQ_NVCC)";
+  const auto src = find_project_dir("tests") / "nvcc" / "hopper_schedule_check.cu";
+  const auto tmpl = find_project_dir("kernels") / "cuda" / "matmul" / "hopper";
+  for (const std::vector<std::string>& defines :
+       {std::vector<std::string>{"-DCROQ_STREAM_K=1"}, {"-DCROQ_STREAM_K=1", "-DCROQ_CLUSTER_M=2", "-DCROQ_CLUSTER_N=2"},
+        {"-DCROQ_SPLIT_K=3"}, {"-DCROQ_SPLIT_K=1"}}) {
+    SCOPED_TRACE(defines.front());
+    test::TempDir dir;
+    ProcessSpec build;
+    build.argv = {nvcc_path()->string(), "-gencode=arch=compute_90a,code=sm_90a", "-std=c++17",
+                  "-I" + find_project_dir("include").string(), "-I" + tmpl.string(), "-DCROQ_DTYPES=1",
+                  "-DCROQ_BLAYOUTS=1"};
+    build.argv.insert(build.argv.end(), defines.begin(), defines.end());
+    build.argv.insert(build.argv.end(), {"-o", (dir / "check").string(), src.string()});
+    build.timeout = std::chrono::milliseconds(900000);
+    ProcessResult b = process_runner().run(build);
+    ASSERT_TRUE(b.ok()) << b.out << b.err;
+    ProcessSpec run;
+    run.argv = {(dir / "check").string()};
+    run.timeout = std::chrono::milliseconds(120000);
+    ProcessResult r = process_runner().run(run);
+    EXPECT_TRUE(r.ok()) << r.out << r.err;
+    EXPECT_NE(r.out.find("schedule ok"), std::string::npos) << r.out;
   }
 }
 

@@ -1,7 +1,7 @@
 // The Hopper GEMM configurations the GPU test verifies (tests/gpu/gemm_family_gpu_test.cpp), built
 // here so that a unit test can check on every CI run, without a GPU, that they are legal and cover
 // what they promise: for each odd-shaped case, the family's default, random legal configurations
-// drawn with a fixed seed, the deepest pipeline, and the widest consumers.
+// drawn with a fixed seed, the deepest pipeline, the widest consumers, and stream-K.
 #pragma once
 #include <cstdint>
 #include <map>
@@ -78,7 +78,14 @@ inline std::vector<FamilyConfig> hopper_gpu_sample(const HopperGemmFamily& f, co
       {{"BM", "192"}, {"BN", odd ? "128" : "192"}, {"CONSUMERS", "3"}, {"SPLIT_K", odd ? "2" : "1"},
        {"CLUSTER_M", odd ? "2" : "1"}},
       {{"BM", "256"}, {"BN", "192"}, {"CONSUMERS", "2"}, {"SPLIT_K", "1"}}};
-  for (const auto& changes : wide) {
+  // Stream-K on the default tile, and on three consumers (every other case with a 2x1 cluster).
+  const std::vector<std::map<std::string, std::string>> streamed = {
+      {{"STREAM_K", "1"}, {"SPLIT_K", "1"}},
+      {{"STREAM_K", "1"}, {"SPLIT_K", "1"}, {"BM", "192"}, {"BN", "128"}, {"CONSUMERS", "3"},
+       {"CLUSTER_M", odd ? "2" : "1"}}};
+  std::vector<std::map<std::string, std::string>> covered = wide;
+  covered.insert(covered.end(), streamed.begin(), streamed.end());
+  for (const auto& changes : covered) {
     FamilyConfig c = f.default_config(p);
     for (const auto& [k, v] : changes) c[k] = v;
     c["PINGPONG"] = "0";

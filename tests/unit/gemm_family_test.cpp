@@ -98,8 +98,10 @@ void expect_hopper_invariants(const FamilyConfig& c, const FamilyProblem& p) {
   }
   // Accumulators: 64 x BN f32 per m64 atom spread over 128 threads, within what ptxas gives a
   // consumer thread without spilling (GemmTemplatesCompile.HopperAccumulatorLimitsCompileWithoutSpills):
-  // 192 with one or two consumers, 96 with three (128 registers each), 32 fewer with split-K.
-  const int acc_limit = (consumers == 3 ? 96 : 192) - (iv(c, "SPLIT_K") > 1 ? 32 : 0);
+  // 192 with one or two consumers (160 with split-K, 128 with stream-K), 96 with three (128
+  // registers each; 64 with either).
+  const bool splits = iv(c, "SPLIT_K") > 1, streams = iv(c, "STREAM_K") == 1;
+  const int acc_limit = consumers == 3 ? (splits || streams ? 64 : 96) : streams ? 128 : splits ? 160 : 192;
   EXPECT_LE((rows_per_consumer / 64) * (64 * bn / 128), acc_limit) << config_to_json(c).dump();
   EXPECT_TRUE(consumers >= 1 && consumers <= 3);
   // Shared memory: stages of A and B tiles, epilogue slots, barriers, alignment slack.
@@ -114,6 +116,13 @@ void expect_hopper_invariants(const FamilyConfig& c, const FamilyProblem& p) {
   // The quad-transposed register epilogue exists for 16-bit outputs only.
   if (iv(c, "EPILOGUE") == 2) {
     EXPECT_NE(p.dtype.output, ScalarType::f32);
+  }
+  // Stream-K: spin-waits between CTAs need a persistent grid; the cooperative consumers' loop; no
+  // split-K besides.
+  if (iv(c, "STREAM_K") == 1) {
+    EXPECT_EQ(iv(c, "PERSISTENT"), 1);
+    EXPECT_EQ(iv(c, "PINGPONG"), 0);
+    EXPECT_EQ(iv(c, "SPLIT_K"), 1);
   }
   // Split-K: spin-waits between CTAs need a persistent grid; no empty slice; bounded partial sums
   // (f32 tiles of every slice but the last, for every CTA tile including cluster padding).
@@ -244,7 +253,7 @@ TEST(HopperGemmFamily, TheGpuTestsSampleIsLegalAndCoversTheWidestConsumers) {
     const auto p = test::hopper_gpu_problem(cases[ci]);
     SCOPED_TRACE(fmt::format("case {}: {}x{}x{} {}", ci, p.m, p.n, p.k, cases[ci].dtype));
     const auto sample = test::hopper_gpu_sample(f, p, rng, ci);
-    bool deep = false, three = false, wide_two = false;
+    bool deep = false, three = false, wide_two = false, streamed = false;
     for (const auto& c : sample) {
       auto why = f.violation(c, p);
       EXPECT_FALSE(why) << config_to_json(c).dump() << ": " << why.value_or("");
@@ -254,15 +263,43 @@ TEST(HopperGemmFamily, TheGpuTestsSampleIsLegalAndCoversTheWidestConsumers) {
       three |= iv(c, "CONSUMERS") == 3;
       split_three |= iv(c, "CONSUMERS") == 3 && iv(c, "SPLIT_K") > 1;
       wide_two |= iv(c, "CONSUMERS") == 2 && HopperGemmFamily::accumulator_registers(c) == 192;
+      streamed |= iv(c, "STREAM_K") == 1;
     }
     EXPECT_TRUE(deep);
     EXPECT_TRUE(three);
     EXPECT_TRUE(wide_two);
-    EXPECT_GE(sample.size(), 7u);
+    EXPECT_TRUE(streamed);
+    EXPECT_GE(sample.size(), 9u);
     total += sample.size();
   }
   EXPECT_TRUE(split_three);
-  EXPECT_GE(total, 28u);
+  EXPECT_GE(total, 36u);
+}
+
+// Tunes recorded before STREAM_K existed resume: their configurations are read with STREAM_K=0
+// (the template's behaviour without it), are legal, and count as measured under their new name.
+TEST(HopperGemmFamily, ConfigurationsRecordedBeforeStreamKReadAsWithoutIt) {
+  HopperGemmFamily f;
+  const auto p = problem({4096, 4096, 4096}, "f16f32", false, "sm_90a");
+  FamilyConfig old = f.default_config(p);
+  old.erase("STREAM_K");
+  EXPECT_NE(f.violation(old, p).value_or("").find("STREAM_K is missing"), std::string::npos);
+  const FamilyConfig read = with_recorded_defaults(f, old);
+  EXPECT_EQ(read.at("STREAM_K"), "0");
+  EXPECT_FALSE(f.violation(read, p));
+  EXPECT_EQ(read, f.default_config(p));
+  // A value that is there is kept; a parameter without a recorded default stays missing.
+  FamilyConfig streamed = f.default_config(p);
+  streamed["STREAM_K"] = "1";
+  EXPECT_EQ(with_recorded_defaults(f, streamed).at("STREAM_K"), "1");
+  FamilyConfig no_bm = old;
+  no_bm.erase("BM");
+  EXPECT_EQ(with_recorded_defaults(f, no_bm).count("BM"), 0u);
+  // Every recorded default is one of the parameter's values.
+  for (const auto& spec : f.params()) {
+    if (spec.recorded_default.empty()) continue;
+    EXPECT_NE(std::find(spec.values.begin(), spec.values.end(), spec.recorded_default), spec.values.end()) << spec.name;
+  }
 }
 
 TEST(HopperGemmFamily, DefaultConfigIsLegalForOddAndTinyShapes) {
@@ -374,11 +411,11 @@ TEST(HopperGemmFamily, TileOrderNeverDecidesLegality) {
   // MMA_DEPTH enters no constraint either; SPLIT_K is held at 2 (legal for this K) to keep the
   // walk short.
   for_each_config(f, [&](const FamilyConfig& c) { reference.push_back(!f.violation(c, p)); },
-                  {{"RASTER", "1"}, {"GROUP", "8"}, {"MMA_DEPTH", "1"}, {"SPLIT_K", "2"}});
+                  {{"RASTER", "1"}, {"GROUP", "8"}, {"MMA_DEPTH", "1"}, {"SPLIT_K", "2"}, {"STREAM_K", "0"}});
   for (auto [raster, group] : std::vector<std::pair<const char*, const char*>>{{"0", "1"}, {"2", "16"}, {"3", "4"}}) {
     size_t i = 0, differ = 0;
     for_each_config(f, [&](const FamilyConfig& c) { differ += reference.at(i++) != !f.violation(c, p); },
-                    {{"RASTER", raster}, {"GROUP", group}, {"MMA_DEPTH", "1"}, {"SPLIT_K", "2"}});
+                    {{"RASTER", raster}, {"GROUP", group}, {"MMA_DEPTH", "1"}, {"SPLIT_K", "2"}, {"STREAM_K", "0"}});
     EXPECT_EQ(i, reference.size());
     EXPECT_EQ(differ, 0u) << raster << "/" << group;
   }
@@ -406,8 +443,15 @@ TEST(HopperGemmFamily, RefusesImpossibleConfigurationsSayingWhy) {
   EXPECT_NE(with({{"PINGPONG", "1"}, {"BM", "128"}, {"BN", "256"}}).find("accumulators"), std::string::npos);
   // Two consumers hold up to 192 accumulators (160 with split-K), three up to 96.
   EXPECT_EQ(with({{"BM", "256"}, {"BN", "192"}, {"STAGES", "3"}}), "legal");
-  EXPECT_NE(with({{"BM", "256"}, {"BN", "192"}, {"STAGES", "3"}, {"SPLIT_K", "2"}}).find("split-K"),
+  EXPECT_NE(with({{"BM", "256"}, {"BN", "192"}, {"STAGES", "3"}, {"SPLIT_K", "2"}}).find("reduction"),
             std::string::npos);
+  EXPECT_NE(with({{"BM", "256"}, {"BN", "192"}, {"STAGES", "3"}, {"STREAM_K", "1"}}).find("reduction"),
+            std::string::npos);
+  // Stream-K: a persistent grid, cooperative consumers, no split-K besides.
+  EXPECT_EQ(with({{"STREAM_K", "1"}}), "legal");
+  EXPECT_NE(with({{"STREAM_K", "1"}, {"PERSISTENT", "0"}}).find("PERSISTENT=1"), std::string::npos);
+  EXPECT_NE(with({{"STREAM_K", "1"}, {"BN", "128"}, {"PINGPONG", "1"}}).find("PINGPONG=0"), std::string::npos);
+  EXPECT_NE(with({{"STREAM_K", "1"}, {"SPLIT_K", "2"}}).find("choose one"), std::string::npos);
   EXPECT_EQ(with({{"BM", "192"}, {"BN", "192"}, {"CONSUMERS", "3"}, {"STAGES", "3"}}), "legal");
   EXPECT_NE(with({{"BM", "192"}, {"BN", "224"}, {"CONSUMERS", "3"}, {"STAGES", "3"}}).find("three consumers"),
             std::string::npos);
@@ -469,7 +513,7 @@ TEST(HopperGemmFamily, HandMeasuredConfigurationsAreLegalForTheirShapes) {
   const FamilyConfig base{{"BM", "128"},      {"BN", "256"},     {"BK", "64"},        {"STAGES", "4"},
                           {"CONSUMERS", "2"}, {"PINGPONG", "0"}, {"MMA_DEPTH", "1"},  {"CLUSTER_M", "1"},
                           {"CLUSTER_N", "1"}, {"PERSISTENT", "1"}, {"RASTER", "1"},   {"GROUP", "8"},
-                          {"SPLIT_K", "1"},   {"EPILOGUE", "0"}, {"SWIZZLE", "128"}};
+                          {"SPLIT_K", "1"},   {"STREAM_K", "0"}, {"EPILOGUE", "0"}, {"SWIZZLE", "128"}};
   int checked = 0;
   for (const char* list : {"gemm_configs.txt", "gemm_configs_wide.txt"}) {
     const auto text = read_file(find_project_dir("bench") / "gpu" / list);

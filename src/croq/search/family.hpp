@@ -33,6 +33,9 @@ struct ParamSpec {
   bool structural = false;          // structural vs macro change
   std::string category;             // idea category: tiling, pipeline, memory, compute, misc
   std::string description;
+  // The value a configuration recorded before this parameter existed is read with (the template's
+  // behaviour without it); empty when the parameter was there from the start.
+  std::string recorded_default = {};
 };
 
 struct Alternative {
@@ -71,5 +74,9 @@ std::vector<std::shared_ptr<KernelFamily>> kernel_families();
 std::shared_ptr<KernelFamily> find_family(const std::string& name);
 
 json config_to_json(const FamilyConfig& c);
+// A configuration read back from a record, with every parameter the family added since it was
+// recorded set to its recorded_default; other parameters are left as they are (missing ones stay
+// missing, and violation() says so).
+FamilyConfig with_recorded_defaults(const KernelFamily& f, FamilyConfig c);
 
 }  // namespace croq

@@ -24,6 +24,13 @@ std::shared_ptr<KernelFamily> find_family(const std::string& name) {
   return nullptr;
 }
 
+FamilyConfig with_recorded_defaults(const KernelFamily& f, FamilyConfig c) {
+  for (const auto& spec : f.params()) {
+    if (!spec.recorded_default.empty() && !c.count(spec.name)) c[spec.name] = spec.recorded_default;
+  }
+  return c;
+}
+
 json config_to_json(const FamilyConfig& c) {
   json j = json::object();
   for (const auto& [k, v] : c) j[k] = v;

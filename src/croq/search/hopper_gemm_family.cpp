@@ -19,7 +19,7 @@ long long ceil_div(long long a, long long b) { return (a + b - 1) / b; }
 
 const char* k_order[] = {"BM",        "BN",        "BK",       "STAGES",   "CONSUMERS", "PINGPONG",
                          "PERSISTENT", "RASTER",    "GROUP",    "CLUSTER_M", "CLUSTER_N", "EPILOGUE",
-                         "SWIZZLE",    "MMA_DEPTH", "SPLIT_K"};
+                         "SWIZZLE",    "MMA_DEPTH", "SPLIT_K",  "STREAM_K"};
 
 // Split-K partial sums a configuration may keep in the workspace: beyond this, splitting is not
 // the way to fill the GPU (the problem has plenty of tiles).
@@ -60,6 +60,11 @@ std::vector<ParamSpec> HopperGemmFamily::params() const {
       {"SPLIT_K", {"1", "2", "3", "4", "6", "8"}, true, "tiling",
        "k slices per output tile, each its own work unit, reduced in slice order through the workspace "
        "(fills the GPU when there are fewer tiles than SMs and K is long)"},
+      {"STREAM_K", {"0", "1"}, true, "tiling",
+       "1: the tiles of the last one to two waves (all of them below a wave) are cut into equal contiguous k "
+       "ranges, one per CTA, so no CTA idles in a partial last wave; partial sums are added in k order by the CTA "
+       "holding each tile's first k block",
+       "0"},
   };
 }
 
@@ -76,8 +81,9 @@ int HopperGemmFamily::accumulator_registers(const FamilyConfig& c) {
 }
 
 int HopperGemmFamily::max_accumulators(const FamilyConfig& c) {
-  const int limit = get(c, "CONSUMERS") == 3 ? 96 : 192;
-  return get(c, "SPLIT_K") > 1 ? limit - 32 : limit;
+  const bool split = get(c, "SPLIT_K") > 1, stream = get(c, "STREAM_K") == 1;
+  if (get(c, "CONSUMERS") == 3) return split || stream ? 64 : 96;
+  return stream ? 128 : split ? 160 : 192;
 }
 
 int HopperGemmFamily::effective_split(const FamilyConfig& c, const FamilyProblem& p) {
@@ -116,7 +122,8 @@ std::optional<std::string> HopperGemmFamily::violation(const FamilyConfig& c, co
                        "consumer would spill",
                        accumulator_registers(c), max_accumulators(c),
                        consumers == 3 ? " (three consumers: 128 registers per thread)"
-                                      : get(c, "SPLIT_K") > 1 ? " (split-K)" : "");
+                       : get(c, "SPLIT_K") > 1 || get(c, "STREAM_K") == 1 ? " (with a cross-CTA reduction)"
+                                                                           : "");
   if (bk % atom != 0)
     return fmt::format("BK={} is not a multiple of the {}-byte swizzle row ({} elements)", bk, sw, atom);
   if (!p.b_col_major && bn % atom != 0)
@@ -138,6 +145,12 @@ std::optional<std::string> HopperGemmFamily::violation(const FamilyConfig& c, co
   if (get(c, "EPILOGUE") == 2 && p.dtype.output == ScalarType::f32)
     return "EPILOGUE=2 transposes 16-bit outputs; for f32 outputs it is EPILOGUE=0";
   const int split = get(c, "SPLIT_K");
+  if (get(c, "STREAM_K") == 1) {
+    if (get(c, "PERSISTENT") != 1)
+      return "STREAM_K=1 waits for other CTAs' partial sums, which needs every CTA resident: PERSISTENT=1";
+    if (pingpong) return "STREAM_K=1 needs cooperative consumers (PINGPONG=0)";
+    if (split > 1) return "STREAM_K=1 and SPLIT_K>1 both cut tiles along K: choose one";
+  }
   if (split > 1) {
     if (get(c, "PERSISTENT") != 1)
       return "SPLIT_K>1 waits for other CTAs' partial sums, which needs every CTA resident: PERSISTENT=1";
@@ -209,6 +222,7 @@ FamilyConfig arrangement(const TileChoice& t, int split, int cluster_m, int epil
   c["SWIZZLE"] = "128";
   c["MMA_DEPTH"] = "1";
   c["SPLIT_K"] = std::to_string(split);
+  c["STREAM_K"] = "0";
   c["STAGES"] = "2";
   for (int s = max_stages; s >= 2; --s) {
     c["STAGES"] = std::to_string(s);
@@ -341,12 +355,13 @@ std::vector<std::string> HopperGemmFamily::build_flags(const FamilyConfig&, cons
 }
 
 std::vector<std::string> HopperGemmFamily::params_for_bottleneck(const std::string& bottleneck) const {
-  if (bottleneck == "compute_bound") return {"BN", "CONSUMERS", "PINGPONG", "BM", "MMA_DEPTH", "EPILOGUE", "STAGES"};
+  if (bottleneck == "compute_bound")
+    return {"BN", "CONSUMERS", "STREAM_K", "PINGPONG", "BM", "MMA_DEPTH", "EPILOGUE", "STAGES"};
   if (bottleneck == "memory_bound") return {"CLUSTER_M", "CLUSTER_N", "RASTER", "GROUP", "BN", "BM", "EPILOGUE", "STAGES"};
   if (bottleneck == "latency_bound")
-    return {"SPLIT_K", "STAGES", "BK", "MMA_DEPTH", "CONSUMERS", "PERSISTENT", "EPILOGUE"};
-  if (bottleneck == "launch_bound") return {"SPLIT_K", "BM", "BN", "PERSISTENT", "CLUSTER_M", "STAGES"};
-  return {"STAGES", "BN", "CLUSTER_M", "SPLIT_K", "GROUP", "EPILOGUE", "BM", "BK"};  // mixed
+    return {"SPLIT_K", "STREAM_K", "STAGES", "BK", "MMA_DEPTH", "CONSUMERS", "PERSISTENT", "EPILOGUE"};
+  if (bottleneck == "launch_bound") return {"SPLIT_K", "STREAM_K", "BM", "BN", "PERSISTENT", "CLUSTER_M", "STAGES"};
+  return {"STAGES", "BN", "CLUSTER_M", "SPLIT_K", "STREAM_K", "GROUP", "EPILOGUE", "BM", "BK"};  // mixed
 }
 
 }  // namespace croq

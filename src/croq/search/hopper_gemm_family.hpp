@@ -30,9 +30,10 @@ class HopperGemmFamily : public KernelFamily {
   // f32 accumulator registers per consumer thread.
   static int accumulator_registers(const FamilyConfig& c);
   // The most a consumer thread may hold without spilling, as ptxas (CUDA 13.0) allocates: 192
-  // with one or two consumers (setmaxnreg gives two consumers 232 registers), 96 with three (a
-  // 512-thread kernel is compiled for 128 registers in every warpgroup); 32 fewer with split-K,
-  // whose reduction needs registers of its own. The template asserts the same limits.
+  // with one or two consumers (setmaxnreg gives two consumers 232 registers), 160 with split-K
+  // (its reduction needs registers of its own), 128 with stream-K (its work cursor too); 96 with
+  // three consumers (a 512-thread kernel is compiled for 128 registers in every warpgroup), 64
+  // with either reduction. The template asserts the same limits.
   static int max_accumulators(const FamilyConfig& c);
   // The split-K slices the kernel uses for the problem: SPLIT_K, at most one per k block.
   static int effective_split(const FamilyConfig& c, const FamilyProblem& p);

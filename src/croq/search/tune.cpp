@@ -121,6 +121,9 @@ struct Tuner::Impl {
     if (progress) progress(e);
   }
 
+  // A configuration from a record or checkpoint, completed with the parameters the family added since.
+  FamilyConfig recorded(const json& params) const { return with_recorded_defaults(*family, config_from_json(params)); }
+
   fs::path tune_path() const { return ws.kind_dir(task, ArtifactKind::logs) / "tune.json"; }
 
   void save_tune_doc() { atomic_write(tune_path(), dump_pretty(tune_doc)); }
@@ -262,7 +265,7 @@ struct Tuner::Impl {
     FamilyConfig base_cfg;
     for (auto it = records.rbegin(); it != records.rend(); ++it) {
       if (it->kernel == base->kernel) {
-        base_cfg = config_from_json(it->extra.value("params", json::object()));
+        base_cfg = recorded(it->extra.value("params", json::object()));
         break;
       }
     }
@@ -273,7 +276,7 @@ struct Tuner::Impl {
     auto measured = std::make_shared<std::set<std::string>>();
     for (const auto& r : records) {
       if (r.extra.contains("params") && r.extra["params"].is_object()) {
-        measured->insert(config_to_json(config_from_json(r.extra["params"])).dump());
+        measured->insert(config_to_json(recorded(r.extra["params"])).dump());
       }
     }
     rules.measured = [measured](const FamilyConfig& c) { return measured->count(config_to_json(c).dump()) > 0; };
@@ -367,7 +370,7 @@ struct Tuner::Impl {
     auto cp = checkpoint();
     if (!cp) throw Error(ExitCode::internal, "IMPLEMENT without a checkpoint");
     must("checkpoint", {"checkpoint", "read"});
-    FamilyConfig cfg = config_from_json(cp->extra.value("params", json::object()));
+    FamilyConfig cfg = recorded(cp->extra.value("params", json::object()));
     std::string kernel = kernel_of_plan(*cp);
     if (kernel.rfind(cp->iter + "_", 0) != 0) {
       throw Error(ExitCode::internal, fmt::format("next-iter gave {} but the plan is for {}", kernel, cp->iter));
@@ -412,10 +415,10 @@ struct Tuner::Impl {
     // The open plan's candidate (not kernel_of_plan, which would reserve an id when no source exists).
     const bool plans_candidate = cp && kernel.rfind(cp->iter + "_", 0) == 0;
     if (plans_candidate) {
-      cfg = config_from_json(cp->extra.value("params", json::object()));
+      cfg = recorded(cp->extra.value("params", json::object()));
     } else {
       for (const auto& r : Ledger(ws, task).read_all().records) {
-        if (r.kernel == kernel) cfg = config_from_json(r.extra.value("params", json::object()));
+        if (r.kernel == kernel) cfg = recorded(r.extra.value("params", json::object()));
       }
     }
     json b = build(kernel, cfg, "");

@@ -35,6 +35,13 @@
  *                               and adds the partials in slice order (deterministic), then runs
  *                               the epilogue. Needs CROQ_PERSISTENT=1 (the waits need every CTA
  *                               resident).
+ *   CROQ_STREAM_K               1: the tiles of the last one to two waves (all tiles when there is
+ *                               less than a wave) are cut into contiguous k ranges, one equal share
+ *                               per CTA (stream-K), so that no CTA idles in a partial last wave. A
+ *                               CTA whose share starts inside a tile writes its partial sums and
+ *                               raises a flag; the CTA that holds the tile's first k block adds the
+ *                               later shares in k order (deterministic) and writes C. Needs
+ *                               CROQ_PERSISTENT=1, cooperative consumers and CROQ_SPLIT_K=1.
  *   CROQ_SWIZZLE                128, 64 or 32: the TMA/WGMMA shared-memory swizzle width in bytes
  *   CROQ_MMA_DEPTH              wgmma groups left in flight when a stage is released (0 or 1)
  *   CROQ_DTYPES, CROQ_BLAYOUTS  which instantiations to compile (bit masks; default all):
@@ -114,6 +121,9 @@
 #ifndef CROQ_SPLIT_K
 #define CROQ_SPLIT_K 1
 #endif
+#ifndef CROQ_STREAM_K
+#define CROQ_STREAM_K 0
+#endif
 #ifndef CROQ_DTYPES
 #define CROQ_DTYPES 15
 #endif
@@ -140,6 +150,7 @@ constexpr int A_STAGE_BYTES = BM * BK * 2;
 constexpr int B_STAGE_BYTES = BN * BK * 2;
 constexpr int STAGE_BYTES = A_STAGE_BYTES + B_STAGE_BYTES;
 constexpr int SPLIT_K = CROQ_SPLIT_K;
+constexpr bool STREAM_K = CROQ_STREAM_K != 0;
 constexpr int FLAG_GROUPS = PINGPONG ? 1 : CONSUMERS;  // split-K flags per (tile, slice): one per row owner
 constexpr int EPI_SLOT_BYTES = 8192;             // one TMA-epilogue chunk: 64 rows x 128 bytes
 // Columns of C per TMA-epilogue chunk: 128-byte rows (32 f32 or 64 16-bit values) when BN allows.
@@ -167,10 +178,11 @@ static_assert(BN % 32 == 0 && BN >= 32 && BN <= 256, "BN must be a multiple of 3
 static_assert(SW == 128 || SW == 64 || SW == 32, "CROQ_SWIZZLE must be 128, 64 or 32");
 static_assert(BK % ATOM == 0 && BK % 16 == 0 && BK <= 256, "BK must be a multiple of the swizzle width");
 // f32 accumulators a consumer thread may hold without spilling (ptxas of CUDA 13.0, every variant
-// of the template; the split-K reduction needs a few registers more).
-constexpr int MAX_ACC = CONSUMERS == 3 ? (SPLIT_K > 1 ? 64 : 96) : (SPLIT_K > 1 ? 160 : 192);
+// of the template; the split-K reduction needs a few registers more, stream-K's work cursor more).
+constexpr int MAX_ACC = CONSUMERS == 3 ? (SPLIT_K > 1 || STREAM_K ? 64 : 96) : STREAM_K ? 128 : SPLIT_K > 1 ? 160 : 192;
 static_assert(M_ATOMS * BN / 2 <= MAX_ACC,
-              "too many accumulators per consumer thread: at most 192 (160 with split-K), with three consumers 96 (64)");
+              "too many accumulators per consumer thread: at most 192 (160 with split-K, 128 with stream-K), with three "
+              "consumers 96 (64)");
 static_assert(STAGES >= 2 && STAGES <= 8, "CROQ_STAGES must be in [2, 8]");
 static_assert(CS >= 1 && CS <= 8, "cluster size must be in [1, 8]");
 static_assert((BM / CN) % 8 == 0, "A slices of a multicast must be multiples of 8 rows");
@@ -181,6 +193,8 @@ static_assert(CROQ_RASTER >= 0 && CROQ_RASTER <= 3, "CROQ_RASTER must be in [0, 
 static_assert(SPLIT_K >= 1 && SPLIT_K <= 16, "CROQ_SPLIT_K must be in [1, 16]");
 static_assert(SPLIT_K == 1 || CROQ_PERSISTENT == 1,
               "split-K waits for other CTAs' partial sums, which needs every CTA resident: CROQ_PERSISTENT=1");
+static_assert(!STREAM_K || (CROQ_PERSISTENT == 1 && !PINGPONG && SPLIT_K == 1),
+              "CROQ_STREAM_K needs CROQ_PERSISTENT=1 (every CTA resident), cooperative consumers and CROQ_SPLIT_K=1");
 
 struct Params {
   int m, n, k;
@@ -188,10 +202,14 @@ struct Params {
   int num_kb;                       // k blocks
   int split;                        // k slices per tile (split-K; 1: none)
   int num_work;                     // work units: num_units * split
+  int dp_work;                      // work units before the stream-K region (num_work without it)
+  long long sk_iters;               // stream-K: k blocks of the tiles from unit dp_work on (0: none)
   void* c;                          // register epilogue target (row-major, ldc elements)
   long long ldc;
-  float* partials;                  // split-K: per (tile, slice < split-1) a BM x BN f32 slot
-  unsigned long long* flags;        // split-K: per (tile, slice < split-1, row owner) a ready flag
+  float* partials;                  // split-K: per (tile, slice < split-1) a BM x BN f32 slot;
+                                    // stream-K: one per CTA (blockIdx.x)
+  unsigned long long* flags;        // split-K: per (tile, slice < split-1, row owner) a ready flag;
+                                    // stream-K: per (CTA, row owner)
   unsigned long long tag;           // the value this launch writes into a ready flag (never 0)
 };
 
@@ -424,15 +442,84 @@ __device__ __forceinline__ void unit_coords(int u, const Params& p, int& um, int
 #endif
 }
 
-// The k blocks [kb0, kb1) of slice `slice` of a tile: near-equal shares, none empty when
-// split <= num_kb (the host guarantees it).
-__device__ __forceinline__ void slice_range(int slice, const Params& p, int& kb0, int& kb1) {
-  if constexpr (SPLIT_K == 1) {
-    kb0 = 0;
-    kb1 = p.num_kb;
+// ---------------------------------------------------------------------------------------------
+// A CTA's work (host and device: tests/nvcc checks the schedule on the host)
+// ---------------------------------------------------------------------------------------------
+enum WorkRole { WORK_FULL = 0, WORK_PARTIAL = 1, WORK_REDUCE = 2 };
+struct Work {
+  int unit, slice, kb0, kb1;  // cluster tile, split-K slice, k blocks [kb0, kb1)
+  int role;                   // WORK_FULL: writes C; WORK_PARTIAL: partial sums for another CTA;
+                              // WORK_REDUCE: adds the others' partial sums, then writes C
+  int peer_last;              // stream-K reduce: the last cluster whose partial sums it adds
+  long long next;             // cursor of the next piece of work
+};
+
+// First k block of cluster c's share of the stream-K region: c * sk_iters / P.
+__host__ __device__ inline long long sk_bound(long long c, int clusters, const Params& p) {
+  return c * p.sk_iters / clusters;
+}
+// The cluster whose share holds stream-K iteration g: the largest c with sk_bound(c) <= g.
+__host__ __device__ inline int sk_owner(long long g, int clusters, const Params& p) {
+  return static_cast<int>(((g + 1) * clusters + p.sk_iters - 1) / p.sk_iters - 1);
+}
+// Where cluster c starts: its first data-parallel unit, or its stream-K share.
+__host__ __device__ inline long long work_start(int c, int clusters, const Params& p) {
+  if (!STREAM_K || c < p.dp_work) return c;
+  return p.dp_work + sk_bound(c, clusters, p);
+}
+// The work at cursor `cur` of cluster c (false when its work is done). A cursor below p.dp_work is a
+// data-parallel unit (split-K: a slice of a tile), stepping by the number of clusters; from
+// p.dp_work on it is p.dp_work + g for stream-K iteration g (tile g / num_kb of the region, k block
+// g % num_kb), within [sk_bound(c), sk_bound(c + 1)) and cut at tile ends. Every CTA has at most
+// one partial piece (the first of its share) and one reduce piece (the last).
+__host__ __device__ inline bool work_at(long long cur, int c, int clusters, const Params& p, Work& w) {
+  if (cur < p.dp_work) {
+    const int u = static_cast<int>(cur);
+    if (SPLIT_K == 1) {
+      w.unit = u;
+      w.slice = 0;
+      w.kb0 = 0;
+      w.kb1 = p.num_kb;
+      w.role = WORK_FULL;
+    } else {
+      w.unit = u / p.split;
+      w.slice = u - w.unit * p.split;
+      w.kb0 = static_cast<int>(static_cast<long long>(w.slice) * p.num_kb / p.split);
+      w.kb1 = static_cast<int>(static_cast<long long>(w.slice + 1) * p.num_kb / p.split);
+      w.role = p.split == 1 ? WORK_FULL : w.slice < p.split - 1 ? WORK_PARTIAL : WORK_REDUCE;
+    }
+    w.peer_last = -1;
+    if constexpr (STREAM_K) {
+      w.next = cur + clusters < p.dp_work ? cur + clusters : p.dp_work + sk_bound(c, clusters, p);
+    } else {
+      w.next = cur + clusters;  // no 64-bit division in the loop: it costs registers
+    }
+    return true;
+  }
+  if constexpr (!STREAM_K) {
+    return false;
   } else {
-    kb0 = static_cast<int>(static_cast<long long>(slice) * p.num_kb / p.split);
-    kb1 = static_cast<int>(static_cast<long long>(slice + 1) * p.num_kb / p.split);
+    if (p.sk_iters == 0) return false;
+    const long long g = cur - p.dp_work;
+    const long long end = sk_bound(c + 1, clusters, p);
+    if (g >= end) return false;
+    const long long j = g / p.num_kb;
+    w.unit = p.dp_work + static_cast<int>(j);
+    w.slice = 0;
+    w.kb0 = static_cast<int>(g - j * p.num_kb);
+    const long long left = end - g;
+    w.kb1 = left < p.num_kb - w.kb0 ? w.kb0 + static_cast<int>(left) : p.num_kb;
+    w.peer_last = -1;
+    if (w.kb0 > 0) {
+      w.role = WORK_PARTIAL;
+    } else if (w.kb1 < p.num_kb) {
+      w.role = WORK_REDUCE;
+      w.peer_last = sk_owner((j + 1) * p.num_kb - 1, clusters, p);
+    } else {
+      w.role = WORK_FULL;
+    }
+    w.next = cur + (w.kb1 - w.kb0);
+    return true;
   }
 }
 
@@ -525,18 +612,6 @@ __global__ void __launch_bounds__(THREADS, 1)
 
   const int cluster_id = blockIdx.x / CS;
   const int num_clusters = gridDim.x / CS;
-  // Work unit w is slice w % split of cluster tile w / split; the slices of a tile are
-  // consecutive, so they run at the same time on neighbouring CTAs.
-  auto work_split = [&](int w, int& unit, int& slice) {
-    if constexpr (SPLIT_K == 1) {
-      unit = w;
-      slice = 0;
-    } else {
-      unit = w / p.split;
-      slice = w - unit * p.split;
-    }
-  };
-
   if (wg == 0) {
     // ------------------------------- producer -------------------------------
     if constexpr (REG_SHARING) setmaxnreg_dec<PRODUCER_REGS>();
@@ -549,11 +624,13 @@ __global__ void __launch_bounds__(THREADS, 1)
       for (int i = 0; i < CM; ++i) mask_b |= static_cast<uint16_t>(1u << (i + cn * CM));
       constexpr int A_ROWS = BM / CN;                         // A rows this CTA loads per region
       constexpr int B_ROWS = B_KMAJOR ? BN / CM : BK / CM;    // B rows (N or K) per region
-      for (int w = cluster_id; w < p.num_work; w += num_clusters) {
-        int unit, slice, kb0, kb1, um, un;
-        work_split(w, unit, slice);
-        slice_range(slice, p, kb0, kb1);
-        unit_coords(unit, p, um, un);
+      // The same work, in the same order, as the consumers (work_at).
+      Work wk;
+      for (long long cur = work_start(cluster_id, num_clusters, p); work_at(cur, cluster_id, num_clusters, p, wk);
+           cur = wk.next) {
+        const int kb0 = wk.kb0, kb1 = wk.kb1;
+        int um, un;
+        unit_coords(wk.unit, p, um, un);
         const int m0 = (um * CM + cm) * BM;
         const int n0 = (un * CN + cn) * BN;
         for (int kb = kb0; kb < kb1; ++kb) {
@@ -635,10 +712,10 @@ __global__ void __launch_bounds__(THREADS, 1)
     int local = 0;                  // index of the work unit among this CTA's units
     [[maybe_unused]] long long pos = 0;  // PINGPONG: ring position of the next unit's first k block
     [[maybe_unused]] int slot = 0;  // epilogue slot, alternating across chunks and tiles (EPILOGUE 1)
-    for (int w = cluster_id; w < p.num_work; w += num_clusters, ++local) {
-      int unit, slice, kb0, kb1;
-      work_split(w, unit, slice);
-      slice_range(slice, p, kb0, kb1);
+    Work wk;
+    for (long long cur = work_start(cluster_id, num_clusters, p); work_at(cur, cluster_id, num_clusters, p, wk);
+         cur = wk.next, ++local) {
+      const int unit = wk.unit, slice = wk.slice, kb0 = wk.kb0, kb1 = wk.kb1;
       if constexpr (PINGPONG) {
         // Units alternate between the two consumers; the ring position of this unit's first k
         // block follows from the units before it (the producer loads every unit in order).
@@ -746,6 +823,52 @@ __global__ void __launch_bounds__(THREADS, 1)
           named_barrier(1 + cw, 128);
           for (int q = 0; q < p.split - 1; ++q) {
             const float4* src = reinterpret_cast<const float4*>(p.partials + (tile * (p.split - 1) + q) * (BM * BN));
+#pragma unroll
+            for (int ma = 0; ma < M_ATOMS; ++ma)
+#pragma unroll
+              for (int i = 0; i < BN / 8; ++i) {
+                const float4 v = __ldcg(src + ((rb0 + ma) * (BN / 8) + i) * 128 + tid);
+                acc[ma][4 * i] += v.x;
+                acc[ma][4 * i + 1] += v.y;
+                acc[ma][4 * i + 2] += v.z;
+                acc[ma][4 * i + 3] += v.w;
+              }
+          }
+        }
+      }
+
+      // ------------------------------- stream-K reduction -------------------------------
+      if constexpr (STREAM_K) {
+        if (wk.role != WORK_FULL) {
+          // One slot of partial sums per CTA (its share starts inside at most one tile), in the
+          // accumulator layout as for split-K; a flag per (CTA, row owner).
+          const int rb0 = row0 / 64;
+          if (wk.role == WORK_PARTIAL) {
+            const int me = static_cast<int>(blockIdx.x);
+            float4* dst = reinterpret_cast<float4*>(p.partials + static_cast<long long>(me) * (BM * BN));
+#pragma unroll
+            for (int ma = 0; ma < M_ATOMS; ++ma)
+#pragma unroll
+              for (int i = 0; i < BN / 8; ++i)
+                __stcg(dst + ((rb0 + ma) * (BN / 8) + i) * 128 + tid,
+                       make_float4(acc[ma][4 * i], acc[ma][4 * i + 1], acc[ma][4 * i + 2], acc[ma][4 * i + 3]));
+            named_barrier(1 + cw, 128);
+            if (tid == 0) flag_release(p.flags + static_cast<long long>(me) * FLAG_GROUPS + cw, p.tag);
+            continue;  // the CTA holding the tile's first k block writes C
+          }
+          // This CTA holds the tile's first k blocks: add the later shares (the next clusters, the
+          // same rank in each) in k order, each published at the start of its CTA's share.
+          if (tid == 0) {
+            for (int q = cluster_id + 1; q <= wk.peer_last; ++q) {
+              unsigned long long* f = p.flags + (static_cast<long long>(q) * CS + rank) * FLAG_GROUPS + cw;
+              while (flag_acquire(f) != p.tag) __nanosleep(32);
+              flag_clear(f);
+            }
+          }
+          named_barrier(1 + cw, 128);
+          for (int q = cluster_id + 1; q <= wk.peer_last; ++q) {
+            const float4* src =
+                reinterpret_cast<const float4*>(p.partials + (static_cast<long long>(q) * CS + rank) * (BM * BN));
 #pragma unroll
             for (int ma = 0; ma < M_ATOMS; ++ma)
 #pragma unroll
@@ -909,7 +1032,16 @@ inline bool aligned16(const void* p, long long ld_bytes) {
 struct Grid {
   int units_m = 0, units_n = 0, num_units = 0, num_kb = 0, split = 1;
   long long tiles = 0;  // CTA tiles, cluster padding included
+  int sk_slots = 0;     // stream-K: partial-sum slots, one per SM (at most one CTA per SM)
 };
+
+// SMs of the current device (0 when it cannot be asked).
+inline int device_sms() {
+  int dev = 0, n = 0;
+  if (cudaGetDevice(&dev) != cudaSuccess || cudaDeviceGetAttribute(&n, cudaDevAttrMultiProcessorCount, dev) != cudaSuccess)
+    return 0;
+  return n;
+}
 
 inline Grid make_grid(const croq_matmul_problem* p) {
   Grid g;
@@ -920,15 +1052,35 @@ inline Grid make_grid(const croq_matmul_problem* p) {
   g.num_kb = static_cast<int>((p->k + BK - 1) / BK);
   g.split = SPLIT_K < g.num_kb ? SPLIT_K : g.num_kb;
   g.tiles = static_cast<long long>(g.num_units) * CS;
+  g.sk_slots = STREAM_K ? device_sms() : 0;
   return g;
 }
 
-// Workspace bytes of the split-K partial sums and flags (0 without split-K).
+// Workspace bytes of the split-K or stream-K partial sums and flags (0 without either).
 inline size_t split_partial_bytes(const Grid& g) {
+  if (STREAM_K) return static_cast<size_t>(g.sk_slots) * BM * BN * sizeof(float);
   return g.split > 1 ? static_cast<size_t>(g.tiles) * (g.split - 1) * BM * BN * sizeof(float) : 0;
 }
 inline size_t split_flag_bytes(const Grid& g) {
+  if (STREAM_K) return round_up(static_cast<size_t>(g.sk_slots) * FLAG_GROUPS * 8, 256);
   return g.split > 1 ? round_up(static_cast<size_t>(g.tiles) * (g.split - 1) * FLAG_GROUPS * 8, 256) : 0;
+}
+
+// The stream-K region for `clusters` resident clusters: none when the units fill whole waves,
+// else the last partial wave and the full wave before it (all units when there is less than a
+// wave), provided every cluster gets at least one k block and has a slot of partial sums.
+inline void plan_stream_k(Params& prm, const Grid& g, int clusters) {
+  prm.dp_work = prm.num_work;
+  prm.sk_iters = 0;
+  if (!STREAM_K || clusters <= 0) return;
+  const int units = g.num_units;
+  if (units % clusters == 0) return;
+  const int full = units / clusters;
+  const int dp = (full >= 1 ? full - 1 : 0) * clusters;
+  const long long iters = static_cast<long long>(units - dp) * g.num_kb;
+  if (iters < clusters || static_cast<long long>(clusters) * CS > g.sk_slots) return;
+  prm.dp_work = dp;
+  prm.sk_iters = iters;
 }
 
 // Which operands must go through padded copies in the workspace, and where they go; the split-K
@@ -1161,12 +1313,14 @@ croq_status run(const croq_matmul_problem* p, const void* a, const void* b, void
   prm.num_work = grid.num_units * grid.split;
   prm.c = c_use;
   prm.ldc = ldc;
-  prm.partials = grid.split > 1 ? reinterpret_cast<float*>(ws) : nullptr;
-  prm.flags = grid.split > 1 ? reinterpret_cast<unsigned long long*>(ws + pl.off_flags) : nullptr;
-  prm.tag = grid.split > 1 ? next_tag() : 0;
-
   int clusters = prm.num_work;
   if (CROQ_PERSISTENT && clusters > info.max_clusters) clusters = info.max_clusters;
+  plan_stream_k(prm, grid, info.max_clusters);
+  if (prm.sk_iters > 0) clusters = info.max_clusters;  // every resident cluster takes a share
+  const bool reduces = grid.split > 1 || prm.sk_iters > 0;
+  prm.partials = reduces ? reinterpret_cast<float*>(ws) : nullptr;
+  prm.flags = reduces ? reinterpret_cast<unsigned long long*>(ws + pl.off_flags) : nullptr;
+  prm.tag = reduces ? next_tag() : 0;
   cudaLaunchConfig_t cfg = {};
   cfg.gridDim = dim3(static_cast<unsigned>(clusters * CS), 1, 1);
   cfg.blockDim = dim3(THREADS, 1, 1);
@@ -1256,5 +1410,5 @@ CROQ_EXPORT size_t croq_matmul_workspace_bytes(const croq_matmul_problem* p) {
 
 CROQ_EXPORT const char* croq_kernel_info(void) {
   return "{\"name\":\"hopper_gemm\",\"params\":{\"BM\":" CROQ_STR(CROQ_BM) ",\"BN\":" CROQ_STR(
-      CROQ_BN) ",\"BK\":" CROQ_STR(CROQ_BK) ",\"STAGES\":" CROQ_STR(CROQ_STAGES) ",\"CONSUMERS\":" CROQ_STR(CROQ_CONSUMERS) ",\"PINGPONG\":" CROQ_STR(CROQ_PINGPONG) ",\"PERSISTENT\":" CROQ_STR(CROQ_PERSISTENT) ",\"RASTER\":" CROQ_STR(CROQ_RASTER) ",\"GROUP\":" CROQ_STR(CROQ_GROUP) ",\"CLUSTER_M\":" CROQ_STR(CROQ_CLUSTER_M) ",\"CLUSTER_N\":" CROQ_STR(CROQ_CLUSTER_N) ",\"EPILOGUE\":" CROQ_STR(CROQ_EPILOGUE) ",\"SWIZZLE\":" CROQ_STR(CROQ_SWIZZLE) ",\"MMA_DEPTH\":" CROQ_STR(CROQ_MMA_DEPTH) ",\"SPLIT_K\":" CROQ_STR(CROQ_SPLIT_K) ",\"DTYPES\":" CROQ_STR(CROQ_DTYPES) ",\"BLAYOUTS\":" CROQ_STR(CROQ_BLAYOUTS) "}}";
+      CROQ_BN) ",\"BK\":" CROQ_STR(CROQ_BK) ",\"STAGES\":" CROQ_STR(CROQ_STAGES) ",\"CONSUMERS\":" CROQ_STR(CROQ_CONSUMERS) ",\"PINGPONG\":" CROQ_STR(CROQ_PINGPONG) ",\"PERSISTENT\":" CROQ_STR(CROQ_PERSISTENT) ",\"RASTER\":" CROQ_STR(CROQ_RASTER) ",\"GROUP\":" CROQ_STR(CROQ_GROUP) ",\"CLUSTER_M\":" CROQ_STR(CROQ_CLUSTER_M) ",\"CLUSTER_N\":" CROQ_STR(CROQ_CLUSTER_N) ",\"EPILOGUE\":" CROQ_STR(CROQ_EPILOGUE) ",\"SWIZZLE\":" CROQ_STR(CROQ_SWIZZLE) ",\"MMA_DEPTH\":" CROQ_STR(CROQ_MMA_DEPTH) ",\"SPLIT_K\":" CROQ_STR(CROQ_SPLIT_K) ",\"STREAM_K\":" CROQ_STR(CROQ_STREAM_K) ",\"DTYPES\":" CROQ_STR(CROQ_DTYPES) ",\"BLAYOUTS\":" CROQ_STR(CROQ_BLAYOUTS) "}}";
 }

@@ -1,0 +1,144 @@
+// Host check of the Hopper template's work schedule (work_start / work_at / plan_stream_k), built by
+// GemmTemplatesCompile.HopperWorkScheduleCoversEveryKBlockOnce with the configuration macros on the
+// command line and run on the CPU (no GPU call is made). For many (units, k blocks, clusters):
+// every k block of every tile is computed exactly once; exactly one piece of each tile writes C;
+// split-K and stream-K partial sums are published before anyone waits for them, and every wait
+// is for pieces that are the first of their cluster's share (so no wait depends on another);
+// a stream-K reduce adds the later shares of its tile in k order; each cluster has at most one
+// partial piece (its first) and one reduce piece (its last); stream-K shares differ by at most
+// one k block. Prints "schedule ok" and exits 0, or names the first broken case and exits 1.
+#include "gemm_sm90.cu"
+
+#include <cstdio>
+#include <map>
+#include <vector>
+
+using namespace croq_hopper;
+
+static int failures = 0;
+#define CHECK(cond, ...)                                              \
+  do {                                                                \
+    if (!(cond)) {                                                    \
+      if (failures++ < 10) {                                          \
+        std::printf("FAIL %s: ", #cond);                              \
+        std::printf(__VA_ARGS__);                                     \
+        std::printf("\n");                                            \
+      }                                                               \
+    }                                                                 \
+  } while (0)
+
+static void check(int units, int num_kb, int clusters, int sms) {
+  Grid g;
+  g.units_m = units;
+  g.units_n = 1;
+  g.num_units = units;
+  g.num_kb = num_kb;
+  g.split = SPLIT_K < num_kb ? SPLIT_K : num_kb;
+  g.tiles = units;
+  g.sk_slots = sms;
+  Params p{};
+  p.num_units = units;
+  p.num_kb = num_kb;
+  p.split = g.split;
+  p.num_work = units * g.split;
+  plan_stream_k(p, g, clusters);
+  const int launched = p.sk_iters > 0 ? clusters : (p.num_work < clusters ? p.num_work : clusters);
+  std::vector<std::vector<int>> owner(units, std::vector<int>(num_kb, -1));
+  std::map<int, int> writers;                     // unit -> pieces writing C
+  std::map<int, std::vector<Work>> partials_of;   // unit -> partial pieces
+  std::map<int, std::pair<int, Work>> reduce_of;  // unit -> (cluster, reduce piece)
+  std::vector<long long> share(launched, 0);
+  for (int c = 0; c < launched; ++c) {
+    Work w;
+    int pieces = 0, partial_at = -1, reduce_at = -1, count = 0;
+    for (long long cur = work_start(c, launched, p); work_at(cur, c, launched, p, w); cur = w.next, ++pieces) {
+      CHECK(w.next > cur, "cursor does not advance: c=%d", c);
+      CHECK(w.unit >= 0 && w.unit < units && w.kb0 >= 0 && w.kb0 < w.kb1 && w.kb1 <= num_kb,
+            "piece out of range: unit %d kb [%d,%d) of %d units x %d kb", w.unit, w.kb0, w.kb1, units, num_kb);
+      if (!(w.unit >= 0 && w.unit < units && w.kb0 >= 0 && w.kb1 <= num_kb)) return;
+      for (int kb = w.kb0; kb < w.kb1; ++kb) {
+        CHECK(owner[w.unit][kb] < 0, "k block %d of unit %d computed twice (clusters %d and %d)", kb, w.unit,
+              owner[w.unit][kb], c);
+        owner[w.unit][kb] = c;
+      }
+      if (w.unit >= p.dp_work) share[c] += w.kb1 - w.kb0;
+      if (w.role != WORK_PARTIAL) writers[w.unit]++;
+      if (w.unit >= p.dp_work) {
+        if (w.role == WORK_PARTIAL) {
+          partials_of[w.unit].push_back(w);
+          partial_at = pieces;
+        }
+        if (w.role == WORK_REDUCE) {
+          reduce_of[w.unit] = {c, w};
+          reduce_at = pieces;
+        }
+      }
+      ++count;
+    }
+    if (partial_at >= 0) CHECK(partial_at == 0 || (p.dp_work > 0 && partial_at == (p.dp_work + launched - 1 - c) / launched),
+                               "cluster %d: the stream-K partial piece is not the first of its share", c);
+    if (reduce_at >= 0) CHECK(reduce_at == count - 1, "cluster %d: the reduce piece is not its last", c);
+  }
+  for (int u = 0; u < units; ++u) {
+    for (int kb = 0; kb < num_kb; ++kb) CHECK(owner[u][kb] >= 0, "k block %d of unit %d never computed", kb, u);
+    CHECK(writers[u] == 1, "unit %d written by %d pieces", u, writers[u]);
+  }
+  if (p.sk_iters > 0) {
+    CHECK(p.dp_work % launched == 0, "data-parallel units %d not whole waves of %d", p.dp_work, launched);
+    long long lo = share[0], hi = share[0];
+    for (long long s : share) {
+      lo = s < lo ? s : lo;
+      hi = s > hi ? s : hi;
+    }
+    CHECK(hi - lo <= 1 && lo >= 1, "stream-K shares from %lld to %lld k blocks", lo, hi);
+    for (auto& [u, ps] : partials_of) {
+      auto it = reduce_of.find(u);
+      CHECK(it != reduce_of.end(), "unit %d has partial sums but no reduce", u);
+      if (it == reduce_of.end()) continue;
+      const int rc = it->second.first;
+      const Work& r = it->second.second;
+      CHECK(r.peer_last == rc + static_cast<int>(ps.size()), "unit %d: reduce adds clusters %d..%d, %zu partials", u,
+            rc + 1, r.peer_last, ps.size());
+      int expect_kb = r.kb1;
+      for (int q = rc + 1; q <= r.peer_last; ++q) {
+        CHECK(owner[u][expect_kb] == q, "unit %d: k block %d held by %d, not by cluster %d", u, expect_kb,
+              owner[u][expect_kb], q);
+        while (expect_kb < num_kb && owner[u][expect_kb] == q) ++expect_kb;
+      }
+      CHECK(expect_kb == num_kb, "unit %d: the reduce's peers end at k block %d of %d", u, expect_kb, num_kb);
+    }
+  }
+}
+
+int main() {
+  const int units_list[] = {1, 2, 5, 64, 72, 128, 131, 132, 133, 200, 263, 264, 265, 352, 484, 512, 1849, 2048, 4096};
+  const int kb_list[] = {1, 2, 3, 7, 8, 12, 64, 129, 512};
+  const int cluster_list[] = {1, 2, 3, 66, 128, 132};
+  int cases = 0, streamed = 0;
+  for (int units : units_list)
+    for (int kb : kb_list)
+      for (int clusters : cluster_list) {
+        check(units, kb, clusters, 132);
+        ++cases;
+        Params p{};
+        Grid g;
+        g.num_units = units;
+        g.num_kb = kb;
+        g.sk_slots = 132;
+        p.num_work = units;
+        plan_stream_k(p, g, clusters);
+        streamed += p.sk_iters > 0;
+      }
+  std::printf("%d cases, %d with a stream-K region (STREAM_K=%d, SPLIT_K=%d)\n", cases, streamed, CROQ_STREAM_K,
+              CROQ_SPLIT_K);
+  if (STREAM_K && streamed == 0) {
+    std::printf("FAIL: no case had a stream-K region\n");
+    return 1;
+  }
+  if (failures) {
+    std::printf("%d failures\n", failures);
+    return 1;
+  }
+  std::printf("schedule ok\n");
+  return 0;
+}
