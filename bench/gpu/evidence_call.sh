@@ -3,8 +3,8 @@
 # evidence (bench/gpu/measure_evidence.sh, baselines only), the GEMM family's tunes
 # (bench/gpu/gemm_evidence.sh, which resumes from .carry/gemm-ws/gemm-ws.tgz), the Hopper family's
 # GPU test (croq_gpu_tests HopperGemmOnGpu.*) and hand-named configurations against cuBLAS
-# (bench/gpu/gemm_configs.sh run: the kernels built into .carry/configs beforehand, reported as
-# $CONFIG_REPORT). Every GPU step of every part takes the device's lease,
+# (bench/gpu/gemm_configs.sh: GEMM_CONFIGS names the list; built on the device unless .carry/configs
+# is carried; reported as $CONFIG_REPORT). Every GPU step of every part takes the device's lease,
 # so the parts share the CPU (builds) while the GPU measures one thing at a time.
 #
 # Needs bench/gpu/pack_device.sh run first (executables in .carry/croq). Files go to $OUT: at most 8
@@ -33,7 +33,10 @@ if has gputest; then
   pids+=($!)
 fi
 if has configs; then
-  bash bench/gpu/gemm_configs.sh run > "$OUT/${CONFIG_REPORT:-gemm-configs-h200}.log" 2>&1 &
+  # Built on the device when not carried (nvcc is there; 22 configurations take about 15 s on its
+  # cores), which keeps 1 MB per kernel out of the carry.
+  ( [ -f .carry/configs/configs.tsv ] || bash bench/gpu/gemm_configs.sh build
+    CONFIG_BUDGET_S=${CONFIG_BUDGET_S:-$((CALL_S - 60))} bash bench/gpu/gemm_configs.sh run ) > "$OUT/${CONFIG_REPORT:-gemm-configs-h200}.log" 2>&1 &
   pids+=($!)
 fi
 if has gemm; then

@@ -2,7 +2,7 @@
 # Hopper GEMM configurations named by hand (bench/gpu/gemm_configs.txt, or GEMM_CONFIGS=FILE) measured
 # against cuBLAS with croq's own verbs: leads for the family's search, not results of it. Per shape:
 # `croq baseline`, then `croq measure` of every configuration, CONFIG_REPEATS times (default 2),
-# alternating. Writes $CONFIG_REPORT.md and $CONFIG_REPORT-raw.tar.gz (default gemm-configs-h200; to
+# alternating, until CONFIG_BUDGET_S seconds (default: no limit) are spent. Writes $CONFIG_REPORT.md and $CONFIG_REPORT-raw.tar.gz (default gemm-configs-h200; to
 # $OUT when set, else docs/results/).
 #   bash bench/gpu/gemm_configs.sh build   renders and compiles the configurations into .carry/configs/
 #   bash bench/gpu/gemm_configs.sh run     measures them (on the GPU machine, .carry carried)
@@ -43,6 +43,9 @@ PY
 fi
 croq_executables
 REPEATS=${CONFIG_REPEATS:-2}
+BUDGET_S=${CONFIG_BUDGET_S:-0}  # seconds of measuring, then the report (0: no limit)
+START=$SECONDS
+over() { [ "$BUDGET_S" -gt 0 ] && [ $((SECONDS - START)) -ge "$BUDGET_S" ]; }
 REPORT=${CONFIG_REPORT:-gemm-configs-h200}
 DEST=${OUT:-$REPO/docs/results}
 WS=$(mktemp -d /tmp/croq-configs-XXXXXX)
@@ -51,11 +54,12 @@ mkdir -p "$RAW" "$WS/tuning" "$DEST"
 [ -f "$KDIR/configs.tsv" ] || { echo "no configurations in $KDIR: run 'bash bench/gpu/gemm_configs.sh build' first"; exit 2; }
 for rep in $(seq 1 "$REPEATS"); do
   for key in $(cut -f1 "$KDIR/configs.tsv" | uniq); do
+    if over; then echo "budget of ${BUDGET_S}s spent: rep $rep $key and after not measured"; break 2; fi
     croq --root "$WS" baseline --dsl cuda --shape-key "$key" --model "r$rep" --task-uid "configs-$rep" --force \
       > "$RAW/baseline_${rep}_$key.json" 2> "$RAW/baseline_${rep}_$key.err"
     echo "rep $rep $key: $(tail -1 "$RAW/baseline_${rep}_$key.err")"
     grep -P "^$key\t" "$KDIR/configs.tsv" | cut -f2 | while read -r name; do
-      if [ ! -f "$KDIR/${key}__$name.so" ]; then continue; fi
+      if [ ! -f "$KDIR/${key}__$name.so" ] || over; then continue; fi
       croq --root "$WS" measure --dsl cuda --shape-key "$key" --model "r$rep" --candidate "$KDIR/${key}__$name.so" \
         --out "$RAW/measure_${rep}_${key}__$name.json" > /dev/null 2> "$RAW/measure_${rep}_${key}__$name.err"
       echo "  $name: $(tail -1 "$RAW/measure_${rep}_${key}__$name.err")"
