@@ -697,6 +697,45 @@ __global__ void __launch_bounds__(THREADS, 1)
     const int cw = wg - 1;
     const int warp = tid / 32, lane = tid % 32;
     float acc[M_ATOMS][BN / 2];
+    // Partial sums of a piece of a tile for another CTA (split-K slices, stream-K shares): stored in
+    // the accumulator layout itself (float4 i of thread t of row block rb at (rb * BN/8 + i) * 128
+    // + t, every access a coalesced 16 bytes), then a flag is released with this launch's tag. The
+    // reader waits for each flag in [first, last) (clearing it for the next launch) and adds the
+    // sums in that order, so the result does not depend on which CTA finished first.
+    [[maybe_unused]] auto publish_partial = [&](float* slot, unsigned long long* flag, int rb0) {
+      float4* dst = reinterpret_cast<float4*>(slot);
+#pragma unroll
+      for (int ma = 0; ma < M_ATOMS; ++ma)
+#pragma unroll
+        for (int i = 0; i < BN / 8; ++i)
+          __stcg(dst + ((rb0 + ma) * (BN / 8) + i) * 128 + tid,
+                 make_float4(acc[ma][4 * i], acc[ma][4 * i + 1], acc[ma][4 * i + 2], acc[ma][4 * i + 3]));
+      named_barrier(1 + cw, 128);
+      if (tid == 0) flag_release(flag, p.tag);
+    };
+    [[maybe_unused]] auto add_partials = [&](int first, int last, auto slot_of, auto flag_of, int rb0) {
+      if (tid == 0) {
+        for (int q = first; q < last; ++q) {
+          unsigned long long* f = flag_of(q);
+          while (flag_acquire(f) != p.tag) __nanosleep(32);
+          flag_clear(f);
+        }
+      }
+      named_barrier(1 + cw, 128);
+      for (int q = first; q < last; ++q) {
+        const float4* src = reinterpret_cast<const float4*>(slot_of(q));
+#pragma unroll
+        for (int ma = 0; ma < M_ATOMS; ++ma)
+#pragma unroll
+          for (int i = 0; i < BN / 8; ++i) {
+            const float4 v = __ldcg(src + ((rb0 + ma) * (BN / 8) + i) * 128 + tid);
+            acc[ma][4 * i] += v.x;
+            acc[ma][4 * i + 1] += v.y;
+            acc[ma][4 * i + 2] += v.z;
+            acc[ma][4 * i + 3] += v.w;
+          }
+      }
+    };
     int stage = 0;
     uint32_t phase = 0;
     auto release = [&](int s) {
@@ -794,93 +833,31 @@ __global__ void __launch_bounds__(THREADS, 1)
       // ------------------------------- split-K reduction -------------------------------
       if constexpr (SPLIT_K > 1) {
         if (p.split > 1) {
-          // Partial sums are stored in the accumulator layout itself: float4 i of thread t of row
-          // block rb at (rb * BN/8 + i) * 128 + t, so that every access is a coalesced 16 bytes.
           const long long tile = static_cast<long long>(unit) * CS + rank;
           const int group = PINGPONG ? 0 : cw;
-          const int rb0 = row0 / 64;
+          auto slot = [&](int q) { return p.partials + (tile * (p.split - 1) + q) * (BM * BN); };
+          auto flag = [&](int q) { return p.flags + (tile * (p.split - 1) + q) * FLAG_GROUPS + group; };
           if (slice < p.split - 1) {
-            float4* dst = reinterpret_cast<float4*>(p.partials + (tile * (p.split - 1) + slice) * (BM * BN));
-#pragma unroll
-            for (int ma = 0; ma < M_ATOMS; ++ma)
-#pragma unroll
-              for (int i = 0; i < BN / 8; ++i)
-                __stcg(dst + ((rb0 + ma) * (BN / 8) + i) * 128 + tid,
-                       make_float4(acc[ma][4 * i], acc[ma][4 * i + 1], acc[ma][4 * i + 2], acc[ma][4 * i + 3]));
-            named_barrier(1 + cw, 128);
-            if (tid == 0) flag_release(p.flags + (tile * (p.split - 1) + slice) * FLAG_GROUPS + group, p.tag);
+            publish_partial(slot(slice), flag(slice), row0 / 64);
             continue;  // the tile's last slice writes C
           }
-          // The last slice: wait for every other slice's flag (clearing it for the next launch),
-          // then add their partial sums in slice order, so the result does not depend on timing.
-          if (tid == 0) {
-            for (int q = 0; q < p.split - 1; ++q) {
-              unsigned long long* f = p.flags + (tile * (p.split - 1) + q) * FLAG_GROUPS + group;
-              while (flag_acquire(f) != p.tag) __nanosleep(32);
-              flag_clear(f);
-            }
-          }
-          named_barrier(1 + cw, 128);
-          for (int q = 0; q < p.split - 1; ++q) {
-            const float4* src = reinterpret_cast<const float4*>(p.partials + (tile * (p.split - 1) + q) * (BM * BN));
-#pragma unroll
-            for (int ma = 0; ma < M_ATOMS; ++ma)
-#pragma unroll
-              for (int i = 0; i < BN / 8; ++i) {
-                const float4 v = __ldcg(src + ((rb0 + ma) * (BN / 8) + i) * 128 + tid);
-                acc[ma][4 * i] += v.x;
-                acc[ma][4 * i + 1] += v.y;
-                acc[ma][4 * i + 2] += v.z;
-                acc[ma][4 * i + 3] += v.w;
-              }
-          }
+          add_partials(0, p.split - 1, slot, flag, row0 / 64);  // the other slices, in slice order
         }
       }
 
       // ------------------------------- stream-K reduction -------------------------------
       if constexpr (STREAM_K) {
-        if (wk.role != WORK_FULL) {
-          // One slot of partial sums per CTA (its share starts inside at most one tile), in the
-          // accumulator layout as for split-K; a flag per (CTA, row owner).
-          const int rb0 = row0 / 64;
-          if (wk.role == WORK_PARTIAL) {
-            const int me = static_cast<int>(blockIdx.x);
-            float4* dst = reinterpret_cast<float4*>(p.partials + static_cast<long long>(me) * (BM * BN));
-#pragma unroll
-            for (int ma = 0; ma < M_ATOMS; ++ma)
-#pragma unroll
-              for (int i = 0; i < BN / 8; ++i)
-                __stcg(dst + ((rb0 + ma) * (BN / 8) + i) * 128 + tid,
-                       make_float4(acc[ma][4 * i], acc[ma][4 * i + 1], acc[ma][4 * i + 2], acc[ma][4 * i + 3]));
-            named_barrier(1 + cw, 128);
-            if (tid == 0) flag_release(p.flags + static_cast<long long>(me) * FLAG_GROUPS + cw, p.tag);
-            continue;  // the CTA holding the tile's first k block writes C
-          }
-          // This CTA holds the tile's first k blocks: add the later shares (the next clusters, the
-          // same rank in each) in k order, each published at the start of its CTA's share.
-          if (tid == 0) {
-            for (int q = cluster_id + 1; q <= wk.peer_last; ++q) {
-              unsigned long long* f = p.flags + (static_cast<long long>(q) * CS + rank) * FLAG_GROUPS + cw;
-              while (flag_acquire(f) != p.tag) __nanosleep(32);
-              flag_clear(f);
-            }
-          }
-          named_barrier(1 + cw, 128);
-          for (int q = cluster_id + 1; q <= wk.peer_last; ++q) {
-            const float4* src =
-                reinterpret_cast<const float4*>(p.partials + (static_cast<long long>(q) * CS + rank) * (BM * BN));
-#pragma unroll
-            for (int ma = 0; ma < M_ATOMS; ++ma)
-#pragma unroll
-              for (int i = 0; i < BN / 8; ++i) {
-                const float4 v = __ldcg(src + ((rb0 + ma) * (BN / 8) + i) * 128 + tid);
-                acc[ma][4 * i] += v.x;
-                acc[ma][4 * i + 1] += v.y;
-                acc[ma][4 * i + 2] += v.z;
-                acc[ma][4 * i + 3] += v.w;
-              }
-          }
+        // One slot of partial sums per CTA (its share starts inside at most one tile) and a flag
+        // per (CTA, row owner). The CTA holding a tile's first k blocks adds the later shares (the
+        // next clusters, the same rank in each) in k order, each published at the start of its
+        // CTA's share.
+        auto slot = [&](int q) { return p.partials + (static_cast<long long>(q) * CS + rank) * (BM * BN); };
+        auto flag = [&](int q) { return p.flags + (static_cast<long long>(q) * CS + rank) * FLAG_GROUPS + cw; };
+        if (wk.role == WORK_PARTIAL) {
+          publish_partial(slot(cluster_id), flag(cluster_id), row0 / 64);
+          continue;  // the CTA holding the tile's first k block writes C
         }
+        if (wk.role == WORK_REDUCE) add_partials(cluster_id + 1, wk.peer_last + 1, slot, flag, row0 / 64);
       }
 
       // ------------------------------- epilogue -------------------------------
