@@ -2,7 +2,7 @@
 # Hopper GEMM configurations named by hand (bench/gpu/gemm_configs.txt, or GEMM_CONFIGS=FILE) measured
 # against cuBLAS with croq's own verbs: leads for the family's search, not results of it. Per shape:
 # `croq baseline`, then `croq measure` of every configuration, CONFIG_REPEATS times (default 2),
-# alternating, until CONFIG_BUDGET_S seconds (default: no limit) are spent. Writes $CONFIG_REPORT.md and $CONFIG_REPORT-raw.tar.gz (default gemm-configs-h200; to
+# alternating, shape after shape in the list's order, until CONFIG_BUDGET_S seconds (default: no limit) are spent. Writes $CONFIG_REPORT.md and $CONFIG_REPORT-raw.tar.gz (default gemm-configs-h200; to
 # $OUT when set, else docs/results/).
 #   bash bench/gpu/gemm_configs.sh build   renders and compiles the configurations into .carry/configs/
 #   bash bench/gpu/gemm_configs.sh run     measures them (on the GPU machine, .carry carried)
@@ -52,9 +52,11 @@ WS=$(mktemp -d /tmp/croq-configs-XXXXXX)
 RAW=$WS/raw
 mkdir -p "$RAW" "$WS/tuning" "$DEST"
 [ -f "$KDIR/configs.tsv" ] || { echo "no configurations in $KDIR: run 'bash bench/gpu/gemm_configs.sh build' first"; exit 2; }
-for rep in $(seq 1 "$REPEATS"); do
-  for key in $(cut -f1 "$KDIR/configs.tsv" | uniq); do
-    if over; then echo "budget of ${BUDGET_S}s spent: rep $rep $key and after not measured"; break 2; fi
+# Shape by shape (the list's order: most important first), each shape's repeats alternating its
+# baseline and its configurations, so that a budget cut leaves whole shapes measured.
+for key in $(cut -f1 "$KDIR/configs.tsv" | uniq); do
+  for rep in $(seq 1 "$REPEATS"); do
+    if over; then echo "budget of ${BUDGET_S}s spent: $key rep $rep and after not measured"; break 2; fi
     croq --root "$WS" baseline --dsl cuda --shape-key "$key" --model "r$rep" --task-uid "configs-$rep" --force \
       > "$RAW/baseline_${rep}_$key.json" 2> "$RAW/baseline_${rep}_$key.err"
     echo "rep $rep $key: $(tail -1 "$RAW/baseline_${rep}_$key.err")"
