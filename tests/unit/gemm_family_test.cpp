@@ -229,6 +229,21 @@ TEST(HopperGemmFamily, AlternativesAreLegalDistinctArchetypes) {
   };
   EXPECT_TRUE(offered(big, {{"BM", "192"}, {"BN", "192"}, {"CONSUMERS", "3"}, {"CLUSTER_M", "2"}}));
   EXPECT_TRUE(offered(big, {{"BM", "256"}, {"BN", "192"}, {"CONSUMERS", "2"}, {"PINGPONG", "0"}}));
+  // A mid-sized one (a wave of 128x128 tiles, not of 128x256; the default ping-pong) is offered
+  // stream-K, which no single step from a ping-pong base reaches, and no tile wider than 128x256.
+  for (Shape s : std::vector<Shape>{{4096, 1024, 8192}, {4096, 1024, 1024}, {512, 8192, 8192}}) {
+    auto mid = f.alternatives(problem(s, "f16f32", false, "sm_90a"));
+    EXPECT_EQ(f.default_config(problem(s, "f16f32", false, "sm_90a")).at("PINGPONG"), "1");
+    EXPECT_TRUE(offered(mid, {{"BM", "128"}, {"BN", "256"}, {"STREAM_K", "1"}, {"CLUSTER_M", "2"}})) << s.m << "x" << s.n;
+    EXPECT_TRUE(offered(mid, {{"BM", "128"}, {"BN", "128"}, {"STREAM_K", "1"}, {"PINGPONG", "0"}})) << s.m << "x" << s.n;
+    for (const auto& a : mid) EXPECT_LE(iv(a.config, "BM") * iv(a.config, "BN"), 128 * 256) << a.name;
+  }
+  // A small one whose default splits K is offered its tile with stream-K instead.
+  auto long_k = problem({1024, 1024, 4096}, "f16f32", false, "sm_90a");
+  ASSERT_GT(iv(f.default_config(long_k), "SPLIT_K"), 1);
+  EXPECT_TRUE(offered(f.alternatives(long_k), {{"BM", f.default_config(long_k).at("BM")},
+                                               {"BN", f.default_config(long_k).at("BN")},
+                                               {"STREAM_K", "1"}, {"SPLIT_K", "1"}}));
   // A small one is offered other tiles and split-K choices, and nothing with more tiles than it has.
   auto small = f.alternatives(problem({768, 768, 768}, "f16f32", false, "sm_90a"));
   ASSERT_FALSE(small.empty());

@@ -247,8 +247,16 @@ std::vector<Alternative> HopperGemmFamily::alternatives(const FamilyProblem& p) 
     }
     out.push_back({std::move(name), std::move(tag), std::move(c)});
   };
-  if (tiles(128, 128) >= sms) {
-    // Enough tiles for the big archetypes. In the H200 probe (docs/results/gemm-probe-h200-run2.md)
+  // Stream-K needs cooperative consumers and no split-K: from a ping-pong or split-K base no single
+  // step reaches it, so the problems whose defaults are such get it as an alternative.
+  auto streamed = [](FamilyConfig c) {
+    c["STREAM_K"] = "1";
+    c["SPLIT_K"] = "1";
+    c["PINGPONG"] = "0";
+    return c;
+  };
+  if (tiles(128, 256) >= sms) {
+    // Enough tiles for the big archetypes (stream-K is one step from the default here). In the H200 probe (docs/results/gemm-probe-h200-run2.md)
     // the ping-pong 128x128 kernel with a 2x1 cluster was the fastest on the large typical shapes,
     // the plain ping-pong one next, then the cooperative 128x256 kernel with and without a cluster.
     // The plain ping-pong kernel is one step (CLUSTER_M) from the first; in the twelve large-shape
@@ -264,6 +272,18 @@ std::vector<Alternative> HopperGemmFamily::alternatives(const FamilyProblem& p) 
         arrangement({192, 192, 3, 0}, 1, 2, 1));
     add("cooperative 256x192", "co256x192", arrangement({256, 192, 2, 0}, 1, 1, 1));
     add("cooperative 256x128 with a 2x1 cluster", "co256x128_c21", arrangement({256, 128, 2, 0}, 1, 2, 1));
+  } else if (tiles(128, 128) >= sms) {
+    // A wave of 128x128 tiles but not of 128x256 (the default: ping-pong 128x128): wider tiles
+    // would cut the wave further, so instead of them, stream-K spreads the tiles over every SM --
+    // at 4096x1024x8192 the 128 tiles of 128x256 leave 4 of 132 SMs idle, at 4096x1024x1024 the
+    // 256 ping-pong tiles make 1.94 waves.
+    add("ping-pong 128x128 with a 2x1 cluster", "pp128_c21", arrangement({128, 128, 2, 1}, 1, 2, reg_epilogue));
+    add("cooperative 128x256 with a 2x1 cluster", "co128x256_c21", arrangement({128, 256, 2, 0}, 1, 2, 1));
+    add("cooperative 128x256, TMA-store epilogue", "co128x256", arrangement({128, 256, 2, 0}, 1, 1, 1));
+    add("cooperative 128x256 with a 2x1 cluster, stream-K", "co128x256_c21_sk",
+        streamed(arrangement({128, 256, 2, 0}, 1, 2, 1)));
+    add("cooperative 128x128, TMA-store epilogue, stream-K", "co128_sk",
+        streamed(arrangement({128, 128, 2, 0}, 1, 1, 1)));
   } else {
     // Fewer tiles than SMs: the tile and split-K choices the cost model ranks next after the
     // default, and small tiles paired with a cluster (operand loads shared by TMA multicast).
@@ -295,6 +315,10 @@ std::vector<Alternative> HopperGemmFamily::alternatives(const FamilyProblem& p) 
     // cuBLAS there against 0.833 with 6 stages (docs/results/gemm-configs-h200.md), and single
     // steps from the default (BN, then STAGES twice) do not reach it within a tune's rounds.
     add("128x64 tile, 8 stages", "t128x64_st8", arrangement({128, 64, 2, 0}, 1, 1, reg_epilogue, 8));
+    // The default's tile with stream-K instead of split-K: every SM gets an equal share of the k
+    // blocks, and a tile is cut only where a share ends.
+    add(fmt::format("{}x{} tile, stream-K", def.at("BM"), def.at("BN")),
+        fmt::format("t{}x{}_sk", def.at("BM"), def.at("BN")), streamed(def));
   }
   return out;
 }
