@@ -2,8 +2,9 @@
 # Hopper GEMM configurations named by hand (bench/gpu/gemm_configs.txt, or GEMM_CONFIGS=FILE) measured
 # against cuBLAS with croq's own verbs: leads for the family's search, not results of it. Per shape:
 # `croq baseline`, then `croq measure` of every configuration, CONFIG_REPEATS times (default 2),
-# alternating, shape after shape in the list's order, until CONFIG_BUDGET_S seconds (default: no limit) are spent. Writes $CONFIG_REPORT.md and $CONFIG_REPORT-raw.tar.gz (default gemm-configs-h200; to
-# $OUT when set, else docs/results/).
+# alternating, shape after shape in the list's order, until CONFIG_BUDGET_S seconds (default: no
+# limit) are spent. Writes $CONFIG_REPORT.md and $CONFIG_REPORT-raw.tar.gz (default
+# gemm-configs-h200; to $OUT when set, else docs/results/).
 #   bash bench/gpu/gemm_configs.sh build   renders and compiles the configurations into .carry/configs/
 #   bash bench/gpu/gemm_configs.sh run     measures them (on the GPU machine, .carry carried)
 set -uo pipefail

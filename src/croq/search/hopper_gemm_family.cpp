@@ -255,19 +255,22 @@ std::vector<Alternative> HopperGemmFamily::alternatives(const FamilyProblem& p) 
     c["PINGPONG"] = "0";
     return c;
   };
-  if (tiles(128, 256) >= sms) {
-    // Enough tiles for the big archetypes (stream-K is one step from the default here). In the H200 probe (docs/results/gemm-probe-h200-run2.md)
+  if (tiles(128, 128) >= sms) {
+    // Enough tiles for the big archetypes. In the H200 probe (docs/results/gemm-probe-h200-run2.md)
     // the ping-pong 128x128 kernel with a 2x1 cluster was the fastest on the large typical shapes,
-    // the plain ping-pong one next, then the cooperative 128x256 kernel with and without a cluster.
-    // The plain ping-pong kernel is one step (CLUSTER_M) from the first; in the twelve large-shape
-    // tunes of docs/results/gemm-run3 it was never kept, and the 128x256 kernel with a cluster won
-    // three. The larger tiles use less L2->SM traffic per FLOP (BM x BN / (BM + BN): 96 for
-    // 192x192, 110 for 256x192, 85 for 128x256): 192x192 with three consumers and a 2x1 cluster is
-    // cuBLAS's own kernel on the 12288-sized shapes (docs/results/gemm-verdicts.md), 256x192 the
-    // largest tile two consumers hold (128 x 192 each, 192 accumulators).
+    // then the cooperative 128x256 kernel with and without a cluster. The plain ping-pong kernel is
+    // one step (CLUSTER_M) from the first; in the twelve large-shape tunes of docs/results/gemm-run3
+    // it was never kept, and the 128x256 kernel with a cluster won three.
     add("ping-pong 128x128 with a 2x1 cluster", "pp128_c21", arrangement({128, 128, 2, 1}, 1, 2, reg_epilogue));
     add("cooperative 128x256 with a 2x1 cluster", "co128x256_c21", arrangement({128, 256, 2, 0}, 1, 2, 1));
     add("cooperative 128x256, TMA-store epilogue", "co128x256", arrangement({128, 256, 2, 0}, 1, 1, 1));
+  }
+  if (tiles(128, 256) >= sms) {
+    // A wave of 128x256 tiles (stream-K is one step from this default). The larger tiles use less
+    // L2->SM traffic per FLOP (BM x BN / (BM + BN): 96 for 192x192, 110 for 256x192, 85 for
+    // 128x256): 192x192 with three consumers and a 2x1 cluster is cuBLAS's own kernel on the
+    // 12288-sized shapes (docs/results/gemm-verdicts.md), 256x192 the largest tile two consumers
+    // hold (128 x 192 each, 192 accumulators).
     add("cooperative 192x192, three consumers, 2x1 cluster", "co192x192_3c_c21",
         arrangement({192, 192, 3, 0}, 1, 2, 1));
     add("cooperative 256x192", "co256x192", arrangement({256, 192, 2, 0}, 1, 1, 1));
@@ -277,9 +280,6 @@ std::vector<Alternative> HopperGemmFamily::alternatives(const FamilyProblem& p) 
     // would cut the wave further, so instead of them, stream-K spreads the tiles over every SM --
     // at 4096x1024x8192 the 128 tiles of 128x256 leave 4 of 132 SMs idle, at 4096x1024x1024 the
     // 256 ping-pong tiles make 1.94 waves.
-    add("ping-pong 128x128 with a 2x1 cluster", "pp128_c21", arrangement({128, 128, 2, 1}, 1, 2, reg_epilogue));
-    add("cooperative 128x256 with a 2x1 cluster", "co128x256_c21", arrangement({128, 256, 2, 0}, 1, 2, 1));
-    add("cooperative 128x256, TMA-store epilogue", "co128x256", arrangement({128, 256, 2, 0}, 1, 1, 1));
     add("cooperative 128x256 with a 2x1 cluster, stream-K", "co128x256_c21_sk",
         streamed(arrangement({128, 256, 2, 0}, 1, 2, 1)));
     add("cooperative 128x128, TMA-store epilogue, stream-K", "co128_sk",
