@@ -179,7 +179,10 @@ static_assert(SW == 128 || SW == 64 || SW == 32, "CROQ_SWIZZLE must be 128, 64 o
 static_assert(BK % ATOM == 0 && BK % 16 == 0 && BK <= 256, "BK must be a multiple of the swizzle width");
 // f32 accumulators a consumer thread may hold without spilling (ptxas of CUDA 13.0, every variant
 // of the template; the split-K reduction needs a few registers more, stream-K's work cursor more).
-constexpr int MAX_ACC = CONSUMERS == 3 ? (SPLIT_K > 1 || STREAM_K ? 64 : 96) : STREAM_K ? 128 : SPLIT_K > 1 ? 160 : 192;
+constexpr int MAX_ACC = CONSUMERS == 3 ? (SPLIT_K > 1 || STREAM_K ? 64 : 96)
+                        : STREAM_K      ? 128
+                        : SPLIT_K > 1   ? 160
+                                        : 192;
 static_assert(M_ATOMS * BN / 2 <= MAX_ACC,
               "too many accumulators per consumer thread: at most 192 (160 with split-K, 128 with stream-K), with three "
               "consumers 96 (64)");
@@ -468,7 +471,8 @@ __host__ __device__ inline long long work_start(int c, int clusters, const Param
   return p.dp_work + sk_bound(c, clusters, p);
 }
 // The work at cursor `cur` of cluster c (false when its work is done). A cursor below p.dp_work is a
-// data-parallel unit (split-K: a slice of a tile), stepping by the number of clusters; from
+// data-parallel unit, stepping by the number of clusters (split-K: unit w is slice w % split of
+// tile w / split, so the slices of a tile run at the same time on neighbouring CTAs); from
 // p.dp_work on it is p.dp_work + g for stream-K iteration g (tile g / num_kb of the region, k block
 // g % num_kb), within [sk_bound(c), sk_bound(c + 1)) and cut at tile ends. Every CTA has at most
 // one partial piece (the first of its share) and one reduce piece (the last).
