@@ -247,14 +247,20 @@ std::vector<Alternative> HopperGemmFamily::alternatives(const FamilyProblem& p) 
     }
     out.push_back({std::move(name), std::move(tag), std::move(c)});
   };
-  // Stream-K needs cooperative consumers and no split-K: from a ping-pong or split-K base no single
-  // step reaches it, so the problems whose defaults are such get it as an alternative.
-  auto streamed = [](FamilyConfig c) {
-    c["STREAM_K"] = "1";
-    c["SPLIT_K"] = "1";
-    c["PINGPONG"] = "0";
-    return c;
+  // The larger tiles use less L2->SM traffic per FLOP (BM x BN / (BM + BN): 96 for 192x192, 110
+  // for 256x192, 85 for 128x256): 192x192 with three consumers and a 2x1 cluster is cuBLAS's own
+  // kernel on the 12288-sized shapes (docs/results/gemm-verdicts.md), 256x192 the largest tile two
+  // consumers hold (128 x 192 each, 192 accumulators). On the H200 256x192 was the fastest kernel
+  // of the family at 16384x8192x8192 (1.013 of cuBLAS) and 12288x8192x12288 (1.001), ahead of
+  // 128x256 (0.951, 0.954; docs/results/gemm-configs-wide-h200.md).
+  auto add_large_tiles = [&] {
+    add("cooperative 256x192", "co256x192", arrangement({256, 192, 2, 0}, 1, 1, 1));
+    add("cooperative 192x192, three consumers, 2x1 cluster", "co192x192_3c_c21",
+        arrangement({192, 192, 3, 0}, 1, 2, 1));
   };
+  // Where there are many waves of them, their last wave costs little: they go first.
+  const bool many_large_waves = tiles(256, 192) >= 4 * sms;
+  if (many_large_waves) add_large_tiles();
   if (tiles(128, 128) >= sms) {
     // Enough tiles for the big archetypes. In the H200 probe (docs/results/gemm-probe-h200-run2.md)
     // the ping-pong 128x128 kernel with a 2x1 cluster was the fastest on the large typical shapes,
@@ -266,24 +272,16 @@ std::vector<Alternative> HopperGemmFamily::alternatives(const FamilyProblem& p) 
     add("cooperative 128x256, TMA-store epilogue", "co128x256", arrangement({128, 256, 2, 0}, 1, 1, 1));
   }
   if (tiles(128, 256) >= sms) {
-    // A wave of 128x256 tiles (stream-K is one step from this default). The larger tiles use less
-    // L2->SM traffic per FLOP (BM x BN / (BM + BN): 96 for 192x192, 110 for 256x192, 85 for
-    // 128x256): 192x192 with three consumers and a 2x1 cluster is cuBLAS's own kernel on the
-    // 12288-sized shapes (docs/results/gemm-verdicts.md), 256x192 the largest tile two consumers
-    // hold (128 x 192 each, 192 accumulators).
-    add("cooperative 192x192, three consumers, 2x1 cluster", "co192x192_3c_c21",
-        arrangement({192, 192, 3, 0}, 1, 2, 1));
-    add("cooperative 256x192", "co256x192", arrangement({256, 192, 2, 0}, 1, 1, 1));
+    // A wave of 128x256 tiles (stream-K is one step from this default).
+    if (!many_large_waves) add_large_tiles();
     add("cooperative 256x128 with a 2x1 cluster", "co256x128_c21", arrangement({256, 128, 2, 0}, 1, 2, 1));
   } else if (tiles(128, 128) >= sms) {
-    // A wave of 128x128 tiles but not of 128x256 (the default: ping-pong 128x128): wider tiles
-    // would cut the wave further, so instead of them, stream-K spreads the tiles over every SM --
-    // at 4096x1024x8192 the 128 tiles of 128x256 leave 4 of 132 SMs idle, at 4096x1024x1024 the
-    // 256 ping-pong tiles make 1.94 waves.
-    add("cooperative 128x256 with a 2x1 cluster, stream-K", "co128x256_c21_sk",
-        streamed(arrangement({128, 256, 2, 0}, 1, 2, 1)));
-    add("cooperative 128x128, TMA-store epilogue, stream-K", "co128_sk",
-        streamed(arrangement({128, 128, 2, 0}, 1, 1, 1)));
+    // A wave of 128x128 tiles but not of 128x256 (the default: ping-pong 128x128): cuBLAS's own
+    // tile there (256x128 with a cluster, docs/results/gemm-verdicts.md) makes as many tiles as
+    // 128x256. Stream-K is not offered: on the H200 it lost to the same tile without it on every
+    // such shape (4096x1024x8192: 0.813 against 0.987 of cuBLAS; 4096x1024x1024: 0.690 against
+    // 0.986; docs/results/gemm-configs-wide-h200.md).
+    add("cooperative 256x128 with a 2x1 cluster", "co256x128_c21", arrangement({256, 128, 2, 0}, 1, 2, 1));
   } else {
     // Fewer tiles than SMs: the tile and split-K choices the cost model ranks next after the
     // default, and small tiles paired with a cluster (operand loads shared by TMA multicast).
@@ -315,10 +313,8 @@ std::vector<Alternative> HopperGemmFamily::alternatives(const FamilyProblem& p) 
     // cuBLAS there against 0.833 with 6 stages (docs/results/gemm-configs-h200.md), and single
     // steps from the default (BN, then STAGES twice) do not reach it within a tune's rounds.
     add("128x64 tile, 8 stages", "t128x64_st8", arrangement({128, 64, 2, 0}, 1, 1, reg_epilogue, 8));
-    // The default's tile with stream-K instead of split-K: every SM gets an equal share of the k
-    // blocks, and a tile is cut only where a share ends.
-    add(fmt::format("{}x{} tile, stream-K", def.at("BM"), def.at("BN")),
-        fmt::format("t{}x{}_sk", def.at("BM"), def.at("BN")), streamed(def));
+    // Stream-K is not offered either: with the default's tile it measured 0.600 of cuBLAS at 768^3
+    // and 0.668 at 1024x1024x4096, against 0.873 and 0.860 without it.
   }
   return out;
 }
