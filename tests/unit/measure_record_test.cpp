@@ -54,6 +54,7 @@ Measurement sample() {
   t.warmup = 10;
   t.median_ms = 0.2;
   t.cv = 0.004;
+  t.robust_cv = 0.0074;
   t.stop_reason = "cv_target";
   t.warmup_ms = 201.5;
   t.timed_ms = 104.25;
@@ -86,6 +87,21 @@ TEST(MeasureRecord, RoundTripsEveryField) {
   EXPECT_DOUBLE_EQ(*back->timing->rest_ms, 98.5);
   EXPECT_EQ(back->phases.size(), 2u);
   EXPECT_EQ(back->phases[1]["phase"], "timing");
+}
+
+TEST(MeasureRecord, ARecordFromBeforeTheRobustSpreadGetsItFromItsSamples) {
+  json j = sample().to_json();
+  EXPECT_DOUBLE_EQ(j["timing"]["robust_cv"].get<double>(), 0.0074);
+  j["timing"].erase("robust_cv");
+  auto back = Measurement::from_json(j);
+  ASSERT_TRUE(back && back->timing && back->timing->robust_cv);
+  // Samples 0.199, 0.2, 0.201: MAD 0.001 around the median 0.2.
+  EXPECT_NEAR(*back->timing->robust_cv, 1.4826 * 0.001 / 0.2, 1e-9);
+  // Without samples either, it stays unknown.
+  j["timing"].erase("samples_ms");
+  back = Measurement::from_json(j);
+  ASSERT_TRUE(back && back->timing);
+  EXPECT_FALSE(back->timing->robust_cv);
 }
 
 TEST(MeasureRecord, AFailedMeasurementHasNullTimingAndTflops) {

@@ -1,5 +1,6 @@
 // Serialisation of the measurement record (measurement.hpp).
 #include "croq/measure/measurement.hpp"
+#include "croq/measure/statistics.hpp"
 
 #include <cmath>
 #include <limits>
@@ -143,6 +144,7 @@ json Measurement::to_json() const {
                    {"p90_ms", t.p90_ms},
                    {"max_ms", t.max_ms},
                    {"cv", t.cv},
+                   {"robust_cv", opt_num(t.robust_cv)},
                    {"stop_reason", t.stop_reason},
                    {"warmup_ms", opt_num(t.warmup_ms)},
                    {"timed_ms", opt_num(t.timed_ms)},
@@ -290,6 +292,9 @@ std::optional<Measurement> Measurement::from_json(const json& j, std::string* wh
         if (s.is_number()) o.samples_ms.push_back(s.get<double>());
       }
     }
+    // A record from before robust_cv existed lacks the key: its samples give the figure.
+    o.robust_cv = read_number(t, "robust_cv");
+    if (!t.contains("robust_cv") && !o.samples_ms.empty()) o.robust_cv = robust_cv(o.samples_ms);
     m.timing = o;
   }
   m.tflops = read_number(j, "tflops");

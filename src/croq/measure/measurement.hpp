@@ -71,6 +71,9 @@ struct Timing {
   int warmup = 0;
   int reps = 0;
   double median_ms = 0, mean_ms = 0, min_ms = 0, p90_ms = 0, max_ms = 0, cv = 0;
+  // 1.4826 * MAD / median of the samples (statistics.hpp). Records from before it lack the key; a
+  // reader computes it from their samples_ms.
+  std::optional<double> robust_cv;
   std::string stop_reason;
   std::optional<double> warmup_ms;      // host time the warm-up lasted
   std::optional<double> timed_ms;       // host time of the timed repetitions

@@ -292,6 +292,7 @@ class Procedure {
     t.p90_ms = s.p90;
     t.max_ms = s.max;
     t.cv = s.cv;
+    t.robust_cv = s.robust_cv;
     return std::nullopt;
   }
 

@@ -17,6 +17,16 @@ double quantile_sorted(const std::vector<double>& sorted, double q) {
   return sorted[lo] + (sorted[hi] - sorted[lo]) * frac;
 }
 
+double robust_cv(std::vector<double> samples) {
+  if (samples.empty()) return 0;
+  std::sort(samples.begin(), samples.end());
+  const double median = quantile_sorted(samples, 0.5);
+  if (!(median > 0)) return 0;
+  for (double& v : samples) v = std::fabs(v - median);
+  std::sort(samples.begin(), samples.end());
+  return 1.4826 * quantile_sorted(samples, 0.5) / median;
+}
+
 SampleSummary summarize(std::vector<double> samples) {
   SampleSummary s;
   s.n = static_cast<int>(samples.size());
@@ -33,6 +43,7 @@ SampleSummary summarize(std::vector<double> samples) {
     s.stddev = std::sqrt(acc / static_cast<double>(s.n - 1));
   }
   s.cv = s.mean > 0 ? s.stddev / s.mean : 0;
+  s.robust_cv = robust_cv(samples);
   return s;
 }
 

@@ -2,7 +2,10 @@
 //
 // Summary of n samples (milliseconds): median (mean of the two middle values for even n), mean,
 // min, max, p90 (linear interpolation between order statistics, as numpy's default), the sample
-// standard deviation (n - 1) and the coefficient of variation cv = stddev / mean.
+// standard deviation (n - 1), the coefficient of variation cv = stddev / mean, and its robust
+// counterpart robust_cv = 1.4826 * MAD / median (MAD: the median of |x - median|; 1.4826 makes it
+// the standard deviation for normal samples), which a few stray repetitions do not move: on the
+// H200 36 launches of 5-8.5 ms among 500 of 3.35 ms made cv 16 % and robust_cv 0.5 %.
 //
 // Stopping rule (after each repetition), first match wins:
 //   n >= max_reps                                            -> "max_reps"
@@ -21,12 +24,14 @@ namespace croq {
 
 struct SampleSummary {
   int n = 0;
-  double median = 0, mean = 0, min = 0, max = 0, p90 = 0, stddev = 0, cv = 0;
+  double median = 0, mean = 0, min = 0, max = 0, p90 = 0, stddev = 0, cv = 0, robust_cv = 0;
 };
 
 SampleSummary summarize(std::vector<double> samples);
 // Quantile q in [0, 1] of sorted samples by linear interpolation.
 double quantile_sorted(const std::vector<double>& sorted, double q);
+// 1.4826 * MAD / median of the samples (0 for none or a median of 0).
+double robust_cv(std::vector<double> samples);
 
 struct StopRule {
   int min_reps = 20;

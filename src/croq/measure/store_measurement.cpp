@@ -33,6 +33,7 @@ json measurement_provenance(const MeasurementFile& f, const std::string& display
   j["tflops"] = m.tflops ? json(*m.tflops) : json(nullptr);
   j["median_ms"] = m.timing ? json(m.timing->median_ms) : json(nullptr);
   j["cv"] = m.timing ? json(m.timing->cv) : json(nullptr);
+  j["robust_cv"] = m.timing && m.timing->robust_cv ? json(*m.timing->robust_cv) : json(nullptr);
   j["reps"] = m.timing ? json(m.timing->reps) : json(nullptr);
   j["seed"] = m.seed ? json(*m.seed) : json(nullptr);
   j["device_key"] = m.device.key;

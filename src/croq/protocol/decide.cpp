@@ -1,6 +1,8 @@
 // The noise-aware decision (decide.hpp).
 #include "croq/protocol/decide.hpp"
 
+#include "croq/measure/statistics.hpp"
+
 #include <algorithm>
 #include <cmath>
 #include <fmt/format.h>
@@ -9,13 +11,15 @@ namespace croq {
 
 json PerfSample::to_json() const {
   json j = {{"tflops", tflops}, {"median_ms", median_ms}, {"cv", cv}, {"reps", reps}, {"source", source}, {"file", file}};
+  if (robust_cv >= 0) j["robust_cv"] = robust_cv;
   if (runs_sd >= 0) j["runs_sd"] = runs_sd;
   return j;
 }
 
 double PerfSample::noise(double floor) const {
-  if (runs_sd < 0) return std::max(cv, floor);
-  const double se = reps > 1 ? 1.2533 * cv / std::sqrt(static_cast<double>(reps)) : cv;
+  const double v = spread();
+  if (runs_sd < 0) return std::max(v, floor);
+  const double se = reps > 1 ? 1.2533 * v / std::sqrt(static_cast<double>(reps)) : v;
   return std::max({floor, runs_sd, se});
 }
 
@@ -27,6 +31,15 @@ PerfSample PerfSample::from_measurement(const json& m) {
     s.median_ms = get_number(t, "median_ms").value_or(0);
     s.cv = get_number(t, "cv").value_or(0);
     s.reps = static_cast<int>(get_integer(t, "reps").value_or(0));
+    if (auto r = get_number(t, "robust_cv")) {
+      s.robust_cv = *r;
+    } else if (t.contains("samples_ms") && t["samples_ms"].is_array()) {
+      std::vector<double> samples;
+      for (const auto& x : t["samples_ms"]) {
+        if (x.is_number()) samples.push_back(x.get<double>());
+      }
+      if (!samples.empty()) s.robust_cv = croq::robust_cv(samples);
+    }
   }
   s.source = get_string(m, "source").value_or("measured");
   if (m.contains("runs") && m["runs"].is_array()) {
@@ -56,6 +69,7 @@ std::optional<PerfSample> PerfSample::from_record(const RoundRecord& r) {
     s.median_ms = get_number(m, "median_ms").value_or(0);
     s.cv = get_number(m, "cv").value_or(0);
     s.reps = static_cast<int>(get_integer(m, "reps").value_or(0));
+    if (auto r = get_number(m, "robust_cv")) s.robust_cv = *r;
     s.file = get_string(m, "file").value_or("");
   }
   return s;

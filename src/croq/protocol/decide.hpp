@@ -1,12 +1,20 @@
 // The noise-aware KEEP/DISCARD rule (docs/protocol.md "Decisions").
 //
-// Each measurement has a noise figure: its coefficient of variation over the timed repetitions,
-// floored at `noise_floor` (run-to-run drift of clocks and temperature that one run's spread does
-// not show). A short kernel measured in several runner processes (docs/measurement.md, "Short
-// kernels") has a better figure: the relative standard deviation of the processes' TFLOPS, or the
-// standard error of the median (1.2533 * cv / sqrt(reps)) if that is larger, floored likewise. Its
-// per-repetition CV (2-5 % for a 10 us call) says how much one launch moves, not how far the
-// median of 500 can be off: with it, a real +4.9 % at 4096x1024x1024 was discarded as noise. A candidate is KEPT only when its gain over the best of its base exceeds
+// Each measurement has a noise figure: the spread of its timed repetitions, floored at
+// `noise_floor` (run-to-run drift of clocks and temperature that one run's spread does not show).
+// The spread is the robust coefficient of variation, 1.4826 * MAD / median
+// (measure/statistics.hpp), where the measurement has it or its samples, else the plain CV. The
+// decision compares medians, and a few stray repetitions move the plain CV, not the median: on
+// the H200 36 launches of 5-8.5 ms among 500 of 3.35 ms made it 16 %, and every later candidate
+// of that tune, +4.7 % included, fell inside a 25 % margin.
+//
+// A short kernel measured in several runner processes (docs/measurement.md, "Short kernels") has
+// a better figure: the relative standard deviation of the processes' TFLOPS, or the standard
+// error of the median (1.2533 * spread / sqrt(reps)) if that is larger, floored likewise. Its
+// per-repetition spread (2-5 % for a 10 us call) says how much one launch moves, not how far the
+// median of 500 can be off: with it, a real +4.9 % at 4096x1024x1024 was discarded as noise.
+//
+// A candidate is KEPT only when its gain over the best of its base exceeds
 //     margin = k * sqrt(noise_candidate^2 + noise_best^2)
 // (default k = 1.5, floor 0.5 %: at least ~1.1 %). Anything within the margin, a tie included,
 // is DISCARD. A KEEP needs at least `min_reps` timed repetitions (never one sample). A gain above
@@ -25,6 +33,7 @@ struct PerfSample {
   double tflops = 0;
   double median_ms = 0;
   double cv = 0;        // coefficient of variation of the timed repetitions (0.01 = 1 %)
+  double robust_cv = -1;  // 1.4826 * MAD / median of them; negative when unknown
   int reps = 0;         // timed repetitions; 0 when unknown (a reported figure)
   // Relative standard deviation of the TFLOPS of the runner processes that measured it (the
   // measurement's `runs`); negative when one process did.
@@ -36,6 +45,8 @@ struct PerfSample {
   static std::optional<PerfSample> from_record(const RoundRecord& r);
   // The noise figure the decision uses (see the top of this file).
   double noise(double floor) const;
+  // The repetitions' spread that figure starts from: robust_cv when known, else cv.
+  double spread() const { return robust_cv >= 0 ? robust_cv : cv; }
 };
 
 struct DecisionRule {

@@ -417,6 +417,12 @@ DecisionContext decide_for(const Workspace& ws, const TaskRef& task, const std::
       break;
     }
   }
+  // A record stored before measurements had a robust spread: its measurement file's samples give it.
+  if (ctx.best && ctx.best->robust_cv < 0 && !ctx.best->file.empty()) {
+    if (auto text = read_file(ws.root() / ctx.best->file)) {
+      if (auto j = try_parse_json(*text)) ctx.best->robust_cv = PerfSample::from_measurement(*j).robust_cv;
+    }
+  }
   // After a re-run, the best's figure is its newest measurement.
   if (rerun_done && !base.empty()) {
     if (auto e = latest_valid_evidence(ws, task, EvidenceKind::measure, base)) {
