@@ -72,12 +72,14 @@ inline std::vector<FamilyConfig> hopper_gpu_sample(const HopperGemmFamily& f, co
     }
   }
   // The widest consumers: three of 64 x 192 rows (a 192-row tile, 96 accumulators each; every
-  // other case with split-K and a 2x1 cluster, 64 accumulators), and two of 128 x 192 (192).
+  // other case with split-K and a 2x1 cluster, 64 accumulators), two of 128 x 192 (192), and the
+  // ping-pong kernel with a whole 128 x 192 tile per consumer (192).
   const bool odd = case_index % 2 == 1;
   const std::vector<std::map<std::string, std::string>> wide = {
       {{"BM", "192"}, {"BN", odd ? "128" : "192"}, {"CONSUMERS", "3"}, {"SPLIT_K", odd ? "2" : "1"},
        {"CLUSTER_M", odd ? "2" : "1"}},
-      {{"BM", "256"}, {"BN", "192"}, {"CONSUMERS", "2"}, {"SPLIT_K", "1"}}};
+      {{"BM", "256"}, {"BN", "192"}, {"CONSUMERS", "2"}, {"SPLIT_K", "1"}},
+      {{"BM", "128"}, {"BN", "192"}, {"CONSUMERS", "2"}, {"SPLIT_K", "1"}, {"PINGPONG", "1"}, {"EPILOGUE", "1"}}};
   // Stream-K on the default tile, and on three consumers (every other case with a 2x1 cluster).
   const std::vector<std::map<std::string, std::string>> streamed = {
       {{"STREAM_K", "1"}, {"SPLIT_K", "1"}},
@@ -87,9 +89,10 @@ inline std::vector<FamilyConfig> hopper_gpu_sample(const HopperGemmFamily& f, co
   covered.insert(covered.end(), streamed.begin(), streamed.end());
   for (const auto& changes : covered) {
     FamilyConfig c = f.default_config(p);
-    for (const auto& [k, v] : changes) c[k] = v;
     c["PINGPONG"] = "0";
     c["PERSISTENT"] = "1";
+    c["STREAM_K"] = "0";
+    for (const auto& [k, v] : changes) c[k] = v;
     for (int stages = 6; stages >= 2; --stages) {
       c["STAGES"] = std::to_string(stages);
       if (!f.violation(c, p)) {

@@ -229,7 +229,13 @@ TEST(HopperGemmFamily, AlternativesAreLegalDistinctArchetypes) {
       return std::all_of(want.begin(), want.end(), [&](const auto& kv) { return a.config.at(kv.first) == kv.second; });
     });
   };
-  // ...then cuBLAS's 192x192 with three consumers and a 2x1 cluster, and the probe's fastest.
+  // ...then the ping-pong 128x192 kernel (the fastest at 12288x12288x4096), cuBLAS's 192x192 with
+  // three consumers and a 2x1 cluster, and the probe's fastest.
+  ASSERT_GE(big.size(), 2u);
+  EXPECT_EQ(big[1].config.at("BM"), "128");
+  EXPECT_EQ(big[1].config.at("BN"), "192");
+  EXPECT_EQ(big[1].config.at("PINGPONG"), "1");
+  EXPECT_EQ(big[1].config.at("EPILOGUE"), "1");
   EXPECT_TRUE(offered(big, {{"BM", "192"}, {"BN", "192"}, {"CONSUMERS", "3"}, {"CLUSTER_M", "2"}}));
   EXPECT_TRUE(offered(big, {{"BM", "128"}, {"BN", "128"}, {"PINGPONG", "1"}, {"CLUSTER_M", "2"}}));
   // One with a wave of 128x256 tiles but few of 256x192 starts from the probe's fastest, the
@@ -277,7 +283,7 @@ TEST(HopperGemmFamily, TheGpuTestsSampleIsLegalAndCoversTheWidestConsumers) {
     const auto p = test::hopper_gpu_problem(cases[ci]);
     SCOPED_TRACE(fmt::format("case {}: {}x{}x{} {}", ci, p.m, p.n, p.k, cases[ci].dtype));
     const auto sample = test::hopper_gpu_sample(f, p, rng, ci);
-    bool deep = false, three = false, wide_two = false, streamed = false;
+    bool deep = false, three = false, wide_two = false, wide_pingpong = false, streamed = false;
     for (const auto& c : sample) {
       auto why = f.violation(c, p);
       EXPECT_FALSE(why) << config_to_json(c).dump() << ": " << why.value_or("");
@@ -287,11 +293,13 @@ TEST(HopperGemmFamily, TheGpuTestsSampleIsLegalAndCoversTheWidestConsumers) {
       three |= iv(c, "CONSUMERS") == 3;
       split_three |= iv(c, "CONSUMERS") == 3 && iv(c, "SPLIT_K") > 1;
       wide_two |= iv(c, "CONSUMERS") == 2 && HopperGemmFamily::accumulator_registers(c) == 192;
+      wide_pingpong |= iv(c, "PINGPONG") == 1 && HopperGemmFamily::accumulator_registers(c) == 192;
       streamed |= iv(c, "STREAM_K") == 1;
     }
     EXPECT_TRUE(deep);
     EXPECT_TRUE(three);
     EXPECT_TRUE(wide_two);
+    EXPECT_TRUE(wide_pingpong);
     EXPECT_TRUE(streamed);
     EXPECT_GE(sample.size(), 9u);
     total += sample.size();

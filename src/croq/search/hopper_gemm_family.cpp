@@ -253,10 +253,12 @@ std::vector<Alternative> HopperGemmFamily::alternatives(const FamilyProblem& p) 
   // consumers hold (128 x 192 each, 192 accumulators). On the H200 256x192 was the fastest kernel
   // of the family at 16384x8192x8192 (1.013 of cuBLAS) and 12288x8192x12288 (1.001), ahead of
   // 128x256 (0.951, 0.954; docs/results/gemm-configs-wide-h200.md).
+  // The ping-pong kernel with 128x192 tiles hides each tile's epilogue under the other consumer's
+  // MMAs: where K is short enough for the epilogue to count it beat 256x192 (12288x12288x4096:
+  // 0.979 of cuBLAS against 0.956; docs/results/gemm-configs-large-h200.md).
   auto add_large_tiles = [&] {
     add("cooperative 256x192", "co256x192", arrangement({256, 192, 2, 0}, 1, 1, 1));
-    add("cooperative 192x192, three consumers, 2x1 cluster", "co192x192_3c_c21",
-        arrangement({192, 192, 3, 0}, 1, 2, 1));
+    add("ping-pong 128x192, TMA-store epilogue", "pp128x192", arrangement({128, 192, 2, 1}, 1, 1, 1));
   };
   // Where there are many waves of them, their last wave costs little: they go first.
   const bool many_large_waves = tiles(256, 192) >= 4 * sms;
@@ -272,9 +274,13 @@ std::vector<Alternative> HopperGemmFamily::alternatives(const FamilyProblem& p) 
     add("cooperative 128x256, TMA-store epilogue", "co128x256", arrangement({128, 256, 2, 0}, 1, 1, 1));
   }
   if (tiles(128, 256) >= sms) {
-    // A wave of 128x256 tiles (stream-K is one step from this default).
+    // A wave of 128x256 tiles (stream-K is one step from this default). cuBLAS's 192x192 with
+    // three consumers came last of these on every large shape tuned (0.90-0.99 of cuBLAS, gemm-run6
+    // and gemm-run7): three consumers get no register reallocation (ptxas caps 512-thread kernels
+    // at 128 registers), so each holds at most 64 x 192.
     if (!many_large_waves) add_large_tiles();
-    add("cooperative 256x128 with a 2x1 cluster", "co256x128_c21", arrangement({256, 128, 2, 0}, 1, 2, 1));
+    add("cooperative 192x192, three consumers, 2x1 cluster", "co192x192_3c_c21",
+        arrangement({192, 192, 3, 0}, 1, 2, 1));
   } else if (tiles(128, 128) >= sms) {
     // A wave of 128x128 tiles but not of 128x256 (the default: ping-pong 128x128): cuBLAS's own
     // tile there (256x128 with a cluster, docs/results/gemm-verdicts.md) makes as many tiles as
