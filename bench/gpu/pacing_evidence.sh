@@ -14,7 +14,11 @@
 #   bash bench/gpu/pacing_evidence.sh build   renders and compiles the kernels into .carry/pacing/
 #   bash bench/gpu/pacing_evidence.sh run     measures (on the GPU machine, .carry carried)
 # Environment: PACING_METHODS (default "0 1": rest ratios; a method "R/W" sets --rest-window-ms W
-# too), PACING_REPEATS (3), PACING_SHAPES (default: every shape of gemm-run3), PACING_BUDGET_S (540).
+# too), PACING_REPEATS (3), PACING_SHAPES (default: every shape of the sources), PACING_BUDGET_S
+# (540), PACING_SOURCES (build stage: the tunes' workspaces, gemm-ws.tgz files, oldest first; each
+# shape's kernel is the best KEEP of the newest one that tuned it; default
+# docs/results/gemm-run3/gemm-ws.tgz), PACING_REPORT (the report's name, default pacing-h200:
+# writes $PACING_REPORT.md and $PACING_REPORT-raw.tar.gz, pacing-raw.tar.gz for the default).
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 REPO=$(pwd)
@@ -25,32 +29,43 @@ say() { echo "[pacing $((SECONDS))s] $*"; }
 
 if [ "$STAGE" = build ]; then
   mkdir -p "$KDIR"
+  rm -f "$KDIR"/*.so "$KDIR"/*.log "$KDIR/kernels.tsv"
   SRC=$(mktemp -d /tmp/croq-pacing-XXXXXX)
-  tar xzf docs/results/gemm-run3/gemm-ws.tgz -C "$SRC" tuning
-  # The best kept kernel of each tuned task: its params, rendered the way the hopper family does
-  # (src/croq/search/gemm_family_common.cpp: CROQ_<NAME> macros, CROQ_DTYPES, CROQ_BLAYOUTS, the template).
-  python3 - "$SRC" "$KDIR" "$REPO" <<'EOF'
+  n=0
+  for tgz in ${PACING_SOURCES:-docs/results/gemm-run3/gemm-ws.tgz}; do
+    [ -f "$tgz" ] || { say "no workspace $tgz"; exit 2; }
+    n=$((n + 1))
+    mkdir -p "$SRC/$n" && tar xzf "$tgz" -C "$SRC/$n" && echo "$tgz" > "$SRC/$n/source.txt"
+  done
+  # The best kept kernel of each tuned task (the newest source that tuned the shape): its params,
+  # rendered the way the hopper family does (src/croq/search/gemm_family_common.cpp: CROQ_<NAME>
+  # macros, CROQ_DTYPES, CROQ_BLAYOUTS, the template).
+  python3 - "$SRC" "$KDIR" "$REPO" "$n" <<'EOF'
 import glob, json, os, sys
-src, kdir, repo = sys.argv[1:4]
+src, kdir, repo, n = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4])
 sys.path.insert(0, os.path.join(repo, "bench/gpu"))
 from render_hopper import describe, render
+chosen = {}
+for i in range(1, n + 1):
+    source = open(os.path.join(src, str(i), "source.txt")).read().strip()
+    for log in sorted(glob.glob(f"{src}/{i}/tuning/*/cuda/logs/matmul_*/croq-search/idea-log.jsonl")):
+        shape_key = log.split("/")[-3]
+        best = None
+        for line in open(log):
+            r = json.loads(line)
+            if r.get("decision") == "KEEP" and r.get("params") and (best is None or r["tflops"] > best["tflops"]):
+                best = r
+        if best:
+            chosen[shape_key] = (best, source)
 rows = []
-for log in sorted(glob.glob(src + "/tuning/*/cuda/logs/matmul_*/croq-search/idea-log.jsonl")):
-    shape_key = log.split("/")[-3]
-    best = None
-    for line in open(log):
-        r = json.loads(line)
-        if r.get("decision") == "KEEP" and r.get("params") and (best is None or r["tflops"] > best["tflops"]):
-            best = r
-    if not best:
-        continue
+for shape_key, (best, source) in chosen.items():
     p = best["params"]
     text = render(repo, p, shape_key, f"hopper_gemm configuration of {best['kernel']} for {shape_key}, rendered by bench/gpu/pacing_evidence.sh")
     open(os.path.join(kdir, shape_key + ".cu"), "w").write(text)
-    rows.append((shape_key, best["kernel"], best["tflops"], describe(p)))
+    rows.append((shape_key, best["kernel"], best["tflops"], describe(p), source))
 with open(os.path.join(kdir, "kernels.tsv"), "w") as f:
     for r in rows:
-        f.write("%s\t%s\t%.1f\t%s\n" % r)
+        f.write("%s\t%s\t%.1f\t%s\t%s\n" % r)
 print(f"rendered {len(rows)} kernels")
 EOF
   rm -rf "$SRC"
@@ -103,9 +118,12 @@ done
 nvidia-smi --query-gpu=clocks.sm,temperature.gpu,power.draw --format=csv,noheader 2>&1 || true
 cp "$KDIR/kernels.tsv" "$RAW/"
 
-python3 - "$RAW" "$DEST" "$(croq --version 2>&1)" "$METHODS" <<'EOF'
+REPORT=${PACING_REPORT:-pacing-h200}
+RAWNAME=$REPORT-raw.tar.gz
+[ "$REPORT" = pacing-h200 ] && RAWNAME=pacing-raw.tar.gz
+python3 - "$RAW" "$DEST" "$(croq --version 2>&1)" "$METHODS" "$REPORT" "$RAWNAME" <<'EOF'
 import glob, json, os, statistics, sys, datetime
-raw, dest, version, methods = sys.argv[1:5]
+raw, dest, version, methods, report, rawname = sys.argv[1:7]
 kernels = {l.split("\t")[0]: l.rstrip("\n").split("\t") for l in open(os.path.join(raw, "kernels.tsv"))}
 runs = [l.rstrip("\n").split("\t") for l in open(os.path.join(raw, "runs.tsv"))]
 def clocks(path, cell, clk, lim):
@@ -148,7 +166,8 @@ def f(x, p=1):
 out = ["# Duty cycle of the timing on the H200: repeatability and the tuned kernels' ratio to cuBLAS", "",
        f"- date: {datetime.datetime.now(datetime.timezone.utc):%Y-%m-%d %H:%M} UTC; device: {device.get('name')} ({device.get('uuid')}), driver {device.get('driver')}",
        f"- croq: {version}",
-       "- script: `bench/gpu/pacing_evidence.sh` (kernels: the best KEEP of each task of docs/results/gemm-run3, re-rendered from its params)",
+       "- script: `bench/gpu/pacing_evidence.sh` (kernels: the best KEEP of each shape's newest tune, re-rendered from its params: "
+       + ", ".join(sorted({k[4] for k in kernels.values() if len(k) > 4} or {"docs/results/gemm-run3/gemm-ws.tgz"})) + ")",
        "- method: rest ratio R / window W ms: once the GPU has been busy W ms it idles R times as long (`--rest-ratio R --rest-window-ms W`); R = 0 is back to back (croq's method before)",
        "- each repeat: `croq baseline --force` then `croq measure --candidate`, both with the method's flags; the methods alternate within each repeat",
        "- spread = (max - min) / median of the repeats' medians; ratio = median croq / median cuBLAS; min MHz and limited: the lowest SM clock and the clock-limited samples of each repeat's timing",
@@ -179,9 +198,12 @@ for m in ms:
             f"ratio >= 1.00 on {sum(1 for _, r in ratios if r >= 1.0)}, >= 0.90 on {sum(1 for _, r in ratios if r >= 0.9)}, >= 0.80 on {sum(1 for _, r in ratios if r >= 0.8)} of {len(ratios)}")
     summary.append(line)
     out += ["", line, ""]
-out += ["## Summary", ""] + [f"- {s}" for s in summary] + ["", "Raw documents: pacing-raw.tar.gz beside this file."]
-open(os.path.join(dest, "pacing-h200.md"), "w").write("\n".join(out) + "\n")
+out += ["## Kernels", "", "| shape | kernel | its tune's TFLOPS | configuration | tune |", "|---|---|---|---|---|"]
+for key, k in kernels.items():
+    out.append(f"| {key} | {k[1]} | {k[2]} | {k[3]} | {k[4] if len(k) > 4 else '-'} |")
+out += ["", "## Summary", ""] + [f"- {s}" for s in summary] + ["", f"Raw documents: {rawname} beside this file."]
+open(os.path.join(dest, report + ".md"), "w").write("\n".join(out) + "\n")
 print("\n".join(out))
 EOF
-tar czf "$DEST/pacing-raw.tar.gz" -C "$WS" raw
-say "done: $DEST/pacing-h200.md"
+tar czf "$DEST/$RAWNAME" -C "$WS" raw
+say "done: $DEST/$REPORT.md"
