@@ -1,19 +1,29 @@
 #!/usr/bin/env bash
-# Why each tuned shape is where it is against cuBLAS: for every shape of the 2026-12-01 tunes
-# (docs/results/gemm-run3/gemm-ws.tgz), `croq classify` of the Nsight Compute profile of the best
-# kept kernel and of cuBLAS's kernel, side by side with the ratio measured with rests
-# (docs/results/pacing-run1, method 1). Needs no GPU (the profiles are in the archive).
-# Writes docs/results/gemm-verdicts.md. Usage: bash bench/gemm_verdicts.sh [BUILD_DIR]
+# Why each tuned shape is where it is against cuBLAS: for every tuned shape, `croq classify` of the
+# Nsight Compute profile of the best kept kernel of its newest tune and of cuBLAS's kernel, side by
+# side with the ratio measured with rests (a bench/gpu/pacing_evidence.sh run, method 1). Needs no
+# GPU (the profiles are in the archives).
+# Environment: VERDICT_SOURCES (the tunes' gemm-ws.tgz, oldest first; default
+# docs/results/gemm-run3/gemm-ws.tgz), VERDICT_RATIOS (that run's raw archive; default
+# docs/results/pacing-run1/pacing-raw.tar.gz), VERDICT_REPORT (default docs/results/gemm-verdicts.md).
+# Usage: bash bench/gemm_verdicts.sh [BUILD_DIR]
 set -euo pipefail
 cd "$(dirname "$0")/.."
 REPO=$(pwd)
 CROQ=${1:-build}/bin/croq
+SOURCES=${VERDICT_SOURCES:-docs/results/gemm-run3/gemm-ws.tgz}
+RATIOS=${VERDICT_RATIOS:-docs/results/pacing-run1/pacing-raw.tar.gz}
+REPORT=${VERDICT_REPORT:-docs/results/gemm-verdicts.md}
 WS=$(mktemp -d /tmp/croq-verdicts-XXXXXX)
-tar xzf docs/results/gemm-run3/gemm-ws.tgz -C "$WS" tuning
-mkdir -p "$WS/pacing" && tar xzf docs/results/pacing-run1/pacing-raw.tar.gz -C "$WS/pacing"
-python3 - "$WS" "$CROQ" "$REPO/docs/results/gemm-verdicts.md" <<'PY'
+n=0
+for tgz in $SOURCES; do
+  n=$((n + 1))
+  mkdir -p "$WS/src/$n" && tar xzf "$tgz" -C "$WS/src/$n"
+done
+mkdir -p "$WS/pacing" && tar xzf "$RATIOS" -C "$WS/pacing"
+python3 - "$WS" "$CROQ" "$REPO/$REPORT" "$n" "$SOURCES" "$RATIOS" <<'PY'
 import glob, json, os, statistics, subprocess, sys
-ws, croq, dest = sys.argv[1:4]
+ws, croq, dest, n, sources, ratios = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4]), sys.argv[5], sys.argv[6]
 def classify(csv, key):
     r = subprocess.run([croq, "classify", "--csv", csv, "--shape-key", key], capture_output=True, text=True)
     if r.returncode != 0:
@@ -37,9 +47,13 @@ def fair_ratio(key):
     if not b or not c:
         return None, None, None
     return statistics.median(b), statistics.median(c), statistics.median(c) / statistics.median(b)
+newest = {}
+for i in range(1, n + 1):
+    for log in glob.glob(f"{ws}/src/{i}/tuning/*/cuda/logs/matmul_*/croq-search/idea-log.jsonl"):
+        newest[log.split("/")[-3]] = log
 rows = []
-for log in sorted(glob.glob(ws + "/tuning/*/cuda/logs/matmul_*/croq-search/idea-log.jsonl")):
-    key = log.split("/")[-3]
+for key in sorted(newest):
+    log = newest[key]
     perf = os.path.dirname(log).replace("/logs/", "/perf/")
     best = None
     for line in open(log):
@@ -59,8 +73,8 @@ def prof(c):
         return "- | - | - | -"
     return f"{c['bottleneck']} | {f(c['tensor'])} | {f(c['us'])} µs, {int(c['grid'] or 0)} CTAs | {c['stall']} {f(c['stall_pct'])} %"
 out = ["# Why the tuned kernels stand where they do against cuBLAS (H200 profiles of 2026-12-01)", "",
-       "- script: `bench/gemm_verdicts.sh` (no GPU: `croq classify` of the Nsight Compute CSVs in docs/results/gemm-run3/gemm-ws.tgz)",
-       "- ratio: best croq / cuBLAS, medians of three repeats with rests (docs/results/pacing-h200.md, method 1)",
+       f"- script: `bench/gemm_verdicts.sh` (no GPU: `croq classify` of the Nsight Compute CSVs in the tunes' workspaces, each shape from its newest: {', '.join(sources.split())})",
+       f"- ratio: best croq / cuBLAS, medians of three repeats with rests ({ratios}, method 1)",
        "- profile columns, each for croq's best kept kernel then cuBLAS's: the classifier's verdict, tensor-pipe utilisation %, duration under ncu and grid, the top warp stall",
        "", "| shape | best kernel | cuBLAS TFLOPS | croq TFLOPS | ratio | croq verdict | tensor % | duration, grid | top stall | cuBLAS verdict | tensor % | duration, grid | top stall | cuBLAS kernel |",
        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
