@@ -217,8 +217,12 @@ Measurement skeleton_for(const ShapeKey& shape, const DeviceChoice& dev, const s
 
 std::string summary_line(const Measurement& m, const std::string& name) {
   if (m.verdict == Verdict::PASS && m.timing) {
-    return fmt::format("{}: PASS {:.2f} TFLOPS (median {:.4f} ms, cv {:.2f} %, {} reps, {}){}", name,
-                       m.tflops.value_or(0), m.timing->median_ms, m.timing->cv * 100, m.timing->reps,
+    // The robust spread is what the decisions use (docs/protocol.md); both are shown, since a
+    // large gap between them means a few repetitions were far from the rest.
+    const std::string robust =
+        m.timing->robust_cv ? fmt::format(", robust cv {:.2f} %", *m.timing->robust_cv * 100) : std::string();
+    return fmt::format("{}: PASS {:.2f} TFLOPS (median {:.4f} ms, cv {:.2f} %{}, {} reps, {}){}", name,
+                       m.tflops.value_or(0), m.timing->median_ms, m.timing->cv * 100, robust, m.timing->reps,
                        m.source, m.flags.empty() ? "" : " flags: " + fmt::format("{}", fmt::join(m.flags, ",")));
   }
   return fmt::format("{}: {} ({}) {}", name, verdict_name(m.verdict), m.reason, m.detail);

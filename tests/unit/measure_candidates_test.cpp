@@ -95,6 +95,12 @@ TEST_F(Candidates, TheTimingFileCarriesTheSeedsLines) {
   std::string text = timing_text(m, "iter004_tiles", "perf/x.json");
   EXPECT_NE(text.find("TFLOPS: 512.30   time_ms: 0.2683"), std::string::npos) << text;
   EXPECT_NE(text.find("VERIFY: PASS"), std::string::npos);
+  EXPECT_EQ(text.find("robust_cv="), std::string::npos) << "a record from before the robust spread has none";
+  t.cv = 0.1645;
+  t.robust_cv = 0.0054;
+  m.timing = t;
+  text = timing_text(m, "iter004_tiles", "perf/x.json");
+  EXPECT_NE(text.find("cv=0.1645 robust_cv=0.0054 reps="), std::string::npos) << text;
 }
 
 }  // namespace

@@ -143,10 +143,11 @@ std::string timing_text(const Measurement& m, const std::string& kernel, const s
   if (m.timing) {
     const Timing& t = *m.timing;
     s += fmt::format("TFLOPS: {:.2f}   time_ms: {:.4f}\n", m.tflops.value_or(0.0), t.median_ms);
-    s += fmt::format("median_ms={:.4f} mean_ms={:.4f} min_ms={:.4f} p90_ms={:.4f} max_ms={:.4f} cv={:.4f} reps={} "
+    s += fmt::format("median_ms={:.4f} mean_ms={:.4f} min_ms={:.4f} p90_ms={:.4f} max_ms={:.4f} cv={:.4f}{} reps={} "
                      "stop={} timer={} l2_flush={}\n",
-                     t.median_ms, t.mean_ms, t.min_ms, t.p90_ms, t.max_ms, t.cv, t.reps, t.stop_reason, t.method,
-                     t.l2_flush);
+                     t.median_ms, t.mean_ms, t.min_ms, t.p90_ms, t.max_ms, t.cv,
+                     t.robust_cv ? fmt::format(" robust_cv={:.4f}", *t.robust_cv) : std::string(), t.reps,
+                     t.stop_reason, t.method, t.l2_flush);
   }
   s += fmt::format("device: {} {} sm_clock_mhz={} driver={} peak_tflops={:.1f}\n", m.device.name, m.device.uuid,
                    m.device.sm_clock_mhz ? std::to_string(*m.device.sm_clock_mhz) : "n/a", m.device.driver,
