@@ -42,7 +42,7 @@ GPU=$(croq gpu key | python3 -c 'import json,sys; print(json.load(sys.stdin)["ke
 BINDIR=$WS/tuning/$GPU/cuda/bin/$KEY/skprobe
 mkdir -p "$BINDIR" && cp "$KDIR"/*.so "$BINDIR/"
 for rep in $(seq 1 "$REPEATS"); do
-  croq --root "$WS" baseline --dsl cuda --shape-key "$KEY" --model skprobe --force > "$RAW/baseline_$rep.json" 2>> "$RAW/log.txt"
+  croq --root "$WS" baseline --dsl cuda --shape-key "$KEY" --model skprobe --task-uid skprobe --force > "$RAW/baseline_$rep.json" 2>> "$RAW/log.txt"
   for k in iter001_dp iter002_sk; do
     croq --root "$WS" measure --dsl cuda --shape-key "$KEY" --model skprobe --candidate "$BINDIR/$k.so" \
       --out "$RAW/measure_${k}_$rep.json" > /dev/null 2>> "$RAW/log.txt"
@@ -91,7 +91,8 @@ for k in ("iter001_dp", "iter002_sk"):
 want = ["gpu__time_duration.sum", "sm__pipe_tensor_cycles_active.avg.pct_of_peak_sustained_elapsed",
         "sm__pipe_tensor_cycles_active.min.pct_of_peak_sustained_elapsed",
         "sm__pipe_tensor_cycles_active.max.pct_of_peak_sustained_elapsed", "sm__cycles_active.avg", "sm__cycles_active.min",
-        "sm__cycles_active.max", "smsp__inst_executed.sum", "lts__t_bytes.sum", "dram__bytes.sum", "dram__bytes.sum.per_second",
+        "sm__cycles_active.max", "smsp__inst_executed.sum", "lts__t_sectors.sum", "lts__t_sector_hit_rate.pct",
+        "dram__bytes_read.sum", "dram__bytes.sum.per_second",
         "launch__registers_per_thread", "smsp__average_warps_issue_stalled_barrier_per_issue_active.ratio",
         "smsp__average_warps_issue_stalled_long_scoreboard_per_issue_active.ratio"]
 cols = {}
