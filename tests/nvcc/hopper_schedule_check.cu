@@ -4,9 +4,11 @@
 // every k block of every tile is computed exactly once; exactly one piece of each tile writes C;
 // split-K and stream-K partial sums are published before anyone waits for them, and every wait
 // is for pieces that are the first of their cluster's share (so no wait depends on another);
-// a stream-K reduce adds the later shares of its tile in k order; each cluster has at most one
-// partial piece (its first) and one reduce piece (its last); stream-K shares differ by at most
-// one k block. Prints "schedule ok" and exits 0, or names the first broken case and exits 1.
+// a stream-K reduce holds its tile's last k block and adds the earlier shares of the tile in k
+// order; each cluster has at most one partial piece (the first it works on) and one reduce piece
+// (after it); a share whose last piece starts a tile works on that piece first, from k = 0;
+// stream-K shares differ by at most one k block. Prints "schedule ok" and exits 0, or names the
+// first broken case and exits 1.
 #include "gemm_sm90.cu"
 
 #include <cstdio>
@@ -50,9 +52,19 @@ static void check(int units, int num_kb, int clusters, int sms) {
   std::vector<long long> share(launched, 0);
   for (int c = 0; c < launched; ++c) {
     Work w;
-    int pieces = 0, partial_at = -1, reduce_at = -1, count = 0;
+    int pieces = 0, partial_at = -1, reduce_at = -1, count = 0, first_sk = -1;
     for (long long cur = work_start(c, launched, p); work_at(cur, c, launched, p, w); cur = w.next, ++pieces) {
-      CHECK(w.next > cur, "cursor does not advance: c=%d", c);
+      if (pieces > units * num_kb + 1) {
+        CHECK(false, "cluster %d: its cursor never reaches the end", c);
+        return;
+      }
+      if (w.unit >= p.dp_work && first_sk < 0) {
+        first_sk = pieces;
+        // A share ending inside a tile it did not start in takes that tile's head first.
+        const long long s = sk_bound(c, launched, p), e = sk_bound(c + 1, launched, p);
+        const bool has_head = (e - 1) / num_kb * num_kb > s && e % num_kb != 0;
+        if (has_head) CHECK(w.kb0 == 0 && w.kb1 < num_kb, "cluster %d: its stream-K work does not start with the head", c);
+      }
       CHECK(w.unit >= 0 && w.unit < units && w.kb0 >= 0 && w.kb0 < w.kb1 && w.kb1 <= num_kb,
             "piece out of range: unit %d kb [%d,%d) of %d units x %d kb", w.unit, w.kb0, w.kb1, units, num_kb);
       if (!(w.unit >= 0 && w.unit < units && w.kb0 >= 0 && w.kb1 <= num_kb)) return;
@@ -77,7 +89,9 @@ static void check(int units, int num_kb, int clusters, int sms) {
     }
     if (partial_at >= 0) CHECK(partial_at == 0 || (p.dp_work > 0 && partial_at == (p.dp_work + launched - 1 - c) / launched),
                                "cluster %d: the stream-K partial piece is not the first of its share", c);
-    if (reduce_at >= 0) CHECK(reduce_at == count - 1, "cluster %d: the reduce piece is not its last", c);
+    if (reduce_at >= 0 && partial_at >= 0)
+      CHECK(reduce_at > partial_at, "cluster %d: it waits for partial sums before publishing its own", c);
+    (void)count;
   }
   for (int u = 0; u < units; ++u) {
     for (int kb = 0; kb < num_kb; ++kb) CHECK(owner[u][kb] >= 0, "k block %d of unit %d never computed", kb, u);
@@ -97,15 +111,17 @@ static void check(int units, int num_kb, int clusters, int sms) {
       if (it == reduce_of.end()) continue;
       const int rc = it->second.first;
       const Work& r = it->second.second;
-      CHECK(r.peer_last == rc + static_cast<int>(ps.size()), "unit %d: reduce adds clusters %d..%d, %zu partials", u,
-            rc + 1, r.peer_last, ps.size());
-      int expect_kb = r.kb1;
-      for (int q = rc + 1; q <= r.peer_last; ++q) {
+      CHECK(r.kb1 == num_kb, "unit %d: the reduce piece does not hold the tile's last k block", u);
+      CHECK(rc - r.peer_first == static_cast<int>(ps.size()), "unit %d: reduce adds clusters %d..%d, %zu partials", u,
+            r.peer_first, rc - 1, ps.size());
+      int expect_kb = 0;
+      for (int q = r.peer_first; q < rc; ++q) {
         CHECK(owner[u][expect_kb] == q, "unit %d: k block %d held by %d, not by cluster %d", u, expect_kb,
               owner[u][expect_kb], q);
         while (expect_kb < num_kb && owner[u][expect_kb] == q) ++expect_kb;
       }
-      CHECK(expect_kb == num_kb, "unit %d: the reduce's peers end at k block %d of %d", u, expect_kb, num_kb);
+      CHECK(expect_kb == r.kb0, "unit %d: the reduce's peers end at k block %d, the reduce starts at %d", u, expect_kb,
+            r.kb0);
     }
   }
 }

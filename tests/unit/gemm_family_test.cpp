@@ -547,7 +547,7 @@ TEST(HopperGemmFamily, HandMeasuredConfigurationsAreLegalForTheirShapes) {
                           {"CLUSTER_N", "1"}, {"PERSISTENT", "1"}, {"RASTER", "1"},   {"GROUP", "8"},
                           {"SPLIT_K", "1"},   {"STREAM_K", "0"}, {"EPILOGUE", "0"}, {"SWIZZLE", "128"}};
   int checked = 0;
-  for (const char* list : {"gemm_configs.txt", "gemm_configs_wide.txt", "gemm_configs_large.txt"}) {
+  for (const char* list : {"gemm_configs.txt", "gemm_configs_wide.txt", "gemm_configs_large.txt", "gemm_configs_sk.txt"}) {
     const auto text = read_file(find_project_dir("bench") / "gpu" / list);
     ASSERT_TRUE(text) << list;
     std::istringstream lines(*text);

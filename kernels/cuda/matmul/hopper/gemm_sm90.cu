@@ -38,10 +38,13 @@
  *   CROQ_STREAM_K               1: the tiles of the last one to two waves (all tiles when there is
  *                               less than a wave) are cut into contiguous k ranges, one equal share
  *                               per CTA (stream-K), so that no CTA idles in a partial last wave. A
- *                               CTA whose share starts inside a tile writes its partial sums and
- *                               raises a flag; the CTA that holds the tile's first k block adds the
- *                               later shares in k order (deterministic) and writes C. Needs
- *                               CROQ_PERSISTENT=1, cooperative consumers and CROQ_SPLIT_K=1.
+ *                               CTA runs the piece of its share that starts a tile first, writes its
+ *                               partial sums and raises a flag; the CTA that holds the tile's last
+ *                               k block adds the earlier shares in k order (deterministic) and
+ *                               writes C. Running those head pieces first keeps the CTAs of the
+ *                               region at a few k ranges at a time, so they share A and B panels in
+ *                               L2. Needs CROQ_PERSISTENT=1, cooperative consumers and
+ *                               CROQ_SPLIT_K=1.
  *   CROQ_SWIZZLE                128, 64 or 32: the TMA/WGMMA shared-memory swizzle width in bytes
  *   CROQ_MMA_DEPTH              wgmma groups left in flight when a stage is released (0 or 1)
  *   CROQ_DTYPES, CROQ_BLAYOUTS  which instantiations to compile (bit masks; default all):
@@ -453,7 +456,7 @@ struct Work {
   int unit, slice, kb0, kb1;  // cluster tile, split-K slice, k blocks [kb0, kb1)
   int role;                   // WORK_FULL: writes C; WORK_PARTIAL: partial sums for another CTA;
                               // WORK_REDUCE: adds the others' partial sums, then writes C
-  int peer_last;              // stream-K reduce: the last cluster whose partial sums it adds
+  int peer_first;             // stream-K reduce: the first cluster whose partial sums it adds
   long long next;             // cursor of the next piece of work
 };
 
@@ -465,10 +468,26 @@ __host__ __device__ inline long long sk_bound(long long c, int clusters, const P
 __host__ __device__ inline int sk_owner(long long g, int clusters, const Params& p) {
   return static_cast<int>(((g + 1) * clusters + p.sk_iters - 1) / p.sk_iters - 1);
 }
+// Where cluster c's stream-K share [s, e) starts being worked on. Its pieces, one per tile it
+// touches, are taken in k order except that a last piece which starts a tile and ends inside it
+// (a head: partial sums for the CTA holding the rest of that tile) goes first. In k order the
+// CTAs of the region would work at k offsets spread over the whole of K; head first, every CTA
+// runs k = 0.. of one tile, then the rest of its share, so at any time they stand at two or three
+// k ranges and share the A and B panels in L2 (docs/results/stream-k-probe.md). And each partial
+// is published before its CTA waits for anything.
+__host__ __device__ inline long long sk_head(int c, int clusters, const Params& p) {
+  const long long s = sk_bound(c, clusters, p), e = sk_bound(c + 1, clusters, p);
+  const long long head = (e - 1) / p.num_kb * p.num_kb;  // first k block of the share's last tile
+  return head > s && e % p.num_kb != 0 ? head : -1;
+}
+__host__ __device__ inline long long sk_first(int c, int clusters, const Params& p) {
+  const long long head = sk_head(c, clusters, p);
+  return head >= 0 ? head : sk_bound(c, clusters, p);
+}
 // Where cluster c starts: its first data-parallel unit, or its stream-K share.
 __host__ __device__ inline long long work_start(int c, int clusters, const Params& p) {
   if (!STREAM_K || c < p.dp_work) return c;
-  return p.dp_work + sk_bound(c, clusters, p);
+  return p.dp_work + sk_first(c, clusters, p);
 }
 // The work at cursor `cur` of cluster c (false when its work is done). A cursor below p.dp_work is a
 // data-parallel unit, stepping by the number of clusters (split-K: unit w is slice w % split of
@@ -492,9 +511,9 @@ __host__ __device__ inline bool work_at(long long cur, int c, int clusters, cons
       w.kb1 = static_cast<int>(static_cast<long long>(w.slice + 1) * p.num_kb / p.split);
       w.role = p.split == 1 ? WORK_FULL : w.slice < p.split - 1 ? WORK_PARTIAL : WORK_REDUCE;
     }
-    w.peer_last = -1;
+    w.peer_first = -1;
     if constexpr (STREAM_K) {
-      w.next = cur + clusters < p.dp_work ? cur + clusters : p.dp_work + sk_bound(c, clusters, p);
+      w.next = cur + clusters < p.dp_work ? cur + clusters : p.dp_work + sk_first(c, clusters, p);
     } else {
       w.next = cur + clusters;  // no 64-bit division in the loop: it costs registers
     }
@@ -513,16 +532,19 @@ __host__ __device__ inline bool work_at(long long cur, int c, int clusters, cons
     w.kb0 = static_cast<int>(g - j * p.num_kb);
     const long long left = end - g;
     w.kb1 = left < p.num_kb - w.kb0 ? w.kb0 + static_cast<int>(left) : p.num_kb;
-    w.peer_last = -1;
-    if (w.kb0 > 0) {
-      w.role = WORK_PARTIAL;
-    } else if (w.kb1 < p.num_kb) {
-      w.role = WORK_REDUCE;
-      w.peer_last = sk_owner((j + 1) * p.num_kb - 1, clusters, p);
+    w.peer_first = -1;
+    if (w.kb1 < p.num_kb) {
+      w.role = WORK_PARTIAL;  // a head, or the middle of a tile longer than a share
+    } else if (w.kb0 > 0) {
+      w.role = WORK_REDUCE;  // the tile's end: adds the earlier shares' partial sums
+      w.peer_first = sk_owner(j * p.num_kb, clusters, p);
     } else {
       w.role = WORK_FULL;
     }
-    w.next = cur + (w.kb1 - w.kb0);
+    const long long head = sk_head(c, clusters, p);
+    const long long piece_end = g + (w.kb1 - w.kb0);
+    // The head (taken first) is followed by the share's start; the piece before the head ends it.
+    w.next = p.dp_work + (g == head ? sk_bound(c, clusters, p) : piece_end == head ? end : piece_end);
     return true;
   }
 }
@@ -851,17 +873,17 @@ __global__ void __launch_bounds__(THREADS, 1)
 
       // ------------------------------- stream-K reduction -------------------------------
       if constexpr (STREAM_K) {
-        // One slot of partial sums per CTA (its share starts inside at most one tile) and a flag
-        // per (CTA, row owner). The CTA holding a tile's first k blocks adds the later shares (the
-        // next clusters, the same rank in each) in k order, each published at the start of its
-        // CTA's share.
+        // One slot of partial sums per CTA (at most one piece of its share ends inside a tile) and
+        // a flag per (CTA, row owner). The CTA holding a tile's last k blocks adds the earlier
+        // shares (the previous clusters, the same rank in each) in k order, each published by the
+        // first piece its CTA works on.
         auto slot = [&](int q) { return p.partials + (static_cast<long long>(q) * CS + rank) * (BM * BN); };
         auto flag = [&](int q) { return p.flags + (static_cast<long long>(q) * CS + rank) * FLAG_GROUPS + cw; };
         if (wk.role == WORK_PARTIAL) {
           publish_partial(slot(cluster_id), flag(cluster_id), row0 / 64);
-          continue;  // the CTA holding the tile's first k block writes C
+          continue;  // the CTA holding the tile's last k block writes C
         }
-        if (wk.role == WORK_REDUCE) add_partials(cluster_id + 1, wk.peer_last + 1, slot, flag, row0 / 64);
+        if (wk.role == WORK_REDUCE) add_partials(wk.peer_first, cluster_id, slot, flag, row0 / 64);
       }
 
       // ------------------------------- epilogue -------------------------------
