@@ -42,9 +42,9 @@
  *                               partial sums and raises a flag; the CTA that holds the tile's last
  *                               k block adds the earlier shares in k order (deterministic) and
  *                               writes C. Running those head pieces first keeps the CTAs of the
- *                               region at a few k ranges at a time, so they share A and B panels in
- *                               L2. Needs CROQ_PERSISTENT=1, cooperative consumers and
- *                               CROQ_SPLIT_K=1.
+ *                               region at two or three k ranges at a time, meant to let them share
+ *                               A and B panels in L2. Needs CROQ_PERSISTENT=1, cooperative
+ *                               consumers and CROQ_SPLIT_K=1.
  *   CROQ_SWIZZLE                128, 64 or 32: the TMA/WGMMA shared-memory swizzle width in bytes
  *   CROQ_MMA_DEPTH              wgmma groups left in flight when a stage is released (0 or 1)
  *   CROQ_DTYPES, CROQ_BLAYOUTS  which instantiations to compile (bit masks; default all):
@@ -473,8 +473,10 @@ __host__ __device__ inline int sk_owner(long long g, int clusters, const Params&
 // (a head: partial sums for the CTA holding the rest of that tile) goes first. In k order the
 // CTAs of the region would work at k offsets spread over the whole of K; head first, every CTA
 // runs k = 0.. of one tile, then the rest of its share, so at any time they stand at two or three
-// k ranges and share the A and B panels in L2 (docs/results/stream-k-probe.md). And each partial
-// is published before its CTA waits for anything.
+// k ranges, which is meant to let them share the A and B panels in L2 (in k order the L2 hit rate
+// fell from 79 to 73 %, docs/results/stream-k-probe.md; head first did not win the loss back,
+// docs/results/gemm-configs-sk-h200.md). And each partial is published before its CTA waits for
+// anything.
 __host__ __device__ inline long long sk_head(int c, int clusters, const Params& p) {
   const long long s = sk_bound(c, clusters, p), e = sk_bound(c + 1, clusters, p);
   const long long head = (e - 1) / p.num_kb * p.num_kb;  // first k block of the share's last tile
