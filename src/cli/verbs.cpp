@@ -31,7 +31,8 @@ const std::vector<VerbSpec>& verbs() {
        setup_state},
       {"decide", "the noise-aware KEEP/DISCARD decision for a measured candidate",
        "Compares the candidate's measurement with the best of its base: KEEP only when the gain exceeds "
-       "1.5 x sqrt(noise_c^2 + noise_b^2) (noise = CV floored at 0.5 %); ties are DISCARD; a change beyond +/-50 % "
+       "1.5 x sqrt(noise_c^2 + noise_b^2) (noise = the robust CV of the repetitions, 1.4826 MAD / median, floored at "
+       "0.5 %; a short kernel timed in several processes uses their spread); ties are DISCARD; a change beyond +/-50 % "
        "needs a back-to-back re-run first (`needs_rerun`). Output: `{decision, reason, needs_rerun, gain, margin, best, "
        "base_kernel, candidate}`.",
        setup_decide},
