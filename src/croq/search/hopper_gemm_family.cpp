@@ -63,7 +63,7 @@ std::vector<ParamSpec> HopperGemmFamily::params() const {
       {"STREAM_K", {"0", "1"}, true, "tiling",
        "1: the tiles of the last one to two waves (all of them below a wave) are cut into equal contiguous k "
        "ranges, one per CTA, so no CTA idles in a partial last wave; partial sums are added in k order by the CTA "
-       "holding each tile's first k block",
+       "holding each tile's last k block",
        "0"},
   };
 }
