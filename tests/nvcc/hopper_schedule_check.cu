@@ -126,6 +126,51 @@ static void check(int units, int num_kb, int clusters, int sms) {
   }
 }
 
+// How many k ranges (k block / 8) the clusters of the stream-K region stand at, step by step: the
+// CTAs running together share A and B panels in L2 only when they work at the same k. Returns the
+// most seen at once and prints the mean.
+static int k_ranges(int units, int num_kb, int clusters) {
+  Grid g;
+  g.units_m = units;
+  g.units_n = 1;
+  g.num_units = units;
+  g.num_kb = num_kb;
+  g.split = 1;
+  g.tiles = units;
+  g.sk_slots = 132;
+  Params p{};
+  p.num_units = units;
+  p.num_kb = num_kb;
+  p.split = 1;
+  p.num_work = units;
+  plan_stream_k(p, g, clusters);
+  if (p.sk_iters == 0) return 0;
+  std::vector<std::vector<int>> ks(clusters);  // k block of each step of each cluster's region work
+  for (int c = 0; c < clusters; ++c) {
+    Work w;
+    int guard = 0;
+    for (long long cur = work_start(c, clusters, p); work_at(cur, c, clusters, p, w) && guard < units * num_kb + 1;
+         cur = w.next, ++guard) {
+      if (w.unit < p.dp_work) continue;
+      for (int kb = w.kb0; kb < w.kb1; ++kb) ks[c].push_back(kb);
+    }
+  }
+  int most = 0;
+  double sum = 0;
+  int steps = 0;
+  for (size_t t = 0;; t += 8, ++steps) {
+    std::map<int, int> at;
+    for (const auto& v : ks)
+      if (t < v.size()) at[v[t] / 8]++;
+    if (at.empty()) break;
+    most = static_cast<int>(at.size()) > most ? static_cast<int>(at.size()) : most;
+    sum += static_cast<double>(at.size());
+  }
+  std::printf("stream-K region of %d units x %d k blocks on %d clusters: %.1f k ranges at a time on average, %d at most\n",
+              units, num_kb, clusters, steps ? sum / steps : 0.0, most);
+  return most;
+}
+
 int main() {
   const int units_list[] = {1, 2, 5, 64, 72, 128, 131, 132, 133, 200, 263, 264, 265, 352, 484, 512, 1849, 2048, 4096};
   const int kb_list[] = {1, 2, 3, 7, 8, 12, 64, 129, 512};
@@ -150,6 +195,14 @@ int main() {
   if (STREAM_K && streamed == 0) {
     std::printf("FAIL: no case had a stream-K region\n");
     return 1;
+  }
+  if (STREAM_K && CROQ_CLUSTER_M * CROQ_CLUSTER_N == 1) {
+    // Head first keeps the region's CTAs together: 12288x8192x12288 in 128x256 tiles (23.3 waves,
+    // K = 192 blocks), 4096x1024x8192 (128 tiles, one wave), 4096^3 (3.9 waves). In k order they
+    // stood at 11, 16 and 8 ranges at once.
+    CHECK(k_ranges(3072, 192, 132) <= 2, "12288x8192x12288: the region's CTAs spread over k");
+    CHECK(k_ranges(128, 128, 132) <= 2, "4096x1024x8192: the region's CTAs spread over k");
+    CHECK(k_ranges(512, 64, 132) <= 2, "4096^3: the region's CTAs spread over k");
   }
   if (failures) {
     std::printf("%d failures\n", failures);

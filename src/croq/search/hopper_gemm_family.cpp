@@ -262,6 +262,14 @@ std::vector<Alternative> HopperGemmFamily::alternatives(const FamilyProblem& p) 
   };
   // Where there are many waves of them, their last wave costs little: they go first.
   const bool many_large_waves = tiles(256, 192) >= 4 * sms;
+  // Stream-K needs cooperative consumers and no split-K: from a ping-pong base no single step
+  // reaches it.
+  auto streamed = [](FamilyConfig c) {
+    c["STREAM_K"] = "1";
+    c["SPLIT_K"] = "1";
+    c["PINGPONG"] = "0";
+    return c;
+  };
   if (many_large_waves) add_large_tiles();
   if (tiles(128, 128) >= sms) {
     // Enough tiles for the big archetypes. In the H200 probe (docs/results/gemm-probe-h200-run2.md)
@@ -284,10 +292,17 @@ std::vector<Alternative> HopperGemmFamily::alternatives(const FamilyProblem& p) 
   } else if (tiles(128, 128) >= sms) {
     // A wave of 128x128 tiles but not of 128x256 (the default: ping-pong 128x128): cuBLAS's own
     // tile there (256x128 with a cluster, docs/results/gemm-verdicts.md) makes as many tiles as
-    // 128x256. Stream-K is not offered: on the H200 it lost to the same tile without it on every
-    // such shape (4096x1024x8192: 0.813 against 0.987 of cuBLAS; 4096x1024x1024: 0.690 against
-    // 0.986; docs/results/gemm-configs-wide-h200.md).
+    // 128x256, 128 for 132 SMs at 4096x1024x8192 and 512x8192x8192, where both sides stand at
+    // 0.99. Stream-K is the way past that bound: every SM gets an equal share. Taken in k order it
+    // lost badly here (0.813 against 0.987 of cuBLAS at 4096x1024x8192,
+    // docs/results/gemm-configs-wide-h200.md), its CTAs spread over all of K so that none of the
+    // A and B panels they load is shared in L2. Taken head first -- the template's order since --
+    // a one-wave region has every CTA within a few k blocks of the others (the host schedule
+    // check), as in the data-parallel kernel; that has not been measured on these shapes yet, and
+    // no single step from the ping-pong default reaches it.
     add("cooperative 256x128 with a 2x1 cluster", "co256x128_c21", arrangement({256, 128, 2, 0}, 1, 2, 1));
+    add("cooperative 128x256 with a 2x1 cluster, stream-K", "co128x256_c21_sk",
+        streamed(arrangement({128, 256, 2, 0}, 1, 2, 1)));
   } else {
     // Fewer tiles than SMs: the tile and split-K choices the cost model ranks next after the
     // default, and small tiles paired with a cluster (operand loads shared by TMA multicast).
