@@ -19,10 +19,7 @@ if [ "${1:-run}" = build ]; then
 import os, sys
 lst, kdir, repo = sys.argv[1:4]
 sys.path.insert(0, os.path.join(repo, "bench/gpu"))
-from render_hopper import describe, render
-base = dict(BM="128", BN="256", BK="64", STAGES="4", CONSUMERS="2", PINGPONG="0", MMA_DEPTH="1", CLUSTER_M="1",
-            CLUSTER_N="1", PERSISTENT="1", RASTER="1", GROUP="8", SPLIT_K="1", STREAM_K="0", EPILOGUE="0",
-            SWIZZLE="128")
+from render_hopper import HAND_BASE as base, describe, render
 rows = []
 for line in open(lst):
     line = line.split("#")[0].split()

@@ -10,6 +10,11 @@ ORDER = ["BM", "BN", "BK", "STAGES", "CONSUMERS", "PINGPONG", "MMA_DEPTH", "CLUS
 # configuration is read with (ParamSpec::recorded_default).
 RECORDED_DEFAULTS = {"STREAM_K": "0"}
 DTYPE_BITS = {"f16fp32": 1, "f16": 2, "bf16fp32": 4, "bf16": 8}
+# The configuration the hand-named lists (bench/gpu/gemm_configs*.txt) state their changes from:
+# cooperative 128x256, 4 stages, persistent, register epilogue.
+HAND_BASE = dict(BM="128", BN="256", BK="64", STAGES="4", CONSUMERS="2", PINGPONG="0", MMA_DEPTH="1", CLUSTER_M="1",
+                 CLUSTER_N="1", PERSISTENT="1", RASTER="1", GROUP="8", SPLIT_K="1", STREAM_K="0", EPILOGUE="0",
+                 SWIZZLE="128")
 
 
 def render(repo, params, shape_key, comment):

@@ -21,12 +21,9 @@ if [ "${1:-run}" = build ]; then
 import os, sys
 kdir, repo, key = sys.argv[1:4]
 sys.path.insert(0, os.path.join(repo, "bench/gpu"))
-from render_hopper import render
-base = dict(BM="128", BN="256", BK="64", STAGES="4", CONSUMERS="2", PINGPONG="0", MMA_DEPTH="1", CLUSTER_M="1",
-            CLUSTER_N="1", PERSISTENT="1", RASTER="1", GROUP="8", SPLIT_K="1", STREAM_K="0", EPILOGUE="1",
-            SWIZZLE="128")
+from render_hopper import HAND_BASE, render
 for name, sk in (("iter001_dp", "0"), ("iter002_sk", "1")):
-    p = dict(base, STREAM_K=sk)
+    p = dict(HAND_BASE, EPILOGUE="1", STREAM_K=sk)
     open(os.path.join(kdir, name + ".cu"), "w").write(render(repo, p, key, f"{name} for {key}, bench/gpu/stream_k_probe.sh"))
 PY
   build_hopper_sources "$KDIR"
