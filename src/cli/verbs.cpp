@@ -304,7 +304,8 @@ const std::vector<VerbSpec>& verbs() {
        "as perf/<key>/<model>/sass_<kernel>.sass or sass_baseline.sass.\n\n"
        "Output: `{origin, kernel, functions, mix:{instructions, registers, registers_source, by_class, "
        "tensor_family, tensor_ops, global_load_widths_bits, global_store_widths_bits, shared_*_widths_bits, "
-       "ldsm, stsm, ldgsts, tma, barriers, local_loads, local_stores, opcodes}, sass_file}`. Exit 7 when "
+       "ldsm, stsm, ldgsts, tma, barriers, local_loads, local_stores, tensor_loops, local_in_tensor_loops, opcodes}, "
+       "sass_file}`. Exit 7 when "
        "cuobjdump or ncu is missing.",
        setup_sass_dump},
       {"sass compare", "compare candidate and baseline SASS; divergences ranked by severity",

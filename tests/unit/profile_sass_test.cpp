@@ -114,6 +114,52 @@ TEST(Sass, LocalMemoryInTheCandidateIsHighSeverity) {
   EXPECT_EQ(d[0].severity, "high");
 }
 
+// Spills in the tensor-core loop cost every k step; outside it, once per tile. The loop is the
+// range of a backward branch that holds an HGMMA.
+TEST(Sass, LocalMemoryIsPlacedInsideOrOutsideTheTensorCoreLoop) {
+  const std::string inside =
+      "Function : spills_in_loop\n"
+      "        /*0000*/                   MOV R4, RZ ;\n"
+      "        /*0010*/                   HGMMA.64x192x16.F32 R24, gdesc[UR12].tnspB, R24 ;\n"
+      "        /*0020*/                   STL [R1+0x10], R4 ;\n"
+      "        /*0030*/                   LDL R4, [R1+0x10] ;\n"
+      "        /*0040*/              @!P1 BRA 0x10 ;\n"
+      "        /*0050*/                   EXIT ;\n";
+  auto fn = parse_sass(inside)[0];
+  EXPECT_EQ(fn.instructions[4].target, 0x10);
+  EXPECT_EQ(fn.instructions[4].address, 0x40);
+  InstructionMix in = instruction_mix(fn);
+  EXPECT_EQ(in.tensor_loops, 1);
+  ASSERT_TRUE(in.local_in_tensor_loops);
+  EXPECT_EQ(*in.local_in_tensor_loops, 2);
+  InstructionMix b = instruction_mix(load("synthetic_hgmma_sm90a.sass")[0]);
+  ASSERT_EQ(b.local_loads + b.local_stores, 0);
+  auto d = compare_mix(in, b);
+  auto local = std::find_if(d.begin(), d.end(), [](const Divergence& x) { return x.category == "local_memory"; });
+  ASSERT_NE(local, d.end());
+  EXPECT_EQ(local->severity, "high");
+  EXPECT_NE(local->reason.find("2 of them inside its tensor-core loop"), std::string::npos) << local->reason;
+
+  // The H200 capture of the Hopper template with 256x192 tiles and stream-K (docs/results/spill-sass-run1): its
+  // spills are before the k loop (0x19e0-0x2250) and in the reduction after it.
+  InstructionMix real = instruction_mix(load("h200_hopper_stream_k_256x192_excerpt.sass")[0]);
+  EXPECT_EQ(real.tensor_loops, 1);
+  EXPECT_EQ(real.local_loads + real.local_stores, 5);
+  ASSERT_TRUE(real.local_in_tensor_loops);
+  EXPECT_EQ(*real.local_in_tensor_loops, 0);
+  d = compare_mix(real, b);
+  local = std::find_if(d.begin(), d.end(), [](const Divergence& x) { return x.category == "local_memory"; });
+  ASSERT_NE(local, d.end());
+  EXPECT_EQ(local->severity, "low") << local->reason;
+  EXPECT_EQ(mix_json(real)["local_in_tensor_loops"], 0);
+
+  // ncu's source page has no addresses: where the spills are stays unknown (and high).
+  const std::string csv = "\"Source\"\n\"STL [R1], R0 ;\"\n\"HGMMA.64x128x16.F32 R24, gdesc[UR4], R24 ;\"\n";
+  InstructionMix unknown = instruction_mix(parse_sass(csv)[0]);
+  EXPECT_FALSE(unknown.local_in_tensor_loops);
+  EXPECT_TRUE(mix_json(unknown)["local_in_tensor_loops"].is_null());
+}
+
 TEST(Sass, NcuSourcePageCsvIsRead) {
   std::string csv =
       "\"Address\",\"Source\",\"Warp Stall Sampling (All Samples)\"\n"

@@ -18,7 +18,7 @@ namespace croq::profile {
 
 namespace {
 
-void add_instruction(SassFunction& f, const std::string& raw) {
+void add_instruction(SassFunction& f, const std::string& raw, long long address = -1) {
   std::string text = trim(raw);
   if (!text.empty() && text.back() == ';') text = trim(text.substr(0, text.size() - 1));
   if (text.empty()) return;
@@ -34,6 +34,13 @@ void add_instruction(SassFunction& f, const std::string& raw) {
   ins.base = ins.opcode.substr(0, ins.opcode.find('.'));
   ins.text = text;
   if (ins.base.empty() || !std::isupper(static_cast<unsigned char>(ins.base[0]))) return;
+  ins.address = address;
+  if (ins.base == "BRA" || ins.base == "BRX" || ins.base == "JMP") {
+    static const std::regex hex_target(R"(\b0x([0-9a-fA-F]+)\b)");
+    std::smatch t;
+    const std::string operands = sp == std::string::npos ? std::string() : rest.substr(sp);
+    if (std::regex_search(operands, t, hex_target)) ins.target = std::stoll(t[1].str(), nullptr, 16);
+  }
   // Highest general register referenced (R0..R255; RZ and uniform URn excluded).
   const std::string& s = text;
   for (size_t i = 0; i + 1 < s.size(); ++i) {
@@ -115,7 +122,7 @@ std::vector<SassFunction> parse_sass(std::string_view text, const std::string& o
           out.back().name = "(unnamed)";
           cur = &out.back();
         }
-        add_instruction(*cur, m[2].str());
+        add_instruction(*cur, m[2].str(), std::stoll(m[1].str(), nullptr, 16));
       }
     }
   }
@@ -268,6 +275,30 @@ InstructionMix instruction_mix(const SassFunction& f) {
     if (ins.base == "LDL") ++mix.local_loads;
     if (ins.base == "STL") ++mix.local_stores;
   }
+  // Loops: backward branches. Local accesses inside a loop that runs tensor-core instructions.
+  std::vector<std::pair<long long, long long>> loops;
+  bool addressed = !f.instructions.empty();
+  for (const auto& ins : f.instructions) {
+    addressed = addressed && ins.address >= 0;
+    if (ins.target >= 0 && ins.address >= 0 && ins.target <= ins.address) loops.emplace_back(ins.target, ins.address);
+  }
+  if (addressed) {
+    std::vector<std::pair<long long, long long>> tensor_loops;
+    for (const auto& [lo, hi] : loops) {
+      const bool tensor = std::any_of(f.instructions.begin(), f.instructions.end(), [&](const SassInstruction& i) {
+        return i.address >= lo && i.address <= hi && op_class(i.base) == "tensor";
+      });
+      if (tensor) tensor_loops.emplace_back(lo, hi);
+    }
+    mix.tensor_loops = static_cast<int>(tensor_loops.size());
+    int inside = 0;
+    for (const auto& ins : f.instructions) {
+      if (ins.base != "LDL" && ins.base != "STL") continue;
+      inside += std::any_of(tensor_loops.begin(), tensor_loops.end(),
+                            [&](const auto& r) { return ins.address >= r.first && ins.address <= r.second; });
+    }
+    mix.local_in_tensor_loops = inside;
+  }
   if (f.registers) {
     mix.registers = f.registers;
     mix.registers_source = "cuobjdump -res-usage";
@@ -307,6 +338,8 @@ json mix_json(const InstructionMix& mix) {
   j["barriers"] = mix.barriers;
   j["local_loads"] = mix.local_loads;
   j["local_stores"] = mix.local_stores;
+  j["tensor_loops"] = mix.tensor_loops;
+  j["local_in_tensor_loops"] = mix.local_in_tensor_loops ? json(*mix.local_in_tensor_loops) : json(nullptr);
   j["opcodes"] = mix.opcodes;
   return j;
 }
@@ -366,10 +399,25 @@ std::vector<Divergence> compare_mix(const InstructionMix& c, const InstructionMi
   // 2. Local memory (spills).
   int cl = c.local_loads + c.local_stores, bl = b.local_loads + b.local_stores;
   if (cl > 0 && bl == 0) {
-    add("high", "local_memory",
-        fmt::format("candidate uses local memory ({} LDL, {} STL: register spills or local arrays); baseline none",
-                    c.local_loads, c.local_stores),
-        95, json{{"ldl", c.local_loads}, {"stl", c.local_stores}}, json{{"ldl", 0}, {"stl", 0}});
+    // Where they are decides what they cost: in the tensor-core loop every k step pays them,
+    // outside it (set-up, per-tile bookkeeping, epilogue) once per tile.
+    const bool outside = c.local_in_tensor_loops && *c.local_in_tensor_loops == 0 && c.tensor_loops > 0;
+    json cj{{"ldl", c.local_loads}, {"stl", c.local_stores}};
+    if (c.local_in_tensor_loops) cj["in_tensor_loops"] = *c.local_in_tensor_loops;
+    if (outside) {
+      add("low", "local_memory",
+          fmt::format("candidate uses local memory ({} LDL, {} STL), none of it inside its tensor-core loop: spills paid "
+                      "once per tile, not per k step; baseline none",
+                      c.local_loads, c.local_stores),
+          40, cj, json{{"ldl", 0}, {"stl", 0}});
+    } else {
+      add("high", "local_memory",
+          fmt::format("candidate uses local memory ({} LDL, {} STL: register spills or local arrays{}); baseline none",
+                      c.local_loads, c.local_stores,
+                      c.local_in_tensor_loops ? fmt::format(", {} of them inside its tensor-core loop", *c.local_in_tensor_loops)
+                                              : std::string()),
+          95, cj, json{{"ldl", 0}, {"stl", 0}});
+    }
   }
   // 3. TMA / bulk copies.
   if (b.tma > 0 && c.tma == 0) {

@@ -25,6 +25,8 @@ struct SassInstruction {
   std::string opcode;     // with modifiers: "HGMMA.64x128x16.F32.BF16"
   std::string base;       // "HGMMA"
   std::string text;       // the whole instruction as printed (predicate and operands)
+  long long address = -1;  // its "/*0x..*/" offset (cuobjdump, nvdisasm); -1 when not printed
+  long long target = -1;   // a branch's absolute target ("BRA 0x19e0"); -1 otherwise
 };
 
 struct SassFunction {
@@ -58,6 +60,11 @@ struct InstructionMix {
   int tma = 0;                              // UTMALDG/UTMASTG/UTMAPF/UBLKCP/...
   int barriers = 0;                         // BAR, SYNCS, MEMBAR, DEPBAR, WARPGROUP, ...
   int local_loads = 0, local_stores = 0;   // LDL, STL
+  // Loops are the address ranges [target, branch] of backward branches; a tensor loop holds a
+  // tensor-core instruction (the main loop of a GEMM). Local memory there is paid every k step,
+  // elsewhere once per tile. Unknown (nullopt) when the SASS has no addresses (ncu's source page).
+  int tensor_loops = 0;
+  std::optional<int> local_in_tensor_loops;
   std::optional<int> registers;
   std::string registers_source;            // "cuobjdump -res-usage" or "estimated: ..."
 
