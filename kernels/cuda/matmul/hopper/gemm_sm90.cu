@@ -47,6 +47,9 @@
  *                               consumers and CROQ_SPLIT_K=1.
  *   CROQ_SWIZZLE                128, 64 or 32: the TMA/WGMMA shared-memory swizzle width in bytes
  *   CROQ_MMA_DEPTH              wgmma groups left in flight when a stage is released (0 or 1)
+ *   CROQ_ACC_UNCHECKED          1: build past the accumulator limit below (ptxas spills there); for
+ *                               bench/gpu/spill_sass.sh, which looks where the spills land. The
+ *                               family never sets it.
  *   CROQ_DTYPES, CROQ_BLAYOUTS  which instantiations to compile (bit masks; default all):
  *                               dtypes 1 f16->f32, 2 f16->f16, 4 bf16->f32, 8 bf16->bf16;
  *                               layouts 1 B row-major, 2 B "col"
@@ -186,9 +189,11 @@ constexpr int MAX_ACC = CONSUMERS == 3 ? (SPLIT_K > 1 || STREAM_K ? 64 : 96)
                         : STREAM_K      ? 128
                         : SPLIT_K > 1   ? 160
                                         : 192;
+#if !defined(CROQ_ACC_UNCHECKED) || CROQ_ACC_UNCHECKED == 0
 static_assert(M_ATOMS * BN / 2 <= MAX_ACC,
               "too many accumulators per consumer thread: at most 192 (160 with split-K, 128 with stream-K), with three "
               "consumers 96 (64)");
+#endif
 static_assert(STAGES >= 2 && STAGES <= 8, "CROQ_STAGES must be in [2, 8]");
 static_assert(CS >= 1 && CS <= 8, "cluster size must be in [1, 8]");
 static_assert((BM / CN) % 8 == 0, "A slices of a multicast must be multiples of 8 rows");
