@@ -21,9 +21,10 @@ for tgz in $SOURCES; do
   mkdir -p "$WS/src/$n" && tar xzf "$tgz" -C "$WS/src/$n"
 done
 mkdir -p "$WS/pacing" && tar xzf "$RATIOS" -C "$WS/pacing"
-python3 - "$WS" "$CROQ" "$REPO/$REPORT" "$n" "$SOURCES" "$RATIOS" <<'PY'
+PYTHONPATH="$REPO/bench/gpu" python3 - "$WS" "$CROQ" "$REPO/$REPORT" "$n" "$SOURCES" "$RATIOS" <<'PY'
 import glob, json, os, statistics, subprocess, sys
 ws, croq, dest, n, sources, ratios = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4]), sys.argv[5], sys.argv[6]
+from tunes import newest_best_keeps  # bench/gpu/tunes.py
 def classify(csv, key):
     r = subprocess.run([croq, "classify", "--csv", csv, "--shape-key", key], capture_output=True, text=True)
     if r.returncode != 0:
@@ -47,19 +48,11 @@ def fair_ratio(key):
     if not b or not c:
         return None, None, None
     return statistics.median(b), statistics.median(c), statistics.median(c) / statistics.median(b)
-newest = {}
-for i in range(1, n + 1):
-    for log in glob.glob(f"{ws}/src/{i}/tuning/*/cuda/logs/matmul_*/croq-search/idea-log.jsonl"):
-        newest[log.split("/")[-3]] = log
+newest = newest_best_keeps([f"{ws}/src/{i}" for i in range(1, n + 1)])
 rows = []
 for key in sorted(newest):
-    log = newest[key]
+    best, _, log = newest[key]
     perf = os.path.dirname(log).replace("/logs/", "/perf/")
-    best = None
-    for line in open(log):
-        r = json.loads(line)
-        if r.get("decision") == "KEEP" and (best is None or r["tflops"] > best["tflops"]):
-            best = r
     mine = sorted(glob.glob(f"{perf}/ncu_{best['kernel']}_round*.csv")) if best else []
     lib = sorted(glob.glob(f"{perf}/ncu_iter000_cublas_round*.csv"))
     cm = classify(mine[-1], key) if mine else None

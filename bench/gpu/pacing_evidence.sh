@@ -41,24 +41,15 @@ if [ "$STAGE" = build ]; then
   # rendered the way the hopper family does (src/croq/search/gemm_family_common.cpp: CROQ_<NAME>
   # macros, CROQ_DTYPES, CROQ_BLAYOUTS, the template).
   python3 - "$SRC" "$KDIR" "$REPO" "$n" <<'EOF'
-import glob, json, os, sys
+import os, sys
 src, kdir, repo, n = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4])
 sys.path.insert(0, os.path.join(repo, "bench/gpu"))
 from render_hopper import describe, render
-chosen = {}
-for i in range(1, n + 1):
-    source = open(os.path.join(src, str(i), "source.txt")).read().strip()
-    for log in sorted(glob.glob(f"{src}/{i}/tuning/*/cuda/logs/matmul_*/croq-search/idea-log.jsonl")):
-        shape_key = log.split("/")[-3]
-        best = None
-        for line in open(log):
-            r = json.loads(line)
-            if r.get("decision") == "KEEP" and r.get("params") and (best is None or r["tflops"] > best["tflops"]):
-                best = r
-        if best:
-            chosen[shape_key] = (best, source)
+from tunes import newest_best_keeps
+roots = [os.path.join(src, str(i)) for i in range(1, n + 1)]
 rows = []
-for shape_key, (best, source) in chosen.items():
+for shape_key, (best, i, _) in newest_best_keeps(roots).items():
+    source = open(os.path.join(roots[i], "source.txt")).read().strip()
     p = best["params"]
     text = render(repo, p, shape_key, f"hopper_gemm configuration of {best['kernel']} for {shape_key}, rendered by bench/gpu/pacing_evidence.sh")
     open(os.path.join(kdir, shape_key + ".cu"), "w").write(text)

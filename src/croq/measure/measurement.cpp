@@ -167,6 +167,19 @@ json Measurement::to_json() const {
   return j;
 }
 
+std::optional<double> timing_robust_cv(const json& t) {
+  if (!t.is_object()) return std::nullopt;
+  if (t.contains("robust_cv")) return read_number(t, "robust_cv");
+  std::vector<double> samples;
+  if (t.contains("samples_ms") && t["samples_ms"].is_array()) {
+    for (const auto& s : t["samples_ms"]) {
+      if (s.is_number()) samples.push_back(s.get<double>());
+    }
+  }
+  if (samples.empty()) return std::nullopt;
+  return robust_cv(samples);
+}
+
 std::optional<Measurement> Measurement::from_json(const json& j, std::string* why) {
   auto fail = [&](std::string msg) -> std::optional<Measurement> {
     if (why) *why = std::move(msg);
@@ -292,9 +305,7 @@ std::optional<Measurement> Measurement::from_json(const json& j, std::string* wh
         if (s.is_number()) o.samples_ms.push_back(s.get<double>());
       }
     }
-    // A record from before robust_cv existed lacks the key: its samples give the figure.
-    o.robust_cv = read_number(t, "robust_cv");
-    if (!t.contains("robust_cv") && !o.samples_ms.empty()) o.robust_cv = robust_cv(o.samples_ms);
+    o.robust_cv = timing_robust_cv(t);
     m.timing = o;
   }
   m.tflops = read_number(j, "tflops");

@@ -157,6 +157,10 @@ struct Measurement {
   bool passed() const { return verdict == Verdict::PASS; }
 };
 
+// The robust_cv of a record's "timing" object: its field when the key is there, else (a record from
+// before it) computed from its samples_ms; nullopt when neither gives one.
+std::optional<double> timing_robust_cv(const json& timing);
+
 // TFLOPS of `flops` floating-point operations done in `ms` milliseconds.
 double tflops_of(double flops, double ms);
 

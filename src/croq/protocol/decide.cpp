@@ -1,7 +1,7 @@
 // The noise-aware decision (decide.hpp).
 #include "croq/protocol/decide.hpp"
 
-#include "croq/measure/statistics.hpp"
+#include "croq/measure/measurement.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -31,15 +31,7 @@ PerfSample PerfSample::from_measurement(const json& m) {
     s.median_ms = get_number(t, "median_ms").value_or(0);
     s.cv = get_number(t, "cv").value_or(0);
     s.reps = static_cast<int>(get_integer(t, "reps").value_or(0));
-    if (auto r = get_number(t, "robust_cv")) {
-      s.robust_cv = *r;
-    } else if (t.contains("samples_ms") && t["samples_ms"].is_array()) {
-      std::vector<double> samples;
-      for (const auto& x : t["samples_ms"]) {
-        if (x.is_number()) samples.push_back(x.get<double>());
-      }
-      if (!samples.empty()) s.robust_cv = croq::robust_cv(samples);
-    }
+    if (auto r = timing_robust_cv(t)) s.robust_cv = *r;
   }
   s.source = get_string(m, "source").value_or("measured");
   if (m.contains("runs") && m["runs"].is_array()) {

@@ -262,14 +262,6 @@ std::vector<Alternative> HopperGemmFamily::alternatives(const FamilyProblem& p) 
   };
   // Where there are many waves of them, their last wave costs little: they go first.
   const bool many_large_waves = tiles(256, 192) >= 4 * sms;
-  // Stream-K needs cooperative consumers and no split-K: from a ping-pong base no single step
-  // reaches it.
-  auto streamed = [](FamilyConfig c) {
-    c["STREAM_K"] = "1";
-    c["SPLIT_K"] = "1";
-    c["PINGPONG"] = "0";
-    return c;
-  };
   if (many_large_waves) add_large_tiles();
   if (tiles(128, 128) >= sms) {
     // Enough tiles for the big archetypes. In the H200 probe (docs/results/gemm-probe-h200-run2.md)
@@ -301,8 +293,9 @@ std::vector<Alternative> HopperGemmFamily::alternatives(const FamilyProblem& p) 
     // check), as in the data-parallel kernel; that has not been measured on these shapes yet, and
     // no single step from the ping-pong default reaches it.
     add("cooperative 256x128 with a 2x1 cluster", "co256x128_c21", arrangement({256, 128, 2, 0}, 1, 2, 1));
-    add("cooperative 128x256 with a 2x1 cluster, stream-K", "co128x256_c21_sk",
-        streamed(arrangement({128, 256, 2, 0}, 1, 2, 1)));
+    FamilyConfig streamed = arrangement({128, 256, 2, 0}, 1, 2, 1);  // cooperative, no split-K
+    streamed["STREAM_K"] = "1";
+    add("cooperative 128x256 with a 2x1 cluster, stream-K", "co128x256_c21_sk", streamed);
   } else {
     // Fewer tiles than SMs: the tile and split-K choices the cost model ranks next after the
     // default, and small tiles paired with a cluster (operand loads shared by TMA multicast).

@@ -1,0 +1,20 @@
+"""The kernels croq tune kept, read from tune workspaces (extracted gemm-ws.tgz archives) for the
+bench scripts that re-measure or explain them (bench/gpu/pacing_evidence.sh, bench/gemm_verdicts.sh)."""
+import glob
+import json
+
+
+def newest_best_keeps(roots):
+    """roots: workspace folders holding tuning/, oldest first. For every tuned shape, the best KEEP
+    record of its newest tune: {shape_key: (record, root index, idea-log path)}."""
+    chosen = {}
+    for i, root in enumerate(roots):
+        for log in sorted(glob.glob(f"{root}/tuning/*/cuda/logs/matmul_*/croq-search/idea-log.jsonl")):
+            best = None
+            for line in open(log):
+                r = json.loads(line)
+                if r.get("decision") == "KEEP" and r.get("params") and (best is None or r["tflops"] > best["tflops"]):
+                    best = r
+            if best:
+                chosen[log.split("/")[-3]] = (best, i, log)
+    return chosen
