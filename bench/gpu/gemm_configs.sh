@@ -11,7 +11,7 @@ set -uo pipefail
 cd "$(dirname "$0")/../.."
 REPO=$(pwd)
 source bench/gpu/common.sh
-KDIR=$REPO/.carry/configs
+KDIR=${CONFIG_DIR:-$REPO/.carry/configs}  # CONFIG_DIR: configurations built elsewhere (bench/gpu/spill_sass.sh)
 LIST=${GEMM_CONFIGS:-$REPO/bench/gpu/gemm_configs.txt}
 if [ "${1:-run}" = build ]; then
   rm -rf "$KDIR" && mkdir -p "$KDIR"

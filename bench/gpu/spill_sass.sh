@@ -4,7 +4,10 @@
 # were set where ptxas reports no spill at all; what costs time is local memory in the k loop, paid every k
 # step, not once per tile. For each configuration below (built with CROQ_ACC_UNCHECKED=1), the ptxas spill
 # report and `croq sass dump`'s local_loads / local_stores / local_in_tensor_loops (loops from backward
-# branches, docs/classifier.md). Writes $OUT/spill-sass.md (default docs/results/).
+# branches, docs/classifier.md). Writes $OUT/spill-sass.md (default docs/results/). The builds are also
+# a configuration list for bench/gpu/gemm_configs.sh (.carry/spills/configs.tsv: the 256x192 ones), so
+# the same call can time them against cuBLAS:
+#   CONFIG_DIR=.carry/spills CONFIG_REPORT=gemm-configs-unchecked-h200 bash bench/gpu/gemm_configs.sh run
 #   bash bench/gpu/spill_sass.sh build   renders and compiles the configurations into .carry/spills/ (here)
 #   bash bench/gpu/spill_sass.sh run     disassembles them with cuobjdump (on the GPU machine, which has it)
 set -uo pipefail
@@ -19,7 +22,7 @@ if [ "${1:-run}" = build ]; then
 import os, sys
 kdir, repo, key = sys.argv[1:4]
 sys.path.insert(0, os.path.join(repo, "bench/gpu"))
-from render_hopper import HAND_BASE, render
+from render_hopper import HAND_BASE, describe, render
 wide = dict(BM="256", BN="192", STAGES="3", EPILOGUE="1")
 three = dict(BM="192", BN="192", STAGES="3", CONSUMERS="3", EPILOGUE="1")
 configs = {
@@ -32,9 +35,14 @@ configs = {
     "co192x192_3c_sk": dict(three, STREAM_K="1"),
     "co128x256_sk_c21": dict(EPILOGUE="1", STREAM_K="1", CLUSTER_M="2"),
 }
+rows = []
 for name, ch in configs.items():
-    text = render(repo, dict(HAND_BASE, **ch), key, f"{name}, bench/gpu/spill_sass.sh")
-    open(os.path.join(kdir, name + ".cu"), "w").write("#define CROQ_ACC_UNCHECKED 1\n" + text)
+    p = dict(HAND_BASE, **ch)
+    text = render(repo, p, key, f"{name}, bench/gpu/spill_sass.sh")
+    open(os.path.join(kdir, f"{key}__{name}.cu"), "w").write("#define CROQ_ACC_UNCHECKED 1\n" + text)
+    if name.startswith("co256x192"):
+        rows.append(f"{key}\t{name}\t{describe(p)}")
+open(os.path.join(kdir, "configs.tsv"), "w").write("\n".join(rows) + "\n")
 PY
   for f in "$KDIR"/*.cu; do
     /usr/local/cuda/bin/nvcc -O3 -std=c++17 --shared -Xcompiler -fPIC -I"$REPO/include" -gencode=arch=compute_90a,code=sm_90a \
@@ -42,7 +50,7 @@ PY
   done
   wait
   rm -f "$KDIR"/*.cu
-  for f in "$KDIR"/*.ptxas; do echo "$(basename "$f" .ptxas): $(cat "$f")"; done
+  for f in "$KDIR"/*.ptxas; do n=$(basename "$f" .ptxas); echo "${n#*__}: $(cat "$f")"; done
   exit 0
 fi
 croq_executables
@@ -59,7 +67,7 @@ mkdir -p "$DEST"
   for so in "$KDIR"/*.so; do
     n=$(basename "$so" .so)
     croq sass dump --candidate "$so" --kernel gemm_kernel > "$KDIR/$n.json" 2> "$KDIR/$n.err"
-    python3 - "$KDIR/$n.json" "$n" "$(cat "$KDIR/$n.ptxas" 2>/dev/null)" <<'PY'
+    python3 - "$KDIR/$n.json" "${n#*__}" "$(cat "$KDIR/$n.ptxas" 2>/dev/null)" <<'PY'
 import json, sys
 path, name, ptxas = sys.argv[1:4]
 try:
