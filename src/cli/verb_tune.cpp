@@ -45,6 +45,13 @@ std::string progress_line(const json& e, const std::string& shape, int rounds) {
     return fmt::format("[{}] done: {} rounds, best {} TFLOPS{}", shape, sm.value("rounds", 0), best,
                        sm.contains("pct_of_baseline") ? fmt::format(" ({:.1f}% of baseline)", sm["pct_of_baseline"].get<double>()) : "");
   }
+  if (ev == "close_call") {
+    return fmt::format("[{}] close call: {} against {}, measuring back-to-back pairs", shape, e.value("kernel", ""),
+                       e.value("best", ""));
+  }
+  if (ev == "paired") {
+    return fmt::format("[{}] {} {}: {}", shape, e.value("kernel", ""), e.value("decision", ""), e.value("reason", ""));
+  }
   return fmt::format("[{}] {}", shape, ev);
 }
 

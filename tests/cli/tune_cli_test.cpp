@@ -390,3 +390,48 @@ TEST(TuneCli, ResumesWhenTheBuiltKernelsAreGone) {
 }
 
 }  // namespace
+
+// Close calls (docs/protocol.md "Decisions"): with the task's noise floor raised to 50 %, every
+// gain of a round between 0.3 % and the margin is a close call, and croq tune settles it on
+// back-to-back pairs of the best and the candidate: the pair measurements are there, each in its
+// own file with its evidence, and each such round's reason is the paired decision's.
+TEST(TuneCli, ACloseCallIsSettledOnBackToBackPairs) {
+  TempDir dir;
+  const std::string key = "matmul_f32_256x256x256";
+  CroqRun begin = run_croq(dir.path(), {"protocol", "begin", "--dsl", "cpp", "--shape-key", key, "--model", "croq-search"});
+  ASSERT_EQ(begin.rc, 0) << begin.out << begin.err;
+  fs::path protocol;
+  for (const auto& e : fs::recursive_directory_iterator(dir.path() / "tuning")) {
+    if (e.path().filename() == "protocol.json") protocol = e.path();
+  }
+  ASSERT_FALSE(protocol.empty());
+  json cfg = json::parse(*croq::read_file(protocol));
+  cfg["decision_rule"]["noise_floor"] = 0.5;
+  croq::atomic_write(protocol, cfg.dump());
+
+  CroqRun run = run_croq(dir.path(), {"tune", key, "--dsl", "cpp", "--rounds", "4", "--seed", "11"}, {}, {}, k_long);
+  ASSERT_EQ(run.rc, 0) << run.out << run.err.substr(run.err.size() > 4000 ? run.err.size() - 4000 : 0);
+  TaskPaths p = paths_of(dir.path(), run.doc.value("task", ""));
+  EXPECT_EQ(json::parse(*croq::read_file(protocol))["decision_rule"].value("noise_floor", 0.0), 0.5);
+  // The pair measurements and their evidence.
+  int pair_measures = 0;
+  for (const auto& line : croq::split_lines(*croq::read_file(p.logs / "evidence.jsonl"))) {
+    if (line.empty()) continue;
+    json e = json::parse(line);
+    const std::string file = e.value("file", "");
+    if (e.value("kind", "") != "measure" || file.find("/pair_iter") == std::string::npos) continue;
+    ++pair_measures;
+    EXPECT_TRUE(fs::exists(dir.path() / file)) << file;
+  }
+  int close_calls = 0;
+  for (const auto& r : records(p.logs)) {
+    const std::string why = r.value("decision_reason", "");
+    if (why.find("back-to-back pairs") == std::string::npos) continue;
+    ++close_calls;
+    EXPECT_NE(why.find("settled on 3 back-to-back pairs"), std::string::npos) << why;
+  }
+  EXPECT_GE(close_calls, 1) << "no round of this tune was a close call";
+  // Five measurements make three pairs with the round's own; four after a suspicious jump's re-run,
+  // whose two measurements are already one pair.
+  EXPECT_GE(pair_measures, 4 * close_calls);
+}

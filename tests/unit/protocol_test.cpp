@@ -152,6 +152,50 @@ TEST(Decide, SuspiciousJumpsNeedARerun) {
   EXPECT_EQ(d.decision, Decision::KEEP);
 }
 
+TEST(Decide, ACloseCallIsSettledOnBackToBackPairs) {
+  DecisionRule rule;
+  // +0.9 % against two quiet measurements: inside the floored margin (1.06 %), above 0.3 %.
+  auto d = decide(sample(100.9, 0.001), sample(100, 0.001), rule, false);
+  EXPECT_EQ(d.decision, Decision::DISCARD);
+  EXPECT_TRUE(d.needs_pairs) << d.reason;
+  // Below the paired margin there is nothing to settle; beyond the margin it is a plain KEEP.
+  EXPECT_FALSE(decide(sample(100.2, 0.001), sample(100, 0.001), rule, false).needs_pairs);
+  EXPECT_FALSE(decide(sample(97, 0.001), sample(100, 0.001), rule, false).needs_pairs);
+  d = decide(sample(102, 0.001), sample(100, 0.001), rule, false);
+  EXPECT_EQ(d.decision, Decision::KEEP);
+  EXPECT_FALSE(d.needs_pairs);
+  rule.pairs = 0;  // close calls switched off
+  EXPECT_FALSE(decide(sample(100.9, 0.001), sample(100, 0.001), rule, false).needs_pairs);
+}
+
+TEST(Decide, PairsKeepOnlyWhenEveryPairFavoursTheCandidate) {
+  DecisionRule rule;
+  auto d = decide_pairs({{100.9, 100}, {101.0, 100.2}}, rule);
+  EXPECT_TRUE(d.needs_pairs) << "two of three pairs";
+  EXPECT_EQ(d.decision, Decision::DISCARD);
+  d = decide_pairs({{100.9, 100}, {101.0, 100.2}, {100.5, 99.7}}, rule);
+  EXPECT_EQ(d.decision, Decision::KEEP) << d.reason;
+  EXPECT_NEAR(d.gain, 100.5 / 99.7 - 1, 1e-9);  // the median ratio (1.009, 1.00798, 1.00802)
+  // One pair against the candidate: DISCARD, however large the others.
+  d = decide_pairs({{103, 100}, {103, 100}, {99.9, 100}}, rule);
+  EXPECT_EQ(d.decision, Decision::DISCARD);
+  EXPECT_FALSE(d.needs_pairs);
+  // Every pair above 1 but by less than the paired floor's margin (0.3 %).
+  EXPECT_EQ(decide_pairs({{100.1, 100}, {100.2, 100}, {100.15, 100}}, rule).decision, Decision::DISCARD);
+  // Ratios that scatter: the standard error, not the floor, sets the margin.
+  d = decide_pairs({{100.4, 100}, {104, 100}, {100.5, 100}}, rule);
+  EXPECT_GT(d.margin, 1.5 * 0.002);
+  EXPECT_EQ(d.decision, Decision::DISCARD) << d.reason;
+}
+
+TEST(Decide, PairsAreMeasuredInAbbaOrder) {
+  using V = std::vector<std::string>;
+  // After the candidate's own measurement: (c0, B), (B, C), (C, B).
+  EXPECT_EQ(pair_order(0, 3), (V{"best", "best", "candidate", "candidate", "best"}));
+  EXPECT_EQ(pair_order(1, 3), (V{"best", "candidate", "candidate", "best"}));
+  EXPECT_EQ(pair_order(3, 3), V{});
+}
+
 TEST(Decide, NeverKeepsOnASingleSample) {
   auto d = decide(sample(150, 0.0, 1), sample(100, 0.01), DecisionRule{}, true);
   EXPECT_EQ(d.decision, Decision::DISCARD);
@@ -335,6 +379,50 @@ TEST_F(EnforcedTask, StateFollowsTheEvidence) {
   EXPECT_EQ(derive_state(*ws, task).step, Step::IDEA);
   write_checkpoint(*ws, task, plan("iter002", "iter001_start"));
   EXPECT_EQ(derive_state(*ws, task).step, Step::IMPLEMENT);
+}
+
+// A close call's KEEP is refused until the back-to-back pairs are measured, and then stands or
+// falls on them; a DISCARD needs no pairs.
+TEST_F(EnforcedTask, ACloseCallIsKeptOnlyOnItsPairs) {
+  prepared();  // the best, iter001_start, at 10 TFLOPS
+  write_checkpoint(*ws, task, plan("iter002", "iter001_start"));
+  const fs::path perf = ws->kind_dir(task, ArtifactKind::perf);
+  atomic_write(perf / "build_iter002.json", "{}");
+  record_evidence(*ws, task, EvidenceKind::build, "iter002_x", perf / "build_iter002.json", {{"verdict", "OK"}});
+  auto measure = [&](const std::string& kernel, double tflops, const std::string& name) {
+    json m = {{"verdict", "PASS"}, {"tflops", tflops}, {"timing", {{"median_ms", 1.0}, {"cv", 0.001}, {"reps", 50}}}};
+    atomic_write(perf / name, m.dump());
+    record_evidence(*ws, task, EvidenceKind::measure, kernel, perf / name, {{"verdict", "PASS"}, {"tflops", tflops}});
+    return m;
+  };
+  const json c0 = measure("iter002_x", 10.09, "measure_iter002_x.json");  // +0.9 %: a close call
+  RoundRecord keep = rec(1, "iter002_x", Decision::KEEP, 10.09);
+  RoundRecord discard = rec(1, "iter002_x", Decision::DISCARD, 10.09);
+  EXPECT_EQ(refusal_rule([&] { guard_store(*ws, task, discard, c0); }), "");
+  try {
+    guard_store(*ws, task, keep, c0);
+    ADD_FAILURE() << "a close call was kept without its pairs";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.details().value("rule", ""), "noise_aware_decision");
+    EXPECT_NE(e.details().dump().find("croq measure"), std::string::npos) << e.details().dump();
+    EXPECT_NE(e.details().dump().find("pair_iter002_1_iter001_start.json"), std::string::npos) << e.details().dump();
+  }
+  measure("iter001_start", 10.0, "pair_iter002_1_iter001_start.json");
+  measure("iter001_start", 10.01, "pair_iter002_2_iter001_start.json");
+  measure("iter002_x", 10.1, "pair_iter002_3_iter002_x.json");
+  EXPECT_EQ(refusal_rule([&] { guard_store(*ws, task, keep, c0); }), "noise_aware_decision") << "two pairs of three";
+  measure("iter002_x", 10.09, "pair_iter002_4_iter002_x.json");
+  measure("iter001_start", 10.0, "pair_iter002_5_iter001_start.json");
+  EXPECT_EQ(refusal_rule([&] { guard_store(*ws, task, keep, c0); }), "");
+  DecisionContext d = decide_for(*ws, task, "iter002_x", PerfSample::from_measurement(c0), false);
+  EXPECT_EQ(d.result.decision, Decision::KEEP) << d.result.reason;
+  ASSERT_EQ(d.result.pairs["measured"].size(), 3u);
+  // A later pair against the candidate undoes it; a changed file no longer counts.
+  measure("iter002_x", 9.98, "pair_iter002_6_iter002_x.json");
+  measure("iter001_start", 10.0, "pair_iter002_7_iter001_start.json");
+  EXPECT_EQ(refusal_rule([&] { guard_store(*ws, task, keep, c0); }), "noise_aware_decision");
+  atomic_write(perf / "pair_iter002_6_iter002_x.json", json{{"verdict", "PASS"}, {"tflops", 10.2}}.dump());
+  EXPECT_EQ(refusal_rule([&] { guard_store(*ws, task, keep, c0); }), "");
 }
 
 TEST(ProtocolAdvisory, GuardsDoNothingWithoutProtocolFile) {

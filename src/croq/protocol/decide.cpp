@@ -69,12 +69,16 @@ std::optional<PerfSample> PerfSample::from_record(const RoundRecord& r) {
 
 json DecisionRule::to_json() const {
   return {{"noise_floor", noise_floor}, {"k", k}, {"suspicious_gain", suspicious_gain},
-          {"suspicious_loss", suspicious_loss}, {"min_reps", min_reps}};
+          {"suspicious_loss", suspicious_loss}, {"min_reps", min_reps}, {"pairs", pairs},
+          {"paired_floor", paired_floor}};
 }
 
 json DecisionResult::to_json() const {
-  return {{"decision", decision_name(decision)}, {"reason", reason}, {"needs_rerun", needs_rerun},
-          {"gain", std::round(gain * 1e5) / 1e5}, {"margin", std::round(margin * 1e5) / 1e5}};
+  json j = {{"decision", decision_name(decision)}, {"reason", reason}, {"needs_rerun", needs_rerun},
+            {"needs_pairs", needs_pairs}, {"gain", std::round(gain * 1e5) / 1e5},
+            {"margin", std::round(margin * 1e5) / 1e5}};
+  if (!pairs.is_null()) j["pairs"] = pairs;
+  return j;
 }
 
 DecisionResult decide(const PerfSample& c, const std::optional<PerfSample>& best, const DecisionRule& rule,
@@ -114,10 +118,64 @@ DecisionResult decide(const PerfSample& c, const std::optional<PerfSample>& best
     r.decision = Decision::KEEP;
     r.reason = fmt::format("{:.2f} vs best {:.2f} TFLOPS: {:+.2f}% beats the noise margin {:.2f}%", c.tflops,
                            best->tflops, r.gain * 100, r.margin * 100);
+  } else if (rule.pairs > 0 && r.gain > rule.close_call()) {
+    r.decision = Decision::DISCARD;
+    r.needs_pairs = true;
+    r.reason = fmt::format("{:.2f} vs best {:.2f} TFLOPS: {:+.2f}% is inside the noise margin {:.2f}% but above {:.2f}%: "
+                           "a close call, settled on {} back-to-back pairs of the best and the candidate",
+                           c.tflops, best->tflops, r.gain * 100, r.margin * 100, rule.close_call() * 100, rule.pairs);
   } else {
     r.decision = Decision::DISCARD;
     r.reason = fmt::format("{:.2f} vs best {:.2f} TFLOPS: {:+.2f}% is within the noise margin {:.2f}% or worse",
                            c.tflops, best->tflops, r.gain * 100, r.margin * 100);
+  }
+  return r;
+}
+
+DecisionResult decide_pairs(const std::vector<MeasuredPair>& pairs, const DecisionRule& rule) {
+  DecisionResult r;
+  r.decision = Decision::DISCARD;
+  json list = json::array();
+  std::vector<double> ratios;
+  for (const auto& p : pairs) {
+    const double ratio = p.best > 0 ? p.candidate / p.best : 0;
+    ratios.push_back(ratio);
+    list.push_back({{"candidate_tflops", p.candidate}, {"best_tflops", p.best}, {"ratio", std::round(ratio * 1e5) / 1e5},
+                    {"candidate_file", p.candidate_file}, {"best_file", p.best_file}});
+  }
+  r.pairs = {{"measured", list}, {"needed", rule.pairs}};
+  const int n = static_cast<int>(ratios.size());
+  if (n < std::max(rule.pairs, 2)) {
+    r.needs_pairs = true;
+    r.reason = fmt::format("a close call: {} of {} back-to-back pairs of the best and the candidate measured",
+                           n, std::max(rule.pairs, 2));
+    return r;
+  }
+  std::vector<double> sorted = ratios;
+  std::sort(sorted.begin(), sorted.end());
+  const double median = n % 2 ? sorted[n / 2] : (sorted[n / 2 - 1] + sorted[n / 2]) / 2;
+  double mean = 0;
+  for (double x : ratios) mean += x;
+  mean /= n;
+  double ss = 0;
+  for (double x : ratios) ss += (x - mean) * (x - mean);
+  const double se = std::sqrt(ss / (n - 1)) / std::sqrt(static_cast<double>(n)) / median;
+  r.gain = median - 1.0;
+  r.margin = rule.k * std::max(rule.paired_floor, se);
+  r.pairs["median_ratio"] = std::round(median * 1e5) / 1e5;
+  r.pairs["standard_error"] = std::round(se * 1e6) / 1e6;
+  const double lowest = sorted.front();
+  if (r.gain > r.margin && lowest > 1.0) {
+    r.decision = Decision::KEEP;
+    r.reason = fmt::format("close call settled on {} back-to-back pairs: every pair favours the candidate (lowest ratio "
+                           "{:.4f}) and the median ratio's {:+.2f}% beats the paired margin {:.2f}%",
+                           n, lowest, r.gain * 100, r.margin * 100);
+  } else if (lowest <= 1.0) {
+    r.reason = fmt::format("close call settled on {} back-to-back pairs: a pair does not favour the candidate (lowest "
+                           "ratio {:.4f}, median {:+.2f}%)", n, lowest, r.gain * 100);
+  } else {
+    r.reason = fmt::format("close call settled on {} back-to-back pairs: the median ratio's {:+.2f}% is inside the paired "
+                           "margin {:.2f}%", n, r.gain * 100, r.margin * 100);
   }
   return r;
 }

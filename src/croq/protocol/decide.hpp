@@ -20,9 +20,18 @@
 // is DISCARD. A KEEP needs at least `min_reps` timed repetitions (never one sample). A gain above
 // +50 % or a loss beyond -50 % is suspicious (the seeds' re-run protocol): the candidate and the
 // best are re-measured back to back and the decision is made on the re-run figures.
+//
+// A close call -- a gain inside the margin but above k * paired_floor (0.3 %) -- is settled on
+// back-to-back pairs instead: the best and the candidate measured one right after the other,
+// `pairs` times (ABBA order), so that the drift the 0.5 % floor stands for falls on both sides of
+// each pair alike. It is KEPT when every pair's ratio is above 1 and the median ratio's gain
+// exceeds k * max(paired_floor, standard error of the ratios). On the H200 the ratio of two
+// kernels measured back to back moved 0.05-0.2 % between repeats, their TFLOPS 0.4-1 %.
 #pragma once
 #include <optional>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "croq/ledger/records.hpp"
 #include "croq/util/json.hpp"
@@ -55,19 +64,35 @@ struct DecisionRule {
   double suspicious_gain = 0.5;
   double suspicious_loss = 0.5;
   int min_reps = 3;
+  int pairs = 3;               // back-to-back pairs that settle a close call (0: no close calls)
+  double paired_floor = 0.002; // floor of a paired ratio's noise
   json to_json() const;
+  // Gains above this, yet inside the margin, are close calls.
+  double close_call() const { return k * paired_floor; }
 };
 
 struct DecisionResult {
   Decision decision = Decision::DISCARD;
   std::string reason;
   bool needs_rerun = false;  // suspicious: re-measure candidate and best back to back first
-  double gain = 0;           // candidate / best - 1
+  bool needs_pairs = false;  // close call: measure back-to-back pairs of the best and the candidate
+  double gain = 0;           // candidate / best - 1 (for a paired decision: median ratio - 1)
   double margin = 0;
+  json pairs;                // a paired decision's pairs and figures; null otherwise
   json to_json() const;
 };
 
 DecisionResult decide(const PerfSample& candidate, const std::optional<PerfSample>& best, const DecisionRule& rule,
                       bool rerun_done);
+
+// One back-to-back pair: the candidate's and the best's TFLOPS, measured one right after the other.
+struct MeasuredPair {
+  double candidate = 0;
+  double best = 0;
+  std::string candidate_file, best_file;
+};
+// A close call decided on its pairs (see the top of this file). With fewer than rule.pairs pairs it
+// is DISCARD with needs_pairs set.
+DecisionResult decide_pairs(const std::vector<MeasuredPair>& pairs, const DecisionRule& rule);
 
 }  // namespace croq

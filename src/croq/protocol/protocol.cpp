@@ -2,6 +2,7 @@
 #include "croq/protocol/protocol.hpp"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "croq/ledger/ledger.hpp"
 #include "croq/util/error.hpp"
@@ -56,6 +57,8 @@ ProtocolConfig ProtocolConfig::from_json(const json& j) {
     c.rule.suspicious_gain = get_number(r, "suspicious_gain").value_or(c.rule.suspicious_gain);
     c.rule.suspicious_loss = get_number(r, "suspicious_loss").value_or(c.rule.suspicious_loss);
     c.rule.min_reps = static_cast<int>(get_integer(r, "min_reps").value_or(c.rule.min_reps));
+    c.rule.pairs = static_cast<int>(get_integer(r, "pairs").value_or(c.rule.pairs));
+    c.rule.paired_floor = get_number(r, "paired_floor").value_or(c.rule.paired_floor);
   }
   return c;
 }
@@ -435,9 +438,94 @@ DecisionContext decide_for(const Workspace& ws, const TaskRef& task, const std::
       }
     }
   }
-  (void)candidate_kernel;
   ctx.result = decide(candidate, ctx.best, cfg.rule, rerun_done);
+  if (ctx.result.needs_pairs && !base.empty()) {
+    // A close call: decided on the back-to-back pairs measured since the plan was written (or
+    // since the candidate's first measurement, for a task without a plan).
+    std::string since;
+    if (auto cp = open_checkpoint(ws, task)) since = cp->created_at;
+    const auto evidence = read_evidence(ws, task);
+    if (since.empty()) {
+      for (const auto& e : evidence) {
+        if (e.kind == EvidenceKind::measure && e.kernel == candidate_kernel) {
+          since = e.timestamp;
+          break;
+        }
+      }
+    }
+    const DecisionResult first = ctx.result;
+    ctx.result = decide_pairs(measured_pairs(ws, evidence, candidate_kernel, base, since), cfg.rule);
+    ctx.result.pairs["first"] = {{"gain", std::round(first.gain * 1e5) / 1e5}, {"margin", std::round(first.margin * 1e5) / 1e5}};
+    if (ctx.result.needs_pairs) {
+      ctx.result.reason = first.reason + "; " + ctx.result.reason;
+      ctx.result.pairs["next"] = pair_commands(ws, task, candidate_kernel, base, ctx.result.pairs["measured"].size(), cfg.rule.pairs);
+    }
+  }
   return ctx;
+}
+
+std::vector<MeasuredPair> measured_pairs(const Workspace& ws, const std::vector<Evidence>& evidence,
+                                         const std::string& candidate, const std::string& best, const std::string& since) {
+  // The measurements of the two kernels since `since` whose files are unchanged, in time order;
+  // two neighbours of different kernels make a pair, taken greedily from the oldest.
+  struct M {
+    bool is_candidate;
+    double tflops;
+    std::string file;
+  };
+  std::vector<M> seq;
+  for (const auto& e : evidence) {
+    if (e.kind != EvidenceKind::measure || e.timestamp < since || (e.kernel != candidate && e.kernel != best)) continue;
+    if (get_string(e.summary, "verdict").value_or("") != "PASS") continue;
+    const fs::path abs = ws.root() / e.file;
+    std::error_code ec;
+    if (!fs::is_regular_file(abs, ec) || sha256_file(abs) != e.sha256) continue;
+    auto text = read_file(abs);
+    auto j = text ? try_parse_json(*text) : std::nullopt;
+    if (!j) continue;
+    const double t = get_number(*j, "tflops").value_or(0);
+    if (t > 0) seq.push_back({e.kernel == candidate, t, e.file});
+  }
+  std::vector<MeasuredPair> pairs;
+  for (size_t i = 0; i + 1 < seq.size();) {
+    if (seq[i].is_candidate != seq[i + 1].is_candidate) {
+      const M& c = seq[i].is_candidate ? seq[i] : seq[i + 1];
+      const M& b = seq[i].is_candidate ? seq[i + 1] : seq[i];
+      pairs.push_back({c.tflops, b.tflops, c.file, b.file});
+      i += 2;
+    } else {
+      ++i;
+    }
+  }
+  return pairs;
+}
+
+std::vector<std::string> pair_order(size_t measured, int pairs) {
+  // After the candidate's own measurement: best; then (best, candidate) and (candidate, best)
+  // alternately, so that a steady drift favours neither side (ABBA).
+  std::vector<std::string> order;
+  for (int i = static_cast<int>(measured) + 1; i <= pairs; ++i) {
+    if (i == 1) order.push_back("best");
+    else if (i % 2 == 0) order.insert(order.end(), {"best", "candidate"});
+    else order.insert(order.end(), {"candidate", "best"});
+  }
+  return order;
+}
+
+json pair_commands(const Workspace& ws, const TaskRef& task, const std::string& candidate, const std::string& best,
+                   size_t measured, int pairs) {
+  json cmds = json::array();
+  int n = static_cast<int>(measured);
+  for (const auto& who : pair_order(measured, pairs)) {
+    const std::string& k = who == "best" ? best : candidate;
+    const fs::path out = ws.kind_dir(task, ArtifactKind::perf) / pair_file_name(candidate, ++n, k);
+    cmds.push_back(fmt::format("croq measure {} --iter {} --out {}", task_args(task), k, ws.display(out)));
+  }
+  return cmds;
+}
+
+std::string pair_file_name(const std::string& candidate, int index, const std::string& kernel) {
+  return fmt::format("pair_{}_{}_{}.json", candidate.substr(0, candidate.find('_')), index, kernel);
 }
 
 void guard_store(const Workspace& ws, const TaskRef& task, const RoundRecord& record, const json& measurement) {
@@ -510,7 +598,12 @@ void guard_store(const Workspace& ws, const TaskRef& task, const RoundRecord& re
     }
     DecisionContext d = rerun_done ? decide_for(ws, task, record.kernel, cand, true) : d0;
     if (record.decision == Decision::KEEP && d.result.decision != Decision::KEEP) {
-      refuse({Step::STORE, "noise_aware_decision", d.result.reason, "store this round as DISCARD"});
+      std::string next = "store this round as DISCARD";
+      if (d.result.needs_pairs && d.result.pairs.contains("next")) {
+        std::vector<std::string> cmds = d.result.pairs["next"].get<std::vector<std::string>>();
+        next = fmt::format("measure the pairs ({}), then store again; or store this round as DISCARD", fmt::join(cmds, "; "));
+      }
+      refuse({Step::STORE, "noise_aware_decision", d.result.reason, next});
     }
     return;
   }

@@ -10,6 +10,7 @@
 #include "croq/ledger/ledger.hpp"
 #include "croq/protocol/evidence.hpp"
 #include "croq/protocol/history.hpp"
+#include "croq/protocol/protocol.hpp"
 #include "croq/search/search.hpp"
 #include "croq/workspace/sources.hpp"
 #include "croq/util/error.hpp"
@@ -456,8 +457,30 @@ struct Tuner::Impl {
       }
       d = must("decide", {"decide", "--measurement", file, "--kernel", kernel, "--rerun"});
     }
+    if (d.doc.value("needs_pairs", false)) measure_pairs(kernel, file, d);
     std::string decision = d.doc.value("decision", "DISCARD");
     store(*cp, kernel, decision, file, d.doc.value("reason", ""));
+  }
+
+  // A close call (docs/protocol.md "Decisions"): the best and the candidate measured back to back
+  // until the rule's pairs are there, then decided on them.
+  void measure_pairs(const std::string& kernel, const std::string& file, VerbResult& d) {
+    const std::string base = d.doc.value("base_kernel", "");
+    if (base.empty() || !d.doc.contains("pairs")) return;
+    const json& p = d.doc["pairs"];
+    const size_t have = p.contains("measured") ? p["measured"].size() : 0;
+    const int needed = p.value("needed", 0);
+    event({{"event", "close_call"}, {"kernel", kernel}, {"best", base}, {"reason", d.doc.value("reason", "")}});
+    ensure_built(base);
+    int n = static_cast<int>(have);
+    for (const auto& who : pair_order(have, needed)) {
+      const std::string& k = who == "best" ? base : kernel;
+      const fs::path out = ws.kind_dir(task, ArtifactKind::perf) / pair_file_name(kernel, ++n, k);
+      call("measure", {"measure", "--iter", k, "--out", out.string()});
+    }
+    d = must("decide", {"decide", "--measurement", file, "--kernel", kernel});
+    event({{"event", "paired"}, {"kernel", kernel}, {"decision", d.doc.value("decision", "")},
+           {"reason", d.doc.value("reason", "")}});
   }
 
   void store(const Checkpoint& cp, const std::string& kernel, const std::string& decision, const std::string& file,
