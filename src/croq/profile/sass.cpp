@@ -290,6 +290,23 @@ InstructionMix instruction_mix(const SassFunction& f) {
       });
       if (tensor) tensor_loops.emplace_back(lo, hi);
     }
+    // Only the smallest loop around each tensor-core instruction: a persistent kernel's tile loop
+    // holds its k loop, and what it pays once per tile is in the first, not in the second. (ptxas
+    // lays code out of line, so the ranges of backward branches overlap without nesting.)
+    std::set<size_t> smallest;
+    for (const auto& ins : f.instructions) {
+      if (op_class(ins.base) != "tensor") continue;
+      std::optional<size_t> pick;
+      for (size_t i = 0; i < tensor_loops.size(); ++i) {
+        const auto& [lo, hi] = tensor_loops[i];
+        if (ins.address < lo || ins.address > hi) continue;
+        if (!pick || hi - lo < tensor_loops[*pick].second - tensor_loops[*pick].first) pick = i;
+      }
+      if (pick) smallest.insert(*pick);
+    }
+    std::vector<std::pair<long long, long long>> innermost;
+    for (size_t i : smallest) innermost.push_back(tensor_loops[i]);
+    tensor_loops = std::move(innermost);
     mix.tensor_loops = static_cast<int>(tensor_loops.size());
     int inside = 0;
     for (const auto& ins : f.instructions) {

@@ -61,8 +61,8 @@ struct InstructionMix {
   int barriers = 0;                         // BAR, SYNCS, MEMBAR, DEPBAR, WARPGROUP, ...
   int local_loads = 0, local_stores = 0;   // LDL, STL
   // Loops are the address ranges [target, branch] of backward branches; a tensor loop holds a
-  // tensor-core instruction (the main loop of a GEMM). Local memory there is paid every k step,
-  // elsewhere once per tile. Unknown (nullopt) when the SASS has no addresses (ncu's source page).
+  // tensor-core instruction and no other such loop (the main loop of a GEMM, not the persistent
+  // tile loop around it). Local memory there is paid every k step, elsewhere once per tile. Unknown (nullopt) when the SASS has no addresses (ncu's source page).
   int tensor_loops = 0;
   std::optional<int> local_in_tensor_loops;
   std::optional<int> registers;
