@@ -285,17 +285,13 @@ std::vector<Alternative> HopperGemmFamily::alternatives(const FamilyProblem& p) 
     // A wave of 128x128 tiles but not of 128x256 (the default: ping-pong 128x128): cuBLAS's own
     // tile there (256x128 with a cluster, docs/results/gemm-verdicts.md) makes as many tiles as
     // 128x256, 128 for 132 SMs at 4096x1024x8192 and 512x8192x8192, where both sides stand at
-    // 0.99. Stream-K is the way past that bound: every SM gets an equal share. Taken in k order it
-    // lost badly here (0.813 against 0.987 of cuBLAS at 4096x1024x8192,
-    // docs/results/gemm-configs-wide-h200.md), its CTAs spread over all of K so that none of the
-    // A and B panels they load is shared in L2. Taken head first -- the template's order since --
-    // a one-wave region has every CTA within a few k blocks of the others (the host schedule
-    // check), as in the data-parallel kernel; that has not been measured on these shapes yet, and
-    // no single step from the ping-pong default reaches it.
+    // 0.99. Stream-K would be the way past that bound (every SM an equal share), but it lost here
+    // in both of the template's orders: in k order 0.813 against 0.987 of cuBLAS at
+    // 4096x1024x8192 (docs/results/gemm-configs-wide-h200.md), head first -- every CTA of the
+    // one-wave region at one k range -- 0.898 against 0.978 there and 0.894 against 0.980 at
+    // 512x8192x8192 (docs/results/gemm-configs-sk-onewave-h200.md). Four more SMs are worth 3 %;
+    // each tile's fixup (a 128 KB partial written and read back) costs more. It is not offered.
     add("cooperative 256x128 with a 2x1 cluster", "co256x128_c21", arrangement({256, 128, 2, 0}, 1, 2, 1));
-    FamilyConfig streamed = arrangement({128, 256, 2, 0}, 1, 2, 1);  // cooperative, no split-K
-    streamed["STREAM_K"] = "1";
-    add("cooperative 128x256 with a 2x1 cluster, stream-K", "co128x256_c21_sk", streamed);
   } else {
     // Fewer tiles than SMs: the tile and split-K choices the cost model ranks next after the
     // default, and small tiles paired with a cluster (operand loads shared by TMA multicast).
