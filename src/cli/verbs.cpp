@@ -33,8 +33,11 @@ const std::vector<VerbSpec>& verbs() {
        "Compares the candidate's measurement with the best of its base: KEEP only when the gain exceeds "
        "1.5 x sqrt(noise_c^2 + noise_b^2) (noise = the robust CV of the repetitions, 1.4826 MAD / median, floored at "
        "0.5 %; a short kernel timed in several processes uses their spread); ties are DISCARD; a change beyond +/-50 % "
-       "needs a back-to-back re-run first (`needs_rerun`). Output: `{decision, reason, needs_rerun, gain, margin, best, "
-       "base_kernel, candidate}`.",
+       "needs a back-to-back re-run first (`needs_rerun`). A close call -- a gain inside the margin but above 0.3 % -- "
+       "is settled on 3 back-to-back pairs of the best and the candidate (`needs_pairs`; `pairs.next` lists the "
+       "`croq measure ... --out perf/<key>/<model>/pair_<iter>_<n>_<kernel>.json` commands still to run): KEEP only "
+       "when every pair favours the candidate and the median ratio beats 1.5 x max(0.2 %, its standard error). Output: "
+       "`{decision, reason, needs_rerun, needs_pairs, gain, margin, pairs, best, base_kernel, candidate}`.",
        setup_decide},
       {"tune", "tune a shape automatically with croq's own search (no LLM)",
        "Runs PREPARE (task, protocol, env validate, baseline, starting kernel from the family's default) and then "
