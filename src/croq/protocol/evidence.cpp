@@ -94,21 +94,25 @@ std::vector<Evidence> read_evidence(const Workspace& ws, const TaskRef& task) {
   return out;
 }
 
+std::optional<fs::path> intact_file(const Workspace& ws, const Evidence& e) {
+  fs::path abs = fs::path(e.file).is_absolute() ? fs::path(e.file) : ws.root() / e.file;
+  std::error_code ec;
+  if (!fs::exists(abs, ec)) return std::nullopt;
+  try {
+    if (sha256_file(abs) != e.sha256) return std::nullopt;
+  } catch (const Error&) {
+    return std::nullopt;
+  }
+  return abs;
+}
+
 std::optional<Evidence> latest_valid_evidence(const Workspace& ws, const TaskRef& task, EvidenceKind kind,
                                               const std::string& kernel) {
   auto all = read_evidence(ws, task);
   for (auto it = all.rbegin(); it != all.rend(); ++it) {
     if (it->kind != kind) continue;
     if (!kernel.empty() && it->kernel != kernel) continue;
-    fs::path abs = fs::path(it->file).is_absolute() ? fs::path(it->file) : ws.root() / it->file;
-    std::error_code ec;
-    if (!fs::exists(abs, ec)) continue;
-    try {
-      if (sha256_file(abs) != it->sha256) continue;
-    } catch (const Error&) {
-      continue;
-    }
-    return *it;
+    if (intact_file(ws, *it)) return *it;
   }
   return std::nullopt;
 }

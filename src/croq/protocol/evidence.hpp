@@ -46,6 +46,9 @@ Evidence record_evidence(const Workspace& ws, const TaskRef& task, EvidenceKind 
 // All entries, oldest first (malformed lines skipped).
 std::vector<Evidence> read_evidence(const Workspace& ws, const TaskRef& task);
 
+// The entry's file (absolute) when it still exists with the recorded hash; nullopt otherwise.
+std::optional<fs::path> intact_file(const Workspace& ws, const Evidence& e);
+
 // The newest entry of `kind` for `kernel` (any kernel when empty) whose file still exists with
 // the recorded hash.
 std::optional<Evidence> latest_valid_evidence(const Workspace& ws, const TaskRef& task, EvidenceKind kind,

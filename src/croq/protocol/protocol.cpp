@@ -477,10 +477,8 @@ std::vector<MeasuredPair> measured_pairs(const Workspace& ws, const std::vector<
   for (const auto& e : evidence) {
     if (e.kind != EvidenceKind::measure || e.timestamp < since || (e.kernel != candidate && e.kernel != best)) continue;
     if (get_string(e.summary, "verdict").value_or("") != "PASS") continue;
-    const fs::path abs = ws.root() / e.file;
-    std::error_code ec;
-    if (!fs::is_regular_file(abs, ec) || sha256_file(abs) != e.sha256) continue;
-    auto text = read_file(abs);
+    const auto abs = intact_file(ws, e);
+    auto text = abs ? read_file(*abs) : std::nullopt;
     auto j = text ? try_parse_json(*text) : std::nullopt;
     if (!j) continue;
     const double t = get_number(*j, "tflops").value_or(0);
@@ -512,20 +510,25 @@ std::vector<std::string> pair_order(size_t measured, int pairs) {
   return order;
 }
 
-json pair_commands(const Workspace& ws, const TaskRef& task, const std::string& candidate, const std::string& best,
-                   size_t measured, int pairs) {
-  json cmds = json::array();
+std::vector<PairMeasurement> pair_plan(const Workspace& ws, const TaskRef& task, const std::string& candidate,
+                                       const std::string& best, size_t measured, int pairs) {
+  std::vector<PairMeasurement> plan;
   int n = static_cast<int>(measured);
   for (const auto& who : pair_order(measured, pairs)) {
     const std::string& k = who == "best" ? best : candidate;
-    const fs::path out = ws.kind_dir(task, ArtifactKind::perf) / pair_file_name(candidate, ++n, k);
-    cmds.push_back(fmt::format("croq measure {} --iter {} --out {}", task_args(task), k, ws.display(out)));
+    const std::string name = fmt::format("pair_{}_{}_{}.json", candidate.substr(0, candidate.find('_')), ++n, k);
+    plan.push_back({k, ws.kind_dir(task, ArtifactKind::perf) / name});
   }
-  return cmds;
+  return plan;
 }
 
-std::string pair_file_name(const std::string& candidate, int index, const std::string& kernel) {
-  return fmt::format("pair_{}_{}_{}.json", candidate.substr(0, candidate.find('_')), index, kernel);
+json pair_commands(const Workspace& ws, const TaskRef& task, const std::string& candidate, const std::string& best,
+                   size_t measured, int pairs) {
+  json cmds = json::array();
+  for (const auto& m : pair_plan(ws, task, candidate, best, measured, pairs)) {
+    cmds.push_back(fmt::format("croq measure {} --iter {} --out {}", task_args(task), m.kernel, ws.display(m.out)));
+  }
+  return cmds;
 }
 
 void guard_store(const Workspace& ws, const TaskRef& task, const RoundRecord& record, const json& measurement) {

@@ -87,13 +87,19 @@ DecisionContext decide_for(const Workspace& ws, const TaskRef& task, const std::
 // Close calls (decide.hpp): the back-to-back pairs of `candidate` and `best` in the evidence since
 // `since` (measurements whose files are unchanged; two neighbours of different kernels make a
 // pair); which kernel to measure next to reach `pairs` pairs ("best" / "candidate", ABBA order);
-// the `croq measure` commands for them; the file each pair measurement is written to.
+// those measurements with the file each is written to (perf/<key>/<model>/pair_<iter>_<n>_<kernel>.json),
+// and as `croq measure` commands.
 std::vector<MeasuredPair> measured_pairs(const Workspace& ws, const std::vector<Evidence>& evidence,
                                          const std::string& candidate, const std::string& best, const std::string& since);
 std::vector<std::string> pair_order(size_t measured, int pairs);
+struct PairMeasurement {
+  std::string kernel;
+  fs::path out;
+};
+std::vector<PairMeasurement> pair_plan(const Workspace& ws, const TaskRef& task, const std::string& candidate,
+                                       const std::string& best, size_t measured, int pairs);
 json pair_commands(const Workspace& ws, const TaskRef& task, const std::string& candidate, const std::string& best,
                    size_t measured, int pairs);
-std::string pair_file_name(const std::string& candidate, int index, const std::string& kernel);
 
 // Fills the idea plan's structure id from the history (new structure for a structural change,
 // the base's otherwise) and checks the rules; used by `checkpoint write`.

@@ -472,11 +472,8 @@ struct Tuner::Impl {
     const int needed = p.value("needed", 0);
     event({{"event", "close_call"}, {"kernel", kernel}, {"best", base}, {"reason", d.doc.value("reason", "")}});
     ensure_built(base);
-    int n = static_cast<int>(have);
-    for (const auto& who : pair_order(have, needed)) {
-      const std::string& k = who == "best" ? base : kernel;
-      const fs::path out = ws.kind_dir(task, ArtifactKind::perf) / pair_file_name(kernel, ++n, k);
-      call("measure", {"measure", "--iter", k, "--out", out.string()});
+    for (const auto& m : pair_plan(ws, task, kernel, base, have, needed)) {
+      call("measure", {"measure", "--iter", m.kernel, "--out", m.out.string()});
     }
     d = must("decide", {"decide", "--measurement", file, "--kernel", kernel});
     event({{"event", "paired"}, {"kernel", kernel}, {"decision", d.doc.value("decision", "")},
