@@ -1,5 +1,5 @@
 /*
- * croq kernel ABI, version 1: what a candidate kernel implements so that croq can verify and time
+ * croq kernel ABI, version 2: what a candidate kernel implements so that croq can verify and time
  * it with its own harness (the candidate never allocates its inputs, checks itself or times
  * itself).
  *
@@ -48,7 +48,10 @@
 #include <stddef.h>
 #include <stdint.h>
 
+/* Version 1's croq_matmul_problem carries CROQ_ABI_VERSION (1, unchanged, so version-1 candidates
+ * keep working); version 2's croq_gemm_desc carries CROQ_GEMM_ABI_VERSION (2). */
 #define CROQ_ABI_VERSION 1
+#define CROQ_GEMM_ABI_VERSION 2
 
 #ifdef __cplusplus
 #define CROQ_EXTERN_C extern "C"
@@ -98,5 +101,99 @@ typedef const char* (*croq_kernel_info_fn)(void);
 #define CROQ_MATMUL_SYMBOL "croq_matmul"
 #define CROQ_MATMUL_WORKSPACE_SYMBOL "croq_matmul_workspace_bytes"
 #define CROQ_KERNEL_INFO_SYMBOL "croq_kernel_info"
+
+/* ---------------------------------------------------------------------------------------------
+ * Version 2: one entry for every GEMM-like operator, named by a descriptor.
+ *
+ * A version-2 candidate exports `croq_gemm` (and optionally `croq_gemm_workspace_bytes`,
+ * `croq_gemm_prepared_bytes` + `croq_gemm_prepare`, `croq_kernel_info`). The harness looks for
+ * croq_gemm first and falls back to version 1's croq_matmul for dense matmul.
+ *
+ * Operators (croq_gemm_desc.op):
+ *   CROQ_OP_MATMUL            C[M,N] = A[M,K] * B, as in version 1.
+ *   CROQ_OP_MATMUL_SPARSE24   the same product with A 2:4 structured-sparse: in every aligned group
+ *                             of four consecutive elements of a row of A at most two are non-zero.
+ *                             The harness hands the candidate the pruned A in dense form [M,K]
+ *                             (lda = K). A candidate that wants A compressed (the usual values
+ *                             [M,K/2] + metadata form) exports the prepare pair: croq calls
+ *                             croq_gemm_prepare once per input set, off the clock, as a deployment
+ *                             compresses its weights once, and passes the result to every timed
+ *                             launch as operands->a_prepared. Only A may be prepared.
+ *   CROQ_OP_MATMUL_BLOCKSCALED  FP8 with f32 scales per block: A[M,K] scaled per 1 x scale_block_k
+ *                             (a_scale is [M, ceil(K/scale_block_k)] row-major), B per
+ *                             scale_block_n x scale_block_k (b_scale is [ceil(N/bn), ceil(K/bk)]
+ *                             row-major, blocks over B's N and K). Typical: bk = bn = 128.
+ *                             C = sum_k (a_scale * A) * (b_scale * B).
+ *   CROQ_OP_GROUPED_MATMUL    reserved.
+ * Per-tensor scales (CROQ_SCALE_TENSOR, any operator with fp8 inputs): a_scale and b_scale point to
+ * one f32 each (device memory), C = a_scale * b_scale * (A * B).
+ *
+ * dtype pairs: f16->f16, f16->f32, bf16->bf16, bf16->f32, e4m3->f16, e4m3->bf16, e4m3->f32, f32,
+ * tf32; accumulation in f32. b_layout as in version 1: CROQ_ROW_MAJOR (B is [K,N], ldb = N) or
+ * CROQ_COL_MAJOR ("row.col": B stored as [N,K] row-major, ldb = K, the form fp8 and sparse tensor
+ * core kernels read).
+ *
+ * The same rules as version 1: enqueue everything on `stream`, never synchronise, never allocate per
+ * call, no vendor GEMM library, no reading of C before writing it. croq_gemm_prepare may
+ * synchronise and may not touch B or C (it never sees them).
+ * ------------------------------------------------------------------------------------------- */
+
+typedef enum croq_operator {
+  CROQ_OP_MATMUL = 1,
+  CROQ_OP_MATMUL_SPARSE24 = 2,
+  CROQ_OP_MATMUL_BLOCKSCALED = 3,
+  CROQ_OP_GROUPED_MATMUL = 4 /* reserved */
+} croq_operator;
+
+typedef enum croq_scale_mode {
+  CROQ_SCALE_NONE = 0,
+  CROQ_SCALE_TENSOR = 1, /* one f32 for A, one for B */
+  CROQ_SCALE_BLOCK = 2   /* CROQ_OP_MATMUL_BLOCKSCALED's per-block scales */
+} croq_scale_mode;
+
+typedef struct croq_gemm_desc {
+  uint32_t abi_version; /* CROQ_GEMM_ABI_VERSION (2) */
+  uint32_t struct_bytes; /* sizeof(croq_gemm_desc) as the harness was built: fields may be added */
+  croq_operator op;
+  int64_t m, n, k;
+  croq_dtype a_type;
+  croq_dtype b_type;
+  croq_dtype c_type;
+  croq_dtype compute_type;
+  croq_layout b_layout;
+  int64_t lda, ldb, ldc;
+  croq_scale_mode scale_mode;
+  int32_t scale_block_m; /* rows of A per scale (1 for the block-scaled operator) */
+  int32_t scale_block_n; /* B rows (N) per scale block */
+  int32_t scale_block_k; /* K per scale block */
+  int32_t reserved[9];   /* zero */
+} croq_gemm_desc;
+
+typedef struct croq_gemm_operands {
+  const void* a;          /* A as described: dense (pruned to 2:4 for the sparse operator) */
+  const void* b;
+  void* c;
+  const float* a_scale;   /* NULL unless scale_mode != CROQ_SCALE_NONE */
+  const float* b_scale;
+  const void* a_prepared; /* croq_gemm_prepare's output for this input set, or NULL */
+  size_t a_prepared_bytes;
+  void* workspace;        /* croq_gemm_workspace_bytes() bytes, or NULL */
+  size_t workspace_bytes;
+} croq_gemm_operands;
+
+/* Required (version 2): launch the operator on `stream`. */
+typedef croq_status (*croq_gemm_fn)(const croq_gemm_desc* desc, const croq_gemm_operands* operands,
+                                    void* stream);
+/* Optional: scratch memory, allocated once by the harness. */
+typedef size_t (*croq_gemm_workspace_bytes_fn)(const croq_gemm_desc* desc);
+/* Optional, as a pair: bytes of prepared A, and the untimed preparation of A into it. */
+typedef size_t (*croq_gemm_prepared_bytes_fn)(const croq_gemm_desc* desc);
+typedef croq_status (*croq_gemm_prepare_fn)(const croq_gemm_desc* desc, const void* a, void* a_prepared,
+                                            size_t a_prepared_bytes, void* stream);
+
+#define CROQ_GEMM_SYMBOL "croq_gemm"
+#define CROQ_GEMM_WORKSPACE_SYMBOL "croq_gemm_workspace_bytes"
+#define CROQ_GEMM_PREPARED_BYTES_SYMBOL "croq_gemm_prepared_bytes"
+#define CROQ_GEMM_PREPARE_SYMBOL "croq_gemm_prepare"
 
 #endif /* CROQ_KERNEL_ABI_H */
