@@ -107,35 +107,76 @@ typedef const char* (*croq_kernel_info_fn)(void);
  *
  * A version-2 candidate exports `croq_gemm` (and optionally `croq_gemm_workspace_bytes`,
  * `croq_gemm_prepared_bytes` + `croq_gemm_prepare`, `croq_kernel_info`). The harness looks for
- * croq_gemm first and falls back to version 1's croq_matmul for dense matmul.
+ * croq_gemm first and falls back to version 1's croq_matmul for dense matmul (a version-1
+ * candidate cannot compute any other operator). This header declares the version-2 entry points,
+ * so a definition whose signature differs from them does not compile.
  *
  * Operators (croq_gemm_desc.op):
- *   CROQ_OP_MATMUL            C[M,N] = A[M,K] * B, as in version 1.
+ *   CROQ_OP_MATMUL            C[M,N] = A[M,K] * B, as in version 1. operands->a_meta is NULL.
  *   CROQ_OP_MATMUL_SPARSE24   the same product with A 2:4 structured-sparse: in every aligned group
- *                             of four consecutive elements of a row of A at most two are non-zero.
- *                             The harness hands the candidate the pruned A in dense form [M,K]
- *                             (lda = K). A candidate that wants A compressed (the usual values
- *                             [M,K/2] + metadata form) exports the prepare pair: croq calls
- *                             croq_gemm_prepare once per input set, off the clock, as a deployment
- *                             compresses its weights once, and passes the result to every timed
- *                             launch as operands->a_prepared. Only A may be prepared.
+ *                             of four consecutive elements of a row of A, two positions are kept
+ *                             and the other two count as zero. K is a multiple of 8.
+ *                             operands->a is A in dense form [M,K] (lda = K) and operands->a_meta
+ *                             names the kept positions:
+ *                               a_meta: uint8 [M, K/8] row-major (K/8 bytes per row); byte j of
+ *                               row i describes the groups 2j (low nibble, bits 0-3) and 2j+1
+ *                               (high nibble, bits 4-7) of that row, i.e. A[i, 8j .. 8j+7]; a
+ *                               nibble is idx0 | idx1 << 2 with idx0 < idx1 the kept positions
+ *                               (0..3) inside the group: 0x4 {0,1}, 0x8 {0,2}, 0xC {0,3},
+ *                               0x9 {1,2}, 0xD {1,3}, 0xE {2,3} (the nibble order of PTX's
+ *                               mma.sp metadata for 16-bit types).
+ *                             The POSITIONS OUTSIDE THE PATTERN HOLD ARBITRARY VALUES: croq fills
+ *                             them with finite non-zero values of either sign, as large as the
+ *                             kept ones or larger, and the product must not depend on them. A
+ *                             candidate that reads A as dense, guesses the pattern from the values
+ *                             or misreads the metadata gets VERIFY_FAIL. Kept values may be zero
+ *                             (groups with fewer than two non-zeros occur), and every one of the
+ *                             six patterns occurs. croq's reference is the dense product of A with
+ *                             the positions outside the pattern set to zero.
+ *                             A candidate that wants A compressed (values [M,K/2] + metadata in
+ *                             its own order, e.g. the WGMMA metadata layout) exports the prepare
+ *                             pair: croq calls croq_gemm_prepare once per input set, off the
+ *                             clock (as a deployment compresses its weights once), and hands the
+ *                             result to every timed launch on that set as operands->a_prepared.
  *   CROQ_OP_MATMUL_BLOCKSCALED  FP8 with f32 scales per block: A[M,K] scaled per 1 x scale_block_k
  *                             (a_scale is [M, ceil(K/scale_block_k)] row-major), B per
  *                             scale_block_n x scale_block_k (b_scale is [ceil(N/bn), ceil(K/bk)]
  *                             row-major, blocks over B's N and K). Typical: bk = bn = 128.
- *                             C = sum_k (a_scale * A) * (b_scale * B).
+ *                             C = sum_k (a_scale * A) * (b_scale * B). (Not measured yet.)
  *   CROQ_OP_GROUPED_MATMUL    reserved.
  * Per-tensor scales (CROQ_SCALE_TENSOR, any operator with fp8 inputs): a_scale and b_scale point to
- * one f32 each (device memory), C = a_scale * b_scale * (A * B).
+ * one f32 each (device memory), C = a_scale * b_scale * (A * B). croq passes CROQ_SCALE_NONE today.
  *
  * dtype pairs: f16->f16, f16->f32, bf16->bf16, bf16->f32, e4m3->f16, e4m3->bf16, e4m3->f32, f32,
  * tf32; accumulation in f32. b_layout as in version 1: CROQ_ROW_MAJOR (B is [K,N], ldb = N) or
  * CROQ_COL_MAJOR ("row.col": B stored as [N,K] row-major, ldb = K, the form fp8 and sparse tensor
- * core kernels read).
+ * core kernels read; croq tries it first for the sparse operator and fp8 inputs, and the other
+ * layout when the candidate answers CROQ_UNSUPPORTED).
  *
  * The same rules as version 1: enqueue everything on `stream`, never synchronise, never allocate per
- * call, no vendor GEMM library, no reading of C before writing it. croq_gemm_prepare may
- * synchronise and may not touch B or C (it never sees them).
+ * call, no vendor GEMM library (cuBLAS, cuBLASLt, cuSPARSELt, CUTLASS device GEMMs), no reading of C
+ * before writing it. croq_gemm_prepare is the exception for the first rule: it runs once per input
+ * set before anything is timed, may synchronise (croq synchronises after it anyway), and sees A, its
+ * metadata and its scales only (operands->b, c, workspace and a_prepared are NULL).
+ *
+ * Sketch of a sparse candidate without prepare (host pointers, f32, B row-major):
+ *
+ *   CROQ_EXPORT croq_status croq_gemm(const croq_gemm_desc* d, const croq_gemm_operands* o, void* stream) {
+ *     if (d->op != CROQ_OP_MATMUL_SPARSE24 || d->a_type != CROQ_F32 || d->b_layout != CROQ_ROW_MAJOR)
+ *       return CROQ_UNSUPPORTED;
+ *     const float *a = (const float*)o->a, *b = (const float*)o->b;
+ *     for (int64_t i = 0; i < d->m; ++i)
+ *       for (int64_t j = 0; j < d->n; ++j) {
+ *         float acc = 0.f;
+ *         for (int64_t g = 0; g < d->k / 4; ++g) {
+ *           unsigned nib = (o->a_meta[i * (d->k / 8) + g / 2] >> (4 * (g % 2))) & 0xF;
+ *           int64_t k0 = 4 * g + (nib & 3), k1 = 4 * g + (nib >> 2);
+ *           acc += a[i * d->lda + k0] * b[k0 * d->ldb + j] + a[i * d->lda + k1] * b[k1 * d->ldb + j];
+ *         }
+ *         ((float*)o->c)[i * d->ldc + j] = acc;
+ *       }
+ *     return CROQ_OK;
+ *   }
  * ------------------------------------------------------------------------------------------- */
 
 typedef enum croq_operator {
@@ -152,8 +193,8 @@ typedef enum croq_scale_mode {
 } croq_scale_mode;
 
 typedef struct croq_gemm_desc {
-  uint32_t abi_version; /* CROQ_GEMM_ABI_VERSION (2) */
-  uint32_t struct_bytes; /* sizeof(croq_gemm_desc) as the harness was built: fields may be added */
+  uint32_t abi_version;  /* CROQ_GEMM_ABI_VERSION (2) */
+  uint32_t struct_bytes; /* sizeof(croq_gemm_desc) as the harness was built: fields are only appended */
   croq_operator op;
   int64_t m, n, k;
   croq_dtype a_type;
@@ -170,7 +211,8 @@ typedef struct croq_gemm_desc {
 } croq_gemm_desc;
 
 typedef struct croq_gemm_operands {
-  const void* a;          /* A as described: dense (pruned to 2:4 for the sparse operator) */
+  const void* a;          /* A [M,K] (for the sparse operator: with arbitrary values outside the pattern) */
+  const uint8_t* a_meta;  /* CROQ_OP_MATMUL_SPARSE24: the kept positions, [M, K/8] (above); else NULL */
   const void* b;
   void* c;
   const float* a_scale;   /* NULL unless scale_mode != CROQ_SCALE_NONE */
@@ -186,14 +228,23 @@ typedef croq_status (*croq_gemm_fn)(const croq_gemm_desc* desc, const croq_gemm_
                                     void* stream);
 /* Optional: scratch memory, allocated once by the harness. */
 typedef size_t (*croq_gemm_workspace_bytes_fn)(const croq_gemm_desc* desc);
-/* Optional, as a pair: bytes of prepared A, and the untimed preparation of A into it. */
+/* Optional, as a pair: bytes of prepared A (0: nothing to prepare), and the untimed preparation of
+ * A into them from operands->a, a_meta and the scales (b, c, workspace and a_prepared are NULL). */
 typedef size_t (*croq_gemm_prepared_bytes_fn)(const croq_gemm_desc* desc);
-typedef croq_status (*croq_gemm_prepare_fn)(const croq_gemm_desc* desc, const void* a, void* a_prepared,
-                                            size_t a_prepared_bytes, void* stream);
+typedef croq_status (*croq_gemm_prepare_fn)(const croq_gemm_desc* desc, const croq_gemm_operands* operands,
+                                            void* a_prepared, size_t a_prepared_bytes, void* stream);
 
 #define CROQ_GEMM_SYMBOL "croq_gemm"
 #define CROQ_GEMM_WORKSPACE_SYMBOL "croq_gemm_workspace_bytes"
 #define CROQ_GEMM_PREPARED_BYTES_SYMBOL "croq_gemm_prepared_bytes"
 #define CROQ_GEMM_PREPARE_SYMBOL "croq_gemm_prepare"
+
+/* The version-2 entry points, declared so that a definition with another signature is a compile
+ * error instead of a crash at run time. */
+CROQ_EXPORT croq_status croq_gemm(const croq_gemm_desc* desc, const croq_gemm_operands* operands, void* stream);
+CROQ_EXPORT size_t croq_gemm_workspace_bytes(const croq_gemm_desc* desc);
+CROQ_EXPORT size_t croq_gemm_prepared_bytes(const croq_gemm_desc* desc);
+CROQ_EXPORT croq_status croq_gemm_prepare(const croq_gemm_desc* desc, const croq_gemm_operands* operands,
+                                          void* a_prepared, size_t a_prepared_bytes, void* stream);
 
 #endif /* CROQ_KERNEL_ABI_H */

@@ -4,6 +4,7 @@
 #include "croq/search/family.hpp"
 #include "croq/search/ampere_gemm_family.hpp"
 #include "croq/search/hopper_gemm_family.hpp"
+#include "croq/search/hopper_gemm_sp_family.hpp"
 
 namespace croq {
 
@@ -14,6 +15,7 @@ std::vector<std::shared_ptr<KernelFamily>> kernel_families() {
   all.push_back(make_cpp_tiled_family());
   all.push_back(std::make_shared<HopperGemmFamily>());
   all.push_back(std::make_shared<AmpereGemmFamily>());
+  all.push_back(std::make_shared<HopperGemmSpFamily>());
   return all;
 }
 

@@ -66,8 +66,9 @@ std::string render_template(const std::string& family, const std::string& templa
     throw Error(ExitCode::not_found, fmt::format("the {} template {} could not be read", family, path.string()),
                 "set CROQ_HOME to the croq source tree");
   }
-  std::string out = fmt::format("// {} configuration for matmul {}x{}x{} {} (B {}), rendered by croq\n", family, p.m,
-                                p.n, p.k, p.dtype.canonical, p.b_col_major ? "col" : "row");
+  std::string out = fmt::format("// {} configuration for {} {}x{}x{} {} (B {}), rendered by croq\n", family,
+                                p.op.empty() ? "matmul" : p.op, p.m, p.n, p.k, p.dtype.canonical,
+                                p.b_col_major ? "col" : "row");
   for (const auto& [name, value] : defines) out += fmt::format("#define {} {}\n", name, value);
   out += fmt::format("#line 1 \"{}\"\n", path.filename().string());
   out += *text;

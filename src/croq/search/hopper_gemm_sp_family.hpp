@@ -1,0 +1,53 @@
+// The hopper_gemm_sp kernel family: croq's templated sm_90a 2:4 structured-sparse GEMM
+// (kernels/cuda/gemm_sp/hopper/gemm_sp_sm90.cu) for the gemm_sp operator (kernel ABI version 2,
+// CROQ_OP_MATMUL_SPARSE24) and the space of its configurations. wgmma.mma_async.sp from
+// shared-memory descriptors with the metadata in registers, TMA loads of the compressed A, B and
+// the metadata into a STAGES-deep ring completing on mbarriers, one producer and one or two
+// consumer warpgroups (setmaxnreg), cooperative or ping-pong consumers, persistent tiles in grouped
+// order, clusters with TMA multicast, split-K, three ways of handing the metadata to the WGMMAs, and
+// an epilogue from registers or through shared memory and TMA stores. A is prepared (compressed)
+// once, off the clock, by the candidate's croq_gemm_prepare. docs/gemm_sp.md describes each
+// parameter; violation() refuses every configuration the template cannot build or run.
+#pragma once
+#include "croq/search/family.hpp"
+
+namespace croq {
+
+class HopperGemmSpFamily : public KernelFamily {
+ public:
+  static constexpr int k_smem_limit = 232448;  // dynamic shared memory a block may opt into on sm_90
+
+  std::string name() const override { return "hopper_gemm_sp"; }
+  std::string dsl() const override { return "cuda"; }
+  bool supports(const FamilyProblem& p) const override;
+  std::vector<ParamSpec> params() const override;
+  FamilyConfig default_config(const FamilyProblem& p) const override;
+  std::optional<std::string> violation(const FamilyConfig& c, const FamilyProblem& p) const override;
+  std::string render_source(const FamilyConfig& c, const FamilyProblem& p) const override;
+  std::vector<std::string> build_flags(const FamilyConfig& c, const FamilyProblem& p) const override;
+  std::vector<std::string> params_for_bottleneck(const std::string& bottleneck) const override;
+  std::vector<Alternative> alternatives(const FamilyProblem& p) const override;
+
+  // The template's CROQ_DTYPES bit for the problem's dtype pair (1 f16->f32, 2 f16->f16,
+  // 4 bf16->f32, 8 bf16->bf16, 16 e4m3->f16, 32 e4m3->bf16, 64 e4m3->f32), 0 when not computed.
+  static int dtype_bit(const DtypePair& d);
+  // Bytes of one input element (2 for f16/bf16, 1 for e4m3).
+  static int input_bytes(const DtypePair& d);
+  // Shared memory the configuration's kernel requests for inputs of `elem_bytes` bytes, as the
+  // template computes it.
+  static long long smem_bytes(const FamilyConfig& c, int elem_bytes);
+  // f32 accumulator registers per consumer thread.
+  static int accumulator_registers(const FamilyConfig& c);
+  // The most a consumer thread may hold without spilling (ptxas of CUDA 13.0): 192, 160 with
+  // split-K, 32 fewer when metadata_squeezes(); the template asserts the same.
+  static int max_accumulators(const FamilyConfig& c, const DtypePair& d);
+  // Whether metadata words held in registers (META 1 or 2) crowd the accumulators: 16-bit inputs at
+  // BK 128 (four k32 steps' words per m64 atom, twice that prefetched), or a ping-pong kernel with
+  // the quad-transposed 16-bit epilogue.
+  static bool metadata_squeezes(const FamilyConfig& c, const DtypePair& d);
+  static int effective_split(const FamilyConfig& c, const FamilyProblem& p);
+  static long long split_workspace_bytes(const FamilyConfig& c, const FamilyProblem& p);
+  static const char* template_path() { return "cuda/gemm_sp/hopper/gemm_sp_sm90.cu"; }
+};
+
+}  // namespace croq

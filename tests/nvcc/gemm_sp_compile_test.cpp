@@ -1,0 +1,211 @@
+// Rendered hopper_gemm_sp sources compile with the real nvcc for sm_90a (ptxas only: -cubin, no GPU
+// needed) without register spills, the family's accumulator limits are what ptxas allocates, a
+// configuration the family refuses is refused by the template's static_asserts too, and the
+// prepared-A layout hands every sparse WGMMA the metadata the PTX ISA expects (a host program built
+// from the template). Label nvcc; skipped where no nvcc is installed.
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <regex>
+
+#include "croq/search/hopper_gemm_sp_family.hpp"
+#include "croq/util/fs.hpp"
+#include "croq/util/paths.hpp"
+#include "croq/util/process.hpp"
+#include "croq/workspace/dtype.hpp"
+#include "support/test_support.hpp"
+
+namespace croq {
+namespace {
+
+std::optional<std::filesystem::path> nvcc_path() {
+  if (const char* e = std::getenv("CROQ_NVCC"); e && *e) return std::filesystem::path(e);
+  if (std::filesystem::exists("/usr/local/cuda/bin/nvcc")) return std::filesystem::path("/usr/local/cuda/bin/nvcc");
+  return find_executable("nvcc");
+}
+
+FamilyProblem problem(int64_t m, int64_t n, int64_t k, const std::string& dtype) {
+  FamilyProblem p;
+  p.op = "gemm_sp";
+  p.m = m;
+  p.n = n;
+  p.k = k;
+  p.dtype = parse_dtype_pair_or_throw(dtype);
+  p.b_col_major = true;
+  p.arch = "sm_90a";
+  return p;
+}
+
+struct Compiled {
+  bool ok = false;
+  std::string log;
+};
+
+Compiled compile(const KernelFamily& f, const FamilyConfig& c, const FamilyProblem& p) {
+  test::TempDir dir;
+  const auto src = dir / "candidate.cu";
+  atomic_write(src, f.render_source(c, p), false);
+  ProcessSpec spec;
+  spec.argv = {nvcc_path()->string()};
+  for (const auto& flag : f.build_flags(c, p)) spec.argv.push_back(flag);
+  spec.argv.insert(spec.argv.end(), {"-I" + find_project_dir("include").string(), "-cubin", "-Xptxas", "-v", "-o",
+                                     (dir / "candidate.cubin").string(), src.string()});
+  spec.timeout = std::chrono::milliseconds(900000);
+  ProcessResult r = process_runner().run(spec);
+  return {r.ok(), r.out + r.err};
+}
+
+void expect_no_spills(const Compiled& c) {
+  EXPECT_NE(c.log.find("registers"), std::string::npos) << c.log;
+  std::regex spill("([0-9]+) bytes spill stores");
+  int reports = 0;
+  for (auto it = std::sregex_iterator(c.log.begin(), c.log.end(), spill); it != std::sregex_iterator(); ++it, ++reports)
+    EXPECT_EQ((*it)[1].str(), "0") << c.log;
+  EXPECT_GT(reports, 0) << c.log;
+  EXPECT_EQ(c.log.find("serialized"), std::string::npos) << c.log;  // no wgmma serialization warning
+}
+
+FamilyConfig with(FamilyConfig c, const std::map<std::string, std::string>& changes) {
+  for (const auto& [k, v] : changes) c[k] = v;
+  return c;
+}
+
+TEST(GemmSpTemplatesCompile, DefaultsForTheReferenceShape) {
+  if (!nvcc_path()) GTEST_SKIP() << "nvcc not found (set CROQ_NVCC)";
+  HopperGemmSpFamily f;
+  for (const char* dt : {"f16", "e4m3f16", "f16f32"}) {
+    SCOPED_TRACE(dt);
+    auto p = problem(4096, 8192, 8192, dt);
+    auto c = f.default_config(p);
+    ASSERT_FALSE(f.violation(c, p));
+    auto r = compile(f, c, p);
+    ASSERT_TRUE(r.ok) << r.log;
+    expect_no_spills(r);
+  }
+}
+
+// The accumulator limits (HopperGemmSpFamily::max_accumulators) are what ptxas compiles without
+// spilling, for the variants that hold the most registers beside the accumulators (metadata
+// prefetched from L2 or hoisted, the quad-transposed and TMA epilogues, split-K, clusters), and one
+// step beyond is refused by the family and by the template's static_assert alike.
+TEST(GemmSpTemplatesCompile, AccumulatorLimitsCompileWithoutSpills) {
+  if (!nvcc_path()) GTEST_SKIP() << "nvcc not found (set CROQ_NVCC)";
+  HopperGemmSpFamily f;
+  const FamilyConfig base{{"BM", "256"},       {"BN", "192"},       {"BK", "64"},       {"STAGES", "2"},
+                          {"CONSUMERS", "2"},  {"PINGPONG", "0"},   {"PERSISTENT", "1"}, {"RASTER", "1"},
+                          {"GROUP", "8"},      {"CLUSTER_M", "1"},  {"CLUSTER_N", "1"},  {"EPILOGUE", "2"},
+                          {"SWIZZLE_A", "64"}, {"SWIZZLE_B", "128"}, {"MMA_DEPTH", "1"}, {"META", "2"},
+                          {"SPLIT_K", "1"}};
+  struct Case {
+    FamilyConfig config;
+    const char* dtype;
+    int accumulators;
+  };
+  const std::vector<Case> at_limit = {
+      {base, "f16", 192},
+      {with(base, {{"META", "1"}, {"EPILOGUE", "1"}}), "f16", 192},
+      {with(base, {{"BK", "128"}, {"CLUSTER_M", "2"}}), "e4m3f16", 192},
+      {with(base, {{"BN", "160"}, {"BK", "128"}, {"META", "1"}, {"SWIZZLE_A", "128"}}), "f16", 160},
+      {with(base, {{"BN", "160"}, {"BK", "128"}, {"EPILOGUE", "1"}, {"SWIZZLE_A", "128"}}), "f16f32", 160},
+      {with(base, {{"BM", "128"}, {"BN", "160"}, {"PINGPONG", "1"}, {"META", "1"}}), "f16", 160},
+      {with(base, {{"BM", "128"}, {"PINGPONG", "1"}, {"META", "0"}}), "f16", 192},
+      {with(base, {{"BM", "128"}, {"PINGPONG", "1"}, {"EPILOGUE", "1"}, {"BK", "128"}}), "e4m3f16", 192},
+      {with(base, {{"BN", "160"}, {"SPLIT_K", "2"}}), "f16", 160},
+      {with(base, {{"BN", "128"}, {"BK", "128"}, {"SPLIT_K", "2"}, {"META", "1"}, {"SWIZZLE_A", "128"}}), "f16",
+       128},
+  };
+  for (const auto& [c, dt, acc] : at_limit) {
+    const auto p = problem(4096, 8192, 8192, dt);
+    SCOPED_TRACE(std::string(dt) + " " + config_to_json(c).dump());
+    ASSERT_FALSE(f.violation(c, p)) << *f.violation(c, p);
+    EXPECT_EQ(HopperGemmSpFamily::accumulator_registers(c), acc);
+    EXPECT_EQ(HopperGemmSpFamily::max_accumulators(c, p.dtype), acc);
+    auto r = compile(f, c, p);
+    ASSERT_TRUE(r.ok) << r.log;
+    expect_no_spills(r);
+  }
+  const std::vector<std::pair<FamilyConfig, const char*>> beyond = {
+      {with(base, {{"BK", "128"}, {"META", "1"}, {"SWIZZLE_A", "128"}}), "f16"},
+      {with(base, {{"BM", "128"}, {"PINGPONG", "1"}, {"META", "1"}}), "f16"},
+      {with(base, {{"SPLIT_K", "2"}}), "e4m3f16"},
+  };
+  for (const auto& [c, dt] : beyond) {
+    const auto p = problem(4096, 8192, 8192, dt);
+    SCOPED_TRACE(std::string(dt) + " " + config_to_json(c).dump());
+    auto why = f.violation(c, p);
+    ASSERT_TRUE(why);
+    EXPECT_NE(why->find("accumulators"), std::string::npos) << *why;
+    auto r = compile(f, c, p);
+    EXPECT_FALSE(r.ok);
+    EXPECT_NE(r.log.find("too many accumulators per consumer thread"), std::string::npos) << r.log;
+  }
+}
+
+TEST(GemmSpTemplatesCompile, SmallTilesOneConsumerNarrowSwizzles) {
+  if (!nvcc_path()) GTEST_SKIP() << "nvcc not found (set CROQ_NVCC)";
+  HopperGemmSpFamily f;
+  auto p = problem(777, 1000, 520, "e4m3f16");
+  FamilyConfig c{{"BM", "64"},        {"BN", "96"},        {"BK", "64"},        {"STAGES", "8"},
+                 {"CONSUMERS", "1"},  {"PINGPONG", "0"},   {"PERSISTENT", "0"}, {"RASTER", "2"},
+                 {"GROUP", "2"},      {"CLUSTER_M", "2"},  {"CLUSTER_N", "2"},  {"EPILOGUE", "1"},
+                 {"SWIZZLE_A", "32"}, {"SWIZZLE_B", "64"}, {"MMA_DEPTH", "0"},  {"META", "0"},
+                 {"SPLIT_K", "1"}};
+  ASSERT_FALSE(f.violation(c, p)) << *f.violation(c, p);
+  auto r = compile(f, c, p);
+  ASSERT_TRUE(r.ok) << r.log;
+  expect_no_spills(r);
+}
+
+TEST(GemmSpTemplatesCompile, ConfigurationsTheFamilyRefusesDoNotCompileEither) {
+  if (!nvcc_path()) GTEST_SKIP() << "nvcc not found (set CROQ_NVCC)";
+  HopperGemmSpFamily f;
+  auto p = problem(4096, 8192, 8192, "f16");
+  auto big = f.default_config(p);
+  big["STAGES"] = "6";
+  auto why = f.violation(big, p);
+  ASSERT_TRUE(why);
+  EXPECT_NE(why->find("shared memory"), std::string::npos);
+  auto r = compile(f, big, p);
+  EXPECT_FALSE(r.ok);
+  EXPECT_NE(r.log.find("227 KB of shared memory"), std::string::npos) << r.log;
+
+  auto split = f.default_config(p);
+  split["BN"] = "128";
+  split["SPLIT_K"] = "2";
+  split["PERSISTENT"] = "0";
+  why = f.violation(split, p);
+  ASSERT_TRUE(why);
+  EXPECT_NE(why->find("PERSISTENT=1"), std::string::npos);
+  r = compile(f, split, p);
+  EXPECT_FALSE(r.ok);
+  EXPECT_NE(r.log.find("CROQ_PERSISTENT=1"), std::string::npos) << r.log;
+}
+
+// The prepared A (compressed values + metadata words) and the consumer's reading of it, played on
+// the CPU by tests/nvcc/gemm_sp_layout_check.cu against the PTX ISA's sparse-metadata layout.
+TEST(GemmSpTemplatesCompile, PreparedLayoutMatchesTheWgmmaMetadataOrder) {
+  if (!nvcc_path()) GTEST_SKIP() << "nvcc not found (set CROQ_NVCC)";
+  test::TempDir dir;
+  ProcessSpec build;
+  build.argv = {nvcc_path()->string(),
+                "-gencode=arch=compute_90a,code=sm_90a",
+                "-std=c++17",
+                "-I" + find_project_dir("include").string(),
+                "-I" + (find_project_dir("kernels") / "cuda" / "gemm_sp" / "hopper").string(),
+                "-DCROQ_DTYPES=2",
+                "-o",
+                (dir / "check").string(),
+                (find_project_dir("tests") / "nvcc" / "gemm_sp_layout_check.cu").string()};
+  build.timeout = std::chrono::milliseconds(900000);
+  ProcessResult b = process_runner().run(build);
+  ASSERT_TRUE(b.ok()) << b.out << b.err;
+  ProcessSpec run;
+  run.argv = {(dir / "check").string()};
+  run.timeout = std::chrono::milliseconds(120000);
+  ProcessResult r = process_runner().run(run);
+  EXPECT_TRUE(r.ok()) << r.out << r.err;
+  EXPECT_NE(r.out.find("layout ok"), std::string::npos) << r.out;
+}
+
+}  // namespace
+}  // namespace croq
