@@ -190,6 +190,33 @@ while read -r name dt; do
   run_driver time 90 "$name" "$dt" "$TIME_SHAPES" --time-ms 250
 done < "$RAW/order.txt"
 
+# ---- profile: the fastest configuration of each dtype at the first timed shape, one launch under
+# Nsight Compute (speed of light, memory, warp states), when there is time left and ncu works ----
+NCU=$(command -v ncu || ls /usr/local/cuda/bin/ncu /opt/nvidia/nsight-compute/*/ncu 2>/dev/null | head -1)
+if [ "${GEMM_SP_NCU:-1}" = 1 ] && [ -n "$NCU" ] && [ "$(elapsed)" -lt $((BUDGET_S + 60)) ]; then
+  python3 - "$RAW/time.jsonl" "${TIME_SHAPES%%,*}" > "$RAW/profile.txt" <<'PY'
+import json, sys
+best = {}
+for l in open(sys.argv[1]):
+    try: r = json.loads(l)
+    except Exception: continue
+    if r.get("status") == "PASS" and r.get("shape") == sys.argv[2] and r.get("tflops"):
+        if r["dtype"] not in best or r["tflops"] > best[r["dtype"]]["tflops"]:
+            best[r["dtype"]] = r
+for d, r in best.items():
+    print(r["label"], d)
+PY
+  while read -r name dt; do
+    echo "[$(elapsed)s] ncu $name $dt ${TIME_SHAPES%%,*}"
+    timeout 150 "$NCU" --target-processes all -k regex:gemm_sp_kernel -c 1 --section SpeedOfLight \
+      --section MemoryWorkloadAnalysis --section ComputeWorkloadAnalysis --section WarpStateStats \
+      --section Occupancy --page details --csv "$DRIVER" "$KDIR/${name}__$dt.so" "$dt" "${TIME_SHAPES%%,*}" --no-time \
+      > "$DEST/gemm-sp-ncu-$dt.csv" 2> "$RAW/ncu_$dt.err" || echo "  ncu failed: $(tail -2 "$RAW/ncu_$dt.err" | tr '\n' ' ')"
+    grep -E '"(Compute \(SM\) Throughput|Memory Throughput|L2 Cache Throughput|DRAM Throughput|Duration|Registers Per Thread|Achieved Occupancy)"' \
+      "$DEST/gemm-sp-ncu-$dt.csv" 2>/dev/null | awk -F'","' '{print "  " $(NF-2) ": " $NF " " $(NF-1)}' | tr -d '"' | head -8
+  done < "$RAW/profile.txt"
+fi
+
 # ---- report ----
 cat "$RAW"/*.jsonl > "$DEST/gemm-sp-kernels.jsonl" 2>/dev/null
 python3 - "$RAW" "$DEST" "$KDIR/configs.tsv" "$(git rev-parse --short=12 HEAD 2>/dev/null || echo unknown)" \
@@ -258,7 +285,16 @@ for dt in ("f16", "e4m3"):
               "|---|" + "---|" * len(shapes)]
     for label, vals in rows.items():
         lines.append(f"| {label} | " + " | ".join(vals.get(s, "") for s in shapes) + " |")
-lines += ["", "## Configurations", ""] + [f"- `{n}` ({d}): {f}" for (n, d), f in sorted(flags.items())]
+def ptxas(n, d):
+    import re
+    try:
+        log = open(os.path.join(os.path.dirname(cfgs), f"{n}__{d}.log")).read()
+    except Exception:
+        return "not built here"
+    m = re.search(r"gemm_sp_kernel[^\n]*\n[^\n]*\n\s*(\d+) bytes stack frame, (\d+) bytes spill stores[^\n]*\n[^\n]*Used (\d+) registers", log)
+    ser = " WGMMA SERIALIZED" if "serialized" in log else ""
+    return f"{m.group(3)} registers, {m.group(2)} bytes spilled{ser}" if m else "no ptxas report"
+lines += ["", "## Configurations", ""] + [f"- `{n}` ({d}, {ptxas(n, d)}): {f}" for (n, d), f in sorted(flags.items())]
 not_ok = [r for r in check + timed if r.get("status") not in ("PASS", "UNSUPPORTED")]
 lines += ["", f"{len(not_ok)} results not PASS (see the tables)."]
 open(os.path.join(dest, "gemm-sp-kernels.md"), "w").write("\n".join(lines) + "\n")

@@ -202,6 +202,11 @@ struct Shape {
   static_assert(SWA == 128 || SWA == 64 || SWA == 32, "A swizzle must be 32, 64 or 128 bytes");
   static_assert(SWB == 128 || SWB == 64, "B swizzle must be 64 or 128 bytes: one sparse WGMMA reads 64 bytes of K");
   static_assert(SMEM_BYTES <= 232448, "the configuration needs more than 227 KB of shared memory");
+  // Swizzled TMA boxes and WGMMA operands need 1024-byte aligned regions: every A/B stage, every
+  // region of a stage and the epilogue slots after the stages keep that alignment.
+  static_assert(A_STAGE_BYTES % 1024 == 0 && B_STAGE_BYTES % 1024 == 0 && (BM / CN) * SWA % 1024 == 0 &&
+                    (BN / CM) * SWB % 1024 == 0 && EPI_BYTES % 1024 == 0,
+                "shared-memory regions must stay 1024-byte aligned");
 };
 
 static_assert(CONSUMERS == 1 || CONSUMERS == 2, "CROQ_CONSUMERS must be 1 or 2");
@@ -674,9 +679,11 @@ __global__ void __launch_bounds__(THREADS, 1)
   extern __shared__ uint8_t smem_raw[];
   const uint32_t raw = smem_u32(smem_raw);
   const uint32_t base = (raw + 1023u) & ~1023u;  // swizzled regions need 1024-byte alignment
-  const uint32_t e_base = base + STAGES * S::AB_STAGE_BYTES;
-  const uint32_t epi_base = e_base + STAGES * E_STAGE_BYTES;
-  const uint32_t bar_base = epi_base + EPI_BYTES;
+  // A/B stages, the epilogue slots (1024-byte aligned: swizzled TMA stores), the metadata stages
+  // (multiples of 512 bytes), the barriers.
+  const uint32_t epi_base = base + STAGES * S::AB_STAGE_BYTES;
+  const uint32_t e_base = epi_base + EPI_BYTES;
+  const uint32_t bar_base = e_base + STAGES * E_STAGE_BYTES;
   auto full_bar = [&](int s) { return bar_base + 8u * s; };
   auto empty_bar = [&](int s) { return bar_base + 8u * (STAGES + s); };
   auto order_bar = [&](int c) { return bar_base + 8u * (2 * STAGES + c); };
