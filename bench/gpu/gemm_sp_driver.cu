@@ -4,7 +4,8 @@
 // arbitrary non-zero values outside the kept positions, as large as the kept ones or larger; the
 // metadata [M, K/8]; every one of the six patterns; some kept values zero; B stored N x K), prepares
 // A through the candidate's croq_gemm_prepare, verifies two launches against a simple tiled f32
-// reference GEMM (of A with the positions outside the pattern set to zero) with croq's tolerances
+// reference GEMM (of A with the positions outside the pattern set to zero; every row up to 2^38
+// multiply-adds, a sample of rows at every position inside a tile above) with croq's tolerances
 // (an element fails unless |got - want| <= base + rel |want|; a normwise limit; C NaN-poisoned
 // before each launch and a guard area after C that must stay untouched), then times launches one
 // at a time with CUDA events, L2 flushed before each, and prints the median.
@@ -118,23 +119,32 @@ __global__ void gen_b(void* b, long long count, croq_dtype t, uint64_t seed) {
     store_elem(b, i, t, unit(mix(seed * 0x51ED27ULL + static_cast<uint64_t>(i))));
 }
 
-// Reference: C[m,n] = sum_k A'[m,k] B[n,k] in f32, A' = A with the positions outside the pattern
-// zeroed. 64 x 64 tiles, 256 threads, 4 x 4 outputs each.
+// The rows the reference computes: all (stride 1), or for large problems one row in every `stride`,
+// at a varying offset inside each group so that every position inside a tile is checked somewhere.
+__host__ __device__ inline long long sampled_row(long long i, long long stride, long long m) {
+  const long long r = i * stride + (i * 7) % stride;
+  return r < m ? r : m - 1;
+}
+
+// Reference: C[i,n] = sum_k A'[row(i),k] B[n,k] in f32, A' = A with the positions outside the
+// pattern zeroed. 64 x 64 tiles, 256 threads, 4 x 4 outputs each.
 __global__ void reference(const void* a, const uint8_t* meta, const void* b, float* c, int m, int n, int k,
-                          croq_dtype t) {
+                          croq_dtype t, long long rows, long long stride) {
   __shared__ float as[16][65], bs[16][65];
   const int tx = threadIdx.x % 16, ty = threadIdx.x / 16;
-  const int m0 = blockIdx.y * 64, n0 = blockIdx.x * 64;
+  const long long i0 = blockIdx.y * 64LL;
+  const int n0 = blockIdx.x * 64;
   float acc[4][4] = {};
   for (int k0 = 0; k0 < k; k0 += 16) {
     for (int i = threadIdx.x; i < 64 * 16; i += 256) {
       const int r = i / 16, kk = i % 16;
-      const int gm = m0 + r, gn = n0 + r, gk = k0 + kk;
+      const int gn = n0 + r, gk = k0 + kk;
       float va = 0.f, vb = 0.f;
-      if (gm < m && gk < k) {
-        const int nib = (meta[static_cast<long long>(gm) * (k / 8) + gk / 8] >> (4 * ((gk / 4) % 2))) & 0xF;
+      if (i0 + r < rows && gk < k) {
+        const long long gm = sampled_row(i0 + r, stride, m);
+        const int nib = (meta[gm * (k / 8) + gk / 8] >> (4 * ((gk / 4) % 2))) & 0xF;
         const int pos = gk % 4;
-        if (pos == (nib & 3) || pos == (nib >> 2)) va = load_elem(a, static_cast<long long>(gm) * k + gk, t);
+        if (pos == (nib & 3) || pos == (nib >> 2)) va = load_elem(a, gm * k + gk, t);
       }
       if (gn < n && gk < k) vb = load_elem(b, static_cast<long long>(gn) * k + gk, t);
       as[kk][r] = va;
@@ -158,8 +168,9 @@ __global__ void reference(const void* a, const uint8_t* meta, const void* b, flo
   }
   for (int i = 0; i < 4; ++i)
     for (int j = 0; j < 4; ++j) {
-      const int r = m0 + ty * 4 + i, col = n0 + tx * 4 + j;
-      if (r < m && col < n) c[static_cast<long long>(r) * n + col] = acc[i][j];
+      const long long r = i0 + ty * 4 + i;
+      const int col = n0 + tx * 4 + j;
+      if (r < rows && col < n) c[r * n + col] = acc[i][j];
     }
 }
 
@@ -170,20 +181,24 @@ struct Stats {
   long long first_bad;
 };
 
-__global__ void compare(const void* got, croq_dtype t, const float* want, long long count, double base, double rel,
-                        Stats* s) {
+// Compares the sampled rows of C (row-major, n columns) with the reference's.
+__global__ void compare(const void* got, croq_dtype t, const float* want, long long rows, long long stride,
+                        long long m, long long n, double base, double rel, Stats* s) {
   double d2 = 0, w2 = 0;
   unsigned long long bad = 0, nans = 0;
   float maxe = 0;
   long long first = -1;
+  const long long count = rows * n;
   for (long long i = blockIdx.x * static_cast<long long>(blockDim.x) + threadIdx.x; i < count;
        i += static_cast<long long>(gridDim.x) * blockDim.x) {
-    const float g = load_elem(got, i, t), w = want[i];
+    const long long r = i / n, col = i - r * n;
+    const long long at = sampled_row(r, stride, m) * n + col;
+    const float g = load_elem(got, at, t), w = want[i];
     const float e = fabsf(g - w);
     if (isnan(g)) ++nans;
     if (!(e <= base + rel * fabsf(w))) {
       ++bad;
-      if (first < 0) first = i;
+      if (first < 0) first = at;
     }
     if (e > maxe || isnan(e)) maxe = isnan(e) ? INFINITY : e;
     d2 += static_cast<double>(g - w) * (g - w);
@@ -356,12 +371,16 @@ int main(int argc, char** argv) {
     CK(cudaMalloc(&meta, static_cast<size_t>(m) * (k / 8)));
     CK(cudaMalloc(&b, static_cast<size_t>(n) * k * ib));
     CK(cudaMalloc(&c, c_bytes + guard));
-    CK(cudaMalloc(&want, static_cast<size_t>(m) * n * sizeof(float)));
+    // Problems above 2^38 multiply-adds (4096x8192x8192): the reference for one row in `stride`,
+    // about 2^37 multiply-adds in all.
+    const long long stride = m * n * k <= (1LL << 38) ? 1 : (m * n * k + (1LL << 37) - 1) >> 37;
+    const long long rows = (m + stride - 1) / stride;
+    CK(cudaMalloc(&want, static_cast<size_t>(rows) * n * sizeof(float)));
     gen_a<<<blocks_for(m * (k / 8)), 256, 0, stream>>>(a, meta, static_cast<int>(m), static_cast<int>(k), dt->in, seed,
                                                        pattern);
     gen_b<<<blocks_for(n * k), 256, 0, stream>>>(b, n * k, dt->in, seed + 1);
-    reference<<<dim3(static_cast<unsigned>((n + 63) / 64), static_cast<unsigned>((m + 63) / 64)), 256, 0, stream>>>(
-        a, meta, b, want, static_cast<int>(m), static_cast<int>(n), static_cast<int>(k), dt->in);
+    reference<<<dim3(static_cast<unsigned>((n + 63) / 64), static_cast<unsigned>((rows + 63) / 64)), 256, 0, stream>>>(
+        a, meta, b, want, static_cast<int>(m), static_cast<int>(n), static_cast<int>(k), dt->in, rows, stride);
     CK(cudaGetLastError());
 
     croq_gemm_operands ops;
@@ -404,7 +423,8 @@ int main(int argc, char** argv) {
       Stats zero{};
       zero.first_bad = -1;
       CK(cudaMemcpyAsync(stats, &zero, sizeof(Stats), cudaMemcpyHostToDevice, stream));
-      compare<<<blocks_for(m * n), 256, 0, stream>>>(c, dt->out, want, m * n, dt->base_tol, dt->rel_tol, stats);
+      compare<<<blocks_for(rows * n), 256, 0, stream>>>(c, dt->out, want, rows, stride, m, n, dt->base_tol,
+                                                        dt->rel_tol, stats);
       count_changed<<<blocks_for(guard), 256, 0, stream>>>(static_cast<uint8_t*>(c) + c_bytes, guard, 0xFF, stats);
       CK(cudaMemcpyAsync(&hs, stats, sizeof(Stats), cudaMemcpyDeviceToHost, stream));
       CK(cudaStreamSynchronize(stream));
@@ -453,9 +473,9 @@ int main(int argc, char** argv) {
     const double tflops = med > 0 ? 2.0 * m * n * k / (med * 1e-3) / 1e12 : 0;
     std::printf(
         "%s\"status\":\"%s\",\"detail\":\"%s\",\"mismatches\":%llu,\"nans\":%llu,\"guard_changed\":%llu,"
-        "\"normwise\":%.3e,\"max_abs_err\":%.4g,\"iters\":%d,\"ms\":%.5f,\"ms_min\":%.5f,\"ms_max\":%.5f,"
+        "\"rows_checked\":%lld,\"normwise\":%.3e,\"max_abs_err\":%.4g,\"iters\":%d,\"ms\":%.5f,\"ms_min\":%.5f,\"ms_max\":%.5f,"
         "\"tflops\":%.1f}\n",
-        prefix.c_str(), status.c_str(), json_escape(detail).c_str(), hs.mismatches, hs.nans, hs.guard_changed, normwise,
+        prefix.c_str(), status.c_str(), json_escape(detail).c_str(), hs.mismatches, hs.nans, hs.guard_changed, rows, normwise,
         max_err_of(hs.max_err_bits), iters, med, lo, hi, tflops);
     std::fflush(stdout);
     if (status != "PASS" && status != "UNSUPPORTED") exit_code = 1;

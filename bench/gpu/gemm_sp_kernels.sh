@@ -2,9 +2,11 @@
 # The hopper_gemm_sp kernel family on the GPU, self-contained (no croq runner needed): builds the
 # configurations of bench/gpu/gemm_sp_configs.txt (or GEMM_SP_CONFIGS=FILE) and the standalone
 # driver bench/gpu/gemm_sp_driver.cu, checks every configuration against a reference GEMM on shapes
-# that are not multiples of any tile, then times the ones that pass at 4096x8192x8192 and a few
-# typical shapes (f16 -> f16 and e4m3 -> f16, L2 flushed before every launch, median), and writes
-# gemm-sp-kernels.md and gemm-sp-kernels.json to $OUT (default: docs/results/).
+# that are not multiples of any tile, then times the ones that pass at 4096x8192x8192, the 14 typical
+# shapes of the from-scratch sweep, 4096^3 and 8192^3 (f16 -> f16 and e4m3 -> f16, L2 flushed before
+# every launch, median, each shape verified again first), profiles the fastest configuration per
+# dtype with ncu, and writes gemm-sp-kernels.md / .json / .jsonl and gemm-sp-ncu-*.csv to $OUT
+# (default: docs/results/).
 #
 #   bash bench/gpu/gemm_sp_kernels.sh build   builds here into .carry/gemm_sp (carry it: the GPU run
 #                                             then skips the builds)
@@ -13,8 +15,8 @@
 #
 # Every configuration's failure stays local: a build error, a wrong result, a crash or a hang (each
 # driver call runs under `timeout`) marks that configuration and the run goes on. Budgets: the
-# whole run aims at GEMM_SP_BUDGET_S seconds (default 420), timing stops taking new configurations
-# when it is spent; each driver call is limited to 30 s (checks) or 90 s (timings).
+# whole run aims at GEMM_SP_BUDGET_S seconds (default 400), timing stops taking new configurations
+# when it is spent; each driver call is limited to 30 s (checks) or 120 s (timings, 17 shapes).
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 REPO=$(pwd)
@@ -23,7 +25,7 @@ NVCC=${NVCC:-/usr/local/cuda/bin/nvcc}
 LIST=${GEMM_SP_CONFIGS:-$REPO/bench/gpu/gemm_sp_configs.txt}
 KDIR=${GEMM_SP_DIR:-$REPO/.carry/gemm_sp}
 DEST=${OUT:-$REPO/docs/results}
-BUDGET_S=${GEMM_SP_BUDGET_S:-420}
+BUDGET_S=${GEMM_SP_BUDGET_S:-400}
 START=$SECONDS
 mkdir -p "$KDIR" "$DEST"
 JOBS=$(nproc 2>/dev/null || echo 2)
@@ -156,7 +158,8 @@ while read -r name dt; do
 done < "$RAW/failed.txt"
 
 # ---- timing: the configurations that passed every check, large shape first ----
-TIME_SHAPES=${GEMM_SP_TIME_SHAPES:-4096x8192x8192,8192x8192x8192,4096x4096x4096,512x8192x8192,1024x1024x4096,4096x8192x512,768x768x768}
+# The reference shape, then the from-scratch sweep's 14 typical shapes, then 4096^3 and 8192^3.
+TIME_SHAPES=${GEMM_SP_TIME_SHAPES:-4096x8192x8192,768x768x768,12288x12288x12288,512x8192x8192,16384x8192x8192,4096x1024x8192,4096x32768x8192,4096x8192x512,4096x8192x32768,1024x1024x4096,12288x12288x4096,1024x8192x1024,12288x8192x12288,4096x1024x1024,12288x4096x4096,4096x4096x4096,8192x8192x8192}
 echo "[$(elapsed)s] timing on $TIME_SHAPES"
 python3 - "$RAW/check.jsonl" > "$RAW/passed.txt" <<'PY'
 import json, sys, collections
@@ -187,7 +190,7 @@ while read -r name dt; do
     continue
   fi
   echo "[$(elapsed)s] $name $dt"
-  run_driver time 90 "$name" "$dt" "$TIME_SHAPES" --time-ms 250
+  run_driver time 120 "$name" "$dt" "$TIME_SHAPES" --time-ms 150
 done < "$RAW/order.txt"
 
 # ---- profile: the fastest configuration of each dtype at the first timed shape, one launch under
