@@ -204,27 +204,34 @@ TEST(HopperGemmSpFamily, DefaultConfigIsLegalForTheTypicalShapes) {
 
 TEST(HopperGemmSpFamily, DefaultsFollowTheProblem) {
   HopperGemmSpFamily f;
-  // Many tiles: the cooperative 256x192 tile (two consumers of 128 x 192), hoisted metadata, the
-  // register epilogue of the output type, BK 64 for 16-bit inputs and 128 for e4m3 (two sparse
-  // WGMMAs per stage either way), the widest swizzles, as many stages as fit.
-  auto big16 = f.default_config(problem({4096, 8192, 8192}, "f16"));
-  EXPECT_EQ(big16.at("BM"), "256");
-  EXPECT_EQ(big16.at("BN"), "192");
-  EXPECT_EQ(big16.at("CONSUMERS"), "2");
-  EXPECT_EQ(big16.at("PINGPONG"), "0");
-  EXPECT_EQ(big16.at("BK"), "64");
-  EXPECT_EQ(big16.at("SWIZZLE_A"), "64");
-  EXPECT_EQ(big16.at("SWIZZLE_B"), "128");
-  EXPECT_EQ(big16.at("STAGES"), "5");
-  EXPECT_EQ(big16.at("EPILOGUE"), "2");
-  EXPECT_EQ(big16.at("META"), "1");
-  auto big8 = f.default_config(problem({4096, 8192, 8192}, "e4m3f16"));
+  // Many tiles: a cooperative tile of two consumers (256 x 192, 256 x 128 or 128 x 256, whichever
+  // the cost model prefers: the partial last wave decides), hoisted metadata, the register epilogue
+  // of the output type, BK 64 for 16-bit inputs and 128 for e4m3 (two sparse WGMMAs per stage
+  // either way), the widest swizzles, as many stages as fit.
+  auto huge = f.default_config(problem({16384, 8192, 8192}, "f16"));  // 20.8 waves of 256 x 192
+  EXPECT_EQ(huge.at("BM"), "256");
+  EXPECT_EQ(huge.at("BN"), "192");
+  EXPECT_EQ(huge.at("CONSUMERS"), "2");
+  EXPECT_EQ(huge.at("PINGPONG"), "0");
+  EXPECT_EQ(huge.at("BK"), "64");
+  EXPECT_EQ(huge.at("SWIZZLE_A"), "64");
+  EXPECT_EQ(huge.at("SWIZZLE_B"), "128");
+  EXPECT_EQ(huge.at("STAGES"), "5");
+  EXPECT_EQ(huge.at("EPILOGUE"), "2");
+  EXPECT_EQ(huge.at("META"), "1");
+  // 4096 x 8192 x 8192: 5.2 waves of 256 x 192 tiles (the sixth 21 % full), 7.8 of 256 x 128.
+  auto ref16 = f.default_config(problem({4096, 8192, 8192}, "f16"));
+  EXPECT_EQ(ref16.at("BM"), "256");
+  EXPECT_EQ(ref16.at("BN"), "128");
+  EXPECT_EQ(ref16.at("STAGES"), "6");
+  auto big8 = f.default_config(problem({16384, 8192, 8192}, "e4m3f16"));
+  EXPECT_EQ(big8.at("BN"), "192");
   EXPECT_EQ(big8.at("BK"), "128");
   EXPECT_EQ(big8.at("SWIZZLE_A"), "64");
   EXPECT_EQ(big8.at("SWIZZLE_B"), "128");
   EXPECT_EQ(big8.at("STAGES"), "5");
   EXPECT_EQ(f.default_config(problem({4096, 8192, 8192}, "f16f32")).at("EPILOGUE"), "0");
-  // A wave of 128x128 tiles but not of 256x192: ping-pong 128x128.
+  // A wave of 128x128 tiles but not of 256x128: ping-pong 128x128.
   auto mid = f.default_config(problem({4096, 1024, 8192}, "f16"));
   EXPECT_EQ(mid.at("PINGPONG"), "1");
   EXPECT_EQ(mid.at("BM"), "128");
@@ -311,7 +318,8 @@ TEST(HopperGemmSpFamily, EveryConfigurationIsLegalOrRefusedWithAReason) {
 TEST(HopperGemmSpFamily, RefusesImpossibleConfigurationsSayingWhy) {
   HopperGemmSpFamily f;
   const auto p = problem({4096, 8192, 8192}, "f16");
-  const auto base = f.default_config(p);
+  const auto base = f.default_config(problem({16384, 8192, 8192}, "f16"));  // cooperative 256 x 192
+  ASSERT_FALSE(f.violation(base, p));
   auto with = [&](std::map<std::string, std::string> changes) {
     FamilyConfig c = base;
     for (auto& [k, v] : changes) c[k] = v;
@@ -363,7 +371,7 @@ TEST(HopperGemmSpFamily, RefusesImpossibleConfigurationsSayingWhy) {
 
 TEST(HopperGemmSpFamily, SharedMemoryAndAccumulatorsFollowTheDtype) {
   HopperGemmSpFamily f;
-  FamilyConfig c = f.default_config(problem({4096, 8192, 8192}, "f16"));
+  FamilyConfig c = f.default_config(problem({16384, 8192, 8192}, "f16"));  // cooperative 256 x 192
   c["STAGES"] = "4";
   c["BK"] = "128";
   c["META"] = "1";

@@ -6,6 +6,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <iterator>
+#include <vector>
 #include <fmt/format.h>
 
 #include "croq/search/gemm_family_common.hpp"
@@ -267,31 +269,37 @@ FamilyConfig HopperGemmSpFamily::default_config(const FamilyProblem& p) const {
   const bool f32_out = p.dtype.output == ScalarType::f32;
   const int reg_epilogue = f32_out ? 0 : 2;
   auto tiles = [&](int tm, int tn) { return ceil_div(p.m, tm) * ceil_div(p.n, tn); };
-  // With a full wave of them, the cooperative 256 x 192 tile: two consumers of 128 x 192 (the
-  // largest a consumer holds), the least L2 -> SM traffic per FLOP of the tiles the template
-  // builds (compressed A costs half of B per row). With a wave of 128 x 128 tiles but not of
-  // 256 x 192, the ping-pong 128 x 128 kernel; below that, the tile and split-K count the cost
-  // model prefers, so that small and long-K problems fill the GPU.
+  // With a full wave of 256 x 128 tiles, the cooperative tile among 256 x 192 (two consumers of
+  // 128 x 192, the most a consumer holds: the least L2 -> SM traffic per FLOP, compressed A costing
+  // half of B per row), 256 x 128 and 128 x 256 that the cost model prefers: the partial last wave
+  // decides between them (at 4096 x 8192 x 8192, 688 tiles of 256 x 192 fill 5.2 waves of 132 SMs,
+  // 1024 of 256 x 128 fill 7.8). With a wave of 128 x 128 tiles but not of 256 x 128, the
+  // ping-pong 128 x 128 kernel; below that, the tile and split-K count the cost model prefers, so
+  // that small and long-K problems fill the GPU.
   TileChoice t{256, 192, 2, 0};
   int split = 1;
-  if (tiles(256, 192) < sms) {
-    if (tiles(128, 128) >= sms) {
-      t = {128, 128, 2, 1};
-    } else {
-      double best = -1;
-      for (const auto& ch : k_small_choices) {
-        for (int s : {1, 2, 3, 4, 6, 8}) {
-          if (s > ceil_div(p.k, 64)) break;
-          if (s > 1 && tiles(ch.bm, ch.bn) * s > 2LL * sms) break;
-          const double est = estimate_clocks(ch, s, p, sms);
-          if (best < 0 || est < best * 0.97) {
-            best = est;
-            t = ch;
-            split = s;
-          }
+  auto cheapest = [&](const std::vector<TileChoice>& choices, bool with_split) {
+    double best = -1;
+    for (const auto& ch : choices) {
+      for (int s : {1, 2, 3, 4, 6, 8}) {
+        if (s > 1 && !with_split) break;
+        if (s > ceil_div(p.k, 64)) break;
+        if (s > 1 && tiles(ch.bm, ch.bn) * s > 2LL * sms) break;  // enough units already
+        const double est = estimate_clocks(ch, s, p, sms);
+        if (best < 0 || est < best * 0.97) {  // a clear gain, else keep the earlier choice
+          best = est;
+          t = ch;
+          split = s;
         }
       }
     }
+  };
+  if (tiles(256, 128) >= sms) {
+    cheapest({{256, 192, 2, 0}, {256, 128, 2, 0}, {128, 256, 2, 0}}, false);
+  } else if (tiles(128, 128) >= sms) {
+    t = {128, 128, 2, 1};
+  } else {
+    cheapest(std::vector<TileChoice>(std::begin(k_small_choices), std::end(k_small_choices)), true);
   }
   FamilyConfig c = arrangement(t, split, 1, reg_epilogue, p);
   if (violation(c, p)) {
@@ -316,15 +324,16 @@ std::vector<Alternative> HopperGemmSpFamily::alternatives(const FamilyProblem& p
   };
   if (tiles(128, 128) >= sms) {
     // The large archetypes: the 256 x 192 tile with a 2x1 cluster (B multicast halves its L2
-    // reads) and with the TMA-store epilogue; 256 x 128 and 128 x 256 (more tiles, shorter last
-    // wave); the ping-pong kernels that hide each tile's epilogue under the other consumer's MMAs.
+    // reads) and with the TMA-store epilogue; 128 x 256 with a cluster; the ping-pong kernels that
+    // hide each tile's epilogue under the other consumer's MMAs; and whichever of the plain
+    // 256 x 192 and 256 x 128 tiles is not the default (the partial last wave decides).
     add("cooperative 256x192 with a 2x1 cluster", "co256x192_c21", arrangement({256, 192, 2, 0}, 1, 2, reg_epilogue, p));
     add("cooperative 256x192, TMA-store epilogue", "co256x192_tma", arrangement({256, 192, 2, 0}, 1, 1, 1, p));
-    add("cooperative 256x128 with a 2x1 cluster", "co256x128_c21", arrangement({256, 128, 2, 0}, 1, 2, reg_epilogue, p));
     add("cooperative 128x256 with a 2x1 cluster", "co128x256_c21", arrangement({128, 256, 2, 0}, 1, 2, reg_epilogue, p));
     add("ping-pong 128x192, TMA-store epilogue", "pp128x192", arrangement({128, 192, 2, 1}, 1, 1, 1, p));
     add("ping-pong 128x128 with a 2x1 cluster", "pp128_c21", arrangement({128, 128, 2, 1}, 1, 2, reg_epilogue, p));
     add("cooperative 256x192", "co256x192", arrangement({256, 192, 2, 0}, 1, 1, reg_epilogue, p));
+    add("cooperative 256x128", "co256x128", arrangement({256, 128, 2, 0}, 1, 1, reg_epilogue, p));
   } else {
     // Fewer 128 x 128 tiles than SMs: the tile and split-K choices the cost model ranks next
     // after the default, and small tiles paired with a cluster.
