@@ -2,11 +2,15 @@
 // gpu_contention, read from nvidia-smi (through the process runner) and /proc. None of them ever
 // signals another user's process, resets a GPU or uses sudo.
 #include <signal.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <cmath>
+#include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <memory>
 #include <thread>
 
@@ -16,6 +20,7 @@
 #include "croq/gpu/device_key.hpp"
 #include "croq/gpu/lease.hpp"
 #include "croq/gpu/processes.hpp"
+#include "croq/util/process.hpp"
 #include "croq/util/time.hpp"
 
 namespace croq::cli {
@@ -61,16 +66,11 @@ GpuInfo selected_or_throw(const std::vector<GpuInfo>& gpus, const std::string& d
   return *g;
 }
 
-json lease_json(const std::string& uuid) {
-  std::string holder;
-  bool held = false;
-  if (auto lease = DeviceLease::try_acquire(uuid, "croq gpu check (probe)")) {
-    held = false;
-  } else {
-    held = true;
-    holder = DeviceLease::holder(uuid);
-  }
-  return {{"held", held}, {"holder", held ? json(holder) : json(nullptr)}, {"file", DeviceLease::lock_path(uuid).string()}};
+// The device's lease, read without taking it: held or free, and by whom.
+json lease_json(const GpuInfo& g) {
+  LeaseState st = DeviceLease::state(lease_id_of(g));
+  return {{"held", st.held}, {"holder", st.held ? json(st.holder) : json(nullptr)}, {"file", st.path.string()},
+          {"device_id", st.device_id}};
 }
 
 }  // namespace
@@ -136,7 +136,7 @@ VerbRunner setup_gpu_check(CLI::App& app) {
         doc["reasons"] = h.reasons;
         doc["warnings"] = h.warnings;
         doc["processes"] = procs;
-        doc["lease"] = lease_json(g.uuid);
+        doc["lease"] = lease_json(g);
         doc["waited_ms"] = std::round(clock.elapsed_ms());
         ctx.emit(doc);
         if (h.idle) {
@@ -238,6 +238,69 @@ VerbRunner setup_gpu_contention(CLI::App& app) {
     ctx.note(fmt::format("{} process(es) on the GPU: {} croq's ({} stale), {} foreign{}", procs.size(), ours, stale,
                          foreign, killed.empty() ? "" : fmt::format("; ended {}", killed.size())));
     return ExitCode::ok;
+  };
+}
+
+VerbRunner setup_gpu_lease(CLI::App& app) {
+  struct Opts {
+    std::string device;
+    double timeout_s = 1800;
+    std::string purpose;
+    bool history = false;
+    std::vector<std::string> command;
+  };
+  auto o = std::make_shared<Opts>();
+  app.add_option("--device", o->device, "GPU index or UUID (default: CUDA_VISIBLE_DEVICES' first, else 0); cpu: the CPU's lease");
+  app.add_option("--timeout", o->timeout_s, "seconds to wait for the lease")->default_val(1800)->check(CLI::Range(0.0, 86400.0));
+  app.add_option("--purpose", o->purpose, "what the holder line says (default: the command)");
+  app.add_flag("--history", o->history, "print the device's lease history instead of running a command");
+  app.add_option("command", o->command, "the command to run while holding the lease (after --)");
+  return [o](Context& ctx) {
+    const std::string id = o->device == "cpu" ? std::string("cpu") : resolve_gpu_lease_id(o->device);
+    if (o->history) {
+      if (!o->command.empty()) throw_usage("--history runs no command", "drop the command, or drop --history");
+      json doc = {{"device_id", id}, {"file", DeviceLease::history_path(id).string()}, {"history", DeviceLease::history(id)},
+                  {"state", DeviceLease::state(id).to_json()}};
+      ctx.emit(doc);
+      return ExitCode::ok;
+    }
+    if (o->command.empty()) throw_usage("no command to run", "croq gpu lease [--device N] -- COMMAND ARGS...");
+    const std::string purpose = o->purpose.empty() ? "croq gpu lease -- " + shell_join(o->command) : o->purpose;
+    DeviceLease lease = DeviceLease::acquire(
+        id, purpose, std::chrono::milliseconds(static_cast<long long>(o->timeout_s * 1000)),
+        [&](const std::string& holder) {
+          ctx.note(fmt::format("croq gpu lease: waiting for device {}: held by {}", id,
+                               holder.empty() ? "another process" : holder));
+        });
+    // The command inherits stdin and stderr; its stdout goes to stderr, so that croq's own stdout
+    // stays one JSON document. The lock's descriptor is close-on-exec: the lease stays with croq,
+    // which holds it until the command has ended.
+    Stopwatch clock;
+    std::fflush(nullptr);
+    const pid_t child = ::fork();
+    if (child < 0) throw Error(ExitCode::failure, std::string("fork failed: ") + std::strerror(errno));
+    if (child == 0) {
+      ::dup2(2, 1);
+      std::vector<char*> argv;
+      for (auto& a : o->command) argv.push_back(a.data());
+      argv.push_back(nullptr);
+      ::execvp(argv[0], argv.data());
+      std::fprintf(stderr, "croq gpu lease: cannot run %s: %s\n", argv[0], std::strerror(errno));
+      ::_exit(127);
+    }
+    int status = 0;
+    while (::waitpid(child, &status, 0) < 0 && errno == EINTR) {
+    }
+    json doc;
+    doc["device_id"] = id;
+    doc["command"] = o->command;
+    doc["waited_ms"] = lease.waited().count();
+    doc["held_ms"] = std::round(clock.elapsed_ms());
+    doc["exit_code"] = WIFEXITED(status) ? json(WEXITSTATUS(status)) : json(nullptr);
+    doc["signal"] = WIFSIGNALED(status) ? json(WTERMSIG(status)) : json(nullptr);
+    ctx.emit(doc);
+    const bool ok = WIFEXITED(status) && WEXITSTATUS(status) == 0;
+    return ok ? ExitCode::ok : ExitCode::failure;
   };
 }
 

@@ -2,12 +2,15 @@
 // croq's own harness (a runner child process with a time limit, under the device's lease) and
 // record the measurement. The method is in docs/measurement.md.
 #include <cstdio>
+#include <functional>
 #include <memory>
+#include <optional>
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
 #include "cli/verbs.hpp"
+#include "croq/gpu/contention.hpp"
 #include "croq/gpu/device_key.hpp"
 #include "croq/gpu/lease.hpp"
 #include "croq/ledger/documents.hpp"
@@ -36,6 +39,7 @@ struct RunOptions {
   std::string seed_text;
   double timeout_s = 120;
   double lease_timeout_s = 1800;
+  double idle_timeout_s = 60;
   std::string b_layout = "auto";
   int warmup = 10;
   double warmup_ms = 0;
@@ -59,6 +63,11 @@ void add_run_options(CLI::App& app, RunOptions& o, double default_timeout_s) {
       ->default_val(default_timeout_s)->check(CLI::Range(1.0, 86400.0));
   app.add_option("--lease-timeout", o.lease_timeout_s, "seconds to wait for the device's lease")
       ->default_val(1800)->check(CLI::Range(0.0, 86400.0));
+  app.add_option("--idle-timeout", o.idle_timeout_s,
+                 "seconds to wait, holding the lease, for other processes to leave the GPU (and its clocks to be "
+                 "free of limits) before timing; a GPU still shared then, or shared after the timing, makes the "
+                 "measurement contended: shown, never stored as a decision's evidence")
+      ->default_val(60)->check(CLI::Range(0.0, 86400.0));
   app.add_option("--b-layout", o.b_layout, "row, col, or auto (try the candidate's form)")
       ->default_val("auto")->check(CLI::IsMember({"row", "col", "auto"}));
   app.add_option("--warmup", o.warmup, "untimed launches before timing")->default_val(10)->check(CLI::Range(0, 100000));
@@ -173,7 +182,7 @@ DeviceChoice choose_device(const std::string& dsl, const std::string& device_fla
                              : fmt::format("device '{}' is not among the {} GPUs", device_flag, gpus.size()),
                 "check `croq gpu check`; the cpp dsl measures on the CPU");
   }
-  d.lease_id = g->uuid.empty() ? "gpu" + std::to_string(g->index) : g->uuid;
+  d.lease_id = lease_id_of(*g);
   d.visible = g->uuid.empty() ? std::to_string(g->index) : g->uuid;
   d.facts.name = g->name;
   d.facts.uuid = g->uuid;
@@ -221,11 +230,43 @@ std::string summary_line(const Measurement& m, const std::string& name) {
     // large gap between them means a few repetitions were far from the rest.
     const std::string robust =
         m.timing->robust_cv ? fmt::format(", robust cv {:.2f} %", *m.timing->robust_cv * 100) : std::string();
-    return fmt::format("{}: PASS {:.2f} TFLOPS (median {:.4f} ms, cv {:.2f} %{}, {} reps, {}){}", name,
+    return fmt::format("{}: PASS{} {:.2f} TFLOPS (median {:.4f} ms, cv {:.2f} %{}, {} reps, {}){}", name,
+                       m.contended() ? " (CONTENDED)" : "",
                        m.tflops.value_or(0), m.timing->median_ms, m.timing->cv * 100, robust, m.timing->reps,
                        m.source, m.flags.empty() ? "" : " flags: " + fmt::format("{}", fmt::join(m.flags, ",")));
   }
   return fmt::format("{}: {} ({}) {}", name, verdict_name(m.verdict), m.reason, m.detail);
+}
+
+// Runs `measure` (the runner, under the lease) between two checks of the GPU for other work
+// (gpu/contention.hpp): before, waiting up to --idle-timeout for the device to be idle; after, once.
+// A device still shared before, shared after, or on which the runner's samples saw another process
+// makes the measurement contended: the flag, a warning, and the `contention` record. The CPU is not
+// checked.
+Measurement measure_uncontended(Context& ctx, const DeviceChoice& dev, const RunOptions& o,
+                                const std::function<Measurement()>& measure) {
+  if (dev.lease_id == "cpu") return measure();
+  double waited = 0;
+  ContentionCheck before = wait_until_idle(
+      dev.facts.uuid, std::chrono::milliseconds(static_cast<long long>(o.idle_timeout_s * 1000)),
+      std::chrono::milliseconds(500),
+      [&](const ContentionCheck& c) {
+        std::string why;
+        for (const auto& r : c.reasons) why += (why.empty() ? "" : "; ") + r;
+        ctx.note(fmt::format("croq {}: the GPU {} is not idle ({}); waiting up to {:.0f} s", ctx.verb, dev.lease_id, why,
+                             o.idle_timeout_s));
+      },
+      &waited);
+  Measurement m = measure();
+  ContentionCheck after = check_contention(dev.facts.uuid, false);
+  m.contention = contention_record(before, after, waited, m.device.other_processes);
+  if (m.contended()) {
+    m.flags.push_back(k_contended_flag);
+    m.warnings.push_back("contended: " + m.contention_reason() +
+                         ". The figures may be shown but are not a decision's evidence; measure again when the GPU is "
+                         "idle (`croq gpu check --wait`, `croq gpu contention`)");
+  }
+  return m;
 }
 
 DeviceLease take_lease(Context& ctx, const DeviceChoice& dev, const std::string& purpose, double timeout_s) {
@@ -326,7 +367,7 @@ VerbRunner setup_measure(CLI::App& app) {
       DeviceLease lease = take_lease(ctx, dev, fmt::format("croq measure {} {}", t.id(), c.kernel), o->run.lease_timeout_s);
       const auto timeout = std::chrono::milliseconds(static_cast<long long>(o->run.timeout_s * 1000));
       if (c.kind == CandidateKind::legacy_program) {
-        m = run_legacy_program(c.path, skel, timeout, process_runner());
+        m = measure_uncontended(ctx, dev, o->run, [&] { return run_legacy_program(c.path, skel, timeout, process_runner()); });
       } else {
         MeasureJob job;
         job.options = runner_options(o->run, t.shape, t.dsl != "cpp");
@@ -347,7 +388,8 @@ VerbRunner setup_measure(CLI::App& app) {
           job.program = runner_program(t.dsl);
         }
         job.options.candidate = c.path.string();
-        m = run_measure_repeated(job, process_runner(), repeat_policy(o->run));
+        m = measure_uncontended(ctx, dev, o->run,
+                                [&] { return run_measure_repeated(job, process_runner(), repeat_policy(o->run)); });
       }
       m.process["lease_waited_ms"] = lease.waited().count();
     }
@@ -367,13 +409,21 @@ VerbRunner setup_measure(CLI::App& app) {
                     {"median_ms", m.timing ? json(m.timing->median_ms) : json(nullptr)},
                     {"cv", m.timing ? json(m.timing->cv) : json(nullptr)},
                     {"candidate_sha256", m.candidate_sha256}};
+    if (m.contended()) summary["contended"] = true;
     record_evidence(ws, t, EvidenceKind::measure, c.kernel, out, summary);
     json doc = m.to_json();
     doc["files"] = files;
     doc["ran"] = ran;
+    doc["contended"] = m.contended();
     ctx.emit(doc);
     ctx.note(summary_line(m, "croq measure " + c.kernel));
-    return m.passed() ? ExitCode::ok : ExitCode::candidate_failed;
+    if (!m.passed()) return ExitCode::candidate_failed;
+    if (m.contended()) {
+      ctx.note("croq measure: CONTENDED -- " + m.contention_reason() +
+               "; not a decision's evidence: measure again when the GPU is idle");
+      return ExitCode::busy;
+    }
+    return ExitCode::ok;
   };
 }
 
@@ -437,9 +487,14 @@ VerbRunner setup_baseline(CLI::App& app) {
 
     MeasurementFile mf;
     bool measured_now = false;
+    std::optional<MeasurementFile> earlier;
     if (have_result && !o->force && std::filesystem::is_regular_file(measure_file, ec)) {
+      earlier = read_measurement_file(measure_file);
+      if (!earlier->measurement.passed() || earlier->measurement.contended()) earlier.reset();  // measure again
+    }
+    if (earlier) {
       // Measured before, but iter000 was never stored (an interrupted run): store it now.
-      mf = read_measurement_file(measure_file);
+      mf = *earlier;
     } else {
       DeviceChoice dev = choose_device(t.dsl, o->run.device, dtype);
       Measurement skel = skeleton_for(t.shape, dev, o->run.b_layout);
@@ -456,19 +511,25 @@ VerbRunner setup_baseline(CLI::App& app) {
       Measurement m;
       {
         DeviceLease lease = take_lease(ctx, dev, fmt::format("croq baseline {}", t.id()), o->run.lease_timeout_s);
-        m = run_measure_repeated(job, process_runner(), repeat_policy(o->run));
+        m = measure_uncontended(ctx, dev, o->run,
+                                [&] { return run_measure_repeated(job, process_runner(), repeat_policy(o->run)); });
         m.process["lease_waited_ms"] = lease.waited().count();
       }
       ensure_dir(measure_file.parent_path());
       const std::string text = dump_pretty(m.to_json()) + "\n";
       atomic_write(measure_file, text);
       measured_now = true;
-      if (!m.passed()) {
+      if (!m.passed() || m.contended()) {
+        // A failure, or a figure taken on a shared GPU: shown, neither stored nor written as the result.
         json doc = m.to_json();
         doc["files"] = {{"measurement", ws.display(measure_file)}};
+        doc["contended"] = m.contended();
         ctx.emit(doc);
         ctx.note(summary_line(m, "croq baseline"));
-        return ExitCode::candidate_failed;
+        if (!m.passed()) return ExitCode::candidate_failed;
+        ctx.note("croq baseline: CONTENDED -- " + m.contention_reason() +
+                 "; not stored: measure the baseline again when the GPU is idle");
+        return ExitCode::busy;
       }
       mf = {measure_file, sha256_hex(text), m};
     }

@@ -12,6 +12,7 @@
 #include <fmt/format.h>
 
 #include "cli/verbs.hpp"
+#include "croq/gpu/lease.hpp"
 #include "croq/ledger/ledger.hpp"
 #include "croq/measure/candidates.hpp"
 #include "croq/measure/verdict.hpp"
@@ -19,7 +20,6 @@
 #include "croq/profile/cpu_profile.hpp"
 #include "croq/util/fs.hpp"
 #include "croq/protocol/evidence.hpp"
-#include "croq/profile/lease.hpp"
 #include "croq/profile/ncu_runner.hpp"
 #include "croq/util/fs.hpp"
 #include "croq/util/paths.hpp"
@@ -156,7 +156,7 @@ VerbRunner setup_profile(CLI::App& app) {
   app.add_option("--b-layout", o->b_layout, "row | col: layout of B for the runner")->default_val("row");
   app.add_option("--ncu", o->ncu, "the ncu executable (default: CROQ_NCU, else ncu on PATH)");
   app.add_option("--runner", o->runner, "the measurement runner (default: CROQ_GPU_RUNNER, else croq-gpu-runner beside croq)");
-  app.add_option("--device", o->device, "GPU index to lease (default: first of CUDA_VISIBLE_DEVICES, else 0)");
+  app.add_option("--device", o->device, "GPU index or UUID to lease (default: first of CUDA_VISIBLE_DEVICES, else 0)");
   app.add_option("--timeout", o->timeout_s, "seconds ncu may run")->default_val(600)->check(CLI::Range(1, 86400));
   app.add_option("--lease-timeout", o->lease_timeout_ms, "milliseconds to wait for the GPU lease")->default_val(600000);
   app.add_flag("--no-classify", o->no_classify, "only capture; do not classify the CSV");
@@ -231,9 +231,15 @@ VerbRunner setup_profile(CLI::App& app) {
     }
     cap.stem = fmt::format("ncu_{}_round{}", kernel, o->round);
 
-    int gpu = profile::profile_gpu_index(o->device);
-    ctx.note(fmt::format("[profile] waiting for the lease of GPU {}", gpu));
-    FileLock lease = profile::take_gpu_lease(gpu, std::chrono::milliseconds(o->lease_timeout_ms), "croq profile " + kernel);
+    // The device's one lease (gpu/lease.hpp), the same that measurements and baselines take: an
+    // ncu replay never overlaps a timing on this GPU.
+    const std::string lease_id = resolve_gpu_lease_id(o->device);
+    DeviceLease lease = DeviceLease::acquire(
+        lease_id, fmt::format("croq profile {} {}", t.id(), kernel), std::chrono::milliseconds(o->lease_timeout_ms),
+        [&](const std::string& holder) {
+          ctx.note(fmt::format("croq profile: waiting for device {}: held by {}", lease_id,
+                               holder.empty() ? "another process" : holder));
+        });
     ctx.note(fmt::format("[profile] ncu ({} preset) on {}: {}", o->preset, kernel, shell_join(profile::ncu_profile_argv(cap, cap.out_dir / (cap.stem + ".ncu-rep")))));
     profile::NcuCaptureResult r = profile::run_ncu_capture(cap, process_runner());
     ctx.note(fmt::format("[profile] captured kernel: {} ({}), {:.1f} s", r.kernel, r.kernel_origin, r.profile_ms / 1000));
@@ -247,7 +253,8 @@ VerbRunner setup_profile(CLI::App& app) {
     doc["report"] = ws.display(r.report);
     doc["csv"] = ws.display(r.csv);
     doc["preset"] = o->preset;
-    doc["gpu_index"] = gpu;
+    doc["device_lease"] = lease_id;
+    doc["lease_waited_ms"] = lease.waited().count();
     doc["replaced"] = r.replaced;
     doc["ncu_argv"] = r.profile_argv;
     doc["profile_s"] = std::round(r.profile_ms) / 1000;

@@ -86,6 +86,12 @@ VerbRunner setup_decide(CLI::App& app) {
                 {"needs_rerun", false}});
       return ExitCode::ok;
     }
+    if (auto parsed = Measurement::from_json(*j); parsed && parsed->contended()) {
+      throw Error(ExitCode::refused,
+                  fmt::format("{} is contended ({}): a figure taken on a shared GPU decides nothing", o->measurement,
+                              parsed->contention_reason()),
+                  "measure again when the GPU is idle (`croq gpu check --wait`), then decide on that measurement");
+    }
     DecisionContext d = decide_for(ctx.ws(), t, kernel, cand, o->rerun);
     json doc = d.to_json();
     doc["candidate"] = cand.to_json();

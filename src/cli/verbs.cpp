@@ -202,6 +202,16 @@ const std::vector<VerbSpec>& verbs() {
        "used_memory_mib, gpu_uuid, ours, stale, why, uid, exe, killed}], ours, foreign, stale, killed, "
        "idle}`. `--json` is accepted for the seeds' scripts (the output is always JSON).",
        setup_gpu_contention},
+      {"gpu lease", "run a command while holding the device's lease (scripts, GPU tests); --history: who held it when",
+       "The device's one lease (`/tmp/croq-gpu-<uuid>.lock`, CROQ_LEASE_DIR overrides the folder) is the lock that "
+       "croq measure, croq baseline, croq profile and the GPU tests take, so that two of them never run on one GPU "
+       "at once. `croq gpu lease [--device N|UUID|cpu] [--timeout S] -- COMMAND ARGS...` waits for it (saying whom "
+       "it waits for), runs the command with its stdout sent to stderr, and lets go when the command ends. Output: "
+       "`{device_id, command, waited_ms, held_ms, exit_code, signal}`. `--history` prints the lease history "
+       "instead: `{device_id, file, history:[{event: acquire|release, device_id, pid, user, purpose, at, t_ms, "
+       "waited_ms|held_ms}], state}` -- every acquisition and release, appended while the lease was held. Exit 0 "
+       "when the command succeeded, 1 when it failed, 6 when the lease was not free in time.",
+       setup_gpu_lease},
       {"env validate", "check the toolchain for a dsl (the seeds' validate_env)",
        "The seeds' validate_env. GPU dsls: nvcc (12+), a visible GPU (nvidia-smi), ncu, and whether GPU "
        "counters are readable (the driver's RmProfilingAdminOnly unless root; perf_event_paranoid as a warning). "
@@ -219,7 +229,9 @@ const std::vector<VerbSpec>& verbs() {
        "baseline/<key>/<model>/cublas_result.json (openblas_result.json for cpp: dtype, m, n, k, tflops, "
        "time_ms, library, algo, statistics, device, seed, task_uid, measurement) and the measurement "
        "file beside it, and stores iter000_cublas (iter000_openblas) with decision BASELINE. "
-       "Idempotent: an existing baseline is kept (`{skipped: true}`) unless `--force`. Output: "
+       "Idempotent: an existing baseline is kept (`{skipped: true}`) unless `--force`. As for `croq measure`, "
+       "the GPU is checked for other work before and after (waiting up to `--idle-timeout`); a contended baseline "
+       "is shown but neither stored nor written as the result (exit 6). Output: "
        "`{skipped, result, record, files}`; exit 8 when the library run failed.",
        setup_baseline},
       {"discover", "find a starting kernel: bundled (tier A), earlier sessions (tier B), or scratch (tier C)",
@@ -261,8 +273,13 @@ const std::vector<VerbSpec>& verbs() {
        "lines (source: reported). Writes perf/<key>/<model>/measure_<kernel>.json (or `--out`) and "
        "timing_iter<NNN>.txt. Output: the measurement (croq-measurement-v1) plus `files`. Verdicts: "
        "PASS, VERIFY_FAIL, RUNTIME_FAIL, SEGFAULT, HANG, IMPOSSIBLE, LIBRARY_CALL_FORBIDDEN, UNSUPPORTED; "
-       "exit 0 for PASS, 8 for any other verdict, 7 without a device, 6 when the lease was not free in "
-       "time.",
+       "Around the run the GPU is checked for other work (nvidia-smi: any compute process on the device, "
+       "utilization, clock limits; the runner's own NVML samples): croq waits, holding the lease, up to "
+       "`--idle-timeout` (60 s) for the device to be idle; a device still shared then, or shared after, makes the "
+       "measurement contended (`contended: true`, flag `contended`, the `contention` record with the processes): "
+       "shown, but store-round and decide refuse it as evidence. "
+       "Exit 0 for PASS, 8 for any other verdict, 7 without a device, 6 when the lease was not free in "
+       "time or the PASS is contended.",
        setup_measure},
       {"profile", "profile exactly one launch of the candidate with Nsight Compute",
        "The seeds' ncu_profile. Runs `ncu --nvtx --nvtx-include croq_candidate/ --clock-control none --set full "
@@ -271,7 +288,8 @@ const std::vector<VerbSpec>& verbs() {
        "candidate's launch is captured: never the input initialisation, the reference or a warm-up. "
        "`--baseline` (or `--library cublas`) profiles the library baseline; `--binary` a legacy self-timed "
        "executable (kernel-name filter and `--launch-skip` instead of NVTX). `--preset quick` reads only the "
-       "sections the classifier needs. Holds the GPU lease while ncu runs. Writes "
+       "sections the classifier needs. Holds the device's lease while ncu runs (the same lease as croq measure "
+       "and croq baseline: a profile and a timing never overlap on one GPU). Writes "
        "perf/<key>/<model>/ncu_<kernel>_round<R>.{ncu-rep,csv} atomically (R defaults to the task's next round), "
        "classifies the CSV and records it in the task's evidence log (kind profile, or baseline_profile).\n\n"
        "The cpp dsl has no Nsight Compute: croq profile measures the candidate (or, with `--baseline`, "

@@ -29,6 +29,7 @@ VerbRunner setup_baseline(CLI::App&);
 VerbRunner setup_gpu_key(CLI::App&);
 VerbRunner setup_gpu_check(CLI::App&);
 VerbRunner setup_gpu_contention(CLI::App&);
+VerbRunner setup_gpu_lease(CLI::App&);
 VerbRunner setup_build(CLI::App&);
 VerbRunner setup_env_validate(CLI::App&);
 VerbRunner setup_discover(CLI::App&);

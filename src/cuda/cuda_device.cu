@@ -195,9 +195,11 @@ struct Nvml {
   using ClockFn = int (*)(Device, int, unsigned*);
   using DriverFn = int (*)(char*, unsigned);
   using ReasonsFn = int (*)(Device, unsigned long long*);
+  using ProcessesFn = int (*)(Device, unsigned*, void*);
   void* lib = nullptr;
   Device dev = nullptr;
   ReasonsFn reasons = nullptr;
+  ProcessesFn processes = nullptr;
   ClockFn clock = nullptr;
   ClockFn max_clock = nullptr;
   DriverFn driver = nullptr;
@@ -213,6 +215,8 @@ struct Nvml {
     // The clock event reasons (renamed from "throttle reasons" in newer drivers; same values).
     reasons = reinterpret_cast<ReasonsFn>(::dlsym(lib, "nvmlDeviceGetCurrentClocksEventReasons"));
     if (!reasons) reasons = reinterpret_cast<ReasonsFn>(::dlsym(lib, "nvmlDeviceGetCurrentClocksThrottleReasons"));
+    processes = reinterpret_cast<ProcessesFn>(::dlsym(lib, "nvmlDeviceGetComputeRunningProcesses_v3"));
+    if (!processes) processes = reinterpret_cast<ProcessesFn>(::dlsym(lib, "nvmlDeviceGetComputeRunningProcesses_v2"));
     if (!init || !by_uuid || init() != 0 || by_uuid(uuid.c_str(), &dev) != 0) dev = nullptr;
   }
   std::optional<int> sm_clock() {
@@ -223,6 +227,16 @@ struct Nvml {
   std::optional<unsigned long long> clock_reasons() {
     unsigned long long v = 0;
     if (dev && reasons && reasons(dev, &v) == 0) return v;
+    return std::nullopt;
+  }
+  // How many compute processes are on the device (this one included). Asked with an empty array:
+  // NVML answers NVML_SUCCESS (0) when there is none, else NVML_ERROR_INSUFFICIENT_SIZE (7) with
+  // the count.
+  std::optional<int> compute_processes() {
+    if (!dev || !processes) return std::nullopt;
+    unsigned count = 0;
+    const int r = processes(dev, &count, nullptr);
+    if (r == 0 || r == 7) return static_cast<int>(count);
     return std::nullopt;
   }
   std::optional<int> sm_max_clock() {
@@ -264,6 +278,7 @@ struct CudaDevice::Impl {
   std::vector<int> clock_samples;
   std::optional<unsigned long long> reasons_seen;  // OR of the clock event reasons sampled
   int limited_samples = 0;
+  std::optional<int> other_processes;  // most compute processes besides this one at a sample
   cudaStream_t stream = nullptr;
   cudaEvent_t ev_start = nullptr, ev_stop = nullptr;
   int* host_flags = nullptr;  // [0] release, [1] timed out; mapped pinned memory
@@ -502,6 +517,7 @@ CudaFacts CudaDevice::facts() {
   f.clock_limit_reasons = m->reasons_seen;
   f.clock_samples = static_cast<int>(m->clock_samples.size());
   f.limited_samples = m->limited_samples;
+  f.other_processes = m->other_processes;
   return f;
 }
 
@@ -510,6 +526,10 @@ void CudaDevice::sample_clock() {
   if (auto r = m->nvml.clock_reasons()) {
     m->reasons_seen = m->reasons_seen.value_or(0) | *r;
     if (*r & k_nvml_limiting_reasons) ++m->limited_samples;
+  }
+  if (auto n = m->nvml.compute_processes()) {
+    const int others = std::max(0, *n - 1);
+    m->other_processes = std::max(m->other_processes.value_or(0), others);
   }
 }
 

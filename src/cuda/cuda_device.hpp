@@ -43,6 +43,7 @@ struct CudaFacts {
   std::optional<unsigned long long> clock_limit_reasons;  // NVML clock event reasons, OR-ed
   int clock_samples = 0;
   int limited_samples = 0;  // samples with a limiting reason (power cap, thermal, slowdown)
+  std::optional<int> other_processes;  // most compute processes besides the runner at one sample
 };
 
 struct CudaProblem {

@@ -44,6 +44,7 @@ DeviceFacts device_facts(const CudaFacts& f, const DtypePair& dtype) {
   if (f.clock_limit_reasons) d.clock_limit_reasons = static_cast<uint64_t>(*f.clock_limit_reasons);
   d.clock_samples = f.clock_samples;
   d.limited_samples = f.limited_samples;
+  d.other_processes = f.other_processes;
   if (f.max_sm_clock_mhz > 0) d.max_sm_clock_mhz = f.max_sm_clock_mhz;
   d.sm_count = f.sm_count;
   d.l2_bytes = f.l2_bytes;

@@ -6,6 +6,8 @@
 #include <unistd.h>
 
 #include <cstdlib>
+#include <filesystem>
+#include <fstream>
 #include <thread>
 
 #include "croq/gpu/lease.hpp"
@@ -67,6 +69,64 @@ TEST_F(Lease, ADeadHoldersLeaseIsFree) {
   ASSERT_TRUE(WIFEXITED(status));
   ASSERT_EQ(WEXITSTATUS(status), 0);
   EXPECT_TRUE(DeviceLease::try_acquire("GPU-dead", "after"));
+}
+
+TEST_F(Lease, TheHistoryRecordsEveryHoldingInOrder) {
+  {
+    auto a = DeviceLease::acquire("GPU-h", "croq profile t iter001_x", std::chrono::seconds(1));
+  }
+  std::optional<DeviceLease> b = DeviceLease::try_acquire("GPU-h", "croq measure t iter002_y");
+  ASSERT_TRUE(b);
+  b.reset();
+  auto h = DeviceLease::history("GPU-h");
+  ASSERT_EQ(h.size(), 4u);
+  EXPECT_EQ(h[0]["event"], "acquire");
+  EXPECT_EQ(h[0]["purpose"], "croq profile t iter001_x");
+  EXPECT_EQ(h[1]["event"], "release");
+  EXPECT_GE(h[1]["held_ms"].get<double>(), 0.0);
+  EXPECT_EQ(h[2]["purpose"], "croq measure t iter002_y");
+  EXPECT_EQ(h[3]["event"], "release");
+  for (size_t i = 1; i < h.size(); ++i) EXPECT_LE(h[i - 1]["t_ms"].get<double>(), h[i]["t_ms"].get<double>());
+  EXPECT_EQ(h[0]["pid"], ::getpid());
+}
+
+TEST_F(Lease, TheStateIsReadWithoutTakingOrWriting) {
+  EXPECT_FALSE(DeviceLease::state("GPU-s").held);
+  auto held = DeviceLease::try_acquire("GPU-s", "croq measure x");
+  ASSERT_TRUE(held);
+  const auto before = DeviceLease::history("GPU-s").size();
+  LeaseState st = DeviceLease::state("GPU-s");
+  EXPECT_TRUE(st.held);
+  EXPECT_NE(st.holder.find("croq measure x"), std::string::npos);
+  EXPECT_EQ(st.path, DeviceLease::lock_path("GPU-s"));
+  EXPECT_EQ(DeviceLease::history("GPU-s").size(), before);
+  EXPECT_NE(DeviceLease::holder("GPU-s").find("croq measure x"), std::string::npos);
+}
+
+TEST_F(Lease, ALinkPlantedUnderTheLeasesNameIsNotFollowed) {
+  const auto victim = m_dir.path() / "victim.txt";
+  {
+    std::ofstream(victim) << "precious";
+  }
+  std::filesystem::create_symlink(victim, DeviceLease::lock_path("GPU-link"));
+  EXPECT_THROW(DeviceLease::try_acquire("GPU-link", "x"), Error);
+  std::ifstream in(victim);
+  std::string text;
+  std::getline(in, text);
+  EXPECT_EQ(text, "precious");
+}
+
+TEST_F(Lease, WithoutNvidiaSmiTheIdIsTheUuidGivenOrTheIndex) {
+  const std::string path = std::getenv("PATH") ? std::getenv("PATH") : "";
+  ::setenv("PATH", m_dir.path().c_str(), 1);  // no nvidia-smi
+  ::unsetenv("CUDA_VISIBLE_DEVICES");
+  EXPECT_EQ(resolve_gpu_lease_id(""), "gpu0");
+  EXPECT_EQ(resolve_gpu_lease_id("3"), "gpu3");
+  EXPECT_EQ(resolve_gpu_lease_id("GPU-abc"), "GPU-abc");
+  ::setenv("CUDA_VISIBLE_DEVICES", "2,3", 1);
+  EXPECT_EQ(resolve_gpu_lease_id(""), "gpu2");
+  ::unsetenv("CUDA_VISIBLE_DEVICES");
+  ::setenv("PATH", path.c_str(), 1);
 }
 
 }  // namespace

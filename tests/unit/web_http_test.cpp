@@ -6,7 +6,7 @@
 
 #include <thread>
 
-#include "croq/profile/lease.hpp"
+#include "croq/gpu/lease.hpp"
 #include "croq/util/fs.hpp"
 #include "croq/web/http_server.hpp"
 #include "croq/web/monitor.hpp"
@@ -297,7 +297,9 @@ TEST(WebHttp, SystemPanelShowsWhoHoldsAGpuLease) {
   ASSERT_EQ(free_now["leases"].size(), 1u);
   EXPECT_EQ(free_now["leases"][0]["held"], false);
   {
-    FileLock lease = profile::take_gpu_lease(0, std::chrono::milliseconds(0), "croq measure iter004_x");
+    // The one device lease (no nvidia-smi here: GPU 0's id is gpu0), as croq measure takes it.
+    auto lease = DeviceLease::try_acquire("gpu0", "croq measure iter004_x");
+    ASSERT_TRUE(lease);
     json held = body_json(c.Get("/api/v1/system"));
     EXPECT_EQ(held["leases"][0]["held"], true);
     EXPECT_NE(held["leases"][0]["holder"].get<std::string>().find("croq measure"), std::string::npos);

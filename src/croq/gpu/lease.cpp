@@ -10,12 +10,15 @@
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
+#include <fstream>
 #include <thread>
 
 #include <fmt/format.h>
 
+#include "croq/gpu/device_key.hpp"
 #include "croq/util/error.hpp"
 #include "croq/util/fs.hpp"
+#include "croq/util/text.hpp"
 #include "croq/util/time.hpp"
 
 namespace croq {
@@ -33,15 +36,23 @@ std::string user_name() {
   return std::to_string(::getuid());
 }
 
-// Opens (creating if needed, world-writable so other users can take it too) the lock file.
+constexpr off_t k_history_limit = 256 * 1024;
+
+double epoch_ms() {
+  return std::chrono::duration<double, std::milli>(std::chrono::system_clock::now().time_since_epoch()).count();
+}
+
+// Opens (creating if needed, world-writable so other users can take it too) the lock file. Never
+// through a symbolic link: in a folder every user writes (/tmp), a link planted under the lease's
+// name would otherwise make croq truncate and write whatever file it points to.
 int open_lock(const std::filesystem::path& path) {
-  int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0666);
+  int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0666);
   if (fd >= 0) {
     struct stat st{};
     if (::fstat(fd, &st) == 0 && st.st_uid == ::getuid()) (void)::fchmod(fd, 0666);
     return fd;
   }
-  if (errno == EACCES) fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);  // another user's file: lock it read-only
+  if (errno == EACCES) fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW);  // another user's file: lock it read-only
   if (fd < 0) {
     throw Error(ExitCode::failure, fmt::format("cannot open the lease file {}: {}", path.string(), std::strerror(errno)),
                 "set CROQ_LEASE_DIR to a folder every croq user can write");
@@ -49,21 +60,89 @@ int open_lock(const std::filesystem::path& path) {
   return fd;
 }
 
-}  // namespace
-
-std::filesystem::path DeviceLease::lock_path(const std::string& device_id) {
+std::filesystem::path lease_dir() {
   std::filesystem::path dir = "/tmp";
   if (const char* d = std::getenv("CROQ_LEASE_DIR"); d && *d) dir = d;
-  return dir / ("croq-gpu-" + safe_id(device_id) + ".lock");
+  return dir;
+}
+
+}  // namespace
+
+std::string lease_id_of(const GpuInfo& gpu) { return gpu.uuid.empty() ? "gpu" + std::to_string(gpu.index) : gpu.uuid; }
+
+std::string resolve_gpu_lease_id(const std::string& device_flag) {
+  auto gpus = query_gpus();
+  if (auto g = select_gpu(gpus, device_flag)) return lease_id_of(*g);
+  std::string want = device_flag;
+  if (want.empty()) {
+    if (const char* cvd = std::getenv("CUDA_VISIBLE_DEVICES"); cvd && *cvd) {
+      want = cvd;
+      want = want.substr(0, want.find(','));
+    }
+  }
+  if (starts_with(want, "GPU-")) return want;
+  char* end = nullptr;
+  const long n = want.empty() ? 0 : std::strtol(want.c_str(), &end, 10);
+  if (!want.empty() && (end == want.c_str() || *end != '\0' || n < 0)) return "gpu0";
+  return "gpu" + std::to_string(n);
+}
+
+json LeaseState::to_json() const {
+  return {{"device_id", device_id}, {"path", path.string()}, {"held", held}, {"holder", held ? json(holder) : json(nullptr)}};
+}
+
+std::filesystem::path DeviceLease::history_path(const std::string& device_id) {
+  return lease_dir() / ("croq-gpu-" + safe_id(device_id) + ".history");
+}
+
+std::filesystem::path DeviceLease::lock_path(const std::string& device_id) {
+  return lease_dir() / ("croq-gpu-" + safe_id(device_id) + ".lock");
 }
 
 DeviceLease::DeviceLease(DeviceLease&& other) noexcept
-    : m_device_id(std::move(other.m_device_id)), m_fd(other.m_fd), m_waited(other.m_waited) {
+    : m_device_id(std::move(other.m_device_id)),
+      m_purpose(std::move(other.m_purpose)),
+      m_acquired_at(std::move(other.m_acquired_at)),
+      m_fd(other.m_fd),
+      m_acquired_ms(other.m_acquired_ms),
+      m_waited(other.m_waited) {
   other.m_fd = -1;
+}
+
+// Appends one line to the history while the lock is held (best effort: a history that cannot be
+// written never stops a measurement).
+void DeviceLease::record(const char* event) const {
+  const auto path = history_path(m_device_id);
+  int fd = ::open(path.c_str(), O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0666);
+  if (fd < 0) return;
+  struct stat st{};
+  if (::fstat(fd, &st) == 0) {
+    if (st.st_uid == ::getuid()) (void)::fchmod(fd, 0666);
+    if (st.st_size > k_history_limit) {
+      std::filesystem::path old = path;
+      old += ".1";
+      if (::rename(path.c_str(), old.c_str()) == 0) {
+        ::close(fd);
+        fd = ::open(path.c_str(), O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0666);
+        if (fd < 0) return;
+        (void)::fchmod(fd, 0666);
+      }
+    }
+  }
+  const double now = epoch_ms();
+  json line = {{"event", event},      {"device_id", m_device_id}, {"pid", ::getpid()},
+               {"user", user_name()}, {"purpose", m_purpose},     {"at", now_iso8601()},
+               {"t_ms", now}};
+  if (std::string(event) == "release") line["held_ms"] = now - m_acquired_ms;
+  if (std::string(event) == "acquire") line["waited_ms"] = m_waited.count();
+  const std::string text = dump_compact(line) + "\n";
+  (void)!::write(fd, text.data(), text.size());
+  ::close(fd);
 }
 
 DeviceLease::~DeviceLease() {
   if (m_fd >= 0) {
+    record("release");
     // Clear the holder line first (best effort), then release.
     (void)!::ftruncate(m_fd, 0);
     ::flock(m_fd, LOCK_UN);
@@ -72,6 +151,12 @@ DeviceLease::~DeviceLease() {
 }
 
 std::optional<DeviceLease> DeviceLease::try_acquire(const std::string& device_id, const std::string& purpose) {
+  auto lease = try_take(device_id, purpose);
+  if (lease) lease->record("acquire");
+  return lease;
+}
+
+std::optional<DeviceLease> DeviceLease::try_take(const std::string& device_id, const std::string& purpose) {
   const auto path = lock_path(device_id);
   ensure_dir(path.parent_path());
   int fd = open_lock(path);
@@ -83,7 +168,10 @@ std::optional<DeviceLease> DeviceLease::try_acquire(const std::string& device_id
   if (::ftruncate(fd, 0) == 0) (void)!::pwrite(fd, line.data(), line.size(), 0);
   DeviceLease lease;
   lease.m_device_id = device_id;
+  lease.m_purpose = purpose;
   lease.m_fd = fd;
+  lease.m_acquired_at = now_iso8601();
+  lease.m_acquired_ms = epoch_ms();
   return std::optional<DeviceLease>(std::move(lease));
 }
 
@@ -94,8 +182,9 @@ DeviceLease DeviceLease::acquire(const std::string& device_id, const std::string
   bool told = false;
   auto pause = std::chrono::milliseconds(10);
   for (;;) {
-    if (auto lease = try_acquire(device_id, purpose)) {
+    if (auto lease = try_take(device_id, purpose)) {
       lease->m_waited = std::chrono::milliseconds(static_cast<long long>(clock.elapsed_ms()));
+      lease->record("acquire");
       return std::move(*lease);
     }
     if (!told) {
@@ -112,6 +201,37 @@ DeviceLease DeviceLease::acquire(const std::string& device_id, const std::string
     std::this_thread::sleep_for(pause);
     if (pause < std::chrono::milliseconds(200)) pause *= 2;
   }
+}
+
+LeaseState DeviceLease::state(const std::string& device_id) {
+  LeaseState s;
+  s.device_id = device_id;
+  s.path = lock_path(device_id);
+  int fd = ::open(s.path.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+  if (fd < 0) return s;
+  if (::flock(fd, LOCK_EX | LOCK_NB) != 0) {
+    s.held = true;
+    s.holder = holder(device_id);
+  } else {
+    ::flock(fd, LOCK_UN);
+  }
+  ::close(fd);
+  return s;
+}
+
+std::vector<json> DeviceLease::history(const std::string& device_id) {
+  std::vector<json> out;
+  std::filesystem::path current = history_path(device_id);
+  std::filesystem::path old = current;
+  old += ".1";
+  for (const auto& p : {old, current}) {
+    std::ifstream in(p);
+    std::string line;
+    while (std::getline(in, line)) {
+      if (auto j = try_parse_json(line); j && j->is_object()) out.push_back(*j);
+    }
+  }
+  return out;
 }
 
 std::string DeviceLease::holder(const std::string& device_id) {

@@ -2,6 +2,7 @@
 #include "croq/measure/measurement.hpp"
 #include "croq/measure/statistics.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 
@@ -102,6 +103,7 @@ json Measurement::to_json() const {
                  {"clock_limit_mask", opt_num(device.clock_limit_reasons)},
                  {"clock_samples", device.clock_samples},
                  {"limited_samples", device.limited_samples},
+                 {"other_processes", opt_num(device.other_processes)},
                  {"sm_count", device.sm_count},
                  {"l2_bytes", device.l2_bytes},
                  {"peak_tflops", device.peak_tflops},
@@ -163,8 +165,26 @@ json Measurement::to_json() const {
   if (!process.is_null()) j["process"] = process;
   if (!phases.empty()) j["phases"] = phases;
   if (!runs.is_null()) j["runs"] = runs;
+  if (!contention.is_null()) j["contention"] = contention;
   if (!argv.empty()) j["argv"] = argv;
   return j;
+}
+
+bool Measurement::contended() const {
+  if (std::find(flags.begin(), flags.end(), k_contended_flag) != flags.end()) return true;
+  return contention.is_object() && contention.contains("contended") && contention["contended"].is_boolean() &&
+         contention["contended"].get<bool>();
+}
+
+std::string Measurement::contention_reason() const {
+  if (!contended()) return {};
+  std::string out;
+  if (contention.is_object() && contention.contains("reasons") && contention["reasons"].is_array()) {
+    for (const auto& r : contention["reasons"]) {
+      if (r.is_string()) out += (out.empty() ? "" : "; ") + r.get<std::string>();
+    }
+  }
+  return out.empty() ? "the GPU was shared while it was measured" : out;
 }
 
 std::optional<double> timing_robust_cv(const json& t) {
@@ -239,6 +259,7 @@ std::optional<Measurement> Measurement::from_json(const json& j, std::string* wh
     }
     m.device.clock_samples = static_cast<int>(read_int(d, "clock_samples"));
     m.device.limited_samples = static_cast<int>(read_int(d, "limited_samples"));
+    if (auto v = read_number(d, "other_processes")) m.device.other_processes = static_cast<int>(*v);
     m.device.sm_count = static_cast<int>(read_int(d, "sm_count"));
     m.device.l2_bytes = read_int(d, "l2_bytes");
     m.device.peak_tflops = read_number(d, "peak_tflops").value_or(0);
@@ -325,6 +346,7 @@ std::optional<Measurement> Measurement::from_json(const json& j, std::string* wh
   if (j.contains("process")) m.process = j["process"];
   if (j.contains("phases") && j["phases"].is_array()) m.phases = j["phases"];
   if (j.contains("runs") && j["runs"].is_array()) m.runs = j["runs"];
+  if (j.contains("contention") && j["contention"].is_object()) m.contention = j["contention"];
   if (j.contains("argv") && j["argv"].is_array()) {
     for (const auto& a : j["argv"]) {
       if (a.is_string()) m.argv.push_back(a.get<std::string>());

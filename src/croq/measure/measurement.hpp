@@ -103,6 +103,10 @@ struct DeviceFacts {
   std::optional<uint64_t> clock_limit_reasons;
   int clock_samples = 0;
   int limited_samples = 0;
+  // The most compute processes besides the runner that NVML listed on the device at one clock
+  // sample during the timed section (null when it could not tell): another process running while
+  // the timing ran, even one that came and went between croq's checks before and after.
+  std::optional<int> other_processes;
   int sm_count = 0;
   int64_t l2_bytes = 0;
   double peak_tflops = 0;               // for this problem's dtype (0: unknown)
@@ -150,12 +154,24 @@ struct Measurement {
   // row per process, {"tflops","median_ms","cv","reps","seed","chosen"}; null for one process.
   json runs;
   std::vector<std::string> argv;    // the runner's command line
+  // Whether the GPU was shared while this was measured (set by croq around the runner,
+  // gpu/contention.hpp): {contended, reasons, before, after, waited_ms}; null when not checked (the
+  // CPU, a record from before the check). A contended measurement may be shown, never stored as
+  // a decision's evidence.
+  json contention;
 
   json to_json() const;
   // nullopt with `why` when the document is not a croq-measurement-v1 record.
   static std::optional<Measurement> from_json(const json& doc, std::string* why = nullptr);
   bool passed() const { return verdict == Verdict::PASS; }
+  // The GPU was shared while this was measured (the flag, or the contention object says so).
+  bool contended() const;
+  // Why (the contention's reasons, joined), "" when not contended.
+  std::string contention_reason() const;
 };
+
+// The flag a contended measurement carries.
+inline constexpr const char* k_contended_flag = "contended";
 
 // The robust_cv of a record's "timing" object: its field when the key is there, else (a record from
 // before it) computed from its samples_ms; nullopt when neither gives one.

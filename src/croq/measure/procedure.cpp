@@ -85,6 +85,7 @@ class Procedure {
     m_m.device.clock_limit_reasons = after.clock_limit_reasons;
     m_m.device.clock_samples = after.clock_samples;
     m_m.device.limited_samples = after.limited_samples;
+    m_m.device.other_processes = after.other_processes;
     return m_m;
   }
 

@@ -69,6 +69,15 @@ void apply_measurement(StoreRequest& req, const MeasurementFile& f, const std::s
                   "store KEEP or DISCARD");
     }
     if (!m.tflops) throw_usage("the measurement has no TFLOPS figure");
+    if (m.contended()) {
+      // Another process shared the GPU (or a clock limit held it down) while this was timed: the
+      // figure may be shown, never stored as a decision's evidence.
+      throw Error(ExitCode::refused,
+                  fmt::format("--decision {} is refused: the measurement is contended ({})", req.decision,
+                              m.contention_reason()),
+                  "measure again when the GPU is idle (`croq gpu check --wait`, `croq gpu contention` names who is "
+                  "on it), then store that measurement");
+    }
     req.tflops = *m.tflops;
   } else {
     const Decision derived = *failure_decision(m.verdict);

@@ -477,6 +477,7 @@ std::vector<MeasuredPair> measured_pairs(const Workspace& ws, const std::vector<
   for (const auto& e : evidence) {
     if (e.kind != EvidenceKind::measure || e.timestamp < since || (e.kernel != candidate && e.kernel != best)) continue;
     if (get_string(e.summary, "verdict").value_or("") != "PASS") continue;
+    if (e.summary.value("contended", false)) continue;  // timed on a shared GPU: not evidence
     const auto abs = intact_file(ws, e);
     auto text = abs ? read_file(*abs) : std::nullopt;
     auto j = text ? try_parse_json(*text) : std::nullopt;

@@ -116,6 +116,38 @@ struct Tuner::Impl {
     return r;
   }
 
+  // croq measure or croq baseline, run again while its answer is contended (the GPU was shared:
+  // exit 6 with "contended": a figure that decides nothing). After three contended answers in a
+  // row the tune stops with the reason; run it again when the GPU is free (it resumes).
+  VerbResult measured(const std::string& step, std::vector<std::string> args, bool required) {
+    constexpr int k_tries = 3;
+    for (int attempt = 1;; ++attempt) {
+      VerbResult r = call(step, args);
+      const bool contended = r.doc.is_object() && r.doc.value("contended", false);
+      if (!contended) {
+        if (required && !r.ok()) {
+          throw Error(ExitCode::failure, fmt::format("croq {} failed (exit {}): {}", args.empty() ? step : args[0],
+                                                     r.exit_code, r.message()),
+                      "see the message above; `croq state` shows where the task stands");
+        }
+        return r;
+      }
+      std::string why;
+      if (r.doc.contains("contention") && r.doc["contention"].is_object()) {
+        for (const auto& x : r.doc["contention"].value("reasons", json::array())) {
+          if (x.is_string()) why += (why.empty() ? "" : "; ") + x.get<std::string>();
+        }
+      }
+      event({{"event", "contended"}, {"step", step}, {"attempt", attempt}, {"reason", why}});
+      if (attempt >= k_tries) {
+        throw Error(ExitCode::busy,
+                    fmt::format("croq {} was contended {} times in a row: {}", args.empty() ? step : args[0], k_tries, why),
+                    "the GPU is shared: `croq gpu contention` names who is on it; run croq tune again when it is free "
+                    "(it resumes where it stopped)");
+      }
+    }
+  }
+
   void event(json e) {
     e["timestamp"] = now_iso8601();
     e["task"] = task.id();
@@ -175,7 +207,7 @@ struct Tuner::Impl {
       base.push_back("--task-uid");
       base.push_back(uid);
     }
-    VerbResult b = must("baseline", base);
+    VerbResult b = measured("baseline", base, true);
     {
       LedgerIndex bi = Ledger(ws, task).index();
       event({{"event", "baseline"},
@@ -198,7 +230,7 @@ struct Tuner::Impl {
     std::string kernel = get_string(ni.doc, "kernel").value_or("");
     atomic_write(source_path(kernel), family->render_source(cfg, problem));
     build(kernel, cfg, /*attempt_tag=*/"");
-    VerbResult me = must("measure", {"measure", "--iter", kernel});
+    VerbResult me = measured("measure", {"measure", "--iter", kernel}, true);
     std::string verdict = get_string(me.doc, "verdict").value_or("");
     if (verdict != "PASS") {
       throw Error(ExitCode::failure, fmt::format("the starting kernel {} did not pass: {} ({})", kernel, verdict,
@@ -434,7 +466,7 @@ struct Tuner::Impl {
     auto cp = checkpoint();
     std::string kernel = kernel_of_plan(*cp);
     ensure_built(kernel);
-    VerbResult m = call("measure", {"measure", "--iter", kernel});
+    VerbResult m = measured("measure", {"measure", "--iter", kernel}, false);
 
     if (!m.doc.is_object() || !m.doc.contains("verdict")) throw Error(ExitCode::failure, "croq measure failed: " + m.message());
     std::string verdict = get_string(m.doc, "verdict").value_or("");
@@ -449,11 +481,11 @@ struct Tuner::Impl {
     VerbResult d = must("decide", {"decide", "--measurement", file, "--kernel", kernel});
     if (d.doc.value("needs_rerun", false)) {
       event({{"event", "rerun"}, {"kernel", kernel}, {"reason", d.doc.value("reason", "")}});
-      must("measure", {"measure", "--iter", kernel});
+      measured("measure", {"measure", "--iter", kernel}, true);
       std::string base = d.doc.value("base_kernel", "");
       if (!base.empty()) {
         ensure_built(base);
-        must("measure", {"measure", "--iter", base});
+        measured("measure", {"measure", "--iter", base}, true);
       }
       d = must("decide", {"decide", "--measurement", file, "--kernel", kernel, "--rerun"});
     }
@@ -473,7 +505,7 @@ struct Tuner::Impl {
     event({{"event", "close_call"}, {"kernel", kernel}, {"best", base}, {"reason", d.doc.value("reason", "")}});
     ensure_built(base);
     for (const auto& m : pair_plan(ws, task, kernel, base, have, needed)) {
-      call("measure", {"measure", "--iter", m.kernel, "--out", m.out.string()});
+      measured("measure", {"measure", "--iter", m.kernel, "--out", m.out.string()}, false);
     }
     d = must("decide", {"decide", "--measurement", file, "--kernel", kernel});
     event({{"event", "paired"}, {"kernel", kernel}, {"decision", d.doc.value("decision", "")},

@@ -1,16 +1,14 @@
 // The monitor service (monitor.hpp).
 #include "croq/web/monitor.hpp"
 
-#include <fcntl.h>
-#include <sys/file.h>
 #include <unistd.h>
 
 #include <fstream>
-#include <set>
+#include <map>
 
 #include <fmt/format.h>
 
-#include "croq/profile/lease.hpp"
+#include "croq/gpu/lease.hpp"
 #include "croq/util/build_info.hpp"
 #include "croq/util/error.hpp"
 #include "croq/util/text.hpp"
@@ -209,20 +207,11 @@ void Monitor::set_server_fact(const std::string& key, const json& value) {
 
 namespace {
 
-// Whether GPU `index`'s lease (the exclusive lock croq's measurements and profiles take) is held
+// Whether a device's lease (the one exclusive lock every GPU step takes: gpu/lease.hpp) is held
 // now, and by whom. Probed with a non-blocking flock that is released at once; nothing is written.
-json lease_state(int index) {
-  fs::path p = profile::gpu_lease_path(index);
-  json j = {{"index", index}, {"path", p.string()}, {"held", false}};
-  int fd = ::open(p.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return j;
-  if (::flock(fd, LOCK_EX | LOCK_NB) != 0) {
-    j["held"] = true;
-    j["holder"] = FileLock::describe_holder(p);
-  } else {
-    ::flock(fd, LOCK_UN);
-  }
-  ::close(fd);
+json lease_state(int index, const std::string& device_id) {
+  json j = DeviceLease::state(device_id).to_json();
+  j["index"] = index;
   return j;
 }
 
@@ -276,15 +265,23 @@ json Monitor::system_info() {
   j["scheduler"] = {{"enabled", m_options.run_scheduler},
                     {"max_running", m_options.scheduler.max_running},
                     {"devices", devices}};
-  // GPU leases of the GPUs found and of the numeric devices tasks name.
-  std::set<int> indexes;
-  for (const auto& g : j["gpus"]["list"]) indexes.insert(g.value("index", 0));
+  // The leases of the GPUs found (by UUID, as croq measure and croq profile take them) and of the
+  // numeric devices tasks name (by the UUID of that index when nvidia-smi listed it, else gpu<index>).
+  std::map<int, std::string> ids;
+  for (const auto& g : j["gpus"]["list"]) {
+    const int index = g.value("index", 0);
+    const std::string uuid = g.value("uuid", "");
+    ids[index] = uuid.empty() ? "gpu" + std::to_string(index) : uuid;
+  }
   for (auto it = devices.begin(); it != devices.end(); ++it) {
     const std::string& d = it.key();
-    if (!d.empty() && d.size() < 4 && d.find_first_not_of("0123456789") == std::string::npos) indexes.insert(std::stoi(d));
+    if (!d.empty() && d.size() < 4 && d.find_first_not_of("0123456789") == std::string::npos) {
+      const int index = std::stoi(d);
+      if (!ids.count(index)) ids[index] = "gpu" + std::to_string(index);
+    }
   }
   json leases = json::array();
-  for (int i : indexes) leases.push_back(lease_state(i));
+  for (const auto& [index, id] : ids) leases.push_back(lease_state(index, id));
   j["leases"] = leases;
   json host;
   char name[256] = {0};
