@@ -117,5 +117,49 @@ TEST_F(Purity, FilesThatAreNotElfOrAreDamagedAreReportedWithoutCrashing) {
   }
 }
 
+// Synchronising calls: imported from a shared runtime, or called in the copy linked into the
+// candidate (nvcc links cudart statically; here a local function of the same name stands in).
+// A function that is present but never called is not a finding: every statically linked
+// candidate contains the whole runtime.
+TEST_F(Purity, SynchronisingCallsAreFoundWhereTheyAreCalled) {
+  auto imported = build("imported", R"(
+    extern "C" int cudaStreamSynchronize(void*);
+    extern "C" int croq_matmul(void* s) { return cudaStreamSynchronize(s); }
+  )");
+  PurityReport a = scan_candidate(imported);
+  EXPECT_TRUE(a.clean());  // not a library call: reported apart
+  ASSERT_EQ(a.synchronising.size(), 1u);
+  EXPECT_EQ(a.synchronising[0].kind, "undefined_symbol");
+  EXPECT_EQ(a.synchronising_summary(), "calls cudaStreamSynchronize");
+
+  auto linked = build("linked", R"(
+    extern "C" __attribute__((noinline, visibility("hidden"))) int cudaMemcpy(void* d, const void* s, int n) {
+      static volatile int calls = 0; calls = calls + n; return d == s;
+    }
+    extern "C" __attribute__((noinline, visibility("hidden"))) int cudaDeviceSynchronize() {
+      static volatile int calls = 0; calls = calls + 1; return 0;
+    }
+    extern "C" int croq_matmul(void* c) { float h; return cudaMemcpy(&h, c, 4); }
+  )");
+  PurityReport b = scan_candidate(linked);
+  EXPECT_EQ(b.synchronising_summary(), "calls cudaMemcpy") << "cudaDeviceSynchronize is present but never called";
+  EXPECT_EQ(b.synchronising[0].kind, "call");
+
+  auto pointer = build("pointer", R"(
+    extern "C" __attribute__((noinline, visibility("hidden"))) int cuCtxSynchronize() {
+      static volatile int calls = 0; calls = calls + 1; return 0;
+    }
+    extern "C" int (*volatile g_sync)() = nullptr;
+    extern "C" int croq_matmul() { g_sync = &cuCtxSynchronize; return g_sync(); }
+  )");
+  EXPECT_EQ(scan_candidate(pointer).synchronising_summary(), "calls cuCtxSynchronize");
+
+  auto honest = build("honest", R"(
+    extern "C" int cudaMemcpyAsync(void*, const void*, unsigned long, int, void*);
+    extern "C" int croq_matmul(void* c, void* s) { return cudaMemcpyAsync(c, c, 4, 3, s); }
+  )");
+  EXPECT_TRUE(scan_candidate(honest).synchronising.empty());
+}
+
 }  // namespace
 }  // namespace croq

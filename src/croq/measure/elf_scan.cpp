@@ -7,6 +7,8 @@
 #include <algorithm>
 #include <cctype>
 #include <cstring>
+#include <iterator>
+#include <map>
 #include <set>
 
 #include <fmt/format.h>
@@ -23,6 +25,18 @@ const char* const k_forbidden_symbol_parts[] = {"7cutlass4gemm6device", "cutlass
 const char* const k_forbidden_strings[] = {"libcublas", "libcudnn", "libcusparseLt", "cublasGemmEx", "cublasSgemm",
                                            "cublasHgemm", "cublasGemmStridedBatched", "cublasLtMatmul",
                                            "cudnnConvolutionForward", "cutlass::gemm::device"};
+
+const char* const k_synchronising_calls[] = {
+    // runtime API: waits for the device or a stream, or copies device memory to the host and waits
+    "cudaDeviceSynchronize", "cudaThreadSynchronize", "cudaStreamSynchronize", "cudaStreamSynchronize_ptsz",
+    "cudaEventSynchronize", "cudaStreamQuery", "cudaStreamQuery_ptsz", "cudaEventQuery", "cudaMemcpy",
+    "cudaMemcpy_ptds", "cudaMemcpy2D", "cudaMemcpy2D_ptds", "cudaMemcpy3D", "cudaMemcpy3D_ptds",
+    "cudaMemcpyFromSymbol", "cudaMemcpyFromSymbol_ptds", "cudaMemcpyPeer", "cudaDeviceReset",
+    // driver API
+    "cuCtxSynchronize", "cuStreamSynchronize", "cuStreamSynchronize_ptsz", "cuEventSynchronize", "cuStreamQuery",
+    "cuStreamQuery_ptsz", "cuEventQuery", "cuMemcpy", "cuMemcpy_ptds", "cuMemcpyDtoH", "cuMemcpyDtoH_v2",
+    "cuMemcpyDtoH_v2_ptds", "cuMemcpy2D", "cuMemcpy2D_v2", "cuMemcpy2D_v2_ptds", "cuMemcpy3D", "cuMemcpy3D_v2",
+    "cuMemcpy3D_v2_ptds", "cuMemcpyPeer", "cuMemcpyPeer_ptds"};
 
 template <typename T>
 bool read_at(std::string_view data, uint64_t off, T& out) {
@@ -65,6 +79,72 @@ std::string PurityReport::summary() const {
   return out.empty() ? "clean" : out;
 }
 
+const std::vector<std::string>& synchronising_call_names() {
+  static const std::vector<std::string> names(std::begin(k_synchronising_calls), std::end(k_synchronising_calls));
+  return names;
+}
+
+std::string PurityReport::synchronising_summary() const {
+  std::string out;
+  for (const auto& f : synchronising) {
+    if (out.find(f.what) != std::string::npos) continue;
+    out += (out.empty() ? "calls " : ", ") + f.what;
+  }
+  return out;
+}
+
+namespace {
+
+// Call sites in the executable sections aimed at one of `targets` (address -> name): x86-64 call
+// and jmp rel32 and RIP-relative lea (a function pointer taken), AArch64 bl, b and adr. A byte
+// pattern can match by chance inside other instructions or data; one exact 32-bit target among
+// a few dozen addresses is a chance of about 1e-8 per byte, and the runtime's own code was seen
+// to call none of these functions (only the candidate's code does).
+void scan_call_sites(std::string_view data, const std::vector<Elf64_Shdr>& sh, uint16_t machine,
+                     const std::map<uint64_t, std::string>& targets, std::vector<ElfFinding>& out) {
+  std::set<std::string> found;
+  for (const Elf64_Shdr& s : sh) {
+    if (s.sh_type != SHT_PROGBITS || !(s.sh_flags & SHF_EXECINSTR)) continue;
+    if (s.sh_offset > data.size() || data.size() - s.sh_offset < s.sh_size) continue;
+    const unsigned char* p = reinterpret_cast<const unsigned char*>(data.data() + s.sh_offset);
+    const uint64_t n = s.sh_size;
+    auto hit = [&](uint64_t target, const char* how) {
+      auto it = targets.find(target);
+      if (it != targets.end() && found.insert(it->second).second) out.push_back({how, it->second});
+    };
+    if (machine == EM_X86_64) {
+      for (uint64_t i = 0; i + 5 <= n; ++i) {
+        if (p[i] == 0xE8 || p[i] == 0xE9) {
+          int32_t rel;
+          std::memcpy(&rel, p + i + 1, 4);
+          hit(s.sh_addr + i + 5 + static_cast<int64_t>(rel), "call");
+        }
+        if (i + 7 <= n && (p[i] == 0x48 || p[i] == 0x4C) && p[i + 1] == 0x8D && (p[i + 2] & 0xC7) == 0x05) {
+          int32_t rel;
+          std::memcpy(&rel, p + i + 3, 4);
+          hit(s.sh_addr + i + 7 + static_cast<int64_t>(rel), "call");
+        }
+      }
+    } else if (machine == EM_AARCH64) {
+      for (uint64_t i = 0; i + 4 <= n; i += 4) {
+        uint32_t insn;
+        std::memcpy(&insn, p + i, 4);
+        if ((insn & 0x7C000000u) == 0x14000000u) {  // b / bl imm26
+          int64_t imm = static_cast<int64_t>(insn & 0x03FFFFFFu);
+          if (imm & 0x02000000) imm -= 0x04000000;
+          hit(s.sh_addr + i + static_cast<uint64_t>(imm * 4), "call");
+        } else if ((insn & 0x9F000000u) == 0x10000000u) {  // adr
+          int64_t imm = static_cast<int64_t>(((insn >> 5) & 0x7FFFFu) << 2 | ((insn >> 29) & 3u));
+          if (imm & 0x100000) imm -= 0x200000;
+          hit(s.sh_addr + i + static_cast<uint64_t>(imm), "call");
+        }
+      }
+    }
+  }
+}
+
+}  // namespace
+
 PurityReport scan_elf_bytes(std::string_view data) {
   PurityReport r;
   Elf64_Ehdr eh;
@@ -97,6 +177,9 @@ PurityReport scan_elf_bytes(std::string_view data) {
     end = s.sh_type == SHT_NOBITS ? begin : std::min<uint64_t>(s.sh_offset + s.sh_size, data.size());
   };
 
+  const std::set<std::string> sync_names(std::begin(k_synchronising_calls), std::end(k_synchronising_calls));
+  std::map<uint64_t, std::string> sync_targets;  // defined (linked-in) synchronising functions
+  std::set<std::string> sync_imported;
   for (const Elf64_Shdr& s : sh) {
     // Dynamic section: DT_NEEDED names in the linked string table.
     if (s.sh_type == SHT_DYNAMIC && s.sh_link < sh.size()) {
@@ -133,12 +216,21 @@ PurityReport scan_elf_bytes(std::string_view data) {
             if (name.rfind(p, 0) == 0) add("undefined_symbol", name);
           }
         }
+        const std::string base = name.substr(0, name.find('@'));  // cudaMemcpy@libcudart.so.13
+        if (sync_names.count(base)) {
+          if (undefined && s.sh_type == SHT_DYNSYM) {
+            if (sync_imported.insert(base).second) r.synchronising.push_back({"undefined_symbol", base});
+          } else if (!undefined && ELF64_ST_TYPE(sym.st_info) == STT_FUNC && sym.st_value != 0) {
+            sync_targets[sym.st_value] = base;
+          }
+        }
         for (const char* part : k_forbidden_symbol_parts) {
           if (name.find(part) != std::string::npos) add("symbol", name.size() > 120 ? name.substr(0, 120) + "..." : name);
         }
       }
     }
   }
+  if (!sync_targets.empty()) scan_call_sites(data, sh, eh.e_machine, sync_targets, r.synchronising);
   // Strings in sections present at run time.
   for (const Elf64_Shdr& s : sh) {
     if (!(s.sh_flags & SHF_ALLOC) || s.sh_type == SHT_NOBITS) continue;
