@@ -161,7 +161,7 @@ TEST(GemmSpTemplatesCompile, ConfigurationsTheFamilyRefusesDoNotCompileEither) {
   HopperGemmSpFamily f;
   auto p = problem(4096, 8192, 8192, "f16");
   auto big = f.default_config(p);
-  big["STAGES"] = "6";
+  big["STAGES"] = "8";
   auto why = f.violation(big, p);
   ASSERT_TRUE(why);
   EXPECT_NE(why->find("shared memory"), std::string::npos);
