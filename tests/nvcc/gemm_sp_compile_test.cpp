@@ -8,6 +8,7 @@
 #include <cstdlib>
 #include <regex>
 
+#include "croq/measure/elf_scan.hpp"
 #include "croq/search/hopper_gemm_sp_family.hpp"
 #include "croq/util/fs.hpp"
 #include "croq/util/paths.hpp"
@@ -179,6 +180,29 @@ TEST(GemmSpTemplatesCompile, ConfigurationsTheFamilyRefusesDoNotCompileEither) {
   r = compile(f, split, p);
   EXPECT_FALSE(r.ok);
   EXPECT_NE(r.log.find("CROQ_PERSISTENT=1"), std::string::npos) << r.log;
+}
+
+// A rendered candidate passes croq's purity scan: no vendor library, and no synchronising or
+// host-reading CUDA call anywhere, croq_gemm_prepare included (it only enqueues its kernels).
+TEST(GemmSpTemplatesCompile, CandidatesPassThePurityScan) {
+  if (!nvcc_path()) GTEST_SKIP() << "nvcc not found (set CROQ_NVCC)";
+  HopperGemmSpFamily f;
+  auto p = problem(4096, 8192, 8192, "e4m3f16");
+  auto c = f.default_config(p);
+  test::TempDir dir;
+  const auto src = dir / "candidate.cu";
+  atomic_write(src, f.render_source(c, p), false);
+  ProcessSpec spec;
+  spec.argv = {nvcc_path()->string(), "-O3"};
+  for (const auto& flag : f.build_flags(c, p)) spec.argv.push_back(flag);
+  spec.argv.insert(spec.argv.end(), {"-I" + find_project_dir("include").string(), "-shared", "-Xcompiler", "-fPIC",
+                                     "-o", (dir / "candidate.so").string(), src.string()});
+  spec.timeout = std::chrono::milliseconds(900000);
+  ProcessResult r = process_runner().run(spec);
+  ASSERT_TRUE(r.ok()) << r.out << r.err;
+  const PurityReport scan = scan_candidate(dir / "candidate.so");
+  EXPECT_TRUE(scan.clean());
+  EXPECT_TRUE(scan.synchronising.empty()) << scan.synchronising_summary();
 }
 
 // The prepared A (compressed values + metadata words) and the consumer's reading of it, played on
