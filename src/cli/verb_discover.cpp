@@ -15,6 +15,7 @@
 #include "croq/util/text.hpp"
 #include "croq/workspace/dtype.hpp"
 #include "croq/workspace/ids.hpp"
+#include "croq/workspace/operators.hpp"
 
 namespace croq::cli {
 
@@ -112,7 +113,7 @@ VerbRunner setup_prepare(CLI::App& app) {
     } else {
       DiscoverRequest req;
       req.dsl = task.dsl;
-      req.op = task.shape.op.empty() ? "matmul" : task.shape.op;
+      req.op = operator_name(task.shape);
       req.dtype = task.shape.dtype_token;
       req.gpu = task.gpu;
       req.exclude = task;

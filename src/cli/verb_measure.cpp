@@ -28,6 +28,7 @@
 #include "croq/util/hash.hpp"
 #include "croq/util/paths.hpp"
 #include "croq/util/time.hpp"
+#include "croq/workspace/operators.hpp"
 
 namespace croq::cli {
 
@@ -128,6 +129,7 @@ double rest_ratio_of(const std::string& text, bool gpu) {
 
 RunnerOptions runner_options(const RunOptions& o, const ShapeKey& shape, bool gpu) {
   RunnerOptions r;
+  r.op = shape_operator(shape);
   r.m = shape.m();
   r.n = shape.n();
   r.k = shape.k();
@@ -147,14 +149,6 @@ RunnerOptions runner_options(const RunOptions& o, const ShapeKey& shape, bool gp
   return r;
 }
 
-void check_matmul_shape(const ShapeKey& shape) {
-  if (!shape.op.empty() && shape.op != "matmul") {
-    throw_usage(fmt::format("operator '{}' is not measurable yet (kernel ABI v1: matmul)", shape.op),
-                "measure a matmul task, or run the program as a legacy self-timed binary (--legacy)");
-  }
-  if (shape.dims.size() != 3) throw_usage(fmt::format("shape key {} does not give M x N x K", shape.text));
-  (void)parse_dtype_pair_or_throw(shape.dtype_token);
-}
 
 // The device the run will use, and its lease id.
 struct DeviceChoice {
@@ -165,7 +159,8 @@ struct DeviceChoice {
   DeviceFacts facts;
 };
 
-DeviceChoice choose_device(const std::string& dsl, const std::string& device_flag, const DtypePair& dtype) {
+DeviceChoice choose_device(const std::string& dsl, const std::string& device_flag, const DtypePair& dtype,
+                           const std::string& op) {
   DeviceChoice d;
   if (dsl == "cpp") {
     d.lease_id = "cpu";
@@ -193,7 +188,7 @@ DeviceChoice choose_device(const std::string& dsl, const std::string& device_fla
   if (g->max_sm_clock_mhz > 0) d.facts.max_sm_clock_mhz = g->max_sm_clock_mhz;
   int major = 0, minor = 0;
   std::sscanf(g->compute_cap.c_str(), "%d.%d", &major, &minor);
-  PeakFigure peak = gpu_peak_tflops(g->name, major, minor, 0, g->max_sm_clock_mhz, dtype);
+  PeakFigure peak = peak_for_operator(gpu_peak_tflops(g->name, major, minor, 0, g->max_sm_clock_mhz, dtype), op);
   d.facts.peak_tflops = peak.tflops;
   d.facts.peak_source = peak.source;
   return d;
@@ -215,7 +210,8 @@ Measurement skeleton_for(const ShapeKey& shape, const DeviceChoice& dev, const s
   m.croq_version = build_info::k_version;
   m.croq_git = build_info::git_sha();
   m.created_at = now_iso8601();
-  ProblemSetup p = make_problem(shape.m(), shape.n(), shape.k(), shape.dtype_token, b_layout == "col" ? "col" : "row");
+  ProblemSetup p = make_problem(shape_operator(shape), shape.m(), shape.n(), shape.k(), shape.dtype_token,
+                                b_layout == "col" ? "col" : "row");
   m.problem = p.desc;
   if (b_layout == "auto") m.problem.b_layout = "auto";
   m.device = dev.facts;
@@ -282,9 +278,9 @@ DeviceLease take_lease(Context& ctx, const DeviceChoice& dev, const std::string&
 
 Measurement measure_on_cpu(Context& ctx, const TaskRef& t, const std::filesystem::path& candidate,
                            const std::string& library, uint64_t seed, const std::string& purpose) {
-  check_matmul_shape(t.shape);
+  const std::string op = check_measurable_shape(t.shape);
   const DtypePair dtype = parse_dtype_pair_or_throw(t.shape.dtype_token);
-  DeviceChoice dev = choose_device("cpp", "", dtype);
+  DeviceChoice dev = choose_device("cpp", "", dtype, op);
   RunOptions ro;
   ro.seed_text = std::to_string(seed);
   ro.b_layout = "row";
@@ -336,12 +332,12 @@ VerbRunner setup_measure(CLI::App& app) {
   return [o](Context& ctx) {
     if (o->iter.empty() == o->candidate.empty()) throw_usage("give exactly one of --iter and --candidate");
     TaskRef t = resolve_task(ctx, o->task);
-    check_matmul_shape(t.shape);
+    const std::string op = check_measurable_shape(t.shape);
     Workspace& ws = ctx.ws();
     CandidateRef c = resolve_candidate(ws, t, o->iter, o->candidate, o->legacy);
     guard_measure(ws, t, c.kernel);  // an enforced task measures its open, verified plan only
     const DtypePair dtype = parse_dtype_pair_or_throw(t.shape.dtype_token);
-    DeviceChoice dev = choose_device(t.dsl, o->run.device, dtype);
+    DeviceChoice dev = choose_device(t.dsl, o->run.device, dtype, op);
     Measurement skel = skeleton_for(t.shape, dev, o->run.b_layout);
     skel.kind = c.kind == CandidateKind::legacy_program ? "legacy" : "candidate";
     skel.candidate_path = c.path.string();
@@ -436,10 +432,20 @@ VerbRunner setup_baseline(CLI::App& app) {
     int iters = 0;
     std::string dtype;
     int64_t m = 0, n = 0, k = 0;
+    std::string library = "auto";
+    std::string cusparselt;
   };
   auto o = std::make_shared<Opts>();
   add_task_options(app, o->task);
   app.add_option("--task-uid", o->task_uid, "the task's uid (written to task_config.json first)")->required();
+  app.add_option("--library", o->library,
+                 "auto: the fastest library for the problem (GPU: cuBLAS and cuBLASLt; for gemm_sp also "
+                 "cuSPARSELt, every library measured on the same pruned inputs; cpp: OpenBLAS), or one of "
+                 "cublas, cublaslt, cusparselt, openblas")
+      ->default_val("auto")->check(CLI::IsMember({"auto", "cublas", "cublaslt", "cusparselt", "openblas"}));
+  app.add_option("--cusparselt", o->cusparselt,
+                 "libcusparseLt.so.0 or the folder holding it (default: CROQ_CUSPARSELT, the loader's search "
+                 "path, then the nvidia-cusparselt Python package)");
   app.add_flag("--force", o->force, "measure again even if a baseline exists");
   app.add_option("--iters", o->iters, "timed repetitions at least (the seeds' --iters; same as --min-reps)")
       ->check(CLI::Range(1, 1000000));
@@ -450,7 +456,7 @@ VerbRunner setup_baseline(CLI::App& app) {
   add_run_options(app, o->run, 300);
   return [o](Context& ctx) {
     TaskRef t = resolve_task(ctx, o->task);
-    check_matmul_shape(t.shape);
+    const std::string op = check_measurable_shape(t.shape);
     const DtypePair dtype = parse_dtype_pair_or_throw(t.shape.dtype_token);
     if (!o->dtype.empty() && parse_dtype_pair_or_throw(o->dtype).canonical != std::string(dtype.canonical)) {
       throw_usage(fmt::format("--dtype {} differs from the shape key's {}", o->dtype, t.shape.dtype_token),
@@ -463,7 +469,19 @@ VerbRunner setup_baseline(CLI::App& app) {
     // The task's first artifact: task_config.json with the uid (the seeds' phantom-task guard).
     json config = ensure_task_config(ws, t, o->task_uid);
     const bool cpp = t.dsl == "cpp";
-    const std::string lib_tag = cpp ? "openblas" : "cublas";
+    const bool sparse = is_sparse_operator(op);
+    if (cpp && o->library != "auto" && o->library != "openblas") {
+      throw_usage(fmt::format("the cpp dsl's library baseline is openblas, not {}", o->library), "drop --library");
+    }
+    if (!cpp && o->library == "openblas") throw_usage("openblas is the cpp dsl's baseline", "use --library auto");
+    if (!sparse && o->library == "cusparselt") {
+      throw_usage(fmt::format("cuSPARSELt computes 2:4 sparse GEMM, and {} is dense", t.shape.text),
+                  "use --library auto, cublas or cublaslt");
+    }
+    // The runner's library and the baseline's name (iter000_<tag>): for a sparse problem the
+    // libraries are cuSPARSELt and the dense ones on the same pruned A, the faster one is iter000.
+    const std::string runner_library = cpp ? "openblas" : o->library;
+    const std::string lib_tag = cpp ? "openblas" : o->library != "auto" ? o->library : sparse ? "cusparselt" : "cublas";
     const std::filesystem::path result_path = ws.baseline_result(t);
     const std::filesystem::path measure_file = ws.kind_dir(t, ArtifactKind::baseline) / ("measure_" + lib_tag + ".json");
     Ledger ledger(ws, t);
@@ -496,15 +514,16 @@ VerbRunner setup_baseline(CLI::App& app) {
       // Measured before, but iter000 was never stored (an interrupted run): store it now.
       mf = *earlier;
     } else {
-      DeviceChoice dev = choose_device(t.dsl, o->run.device, dtype);
+      DeviceChoice dev = choose_device(t.dsl, o->run.device, dtype, op);
       Measurement skel = skeleton_for(t.shape, dev, o->run.b_layout);
       skel.kind = "baseline";
-      skel.candidate_path = "library:" + std::string(cpp ? "openblas" : "auto");
+      skel.candidate_path = "library:" + runner_library;
       MeasureJob job;
       job.program = runner_program(t.dsl);
       job.options = runner_options(o->run, t.shape, t.dsl != "cpp");
       if (o->iters > 0) job.options.min_reps = std::min(o->iters, job.options.max_reps);
-      job.options.library = cpp ? "openblas" : "auto";
+      job.options.library = runner_library;
+      job.options.cusparselt = o->cusparselt;
       if (!dev.visible.empty()) job.env["CUDA_VISIBLE_DEVICES"] = dev.visible;
       job.timeout = std::chrono::milliseconds(static_cast<long long>(o->run.timeout_s * 1000));
       job.skeleton = skel;
@@ -549,6 +568,18 @@ VerbRunner setup_baseline(CLI::App& app) {
     result["library"] = library;
     result["schema"] = "croq-baseline-v1";
     result["dtype_canonical"] = m.problem.dtype;
+    result["operator"] = m.problem.op;
+    // Each library's fastest variant on these inputs (cuSPARSELt and the dense libraries for a
+    // sparse problem), as the measurement records them.
+    json libraries = json::object();
+    if (lib.contains("libraries") && lib["libraries"].is_object()) {
+      for (auto it = lib["libraries"].begin(); it != lib["libraries"].end(); ++it) {
+        libraries[it.key()] = {{"tflops", it->value("tflops", 0.0)}, {"median_ms", it->value("median_ms", 0.0)},
+                               {"algo", it->value("algo", json(nullptr))}};
+      }
+    }
+    result["libraries"] = libraries;
+    if (lib.contains("library_status")) result["library_status"] = lib["library_status"];
     result["c_type"] = m.problem.c_type;
     result["b_layout"] = m.problem.b_layout;
     result["algo"] = lib.contains("algo") ? lib["algo"] : json(nullptr);
@@ -585,6 +616,13 @@ VerbRunner setup_baseline(CLI::App& app) {
       req.bottleneck = k_no_bottleneck;
       req.idea = fmt::format("library baseline: {} ({}), {:.2f} TFLOPS, median {:.4f} ms", library,
                              lib.value("chosen", "default"), m.tflops.value_or(0), tm.median_ms);
+      if (libraries.size() > 1) {
+        std::vector<std::string> each;
+        for (auto it = libraries.begin(); it != libraries.end(); ++it) {
+          each.push_back(fmt::format("{} {:.2f}", it.key(), it->value("tflops", 0.0)));
+        }
+        req.idea += fmt::format(" (fastest of: {} TFLOPS)", fmt::join(each, ", "));
+      }
       req.source = "measured";
       req.extra["measurement"] = measurement_provenance(mf, ws.display(mf.path));
       req.extra["task_uid"] = config.value("task_uid", "");

@@ -27,6 +27,7 @@
 #include "croq/util/text.hpp"
 #include "croq/workspace/dtype.hpp"
 #include "croq/workspace/ids.hpp"
+#include "croq/workspace/operators.hpp"
 
 namespace croq::cli {
 
@@ -130,7 +131,7 @@ VerbRunner setup_profile(CLI::App& app) {
     int launch_skip = -1;
     int warmup = 3;
     long long seed = 1;
-    std::string b_layout = "row";
+    std::string b_layout = "auto";
     std::string ncu;
     std::string runner;
     std::string device;
@@ -153,7 +154,9 @@ VerbRunner setup_profile(CLI::App& app) {
   app.add_option("--launch-skip", o->launch_skip, "skip this many matching launches first (default: 0 with NVTX, 1 for --binary)");
   app.add_option("--warmup", o->warmup, "warm-up launches the runner makes before the profiled one")->default_val(3)->check(CLI::Range(0, 1000));
   app.add_option("--seed", o->seed, "input seed for the runner")->default_val(1);
-  app.add_option("--b-layout", o->b_layout, "row | col: layout of B for the runner")->default_val("row");
+  app.add_option("--b-layout", o->b_layout,
+                 "row | col | auto: layout of B for the runner (auto: the candidate's form, as croq measure finds it)")
+      ->default_val("auto");
   app.add_option("--ncu", o->ncu, "the ncu executable (default: CROQ_NCU, else ncu on PATH)");
   app.add_option("--runner", o->runner, "the measurement runner (default: CROQ_GPU_RUNNER, else croq-gpu-runner beside croq)");
   app.add_option("--device", o->device, "GPU index or UUID to lease (default: first of CUDA_VISIBLE_DEVICES, else 0)");
@@ -163,7 +166,10 @@ VerbRunner setup_profile(CLI::App& app) {
   return [o](Context& ctx) {
     TaskRef t = resolve_task(ctx, o->task);
     Workspace& ws = ctx.ws();
-    if (o->baseline && o->library.empty()) o->library = t.dsl == "cpp" ? "openblas" : "cublas";
+    // The library baseline's kernel: cuBLAS's for dense matmul, cuSPARSELt's for 2:4 sparse GEMM.
+    if (o->baseline && o->library.empty()) {
+      o->library = t.dsl == "cpp" ? "openblas" : is_sparse_operator(operator_name(t.shape)) ? "cusparselt" : "cublas";
+    }
     if (o->round < 0) {
       Ledger ledger(ws, t);
       o->round = ledger.exists() ? ledger.index().max_round + 1 : 1;
@@ -177,7 +183,9 @@ VerbRunner setup_profile(CLI::App& app) {
     cap.kernel_regex = o->kernel_name;
     cap.timeout = std::chrono::seconds(o->timeout_s);
     cap.out_dir = ws.kind_dir(t, ArtifactKind::perf);
-    if (o->b_layout != "row" && o->b_layout != "col") throw_usage("--b-layout must be row or col");
+    if (o->b_layout != "row" && o->b_layout != "col" && o->b_layout != "auto") {
+      throw_usage("--b-layout must be row, col or auto");
+    }
     std::string kernel;
     if (!o->binary.empty()) {
       // Legacy executable: no NVTX range; skip the first (cold) launch and keep to the kernel filter.
@@ -223,7 +231,7 @@ VerbRunner setup_profile(CLI::App& app) {
         cap.program.insert(cap.program.end(), {"--candidate", so.string()});
       }
       cap.program.insert(cap.program.end(),
-                         {"--op", key.op.empty() ? std::string("matmul") : key.op, "--m", std::to_string(key.m()), "--n",
+                         {"--op", check_measurable_shape(key), "--m", std::to_string(key.m()), "--n",
                           std::to_string(key.n()), "--k", std::to_string(key.k()), "--dtype", dt.canonical, "--b-layout",
                           o->b_layout, "--seed", std::to_string(o->seed), "--mode", "profile", "--warmup",
                           std::to_string(o->warmup)});

@@ -1,8 +1,11 @@
 // croq-cpu-runner: the MeasureBackend of the cpp dsl. Candidates are C++ shared objects that
 // implement the kernel ABI on host pointers (stream == NULL) and finish before returning. The
-// reference is OpenBLAS's sgemm on the inputs converted to f32 (exact for every input type), the
-// timer is steady_clock, and "flushing the cache" writes a buffer twice the size of the last-level
-// cache. The library baseline (`--library openblas`) is cblas_sgemm for f32 problems.
+// reference is OpenBLAS's sgemm on the inputs converted to f32 (exact for every input type; for
+// the 2:4 sparse operator, A with the positions outside its pattern set to zero), the timer is
+// steady_clock, and "flushing the cache" writes a buffer twice the size of the last-level cache.
+// The library baseline (`--library openblas`) is cblas_sgemm: directly for f32 problems, and for
+// the other dtypes on the inputs converted to f32 inside the timed call, the f32 result rounded to
+// the output type (a sparse problem's baseline is this dense product of the pruned A).
 #include <cblas.h>
 #include <unistd.h>
 
@@ -47,7 +50,7 @@ std::string cpu_model_name() {
   return "unknown CPU";
 }
 
-DeviceFacts cpu_facts(const DtypePair& dtype) {
+DeviceFacts cpu_facts(const DtypePair& dtype, const std::string& op) {
   DeviceFacts d;
   d.name = cpu_model_name();
   d.key = cpu_device_key();
@@ -55,7 +58,7 @@ DeviceFacts cpu_facts(const DtypePair& dtype) {
   d.sm_count = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   long l3 = ::sysconf(_SC_LEVEL3_CACHE_SIZE);
   d.l2_bytes = l3 > 0 ? l3 : 0;
-  PeakFigure peak = cpu_peak_tflops(d.sm_count, dtype);
+  PeakFigure peak = peak_for_operator(cpu_peak_tflops(d.sm_count, dtype), op);
   d.peak_tflops = peak.tflops;
   d.peak_source = peak.source;
   return d;
@@ -65,7 +68,7 @@ class CpuBackend : public MeasureBackend {
  public:
   CpuBackend(const ProblemSetup& p, CandidateLibrary* candidate, std::string library)
       : m_p(p), m_candidate(candidate), m_library(std::move(library)) {
-    m_facts = cpu_facts(p.dtype);
+    m_facts = cpu_facts(p.dtype, p.desc.op);
   }
 
   DeviceFacts facts() override { return m_facts; }
@@ -75,39 +78,59 @@ class CpuBackend : public MeasureBackend {
     const size_t in_bytes = static_cast<size_t>(scalar_type_bytes(m_p.dtype.input));
     m_a.assign(input_sets, std::vector<uint8_t>(count_a() * in_bytes));
     m_b.assign(input_sets, std::vector<uint8_t>(count_b() * in_bytes));
+    if (m_p.sparse) m_meta.assign(input_sets, std::vector<uint8_t>(count_meta()));
     m_c_bytes = count_c() * static_cast<size_t>(scalar_type_bytes(m_p.dtype.output));
     m_c.assign(m_c_bytes + 2 * k_guard_bytes, k_guard_byte);
     m_ref.assign(count_c(), 0.0f);
-    if (m_candidate && m_candidate->workspace_bytes) m_ws.assign(m_candidate->workspace_bytes(&m_p.abi), 0);
+    if (m_candidate) {
+      m_ws.assign(m_candidate->workspace_for(m_p), 0);
+      const size_t prepared = m_candidate->prepared_bytes_for(m_p);
+      if (prepared > 0) m_prepared.assign(input_sets, std::vector<uint8_t>(prepared));
+    }
     long l3 = ::sysconf(_SC_LEVEL3_CACHE_SIZE);
     // Twice the last-level cache, within reason (virtual machines report odd sizes).
     size_t flush = l3 > 0 ? 2 * static_cast<size_t>(l3) : (64u << 20);
     m_flush.assign(std::clamp<size_t>(flush, 8u << 20, 64u << 20), 0);
     if (!m_candidate) {
       if (m_library != "openblas") return DeviceStatus::fail(fmt::format("unknown library '{}' (croq-cpu-runner: openblas)", m_library));
-      if (m_p.dtype.input != ScalarType::f32 || m_p.dtype.output != ScalarType::f32) {
-        m_variants = 0;  // the procedure reports UNSUPPORTED
-      } else {
-        m_variants = 1;
+      m_variants = 1;
+      if (converts()) {
+        m_a32.assign(count_a(), 0.0f);
+        m_b32.assign(count_b(), 0.0f);
+        m_c32.assign(count_c(), 0.0f);
       }
     }
     return {};
   }
 
   DeviceStatus fill_inputs(int set, uint64_t seed) override {
-    const ScalarType t = m_p.dtype.input == ScalarType::tf32 ? ScalarType::f32 : m_p.dtype.input;
-    for (size_t i = 0; i < count_a(); ++i) store_from_f32(m_a[set].data(), t, i, random_uniform(seed, k_stream_a, i));
+    const ScalarType t = input_storage();
+    const uint64_t k = static_cast<uint64_t>(m_p.desc.k);
+    for (size_t i = 0; i < count_a(); ++i) {
+      float v = random_uniform(seed, k_stream_a, i);
+      // A candidate gets poison outside the 2:4 pattern; the library, the pruned A itself.
+      if (m_p.sparse) v = sparse24_value(seed, i / k, i % k, k, v, m_candidate != nullptr);
+      store_from_f32(m_a[set].data(), t, i, v);
+    }
     for (size_t i = 0; i < count_b(); ++i) store_from_f32(m_b[set].data(), t, i, random_uniform(seed, k_stream_b, i));
+    if (m_p.sparse) {
+      for (size_t i = 0; i < count_meta(); ++i) m_meta[set][i] = sparse24_meta_byte(seed, i, k);
+    }
     return {};
   }
 
   DeviceStatus compute_reference(int set) override {
-    const ScalarType t = m_p.dtype.input == ScalarType::tf32 ? ScalarType::f32 : m_p.dtype.input;
     std::vector<float> a(count_a()), b(count_b());
-    for (size_t i = 0; i < a.size(); ++i) a[i] = load_as_f32(m_a[set].data(), t, i);
-    for (size_t i = 0; i < b.size(); ++i) b[i] = load_as_f32(m_b[set].data(), t, i);
+    load_a(set, a.data());
+    for (size_t i = 0; i < b.size(); ++i) b[i] = load_as_f32(m_b[set].data(), input_storage(), i);
     sgemm(a.data(), b.data(), m_ref.data());
     return {};
+  }
+
+  LaunchOutcome prepare_operands(int set) override {
+    if (!m_candidate || m_prepared.empty()) return {};
+    croq_status r = m_candidate->prepare(m_p, operands(set), m_prepared[set].data(), m_prepared[set].size(), nullptr);
+    return {static_cast<int>(r), {}};
   }
 
   DeviceStatus poison_output() override {
@@ -116,13 +139,18 @@ class CpuBackend : public MeasureBackend {
   }
 
   LaunchOutcome launch(int set) override {
-    if (m_candidate) {
-      croq_status r = m_candidate->matmul(&m_p.abi, m_a[set].data(), m_b[set].data(), c_ptr(),
-                                          m_ws.empty() ? nullptr : m_ws.data(), m_ws.size(), nullptr);
-      return {static_cast<int>(r), {}};
+    if (m_candidate) return {static_cast<int>(m_candidate->launch(m_p, operands(set), nullptr)), {}};
+    if (!converts()) {
+      sgemm(reinterpret_cast<const float*>(m_a[set].data()), reinterpret_cast<const float*>(m_b[set].data()),
+            reinterpret_cast<float*>(c_ptr()));
+      return {};
     }
-    sgemm(reinterpret_cast<const float*>(m_a[set].data()), reinterpret_cast<const float*>(m_b[set].data()),
-          reinterpret_cast<float*>(c_ptr()));
+    // A library user with 16-bit or fp8 data converts to f32, multiplies, and rounds the result.
+    const ScalarType t = input_storage();
+    for (size_t i = 0; i < m_a32.size(); ++i) m_a32[i] = load_as_f32(m_a[set].data(), t, i);
+    for (size_t i = 0; i < m_b32.size(); ++i) m_b32[i] = load_as_f32(m_b[set].data(), t, i);
+    sgemm(m_a32.data(), m_b32.data(), m_c32.data());
+    for (size_t i = 0; i < m_c32.size(); ++i) store_from_f32(c_ptr(), m_p.dtype.output, i, m_c32[i]);
     return {};
   }
 
@@ -173,7 +201,10 @@ class CpuBackend : public MeasureBackend {
   int variant_count() override { return m_candidate ? 1 : m_variants; }
   json variant_description(int) override {
     if (m_candidate) return {{"library", "candidate"}};
-    return {{"library", "openblas"}, {"api", "cblas_sgemm"}, {"threads", openblas_get_num_threads()}};
+    json j = {{"library", "openblas"}, {"api", "cblas_sgemm"}, {"threads", openblas_get_num_threads()}};
+    if (converts()) j["converts_to_f32"] = true;
+    if (m_p.sparse) j["dense_on_pruned_a"] = true;
+    return j;
   }
   DeviceStatus select_variant(int index) override {
     return index == 0 ? DeviceStatus::good() : DeviceStatus::fail("openblas has one variant");
@@ -183,6 +214,42 @@ class CpuBackend : public MeasureBackend {
   size_t count_a() const { return static_cast<size_t>(m_p.desc.m * m_p.desc.k); }
   size_t count_b() const { return static_cast<size_t>(m_p.desc.k * m_p.desc.n); }
   size_t count_c() const { return static_cast<size_t>(m_p.desc.m * m_p.desc.n); }
+  size_t count_meta() const { return static_cast<size_t>(m_p.desc.m * (m_p.desc.k / 8)); }
+  ScalarType input_storage() const { return m_p.dtype.input == ScalarType::tf32 ? ScalarType::f32 : m_p.dtype.input; }
+  bool converts() const { return m_p.dtype.input != ScalarType::f32 || m_p.dtype.output != ScalarType::f32; }
+
+  // A of `set` as f32; for the sparse operator with the positions outside its pattern (read from
+  // the metadata handed to the candidate) set to zero: the reference's A.
+  void load_a(int set, float* out) const {
+    const ScalarType t = input_storage();
+    const size_t k = static_cast<size_t>(m_p.desc.k);
+    for (size_t i = 0; i < count_a(); ++i) {
+      float v = load_as_f32(m_a[set].data(), t, i);
+      if (m_p.sparse) {
+        const size_t row = i / k, col = i % k;
+        const unsigned nibble = (m_meta[set][row * (k / 8) + col / 8] >> (4 * ((col / 4) % 2))) & 0xFu;
+        const unsigned pos = static_cast<unsigned>(col % 4);
+        if (pos != (nibble & 3u) && pos != (nibble >> 2)) v = 0.0f;
+      }
+      out[i] = v;
+    }
+  }
+
+  croq_gemm_operands operands(int set) {
+    croq_gemm_operands ops{};
+    ops.a = m_a[set].data();
+    ops.a_meta = m_p.sparse ? m_meta[set].data() : nullptr;
+    ops.b = m_b[set].data();
+    ops.c = c_ptr();
+    if (!m_prepared.empty()) {
+      ops.a_prepared = m_prepared[set].data();
+      ops.a_prepared_bytes = m_prepared[set].size();
+    }
+    ops.workspace = m_ws.empty() ? nullptr : m_ws.data();
+    ops.workspace_bytes = m_ws.size();
+    return ops;
+  }
+
   void* c_ptr() { return m_c.data() + k_guard_bytes; }
 
   void sgemm(const float* a, const float* b, float* c) {
@@ -197,7 +264,8 @@ class CpuBackend : public MeasureBackend {
   CandidateLibrary* m_candidate;
   std::string m_library;
   DeviceFacts m_facts;
-  std::vector<std::vector<uint8_t>> m_a, m_b;
+  std::vector<std::vector<uint8_t>> m_a, m_b, m_meta, m_prepared;
+  std::vector<float> m_a32, m_b32, m_c32;  // the library's f32 copies
   std::vector<uint8_t> m_c;
   size_t m_c_bytes = 0;
   std::vector<float> m_ref;
@@ -220,7 +288,9 @@ class CpuPlatform : public RunnerPlatform {
     }
     return std::make_unique<CpuBackend>(p, candidate, o.library);
   }
-  DeviceFacts describe_device(const RunnerOptions&, const ProblemSetup& p) override { return cpu_facts(p.dtype); }
+  DeviceFacts describe_device(const RunnerOptions&, const ProblemSetup& p) override {
+    return cpu_facts(p.dtype, p.desc.op);
+  }
 };
 
 }  // namespace

@@ -16,6 +16,7 @@
 #include <cstring>
 
 #include "croq/measure/portable.hpp"
+#include "cusparselt_api.hpp"
 
 namespace croq::gpu_runner {
 
@@ -105,6 +106,45 @@ template <typename T>
 __global__ void fill_kernel(T* p, size_t count, uint64_t seed, uint64_t stream) {
   for (size_t i = blockIdx.x * size_t(blockDim.x) + threadIdx.x; i < count; i += size_t(gridDim.x) * blockDim.x) {
     p[i] = from_float<T>(random_uniform(seed, stream, i));
+  }
+}
+
+// 2:4 sparse A (portable.hpp): the pattern's values, and poison (a candidate) or zeros (a library)
+// outside the pattern.
+template <typename T>
+__global__ void fill_sparse_a_kernel(T* p, size_t count, uint64_t k, uint64_t seed, bool poison) {
+  for (size_t i = blockIdx.x * size_t(blockDim.x) + threadIdx.x; i < count; i += size_t(gridDim.x) * blockDim.x) {
+    const float v = random_uniform(seed, k_stream_a, i);
+    p[i] = from_float<T>(sparse24_value(seed, i / k, i % k, k, v, poison));
+  }
+}
+
+__global__ void fill_meta_kernel(unsigned char* meta, size_t count, uint64_t k, uint64_t seed) {
+  for (size_t i = blockIdx.x * size_t(blockDim.x) + threadIdx.x; i < count; i += size_t(gridDim.x) * blockDim.x) {
+    meta[i] = sparse24_meta_byte(seed, i, k);
+  }
+}
+
+// Whether element i of A [., k] is inside the pattern its metadata names.
+__device__ __forceinline__ bool kept_by_meta(const unsigned char* meta, size_t i, uint64_t k) {
+  const uint64_t row = i / k, col = i % k;
+  const unsigned nibble = (meta[row * (k / 8) + col / 8] >> (4 * ((col / 4) & 1))) & 0xFu;
+  const unsigned pos = static_cast<unsigned>(col & 3);
+  return pos == (nibble & 3u) || pos == (nibble >> 2);
+}
+
+// The reference's A: the positions outside the pattern set to zero.
+template <typename T>
+__global__ void prune_kernel(const T* a, const unsigned char* meta, T* out, size_t count, uint64_t k) {
+  for (size_t i = blockIdx.x * size_t(blockDim.x) + threadIdx.x; i < count; i += size_t(gridDim.x) * blockDim.x) {
+    out[i] = kept_by_meta(meta, i, k) ? a[i] : from_float<T>(0.0f);
+  }
+}
+
+__global__ void upcast_prune_e4m3_kernel(const __nv_fp8_e4m3* in, const unsigned char* meta, __half* out, size_t count,
+                                         uint64_t k) {
+  for (size_t i = blockIdx.x * size_t(blockDim.x) + threadIdx.x; i < count; i += size_t(gridDim.x) * blockDim.x) {
+    out[i] = kept_by_meta(meta, i, k) ? __float2half_rn(static_cast<float>(in[i])) : __float2half_rn(0.0f);
   }
 }
 
@@ -295,14 +335,42 @@ struct CudaDevice::Impl {
   __half* b16 = nullptr;
   void* workspace = nullptr;
   size_t workspace_bytes = 0;
+  std::vector<unsigned char*> meta;  // sparse: per set, [M, K/8]
+  std::vector<void*> prepared;       // the candidate's prepared A, per set
+  size_t prepared_bytes = 0;
+  void* a_pruned = nullptr;          // sparse, not fp8: the reference's A
   void* flush = nullptr;
   size_t flush_bytes = 0;
   int flush_count = 0;
   CompareAcc* acc = nullptr;
 
   // candidate
-  croq_matmul_fn fn = nullptr;
-  croq_matmul_problem abi{};
+  CandidateEntry cand;
+  bool has_candidate() const { return cand.gemm || cand.matmul; }
+
+  // cuSPARSELt (a sparse problem's library baseline)
+  struct CsPlan {
+    cslt::AlgSelection sel{};
+    cslt::Plan plan{};
+    bool sel_ok = false, plan_ok = false;
+  };
+  std::shared_ptr<CusparseLtApi> cs_api;
+  cslt::Handle cs_handle{};
+  cslt::MatDescriptor cs_a{}, cs_b{}, cs_c{};
+  cslt::MatmulDescriptor cs_mm{};
+  bool cs_handle_ok = false, cs_a_ok = false, cs_b_ok = false, cs_c_ok = false;
+  std::vector<std::unique_ptr<CsPlan>> cs_plans;
+  std::vector<int> plan_of;  // per variant: index in cs_plans, or -1
+  std::vector<void*> cs_compressed;
+  size_t cs_compressed_bytes = 0;
+  void* cs_buffer = nullptr;
+  void* cs_ws = nullptr;
+  size_t cs_ws_bytes = 0;
+  int* cs_valid = nullptr;
+  std::string cs_error;   // why cuSPARSELt cannot run these inputs (its launches fail with it)
+  int cs_searched = -1;   // the variant of the searched plan
+  bool cs_search_done = false;
+  LibraryStatus cs_status;
 
   // libraries
   cublasHandle_t ref_handle = nullptr;
@@ -320,6 +388,22 @@ struct CudaDevice::Impl {
 
   ~Impl() {
     // Errors are ignored here: on a lost context the process exits right after anyway.
+    if (cs_api) {
+      for (auto& pl : cs_plans) {
+        if (pl->plan_ok) cs_api->plan_destroy(&pl->plan);
+      }
+      for (auto [ok, d] : {std::pair{cs_a_ok, &cs_a}, std::pair{cs_b_ok, &cs_b}, std::pair{cs_c_ok, &cs_c}}) {
+        if (ok) cs_api->mat_descriptor_destroy(d);
+      }
+      if (cs_handle_ok) cs_api->destroy(&cs_handle);
+    }
+    for (void* ptr : cs_compressed) cudaFree(ptr);
+    for (void* ptr : {cs_buffer, cs_ws, static_cast<void*>(cs_valid)}) {
+      if (ptr) cudaFree(ptr);
+    }
+    for (void* ptr : meta) cudaFree(ptr);
+    for (void* ptr : prepared) cudaFree(ptr);
+    if (a_pruned) cudaFree(a_pruned);
     for (void* ptr : a) cudaFree(ptr);
     for (void* ptr : b) cudaFree(ptr);
     for (void* ptr : {static_cast<void*>(c_alloc), static_cast<void*>(ref), static_cast<void*>(a16),
@@ -344,6 +428,207 @@ struct CudaDevice::Impl {
   size_t in_count_a() const { return size_t(p.m) * p.k; }
   size_t in_count_b() const { return size_t(p.k) * p.n; }
   size_t out_count() const { return size_t(p.m) * p.n; }
+  size_t meta_count() const { return size_t(p.m) * size_t(p.k / 8); }
+
+  croq_gemm_operands operands(int set) const {
+    croq_gemm_operands ops{};
+    ops.a = a[set];
+    ops.a_meta = p.sparse ? meta[set] : nullptr;
+    ops.b = b[set];
+    ops.c = c;
+    if (!prepared.empty()) {
+      ops.a_prepared = prepared[set];
+      ops.a_prepared_bytes = prepared_bytes;
+    }
+    ops.workspace = workspace;
+    ops.workspace_bytes = workspace_bytes;
+    return ops;
+  }
+
+  CudaStatus check_cslt(cusparseStatus_t st, const char* call) const {
+    if (st == CUSPARSE_STATUS_SUCCESS) return {};
+    return {false, false, std::string(call) + ": " + cs_api->status_text(st)};
+  }
+
+  // cuSPARSELt's descriptors, the default plan, one plan per algorithm id and one for its own
+  // search; `variants` gets one entry per plan that initialises.
+  CudaStatus open_cusparselt() {
+    cs_status.library = "cusparselt";
+    cs_status.path = cusparselt_origin(*cs_api);
+    if (auto st = check_cslt(cs_api->init(&cs_handle), "cusparseLtInit"); !st.ok) return st;
+    cs_handle_ok = true;
+    cs_status.loaded = true;
+    cs_api->get_version(&cs_handle, &cs_status.version);
+    const cudaDataType in = cuda_type(p.in), out = cuda_type(p.out);
+    constexpr uint32_t align = 16;
+    auto fail = [&](CudaStatus st) {
+      cs_status.error = "cuSPARSELt offers nothing for this problem: " + st.error;
+      return CudaStatus{};
+    };
+    if (auto st = check_cslt(cs_api->structured_descriptor_init(&cs_handle, &cs_a, p.m, p.k, p.k, align, in,
+                                                              CUSPARSE_ORDER_ROW, cslt::SPARSITY_50_PERCENT),
+                             "cusparseLtStructuredDescriptorInit(A)");
+        !st.ok) {
+      return fail(st);
+    }
+    cs_a_ok = true;
+    // B row-major K x N (op N), or stored N x K row-major and transposed (op T), as cuBLAS's view.
+    const int64_t b_rows = p.b_col ? p.n : p.k, b_cols = p.b_col ? p.k : p.n;
+    if (auto st = check_cslt(cs_api->dense_descriptor_init(&cs_handle, &cs_b, b_rows, b_cols, b_cols, align, in,
+                                                         CUSPARSE_ORDER_ROW),
+                             "cusparseLtDenseDescriptorInit(B)");
+        !st.ok) {
+      return fail(st);
+    }
+    cs_b_ok = true;
+    if (auto st = check_cslt(cs_api->dense_descriptor_init(&cs_handle, &cs_c, p.m, p.n, p.n, align, out, CUSPARSE_ORDER_ROW),
+                             "cusparseLtDenseDescriptorInit(C)");
+        !st.ok) {
+      return fail(st);
+    }
+    cs_c_ok = true;
+    if (auto st = check_cslt(cs_api->matmul_descriptor_init(&cs_handle, &cs_mm, CUSPARSE_OPERATION_NON_TRANSPOSE,
+                                                          p.b_col ? CUSPARSE_OPERATION_TRANSPOSE
+                                                                  : CUSPARSE_OPERATION_NON_TRANSPOSE,
+                                                          &cs_a, &cs_b, &cs_c, &cs_c, cslt::COMPUTE_32F),
+                             "cusparseLtMatmulDescriptorInit");
+        !st.ok) {
+      return fail(st);
+    }
+    // The pruned A of set 0, for the library's own checks (cuSPARSELt reads it only through the
+    // compressed copy at run time).
+    void* a0 = a[0];
+    (void)cs_api->matmul_desc_set_attribute(&cs_handle, &cs_mm, cslt::MATMUL_SPARSE_MAT_POINTER, &a0, sizeof a0);
+    int max_id = 0;
+    {
+      auto def = std::make_unique<CsPlan>();
+      if (auto st = check_cslt(cs_api->alg_selection_init(&cs_handle, &def->sel, &cs_mm, cslt::MATMUL_ALG_DEFAULT),
+                               "cusparseLtMatmulAlgSelectionInit");
+          !st.ok) {
+        return fail(st);
+      }
+      (void)cs_api->alg_get_attribute(&cs_handle, &def->sel, cslt::ALG_CONFIG_MAX_ID, &max_id, sizeof max_id);
+    }
+    cs_status.error.clear();
+    std::string first_error;
+    auto add_plan = [&](int id, bool search) {
+      auto pl = std::make_unique<CsPlan>();
+      CudaStatus st = check_cslt(cs_api->alg_selection_init(&cs_handle, &pl->sel, &cs_mm, cslt::MATMUL_ALG_DEFAULT),
+                                 "cusparseLtMatmulAlgSelectionInit");
+      pl->sel_ok = st.ok;
+      if (st.ok && id > 0) {
+        st = check_cslt(cs_api->alg_set_attribute(&cs_handle, &pl->sel, cslt::ALG_CONFIG_ID, &id, sizeof id),
+                        "cusparseLtMatmulAlgSetAttribute(CONFIG_ID)");
+      }
+      if (st.ok) st = check_cslt(cs_api->plan_init(&cs_handle, &pl->plan, &cs_mm, &pl->sel), "cusparseLtMatmulPlanInit");
+      if (!st.ok) {
+        if (first_error.empty()) first_error = st.error;
+        return;
+      }
+      pl->plan_ok = true;
+      size_t ws = 0;
+      (void)cs_api->get_workspace(&cs_handle, &pl->plan, &ws);
+      LibVariant v;
+      v.library = "cusparseLt";
+      v.api = "cusparseLtMatmul";
+      v.searched = search;
+      v.workspace_bytes = ws;
+      read_cs_config(*pl, v);
+      cs_ws_bytes = std::max(cs_ws_bytes, ws);
+      if (search) cs_searched = static_cast<int>(variants.size());
+      plan_of.push_back(static_cast<int>(cs_plans.size()));
+      cs_plans.push_back(std::move(pl));
+      variants.push_back(v);
+      lt_results.push_back({});
+    };
+    // Variant 0 is the library's default plan; then every other algorithm id; then the plan of
+    // cuSPARSELt's own search (made once set 0 is compressed).
+    for (int id = 0; id <= std::max(0, max_id) && id < 256; ++id) add_plan(id, false);
+    add_plan(0, true);
+    cs_status.variants = static_cast<int>(cs_plans.size());
+    if (cs_plans.empty()) {
+      cs_status.error = "cuSPARSELt offers no plan for this problem: " + first_error;
+      return {};
+    }
+    size_t buffer_bytes = 0;
+    if (auto st = check_cslt(cs_api->compressed_size2(&cs_handle, &cs_a, &cs_compressed_bytes, &buffer_bytes),
+                             "cusparseLtSpMMACompressedSize2");
+        !st.ok) {
+      cs_error = st.error;
+      cs_status.error = st.error;
+      return {};
+    }
+    cs_compressed.assign(sets, nullptr);
+    for (int s = 0; s < sets; ++s) CK(cudaMalloc(&cs_compressed[s], std::max<size_t>(cs_compressed_bytes, 256)));
+    CK(cudaMalloc(&cs_buffer, std::max<size_t>(buffer_bytes, 256)));
+    CK(cudaMalloc(&cs_ws, std::max<size_t>(cs_ws_bytes, 256)));
+    CK(cudaMalloc(reinterpret_cast<void**>(&cs_valid), sizeof(int)));
+    return {};
+  }
+
+  void read_cs_config(const CsPlan& pl, LibVariant& v) const {
+    auto get = [&](cslt::AlgAttribute a, int& out) {
+      int x = -1;
+      if (cs_api->alg_get_attribute(&cs_handle, &pl.sel, a, &x, sizeof x) == CUSPARSE_STATUS_SUCCESS) out = x;
+    };
+    get(cslt::ALG_CONFIG_ID, v.algo_id);
+    get(cslt::SPLIT_K, v.splitk);
+    get(cslt::SPLIT_K_MODE, v.split_k_mode);
+    get(cslt::SPLIT_K_BUFFERS, v.split_k_buffers);
+  }
+
+  // cuSPARSELt's compression of the set's (pruned) A, untimed; the first time on set 0, also the
+  // library's own algorithm search for the `searched` plan.
+  CudaStatus compress_set(int set) {
+    if (!cs_error.empty() || cs_plans.empty() || cs_compressed.empty()) return {};
+    CK(cudaMemsetAsync(cs_valid, 0, sizeof(int), stream));
+    CudaStatus st = check_cslt(cs_api->prune_check2(&cs_handle, &cs_a, 1, CUSPARSE_OPERATION_NON_TRANSPOSE, a[set],
+                                                  cs_valid, stream),
+                               "cusparseLtSpMMAPruneCheck2");
+    int valid = 0;
+    if (st.ok) {
+      CK(cudaMemcpyAsync(&valid, cs_valid, sizeof valid, cudaMemcpyDeviceToHost, stream));
+      CK(cudaStreamSynchronize(stream));
+      if (valid != 0) st = {false, false, "cusparseLtSpMMAPruneCheck2: A is not a valid 2:4 pattern for cuSPARSELt"};
+    }
+    if (st.ok) {
+      st = check_cslt(cs_api->compress2(&cs_handle, &cs_a, 1, CUSPARSE_OPERATION_NON_TRANSPOSE, a[set],
+                                      cs_compressed[set], cs_buffer, stream),
+                      "cusparseLtSpMMACompress2");
+    }
+    CK(cudaStreamSynchronize(stream));
+    if (!st.ok) {
+      cs_error = st.error;
+      cs_status.error = st.error;
+      return {};
+    }
+    if (set == 0 && !cs_search_done && cs_searched >= 0) {
+      cs_search_done = true;
+      CsPlan& pl = *cs_plans[plan_of[cs_searched]];
+      const float one = 1.0f, zero = 0.0f;
+      cudaStream_t streams[1] = {stream};
+      CudaStatus ss = check_cslt(cs_api->matmul_search(&cs_handle, &pl.plan, &one, cs_compressed[0], b[0], &zero, c, c,
+                                                     cs_ws, streams, 1),
+                                 "cusparseLtMatmulSearch");
+      CK(cudaStreamSynchronize(stream));
+      LibVariant& v = variants[cs_searched];
+      if (!ss.ok) {
+        v.api = "cusparseLtMatmul (search failed: " + ss.error + ")";
+      } else {
+        read_cs_config(pl, v);
+        size_t ws = 0;
+        (void)cs_api->get_workspace(&cs_handle, &pl.plan, &ws);
+        v.workspace_bytes = ws;
+        if (ws > cs_ws_bytes) {
+          CK(cudaFree(cs_ws));
+          cs_ws = nullptr;
+          CK(cudaMalloc(&cs_ws, ws));
+          cs_ws_bytes = ws;
+        }
+      }
+    }
+    return {};
+  }
 
   CudaStatus fill_typed(void* ptr, Elem e, size_t count, uint64_t seed, uint64_t stream_id) {
     const unsigned grid = grid_for(count);
@@ -533,7 +818,7 @@ void CudaDevice::sample_clock() {
   }
 }
 
-CudaStatus CudaDevice::prepare(const CudaProblem& p, int sets, size_t workspace_bytes) {
+CudaStatus CudaDevice::prepare(const CudaProblem& p, int sets, size_t workspace_bytes, size_t prepared_bytes) {
   Impl& s = *m;
   s.p = p;
   s.sets = sets;
@@ -555,6 +840,22 @@ CudaStatus CudaDevice::prepare(const CudaProblem& p, int sets, size_t workspace_
     CK(cudaMalloc(reinterpret_cast<void**>(&s.a16), s.in_count_a() * sizeof(__half)));
     CK(cudaMalloc(reinterpret_cast<void**>(&s.b16), s.in_count_b() * sizeof(__half)));
   }
+  if (p.sparse) {
+    for (int i = 0; i < sets; ++i) {
+      unsigned char* mp = nullptr;
+      CK(cudaMalloc(reinterpret_cast<void**>(&mp), std::max<size_t>(s.meta_count(), 1)));
+      s.meta.push_back(mp);
+    }
+    if (p.in != Elem::e4m3) CK(cudaMalloc(&s.a_pruned, s.in_count_a() * elem_bytes(p.in)));
+  }
+  if (prepared_bytes > 0) {
+    s.prepared_bytes = prepared_bytes;
+    for (int i = 0; i < sets; ++i) {
+      void* pp = nullptr;
+      CK(cudaMalloc(&pp, prepared_bytes));
+      s.prepared.push_back(pp);
+    }
+  }
   if (workspace_bytes > 0) {
     CK(cudaMalloc(&s.workspace, workspace_bytes));
     s.workspace_bytes = workspace_bytes;
@@ -574,7 +875,31 @@ CudaStatus CudaDevice::prepare(const CudaProblem& p, int sets, size_t workspace_
 
 CudaStatus CudaDevice::fill(int set, uint64_t seed) {
   Impl& s = *m;
-  if (auto st = s.fill_typed(s.a[set], s.p.in, s.in_count_a(), seed, k_stream_a); !st.ok) return st;
+  if (s.p.sparse) {
+    // A candidate gets poison outside the pattern; a library (trusted) the pruned A itself.
+    const bool poison = s.has_candidate();
+    const size_t count = s.in_count_a();
+    const uint64_t k = static_cast<uint64_t>(s.p.k);
+    const unsigned grid = grid_for(count);
+    switch (s.p.in) {
+      case Elem::f16:
+        fill_sparse_a_kernel<<<grid, 256, 0, s.stream>>>(static_cast<__half*>(s.a[set]), count, k, seed, poison);
+        break;
+      case Elem::bf16:
+        fill_sparse_a_kernel<<<grid, 256, 0, s.stream>>>(static_cast<__nv_bfloat16*>(s.a[set]), count, k, seed, poison);
+        break;
+      case Elem::f32:
+        fill_sparse_a_kernel<<<grid, 256, 0, s.stream>>>(static_cast<float*>(s.a[set]), count, k, seed, poison);
+        break;
+      case Elem::e4m3:
+        fill_sparse_a_kernel<<<grid, 256, 0, s.stream>>>(static_cast<__nv_fp8_e4m3*>(s.a[set]), count, k, seed, poison);
+        break;
+    }
+    fill_meta_kernel<<<grid_for(s.meta_count()), 256, 0, s.stream>>>(s.meta[set], s.meta_count(), k, seed);
+    CK(cudaGetLastError());
+  } else if (auto st = s.fill_typed(s.a[set], s.p.in, s.in_count_a(), seed, k_stream_a); !st.ok) {
+    return st;
+  }
   if (auto st = s.fill_typed(s.b[set], s.p.in, s.in_count_b(), seed, k_stream_b); !st.ok) return st;
   CK(cudaStreamSynchronize(s.stream));
   return {};
@@ -585,9 +910,37 @@ CudaStatus CudaDevice::reference(int set) {
   const void* A = s.a[set];
   const void* B = s.b[set];
   cudaDataType_t in = cuda_type(s.p.in);
+  const uint64_t k = static_cast<uint64_t>(s.p.k);
+  if (s.p.sparse && s.p.in != Elem::e4m3) {
+    // The reference multiplies A with the positions outside the pattern (as its metadata names
+    // them) set to zero.
+    const size_t count = s.in_count_a();
+    const unsigned grid = grid_for(count);
+    switch (s.p.in) {
+      case Elem::f16:
+        prune_kernel<<<grid, 256, 0, s.stream>>>(static_cast<const __half*>(A), s.meta[set], static_cast<__half*>(s.a_pruned),
+                                                 count, k);
+        break;
+      case Elem::bf16:
+        prune_kernel<<<grid, 256, 0, s.stream>>>(static_cast<const __nv_bfloat16*>(A), s.meta[set],
+                                                 static_cast<__nv_bfloat16*>(s.a_pruned), count, k);
+        break;
+      default:
+        prune_kernel<<<grid, 256, 0, s.stream>>>(static_cast<const float*>(A), s.meta[set], static_cast<float*>(s.a_pruned),
+                                                 count, k);
+        break;
+    }
+    CK(cudaGetLastError());
+    A = s.a_pruned;
+  }
   if (s.p.in == Elem::e4m3) {
-    upcast_e4m3_kernel<<<grid_for(s.in_count_a()), 256, 0, s.stream>>>(static_cast<const __nv_fp8_e4m3*>(A), s.a16,
-                                                                      s.in_count_a());
+    if (s.p.sparse) {
+      upcast_prune_e4m3_kernel<<<grid_for(s.in_count_a()), 256, 0, s.stream>>>(
+          static_cast<const __nv_fp8_e4m3*>(A), s.meta[set], s.a16, s.in_count_a(), k);
+    } else {
+      upcast_e4m3_kernel<<<grid_for(s.in_count_a()), 256, 0, s.stream>>>(static_cast<const __nv_fp8_e4m3*>(A), s.a16,
+                                                                        s.in_count_a());
+    }
     upcast_e4m3_kernel<<<grid_for(s.in_count_b()), 256, 0, s.stream>>>(static_cast<const __nv_fp8_e4m3*>(B), s.b16,
                                                                       s.in_count_b());
     CK(cudaGetLastError());
@@ -606,9 +959,31 @@ CudaStatus CudaDevice::poison() {
   return {};
 }
 
-void CudaDevice::set_candidate(croq_matmul_fn fn, const croq_matmul_problem& problem) {
-  m->fn = fn;
-  m->abi = problem;
+void CudaDevice::set_candidate(const CandidateEntry& candidate) { m->cand = candidate; }
+
+void CudaDevice::set_cusparselt(std::shared_ptr<CusparseLtApi> api) { m->cs_api = std::move(api); }
+
+int CudaDevice::prepare_set(int set, CudaStatus& st) {
+  Impl& s = *m;
+  st = {};
+  if (!s.has_candidate()) {
+    if (s.cs_api && !s.cs_plans.empty()) st = s.compress_set(set);
+    return st.ok ? 0 : 3;
+  }
+  if (!s.cand.prepare || s.prepared.empty()) return 0;
+  croq_gemm_operands in{};
+  in.a = s.a[set];
+  in.a_meta = s.p.sparse ? s.meta[set] : nullptr;
+  croq_status r = s.cand.prepare(&s.cand.desc, &in, s.prepared[set], s.prepared_bytes, s.stream);
+  st = check_cuda(cudaStreamSynchronize(s.stream), "after croq_gemm_prepare", __FILE__, __LINE__);
+  if (st.ok) st = check_cuda(cudaGetLastError(), "after croq_gemm_prepare", __FILE__, __LINE__);
+  return static_cast<int>(r);
+}
+
+std::vector<LibraryStatus> CudaDevice::library_status() const {
+  std::vector<LibraryStatus> out;
+  if (m->cs_status.loaded || !m->cs_status.error.empty()) out.push_back(m->cs_status);
+  return out;
 }
 
 CudaStatus CudaDevice::open_library(const std::string& name, std::vector<LibVariant>& variants) {
@@ -618,6 +993,13 @@ CudaStatus CudaDevice::open_library(const std::string& name, std::vector<LibVari
   CK(cudaMalloc(&s.lib_ws, k_library_workspace));
   const bool want_cublas = name == "cublas" || name == "auto";
   const bool want_lt = name == "cublaslt" || name == "auto";
+  // A sparse problem's "auto": cuSPARSELt first (its default plan is the library default), then
+  // the dense libraries on the same pruned A.
+  const bool want_cslt = s.p.sparse && (name == "cusparselt" || name == "auto");
+  if (want_cslt) {
+    if (!s.cs_api) return {false, false, "cuSPARSELt was asked for but not loaded"};
+    if (auto st = s.open_cusparselt(); !st.ok) return st;
+  }
   if (want_cublas && s.p.in != Elem::e4m3) {
     CKB(cublasCreate(&s.lib_handle));
     CKB(cublasSetStream(s.lib_handle, s.stream));
@@ -637,6 +1019,7 @@ CudaStatus CudaDevice::open_library(const std::string& name, std::vector<LibVari
       if (auto st = s.lt_heuristics(s.lt_fast, true, 8); !st.ok) return st;
     }
   }
+  s.plan_of.resize(s.variants.size(), -1);
   variants = s.variants;
   s.selected = s.variants.empty() ? -1 : 0;
   return {};
@@ -651,9 +1034,15 @@ CudaStatus CudaDevice::select_variant(int index) {
 int CudaDevice::launch(int set, CudaStatus& st) {
   Impl& s = *m;
   st = {};
-  if (s.fn) {
-    croq_status r = s.fn(&s.abi, s.a[set], s.b[set], s.c, s.workspace, s.workspace_bytes, s.stream);
-    st = check_cuda(cudaPeekAtLastError(), "after croq_matmul", __FILE__, __LINE__);
+  if (s.has_candidate()) {
+    croq_status r;
+    if (s.cand.gemm) {
+      const croq_gemm_operands ops = s.operands(set);
+      r = s.cand.gemm(&s.cand.desc, &ops, s.stream);
+    } else {
+      r = s.cand.matmul(&s.cand.problem, s.a[set], s.b[set], s.c, s.workspace, s.workspace_bytes, s.stream);
+    }
+    st = check_cuda(cudaPeekAtLastError(), s.cand.gemm ? "after croq_gemm" : "after croq_matmul", __FILE__, __LINE__);
     return static_cast<int>(r);
   }
   if (s.selected < 0) {
@@ -661,6 +1050,18 @@ int CudaDevice::launch(int set, CudaStatus& st) {
     return 3;
   }
   const LibVariant& v = s.variants[s.selected];
+  if (v.library == "cusparseLt") {
+    if (!s.cs_error.empty()) {
+      st = {false, false, s.cs_error};
+      return 3;
+    }
+    const float one = 1.0f, zero = 0.0f;
+    cudaStream_t streams[1] = {s.stream};
+    st = s.check_cslt(s.cs_api->matmul(&s.cs_handle, &s.cs_plans[s.plan_of[s.selected]]->plan, &one, s.cs_compressed[set],
+                                     s.b[set], &zero, s.c, s.c, s.cs_ws, streams, 1),
+                      "cusparseLtMatmul");
+    return st.ok ? 0 : 3;
+  }
   if (v.library == "cublas") {
     const cublasComputeType_t compute = s.p.tf32 ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F;
     st = s.gemm_ex(s.lib_handle, s.a[set], s.b[set], cuda_type(s.p.in), s.c, cuda_type(s.p.out), compute);

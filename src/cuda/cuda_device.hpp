@@ -5,7 +5,9 @@
 //
 // Buffers: `sets` pairs (A, B) of input storage type; C of the output type inside a 256 KiB
 // guard region on each side filled with 0xA5; the f32 reference; for fp8 inputs, f16 copies of A
-// and B for the reference; the candidate's workspace; a flush buffer of twice the L2 size.
+// and B for the reference; the candidate's workspace; a flush buffer of twice the L2 size. For the
+// 2:4 sparse operator also, per set, A's metadata [M, K/8] and the candidate's prepared A (or
+// cuSPARSELt's compressed A), and a pruned copy of A for the reference.
 #pragma once
 #include <cstdint>
 #include <memory>
@@ -14,6 +16,8 @@
 #include <vector>
 
 #include <croq/kernel_abi.h>
+
+#include "cusparselt.hpp"
 
 namespace croq::gpu_runner {
 
@@ -52,6 +56,28 @@ struct CudaProblem {
   Elem out = Elem::f32;
   bool tf32 = false;    // f32 inputs multiplied in tf32
   bool b_col = false;   // B stored N x K
+  bool sparse = false;  // A 2:4 structured sparse (metadata per set; poison outside the pattern
+                        // for a candidate, zeros for a library)
+};
+
+// The candidate's entry points and the problem in both ABI forms.
+struct CandidateEntry {
+  croq_gemm_fn gemm = nullptr;               // version 2, when exported
+  croq_gemm_prepare_fn prepare = nullptr;    // version 2, optional
+  croq_matmul_fn matmul = nullptr;           // version 1 otherwise
+  croq_gemm_desc desc{};
+  croq_matmul_problem problem{};
+};
+
+// What the runner knows about a library it was asked for (cuSPARSELt: where it came from, its
+// version, why it offers no variant).
+struct LibraryStatus {
+  std::string library;
+  bool loaded = false;
+  std::string path;
+  int version = 0;
+  int variants = 0;
+  std::string error;
 };
 
 struct CompareResult {
@@ -66,13 +92,17 @@ struct CompareResult {
 
 // One way a library computes the problem.
 struct LibVariant {
-  std::string library;   // "cublas" or "cublasLt"
-  std::string api;       // "cublasGemmEx" / "cublasLtMatmul"
+  std::string library;   // "cublas", "cublasLt" or "cusparseLt"
+  std::string api;       // "cublasGemmEx" / "cublasLtMatmul" / "cusparseLtMatmul"
   int heuristic_rank = -1;
   int algo_id = -1, tile = -1, stages = -1, splitk = -1, reduction = -1, swizzle = -1, custom = -1, cluster = -1;
   bool fast_accum = false;
   size_t workspace_bytes = 0;
   float waves = 0;
+  // cuSPARSELt: the plan's algorithm (alg_id above) and split-K settings; `searched` for the plan
+  // cusparseLtMatmulSearch chose (made at the first preparation of set 0).
+  int split_k_mode = -1, split_k_buffers = -1;
+  bool searched = false;
 };
 
 class CudaDevice {
@@ -84,14 +114,20 @@ class CudaDevice {
   CudaDevice& operator=(const CudaDevice&) = delete;
 
   CudaFacts facts();
-  CudaStatus prepare(const CudaProblem& p, int sets, size_t workspace_bytes);
+  CudaStatus prepare(const CudaProblem& p, int sets, size_t workspace_bytes, size_t prepared_bytes);
   CudaStatus fill(int set, uint64_t seed);
+  // After a fill: the candidate's croq_gemm_prepare (its croq_status; `st` a CUDA error), or
+  // cuSPARSELt's compression of A (a failure makes its launches fail, the status stays 0).
+  int prepare_set(int set, CudaStatus& st);
   CudaStatus reference(int set);
   CudaStatus poison();
 
   // Target: a candidate, or a library variant.
-  void set_candidate(croq_matmul_fn fn, const croq_matmul_problem& problem);
+  void set_candidate(const CandidateEntry& candidate);
+  // cuSPARSELt, loaded by the caller, for a sparse problem's "auto" and "cusparselt" libraries.
+  void set_cusparselt(std::shared_ptr<CusparseLtApi> api);
   CudaStatus open_library(const std::string& name, std::vector<LibVariant>& variants);
+  std::vector<LibraryStatus> library_status() const;
   CudaStatus select_variant(int index);
 
   // Returns the croq_status of the launch (libraries: 0, or 3 with `st` set).

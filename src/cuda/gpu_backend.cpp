@@ -11,6 +11,7 @@
 #include "croq/measure/peak.hpp"
 #include "croq/measure/runner_main.hpp"
 #include "croq/measure/tolerance.hpp"
+#include "croq/util/process.hpp"
 #include "cuda_device.hpp"
 
 namespace croq::gpu_runner {
@@ -32,7 +33,7 @@ DeviceStatus to_status(const CudaStatus& s) { return {s.ok, s.fatal, s.error}; }
 
 static_assert(k_nvml_limiting_reasons == k_limiting_clock_reasons, "one set of limiting clock reasons");
 
-DeviceFacts device_facts(const CudaFacts& f, const DtypePair& dtype) {
+DeviceFacts device_facts(const CudaFacts& f, const DtypePair& dtype, const std::string& op) {
   DeviceFacts d;
   d.name = f.name;
   d.uuid = f.uuid;
@@ -48,7 +49,8 @@ DeviceFacts device_facts(const CudaFacts& f, const DtypePair& dtype) {
   if (f.max_sm_clock_mhz > 0) d.max_sm_clock_mhz = f.max_sm_clock_mhz;
   d.sm_count = f.sm_count;
   d.l2_bytes = f.l2_bytes;
-  PeakFigure peak = gpu_peak_tflops(f.name, f.cc_major, f.cc_minor, f.sm_count, f.max_sm_clock_mhz, dtype);
+  PeakFigure peak =
+      peak_for_operator(gpu_peak_tflops(f.name, f.cc_major, f.cc_minor, f.sm_count, f.max_sm_clock_mhz, dtype), op);
   d.peak_tflops = peak.tflops;
   d.peak_source = peak.source;
   return d;
@@ -59,7 +61,7 @@ class GpuBackend : public MeasureBackend {
   GpuBackend(std::unique_ptr<CudaDevice> dev, const ProblemSetup& p, CandidateLibrary* candidate, std::string library)
       : m_dev(std::move(dev)), m_p(p), m_candidate(candidate), m_library(std::move(library)) {}
 
-  DeviceFacts facts() override { return device_facts(m_dev->facts(), m_p.dtype); }
+  DeviceFacts facts() override { return device_facts(m_dev->facts(), m_p.dtype, m_p.desc.op); }
 
   double host_now_ms() override {
     return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now().time_since_epoch()).count();
@@ -74,11 +76,18 @@ class GpuBackend : public MeasureBackend {
     cp.out = elem_of(m_p.dtype.output);
     cp.tf32 = m_p.dtype.compute == ScalarType::tf32;
     cp.b_col = m_p.desc.b_layout == "col";
-    size_t ws = 0;
-    if (m_candidate && m_candidate->workspace_bytes) ws = m_candidate->workspace_bytes(&m_p.abi);
-    if (auto st = m_dev->prepare(cp, input_sets, ws); !st.ok) return to_status(st);
+    cp.sparse = m_p.sparse;
+    const size_t ws = m_candidate ? m_candidate->workspace_for(m_p) : 0;
+    const size_t prepared = m_candidate ? m_candidate->prepared_bytes_for(m_p) : 0;
+    if (auto st = m_dev->prepare(cp, input_sets, ws, prepared); !st.ok) return to_status(st);
     if (m_candidate) {
-      m_dev->set_candidate(m_candidate->matmul, m_p.abi);
+      CandidateEntry e;
+      e.gemm = m_candidate->gemm;
+      e.prepare = m_candidate->gemm_prepare;
+      e.matmul = m_candidate->matmul;
+      e.desc = m_p.gemm;
+      e.problem = m_p.abi;
+      m_dev->set_candidate(e);
       m_variants.assign(1, LibVariant{});
     } else {
       if (auto st = m_dev->open_library(m_library, m_variants); !st.ok) return to_status(st);
@@ -87,6 +96,22 @@ class GpuBackend : public MeasureBackend {
   }
 
   DeviceStatus fill_inputs(int set, uint64_t seed) override { return to_status(m_dev->fill(set, seed)); }
+  LaunchOutcome prepare_operands(int set) override {
+    CudaStatus st;
+    int r = m_dev->prepare_set(set, st);
+    if (!m_candidate) return {};  // a library's failure shows in its launches
+    return {r, to_status(st)};
+  }
+  json library_status() override {
+    json out = json::object();
+    for (const LibraryStatus& s : m_dev->library_status()) {
+      json j = {{"loaded", s.loaded}, {"path", s.path}, {"plans", s.variants}};
+      if (s.version) j["version"] = s.version;
+      if (!s.error.empty()) j["error"] = s.error;
+      out[s.library] = j;
+    }
+    return out.empty() ? json(nullptr) : out;
+  }
   DeviceStatus compute_reference(int set) override { return to_status(m_dev->reference(set)); }
   DeviceStatus poison_output() override { return to_status(m_dev->poison()); }
 
@@ -154,7 +179,15 @@ class GpuBackend : public MeasureBackend {
     const LibVariant& v = m_variants[index];
     if (m_candidate) return {{"library", "candidate"}};
     json j = {{"library", v.library}, {"api", v.api}};
-    if (v.library == "cublasLt") {
+    if (v.library == "cusparseLt") {
+      j["alg_id"] = v.algo_id;
+      j["split_k"] = v.splitk;
+      j["split_k_mode"] = v.split_k_mode;
+      j["split_k_buffers"] = v.split_k_buffers;
+      j["searched"] = v.searched;
+      j["workspace_bytes"] = v.workspace_bytes;
+      j["compression"] = "cusparseLtSpMMACompress2 once per input set, untimed";
+    } else if (v.library == "cublasLt") {
       j["heuristic_rank"] = v.heuristic_rank;
       j["algo_id"] = v.algo_id;
       j["tile_id"] = v.tile;
@@ -190,16 +223,34 @@ class GpuBackend : public MeasureBackend {
 class GpuPlatform : public RunnerPlatform {
  public:
   std::string program() const override { return "croq-gpu-runner"; }
-  std::string libraries() const override { return "cublas|cublaslt|auto"; }
+  std::string libraries() const override { return "cublas|cublaslt|cusparselt|auto"; }
 
   std::unique_ptr<MeasureBackend> open(const RunnerOptions& o, const ProblemSetup& p, CandidateLibrary* candidate,
                                        std::string& error, bool& no_device) override {
-    if (!candidate && o.library != "cublas" && o.library != "cublaslt" && o.library != "auto") {
-      error = fmt::format("unknown library '{}' (croq-gpu-runner: cublas, cublaslt, auto)", o.library);
+    if (!candidate && o.library != "cublas" && o.library != "cublaslt" && o.library != "cusparselt" &&
+        o.library != "auto") {
+      error = fmt::format("unknown library '{}' (croq-gpu-runner: cublas, cublaslt, cusparselt, auto)", o.library);
       return nullptr;
+    }
+    if (!candidate && o.library == "cusparselt" && !p.sparse) {
+      error = "cuSPARSELt computes the 2:4 sparse operator only (--op gemm_sp); a dense problem's libraries are "
+              "cublas, cublaslt, auto";
+      return nullptr;
+    }
+    // A sparse problem's library baseline needs cuSPARSELt: loaded once per process, before the
+    // device is touched, and its absence is said plainly (the runner exits 7: a tool it needs is missing).
+    std::shared_ptr<CusparseLtApi> cslt;
+    if (!candidate && p.sparse && (o.library == "auto" || o.library == "cusparselt")) {
+      if (!m_cslt) m_cslt = load_cusparselt(cusparselt_candidates(o.cusparselt, process_runner()), error);
+      if (!m_cslt) {
+        no_device = true;
+        return nullptr;
+      }
+      cslt = m_cslt;
     }
     auto dev = CudaDevice::open(o.device, error, no_device);
     if (!dev) return nullptr;
+    if (cslt) dev->set_cusparselt(cslt);
     return std::make_unique<GpuBackend>(std::move(dev), p, candidate, o.library);
   }
 
@@ -208,8 +259,11 @@ class GpuPlatform : public RunnerPlatform {
     bool no_device = false;
     auto dev = CudaDevice::open(o.device, error, no_device);
     if (!dev) return {};
-    return device_facts(dev->facts(), p.dtype);
+    return device_facts(dev->facts(), p.dtype, p.desc.op);
   }
+
+ private:
+  std::shared_ptr<CusparseLtApi> m_cslt;
 };
 
 }  // namespace

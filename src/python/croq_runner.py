@@ -341,7 +341,9 @@ def load_module(path):
 
 class AbiCandidate:
     """A shared object implementing include/croq/kernel_abi.h, called through ctypes: lets this
-    runner measure cuda/cpp candidates too (a cross-check of the C++ runner)."""
+    runner measure cuda/cpp candidates too (a cross-check of the C++ runner). Version 2's croq_gemm
+    is called when exported (with CROQ_OP_MATMUL: this runner measures dense matmul only), else
+    version 1's croq_matmul."""
 
     DTYPE = {"f16": 1, "bf16": 2, "f32": 3, "tf32": 4, "e4m3": 5}
 
@@ -355,12 +357,36 @@ class AbiCandidate:
                         ("c_type", ctypes.c_int), ("compute_type", ctypes.c_int), ("b_layout", ctypes.c_int),
                         ("lda", ctypes.c_int64), ("ldb", ctypes.c_int64), ("ldc", ctypes.c_int64)]
 
+        class GemmDesc(ctypes.Structure):  # croq_gemm_desc (version 2)
+            _fields_ = [("abi_version", ctypes.c_uint32), ("struct_bytes", ctypes.c_uint32), ("op", ctypes.c_int),
+                        ("m", ctypes.c_int64), ("n", ctypes.c_int64), ("k", ctypes.c_int64),
+                        ("a_type", ctypes.c_int), ("b_type", ctypes.c_int), ("c_type", ctypes.c_int),
+                        ("compute_type", ctypes.c_int), ("b_layout", ctypes.c_int),
+                        ("lda", ctypes.c_int64), ("ldb", ctypes.c_int64), ("ldc", ctypes.c_int64),
+                        ("scale_mode", ctypes.c_int), ("scale_block_m", ctypes.c_int32),
+                        ("scale_block_n", ctypes.c_int32), ("scale_block_k", ctypes.c_int32),
+                        ("reserved", ctypes.c_int32 * 9)]
+
+        class GemmOperands(ctypes.Structure):  # croq_gemm_operands
+            _fields_ = [("a", ctypes.c_void_p), ("a_meta", ctypes.c_void_p), ("b", ctypes.c_void_p),
+                        ("c", ctypes.c_void_p), ("a_scale", ctypes.c_void_p), ("b_scale", ctypes.c_void_p),
+                        ("a_prepared", ctypes.c_void_p), ("a_prepared_bytes", ctypes.c_size_t),
+                        ("workspace", ctypes.c_void_p), ("workspace_bytes", ctypes.c_size_t)]
+
         self.Problem = Problem
+        self.GemmDesc = GemmDesc
+        self.GemmOperands = GemmOperands
         self.lib = ctypes.CDLL(os.path.realpath(path), mode=getattr(ctypes, "RTLD_LOCAL", 0))
-        self.fn = self.lib.croq_matmul
-        self.fn.restype = ctypes.c_int
-        self.fn.argtypes = [ctypes.POINTER(Problem), ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p,
-                            ctypes.c_void_p, ctypes.c_size_t, ctypes.c_void_p]
+        self.gemm = getattr(self.lib, "croq_gemm", None)
+        if self.gemm is not None:
+            self.gemm.restype = ctypes.c_int
+            self.gemm.argtypes = [ctypes.POINTER(GemmDesc), ctypes.POINTER(GemmOperands), ctypes.c_void_p]
+            self.fn = None
+        else:
+            self.fn = self.lib.croq_matmul
+            self.fn.restype = ctypes.c_int
+            self.fn.argtypes = [ctypes.POINTER(Problem), ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p,
+                                ctypes.c_void_p, ctypes.c_size_t, ctypes.c_void_p]
         self.info = None
         if hasattr(self.lib, "croq_kernel_info"):
             self.lib.croq_kernel_info.restype = ctypes.c_char_p
@@ -376,7 +402,16 @@ class AbiCandidate:
                          self.DTYPE[problem["compute_type"]], 1 if problem["b_layout"] == "col" else 0,
                          problem["lda"], problem["ldb"], problem["ldc"])
         stream = torch.cuda.current_stream().cuda_stream if a.is_cuda else None
-        status = self.fn(self.ctypes.byref(p), a.data_ptr(), b.data_ptr(), c.data_ptr(), None, 0, stream)
+        if self.gemm is not None:
+            d = self.GemmDesc()
+            d.abi_version, d.struct_bytes, d.op = 2, self.ctypes.sizeof(self.GemmDesc), 1  # CROQ_OP_MATMUL
+            for f in ("m", "n", "k", "a_type", "b_type", "c_type", "compute_type", "b_layout", "lda", "ldb", "ldc"):
+                setattr(d, f, getattr(p, f))
+            ops = self.GemmOperands()
+            ops.a, ops.b, ops.c = a.data_ptr(), b.data_ptr(), c.data_ptr()
+            status = self.gemm(self.ctypes.byref(d), self.ctypes.byref(ops), stream)
+        else:
+            status = self.fn(self.ctypes.byref(p), a.data_ptr(), b.data_ptr(), c.data_ptr(), None, 0, stream)
         if status == 1:
             raise NotImplementedError("the candidate returned CROQ_UNSUPPORTED")
         if status != 0:
@@ -621,6 +656,10 @@ def measure(args):
     doc["problem"] = pb.to_dict()
     tol = tolerance_for(pb.dtype)
     doc["verification"]["tolerance"] = tol
+    if args.op != "matmul":
+        return finish(doc, "UNSUPPORTED", "the Python runner measures dense matmul only; %s (2:4 sparse A) is measured "
+                      "by croq-gpu-runner (dsl cuda) and croq-cpu-runner (dsl cpp) through the kernel ABI's "
+                      "croq_gemm" % args.op)
 
     try:
         import torch
@@ -946,7 +985,8 @@ def parse_args(argv):
     p.add_argument("--check", metavar="FILE", help="parse, purity (AST) and import check; JSON on stdout")
     p.add_argument("--import-only", metavar="FILE", help=argparse.SUPPRESS)
     p.add_argument("--candidate", metavar="FILE", help="the candidate module (.py) to measure")
-    p.add_argument("--op", default="matmul", choices=["matmul"])
+    p.add_argument("--op", default="matmul", choices=["matmul", "gemm_sp"],
+                   help="matmul (gemm_sp, 2:4 sparse A, is measured by croq-gpu-runner and croq-cpu-runner)")
     p.add_argument("--m", type=int)
     p.add_argument("--n", type=int)
     p.add_argument("--k", type=int)
@@ -978,6 +1018,7 @@ def parse_args(argv):
     # cpu: the hidden CPU mode of croq's tests; anything else (croq passes a GPU index or UUID, the
     # device being chosen by CUDA_VISIBLE_DEVICES) is the CUDA device.
     p.add_argument("--device", default="cuda", help=argparse.SUPPRESS)
+    p.add_argument("--cusparselt", default=None, help=argparse.SUPPRESS)  # the GPU runner's sparse baselines only
     p.add_argument("--out", metavar="FILE", help="write the measurement JSON here too")
     p.add_argument("--timeout-s", type=int, default=300, help="time limit of the isolated measurement")
     p.add_argument("--no-isolate", action="store_true", help="measure in this process (no crash/hang verdicts)")

@@ -332,6 +332,15 @@ TEST(PythonRunner, UnderstandsEveryFlagCroqPassesToRunners) {
   EXPECT_EQ(a["b_layout"], "row");
   EXPECT_EQ(a["device"], "cuda");
   EXPECT_EQ(a["out"], "/tmp/m.json");
+  EXPECT_EQ(a["cusparselt"], "/opt/cusparselt/lib");
+  // The sparse operator is understood (and answered UNSUPPORTED by the Python runner: docs/dsl.md).
+  o.op = "gemm_sp";
+  spec.argv = {"python3", std::string(CROQ_SOURCE_DIR) + "/src/python/croq_runner.py"};
+  for (const auto& x : runner_arguments(o)) spec.argv.push_back(x);
+  spec.argv.push_back("--parse-only");
+  r = SystemProcessRunner().run(spec);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(json::parse(r.out)["op"], "gemm_sp");
 }
 
 TEST(PythonRunner, VerdictsOfGoodWrongForbiddenAndCrashingCandidates) {

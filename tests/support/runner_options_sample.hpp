@@ -28,6 +28,7 @@ inline RunnerOptions every_runner_option_set() {
   o.hold = false;
   o.rotation_sets = 3;
   o.device = "GPU-abc";
+  o.cusparselt = "/opt/cusparselt/lib";
   o.out = "/tmp/m.json";
   return o;
 }

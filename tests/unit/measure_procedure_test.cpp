@@ -138,10 +138,18 @@ class FakeBackend : public MeasureBackend {
     calls.push_back("profile_launch(" + std::to_string(set) + "," + name + ")");
     return {status, {}};
   }
+  // The untimed preparation after each fill (croq_gemm_prepare, or a library's compression).
+  int prepare_status = 0;
+  LaunchOutcome prepare_operands(int set) override {
+    calls.push_back("prepare_operands(" + std::to_string(set) + ")");
+    return {prepare_status, {}};
+  }
   int variant_count() override { return variants; }
   std::vector<int> fast_accum_variants;  // described as fast accumulation
+  std::vector<std::string> variant_library;  // per variant (default: cublas, then cublasLt)
   json variant_description(int i) override {
-    json d = {{"library", i == 0 ? "cublas" : "cublasLt"}, {"variant", i}};
+    const std::string lib = variant_library.empty() ? (i == 0 ? "cublas" : "cublasLt") : variant_library[i];
+    json d = {{"library", lib}, {"variant", i}};
     if (std::count(fast_accum_variants.begin(), fast_accum_variants.end(), i)) d["fast_accum"] = true;
     return d;
   }
@@ -586,6 +594,85 @@ TEST(MeasureProcedure, FastAccumulationVariantsAreReportedButNotTheBaseline) {
   ASSERT_EQ(m.verdict, Verdict::PASS) << m.detail;
   EXPECT_EQ(m.library["algo"]["variant"], 1);
   EXPECT_TRUE(*m.verification.passed);
+}
+
+}  // namespace
+}  // namespace croq
+
+namespace croq {
+namespace {
+
+// The untimed preparation (croq_gemm_prepare of a sparse candidate, cuSPARSELt's compression):
+// after every fill of a set and before anything is launched on it, the second seed included.
+TEST(MeasureProcedure, EveryFillOfASetIsPreparedBeforeItsFirstLaunch) {
+  FakeBackend b;
+  Measurement m = measure(b);
+  ASSERT_EQ(m.verdict, Verdict::PASS) << m.detail;
+  int fills = 0;
+  for (size_t i = 0; i < b.calls.size(); ++i) {
+    if (b.calls[i].rfind("fill(", 0) != 0) continue;
+    ++fills;
+    const std::string set = b.calls[i].substr(5, b.calls[i].find(',') - 5);
+    bool prepared = false;
+    for (size_t j = i + 1; j < b.calls.size(); ++j) {
+      if (b.calls[j] == "prepare_operands(" + set + ")") {
+        prepared = true;
+        break;
+      }
+      EXPECT_NE(b.calls[j], "launch(" + set + ")") << "set " << set << " launched before its preparation";
+      EXPECT_NE(b.calls[j], "start") << "timing started before set " << set << " was prepared";
+    }
+    EXPECT_TRUE(prepared) << "fill " << i << " of set " << set << " was never prepared";
+  }
+  EXPECT_EQ(fills, 3);  // set 0, set 1 (rotation), set 0 again with the second seed
+  EXPECT_EQ(b.count("prepare_operands(0)"), 2);
+  EXPECT_EQ(b.count("prepare_operands(1)"), 1);
+}
+
+TEST(MeasureProcedure, APreparationThatFailsIsTheCandidatesVerdict) {
+  FakeBackend b;
+  b.prepare_status = 1;  // CROQ_UNSUPPORTED
+  Measurement m = measure(b);
+  EXPECT_EQ(m.verdict, Verdict::UNSUPPORTED);
+  EXPECT_NE(m.detail.find("croq_gemm_prepare"), std::string::npos) << m.detail;
+  EXPECT_EQ(b.count("launch(0)"), 0) << "nothing runs on an unprepared set";
+  FakeBackend c;
+  c.prepare_status = 3;  // CROQ_LAUNCH_FAILED
+  m = measure(c);
+  EXPECT_EQ(m.verdict, Verdict::RUNTIME_FAIL);
+  EXPECT_EQ(m.reason, "launch_status");
+}
+
+// A sparse problem's baseline offers cuSPARSELt and the dense libraries on the same inputs: each
+// one's fastest variant is measured in full and reported, and the faster library is the baseline.
+TEST(MeasureProcedure, EveryLibraryHasItsFastestVariantMeasuredAndReported) {
+  FakeBackend b;
+  b.variants = 5;
+  b.variant_library = {"cusparseLt", "cusparseLt", "cusparseLt", "cusparseLt", "cublasLt"};
+  b.variant_ms = {1.0, 0.8, 0.7, 0.75, 1.4};  // cuBLASLt's only variant is the slowest
+  ProcedureOptions o = quick();
+  o.library = true;
+  o.screen_finalists = 2;
+  Measurement m = measure(b, o);
+  ASSERT_EQ(m.verdict, Verdict::PASS) << m.detail;
+  EXPECT_EQ(m.library["name"], "cusparseLt");
+  EXPECT_NEAR(m.timing->median_ms, 0.7, 1e-9);
+  ASSERT_TRUE(m.library["libraries"].contains("cusparseLt"));
+  ASSERT_TRUE(m.library["libraries"].contains("cublasLt")) << "measured although it ranked last";
+  EXPECT_NEAR(m.library["libraries"]["cusparseLt"]["median_ms"].get<double>(), 0.7, 1e-9);
+  EXPECT_NEAR(m.library["libraries"]["cublasLt"]["median_ms"].get<double>(), 1.4, 1e-9);
+  EXPECT_EQ(m.library["measured"].size(), 4u);  // the default, the two fastest, cuBLASLt's best
+
+  // The dense library wins where it is faster: iter000 is the faster library.
+  FakeBackend c;
+  c.variants = 3;
+  c.variant_library = {"cusparseLt", "cusparseLt", "cublasLt"};
+  c.variant_ms = {1.0, 0.9, 0.6};
+  m = measure(c, o);
+  ASSERT_EQ(m.verdict, Verdict::PASS) << m.detail;
+  EXPECT_EQ(m.library["name"], "cublasLt");
+  EXPECT_NEAR(m.timing->median_ms, 0.6, 1e-9);
+  EXPECT_EQ(m.library["libraries"].size(), 2u);
 }
 
 }  // namespace

@@ -145,6 +145,9 @@ TEST(MeasureRunnerOptions, FlagsRoundTripThroughTheCommandLine) {
   EXPECT_DOUBLE_EQ(back.min_time_ms, 75);
   EXPECT_DOUBLE_EQ(back.rest_ratio, 1.5);
   EXPECT_DOUBLE_EQ(back.rest_window_ms, 25);
+  EXPECT_EQ(back.cusparselt, "/opt/cusparselt/lib");
+  o.op = "gemm_sp";  // the 2:4 sparse operator travels too
+  EXPECT_EQ(parse_runner_options(runner_arguments(o)).op, "gemm_sp");
 }
 
 TEST(MeasureRunnerOptions, BadFlagsAreUsageErrorsNamingTheFlag) {

@@ -15,6 +15,7 @@
 #include "croq/util/text.hpp"
 #include "croq/workspace/dtype.hpp"
 #include "croq/workspace/ids.hpp"
+#include "croq/workspace/operators.hpp"
 
 namespace croq {
 
@@ -29,7 +30,7 @@ std::string canonical_or_empty(const std::string& token) {
 bool defines_entry_point(const std::string& dsl, const std::string& text) {
   if (dsl == "triton") return text.find("def croq_matmul") != std::string::npos;
   if (dsl == "croqtile") return text.find("__co__") != std::string::npos;
-  return text.find("croq_matmul") != std::string::npos;
+  return text.find("croq_matmul") != std::string::npos || text.find("croq_gemm") != std::string::npos;
 }
 
 std::vector<StartingKernel> tier_a(const DiscoverRequest& req) {
@@ -80,7 +81,7 @@ std::vector<StartingKernel> tier_b(const Workspace& ws, const DiscoverRequest& r
   std::vector<StartingKernel> out;
   std::error_code ec;
   for (const TaskRef& t : ws.list_tasks("", req.dsl)) {
-    if (t.shape.op != req.op) continue;
+    if (operator_name(t.shape) != req.op) continue;
     if (req.exclude && req.exclude->id() == t.id()) continue;
     if (!req.dtype.empty() && canonical_or_empty(t.shape.dtype_token) != req.dtype) continue;
     LedgerIndex idx;

@@ -48,6 +48,11 @@ class MeasureBackend {
   // Allocations for the problem: input sets, C with guards, reference, workspace, flush buffer.
   virtual DeviceStatus prepare(int input_sets) = 0;
   virtual DeviceStatus fill_inputs(int set, uint64_t seed) = 0;
+  // After every fill of `set`, before anything is timed on it: the candidate's croq_gemm_prepare
+  // (kernel ABI v2), or a library's own preparation (cuSPARSELt's compression of A), then a
+  // synchronisation. A candidate's status comes back as for a launch; a library's failure is
+  // reported by its launches instead.
+  virtual LaunchOutcome prepare_operands(int /*set*/) { return {}; }
   virtual DeviceStatus compute_reference(int set) = 0;   // f32-accumulated, into the reference
   virtual DeviceStatus poison_output() = 0;               // C := NaN
   virtual LaunchOutcome launch(int set) = 0;              // enqueue the target on the stream
@@ -84,6 +89,9 @@ class MeasureBackend {
   virtual int variant_count() = 0;
   virtual json variant_description(int index) = 0;
   virtual DeviceStatus select_variant(int index) = 0;
+  // What the target's libraries said about themselves (cuSPARSELt: where it was loaded from, its
+  // version, why it offers nothing for the problem), or null.
+  virtual json library_status() { return nullptr; }
 };
 
 }  // namespace croq

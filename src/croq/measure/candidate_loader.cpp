@@ -22,14 +22,30 @@ std::unique_ptr<CandidateLibrary> CandidateLibrary::open(const std::filesystem::
   }
   auto lib = std::unique_ptr<CandidateLibrary>(new CandidateLibrary());
   lib->m_handle = h;
+  lib->gemm = reinterpret_cast<croq_gemm_fn>(::dlsym(h, CROQ_GEMM_SYMBOL));
   lib->matmul = reinterpret_cast<croq_matmul_fn>(::dlsym(h, CROQ_MATMUL_SYMBOL));
-  if (!lib->matmul) {
+  if (!lib->gemm && !lib->matmul) {
     reason_code = reason::missing_symbol;
-    error = fmt::format("the candidate does not export {} (extern \"C\", see include/croq/kernel_abi.h)",
-                        CROQ_MATMUL_SYMBOL);
+    error = fmt::format("the candidate exports neither {} (kernel ABI version 2) nor {} (version 1): extern \"C\", "
+                        "see include/croq/kernel_abi.h",
+                        CROQ_GEMM_SYMBOL, CROQ_MATMUL_SYMBOL);
     return nullptr;
   }
-  lib->workspace_bytes = reinterpret_cast<croq_matmul_workspace_bytes_fn>(::dlsym(h, CROQ_MATMUL_WORKSPACE_SYMBOL));
+  if (lib->gemm) {
+    lib->gemm_workspace_bytes =
+        reinterpret_cast<croq_gemm_workspace_bytes_fn>(::dlsym(h, CROQ_GEMM_WORKSPACE_SYMBOL));
+    lib->gemm_prepared_bytes =
+        reinterpret_cast<croq_gemm_prepared_bytes_fn>(::dlsym(h, CROQ_GEMM_PREPARED_BYTES_SYMBOL));
+    lib->gemm_prepare = reinterpret_cast<croq_gemm_prepare_fn>(::dlsym(h, CROQ_GEMM_PREPARE_SYMBOL));
+    if ((lib->gemm_prepared_bytes == nullptr) != (lib->gemm_prepare == nullptr)) {
+      reason_code = reason::missing_symbol;
+      error = fmt::format("the candidate exports only one of {} and {}: they come as a pair (include/croq/kernel_abi.h)",
+                          CROQ_GEMM_PREPARED_BYTES_SYMBOL, CROQ_GEMM_PREPARE_SYMBOL);
+      return nullptr;
+    }
+  } else {
+    lib->workspace_bytes = reinterpret_cast<croq_matmul_workspace_bytes_fn>(::dlsym(h, CROQ_MATMUL_WORKSPACE_SYMBOL));
+  }
   auto info_fn = reinterpret_cast<croq_kernel_info_fn>(::dlsym(h, CROQ_KERNEL_INFO_SYMBOL));
   if (info_fn) {
     const char* text = info_fn();
@@ -39,6 +55,41 @@ std::unique_ptr<CandidateLibrary> CandidateLibrary::open(const std::filesystem::
     }
   }
   return lib;
+}
+
+std::string CandidateLibrary::cannot_compute(const ProblemSetup& p) const {
+  if (!gemm && p.sparse) {
+    return fmt::format("the candidate implements kernel ABI version 1 ({}, dense matmul only) and the problem is "
+                       "{}: export {} (version 2, include/croq/kernel_abi.h)",
+                       CROQ_MATMUL_SYMBOL, p.desc.op, CROQ_GEMM_SYMBOL);
+  }
+  return {};
+}
+
+size_t CandidateLibrary::workspace_for(const ProblemSetup& p) const {
+  if (gemm) return gemm_workspace_bytes ? gemm_workspace_bytes(&p.gemm) : 0;
+  return workspace_bytes ? workspace_bytes(&p.abi) : 0;
+}
+
+size_t CandidateLibrary::prepared_bytes_for(const ProblemSetup& p) const {
+  return gemm && gemm_prepared_bytes ? gemm_prepared_bytes(&p.gemm) : 0;
+}
+
+croq_status CandidateLibrary::launch(const ProblemSetup& p, const croq_gemm_operands& ops, void* stream) const {
+  if (gemm) return gemm(&p.gemm, &ops, stream);
+  if (p.sparse) return CROQ_UNSUPPORTED;
+  return matmul(&p.abi, ops.a, ops.b, ops.c, ops.workspace, ops.workspace_bytes, stream);
+}
+
+croq_status CandidateLibrary::prepare(const ProblemSetup& p, const croq_gemm_operands& ops, void* dst, size_t bytes,
+                                      void* stream) const {
+  if (!gemm_prepare) return CROQ_OK;
+  croq_gemm_operands in{};
+  in.a = ops.a;
+  in.a_meta = ops.a_meta;
+  in.a_scale = ops.a_scale;
+  in.b_scale = ops.b_scale;
+  return gemm_prepare(&p.gemm, &in, dst, bytes, stream);
 }
 
 }  // namespace croq

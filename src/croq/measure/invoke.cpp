@@ -62,8 +62,9 @@ Measurement interpret_runner(const ProcessResult& r, const std::optional<std::st
     case 2: throw Error(ExitCode::internal, "the measurement runner refused its arguments: " + trim(r.err), "this is a bug in croq");
     case 4: throw Error(ExitCode::not_found, "the measurement runner did not find the candidate: " + trim(r.err));
     case 7:
-      throw Error(ExitCode::no_device, "the measurement runner found no device: " + trim(r.err),
-                  "run on a machine with a GPU (`croq gpu check`), or use the cpp dsl");
+      throw Error(ExitCode::no_device, "the measurement runner found no device or library it needs: " + trim(r.err),
+                  "run on a machine with a GPU (`croq gpu check`), or use the cpp dsl; a 2:4 sparse baseline also "
+                  "needs cuSPARSELt (the message above says where croq looked and how to point it at the library)");
     case 70: throw Error(ExitCode::internal, "the measurement runner failed: " + trim(r.err), "this is a bug in croq; please report it");
     default:
       return verdict(Verdict::RUNTIME_FAIL, reason::crashed,

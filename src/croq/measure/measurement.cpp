@@ -85,11 +85,13 @@ json Measurement::to_json() const {
   j["reason"] = reason;
   j["detail"] = detail;
   j["candidate"] = {{"path", candidate_path}, {"sha256", candidate_sha256}, {"info", candidate_info}};
+  if (candidate_abi_version > 0) j["candidate"]["abi_version"] = candidate_abi_version;
   j["problem"] = {{"op", problem.op},         {"m", problem.m},
                   {"n", problem.n},           {"k", problem.k},
                   {"dtype", problem.dtype},   {"a_type", problem.a_type},
                   {"b_type", problem.b_type}, {"c_type", problem.c_type},
                   {"compute_type", problem.compute_type}, {"b_layout", problem.b_layout}};
+  if (!problem.sparsity.empty()) j["problem"]["sparsity"] = problem.sparsity;
   j["device"] = {{"name", device.name},
                  {"uuid", device.uuid},
                  {"key", device.key},
@@ -229,6 +231,7 @@ std::optional<Measurement> Measurement::from_json(const json& j, std::string* wh
     m.candidate_path = read_string(c, "path");
     m.candidate_sha256 = read_string(c, "sha256");
     if (c.contains("info")) m.candidate_info = c["info"];
+    m.candidate_abi_version = static_cast<int>(read_int(c, "abi_version"));
   }
   if (!j.contains("problem") || !j["problem"].is_object()) return fail("no problem object");
   {
@@ -243,6 +246,7 @@ std::optional<Measurement> Measurement::from_json(const json& j, std::string* wh
     m.problem.c_type = read_string(p, "c_type");
     m.problem.compute_type = read_string(p, "compute_type");
     m.problem.b_layout = read_string(p, "b_layout");
+    m.problem.sparsity = read_string(p, "sparsity");
   }
   if (j.contains("device") && j["device"].is_object()) {
     const json& d = j["device"];

@@ -6,8 +6,8 @@
 //
 //   {"schema":"croq-measurement-v1","croq":{"version","git"},"created_at",
 //    "kind":"candidate|baseline|legacy","verdict":"PASS|...","reason":"<code>","detail":"...",
-//    "candidate":{"path","sha256","info"},
-//    "problem":{"op","m","n","k","dtype","a_type","b_type","c_type","compute_type","b_layout"},
+//    "candidate":{"path","sha256","info","abi_version"},
+//    "problem":{"op","m","n","k","dtype","a_type","b_type","c_type","compute_type","b_layout","sparsity"},
 //    "device":{"name","uuid","key","compute_cap","driver","sm_clock_mhz","max_sm_clock_mhz",
 //              "sm_count","l2_bytes","peak_tflops"},
 //    "seed", "second_seed",
@@ -114,12 +114,15 @@ struct DeviceFacts {
 };
 
 struct ProblemDesc {
-  std::string op = "matmul";
+  std::string op = "matmul";  // "matmul" or "gemm_sp" (A 2:4 structured sparse)
   int64_t m = 0, n = 0, k = 0;
   std::string dtype;       // canonical token (f16f32, ...)
   std::string a_type, b_type, c_type, compute_type;
   std::string b_layout = "row";
+  std::string sparsity;    // "2:4" for gemm_sp, else empty (not written)
 
+  // Dense-equivalent work, 2 M N K, for the sparse operator too (as cuSPARSELt and the sparse
+  // peaks count it).
   double flops() const { return 2.0 * static_cast<double>(m) * static_cast<double>(n) * static_cast<double>(k); }
 };
 
@@ -135,6 +138,7 @@ struct Measurement {
   std::string candidate_path;
   std::string candidate_sha256;
   json candidate_info;              // the candidate's croq_kernel_info() document, or null
+  int candidate_abi_version = 0;    // 1 (croq_matmul) or 2 (croq_gemm); 0: not loaded
   ProblemDesc problem;
   DeviceFacts device;
   std::optional<uint64_t> seed;

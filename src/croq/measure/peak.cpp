@@ -76,4 +76,9 @@ PeakFigure cpu_peak_tflops(int cores, const DtypePair& dtype) {
   return {t, fmt::format("estimate: {} cores x 5 GHz x 64 FLOP/clk", std::max(cores, 1))};
 }
 
+PeakFigure peak_for_operator(PeakFigure dense, const std::string& op) {
+  if (op != "gemm_sp" || dense.tflops <= 0) return dense;
+  return {2 * dense.tflops, dense.source + ", x2 for 2:4 sparsity (dense-equivalent FLOPs)"};
+}
+
 }  // namespace croq

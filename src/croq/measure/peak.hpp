@@ -32,5 +32,8 @@ struct PeakFigure {
 PeakFigure gpu_peak_tflops(const std::string& name, int cc_major, int cc_minor, int sm_count,
                            int max_sm_clock_mhz, const DtypePair& dtype);
 PeakFigure cpu_peak_tflops(int cores, const DtypePair& dtype);
+// The peak for an operator: a 2:4 sparse product (gemm_sp), counted as 2 M N K like a dense one,
+// reaches twice the dense peak (sparse tensor cores skip the zeros; a CPU kernel skips them too).
+PeakFigure peak_for_operator(PeakFigure dense, const std::string& op);
 
 }  // namespace croq

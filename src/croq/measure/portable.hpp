@@ -39,6 +39,69 @@ CROQ_HD float random_uniform(uint64_t seed, uint64_t stream, uint64_t index) {
 // Stream ids of the inputs.
 inline constexpr uint64_t k_stream_a = 1;
 inline constexpr uint64_t k_stream_b = 2;
+inline constexpr uint64_t k_stream_pattern = 3;  // 2:4 sparse A: which positions are kept
+inline constexpr uint64_t k_stream_zeros = 4;    // 2:4 sparse A: kept values set to zero
+
+// ---- 2:4 structured-sparse A (the kernel ABI's CROQ_OP_MATMUL_SPARSE24) ----
+// Row i of A [M,K] is cut into K/4 groups of four; group q = i * (K/4) + g keeps the two positions
+// of pattern p(q): the first six groups of A take the patterns 0..5 in order (so every pattern
+// occurs, even in a tiny problem), the others a pseudo-random one of the seed. The kept values are
+// element (i, k)'s ordinary random value, except in about 9 % of the groups, where one or both of
+// them are zero (groups with fewer than two non-zeros). The positions outside the pattern hold
+// poison for a candidate (a non-zero value of magnitude 0.25 to 1.25, larger than the kept ones on
+// average: a kernel that reads A densely or guesses the pattern from the values fails), and zero
+// for the reference and the library baselines.
+
+// Kept positions of pattern p (0..5): {0,1} {0,2} {0,3} {1,2} {1,3} {2,3}.
+CROQ_HD int sparse24_first(int p) { return p < 3 ? 0 : (p < 5 ? 1 : 2); }
+CROQ_HD int sparse24_second(int p) { return p == 0 ? 1 : p == 1 ? 2 : p == 2 ? 3 : p == 3 ? 2 : 3; }
+// The metadata nibble of pattern p: idx0 | idx1 << 2.
+CROQ_HD unsigned sparse24_nibble(int p) {
+  return static_cast<unsigned>(sparse24_first(p)) | (static_cast<unsigned>(sparse24_second(p)) << 2);
+}
+
+CROQ_HD int sparse24_pattern(uint64_t seed, uint64_t group) {
+  if (group < 6) return static_cast<int>(group);
+  uint64_t key = (seed * 0x9E3779B97F4A7C15ull) ^ (k_stream_pattern * 0xD1B54A32D192ED03ull);
+  return static_cast<int>(splitmix64(key + group) % 6);
+}
+
+// Which kept values of group `group` are zero: bit 0 the first, bit 1 the second.
+CROQ_HD unsigned sparse24_zero_mask(uint64_t seed, uint64_t group) {
+  uint64_t key = (seed * 0x9E3779B97F4A7C15ull) ^ (k_stream_zeros * 0xD1B54A32D192ED03ull);
+  const uint64_t r = splitmix64(key + group) % 32;
+  return r == 0 ? 1u : r == 1 ? 2u : r == 2 ? 3u : 0u;
+}
+
+// Element (row, col) of a sparse A of K columns (K a multiple of 8), given its ordinary random
+// value `dense_value`. `poison`: the positions outside the pattern get the candidate's poison,
+// else zero.
+CROQ_HD float sparse24_value(uint64_t seed, uint64_t row, uint64_t col, uint64_t k, float dense_value, bool poison) {
+  const uint64_t group = row * (k / 4) + col / 4;
+  const int p = sparse24_pattern(seed, group);
+  const int pos = static_cast<int>(col % 4);
+  if (pos == sparse24_first(p)) return (sparse24_zero_mask(seed, group) & 1u) ? 0.0f : dense_value;
+  if (pos == sparse24_second(p)) return (sparse24_zero_mask(seed, group) & 2u) ? 0.0f : dense_value;
+  if (!poison) return 0.0f;
+  return dense_value >= 0.0f ? dense_value + 0.25f : dense_value - 0.25f;
+}
+
+// Whether element (row, col) is inside the pattern.
+CROQ_HD bool sparse24_kept(uint64_t seed, uint64_t row, uint64_t col, uint64_t k) {
+  const int p = sparse24_pattern(seed, row * (k / 4) + col / 4);
+  const int pos = static_cast<int>(col % 4);
+  return pos == sparse24_first(p) || pos == sparse24_second(p);
+}
+
+// Byte `index` of the metadata [M, K/8] (row index / (K/8); groups 2j and 2j+1 of that row, the
+// first in the low nibble).
+CROQ_HD unsigned char sparse24_meta_byte(uint64_t seed, uint64_t index, uint64_t k) {
+  const uint64_t bytes_per_row = k / 8;
+  const uint64_t row = index / bytes_per_row, j = index % bytes_per_row;
+  const uint64_t g0 = row * (k / 4) + 2 * j;
+  return static_cast<unsigned char>(sparse24_nibble(sparse24_pattern(seed, g0)) |
+                                    (sparse24_nibble(sparse24_pattern(seed, g0 + 1)) << 4));
+}
 
 // The seed of the second verification run, derived from the first (recorded in the measurement).
 CROQ_HD uint64_t second_seed(uint64_t seed) { return splitmix64(seed ^ 0x5EC0D5EEDull); }

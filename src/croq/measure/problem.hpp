@@ -1,7 +1,9 @@
-// One matmul problem in the three forms croq needs: the measurement record's description, the
-// dtype pair (storage and accumulation types) and the kernel ABI struct handed to a candidate.
+// One GEMM problem in the forms croq needs: the measurement record's description, the dtype pair
+// (storage and accumulation types) and the kernel ABI structs handed to a candidate (version 1's
+// croq_matmul_problem for dense matmul, version 2's croq_gemm_desc for every operator).
 #pragma once
 #include <string>
+#include <vector>
 
 #include <croq/kernel_abi.h>
 
@@ -13,13 +15,20 @@ namespace croq {
 struct ProblemSetup {
   ProblemDesc desc;
   DtypePair dtype;
-  croq_matmul_problem abi{};
+  bool sparse = false;           // op gemm_sp: A is 2:4 structured sparse (CROQ_OP_MATMUL_SPARSE24)
+  croq_matmul_problem abi{};     // version 1 (dense matmul only)
+  croq_gemm_desc gemm{};         // version 2
 };
 
-// Throws Error(usage) for an unknown dtype or a layout other than row/col.
-ProblemSetup make_problem(int64_t m, int64_t n, int64_t k, const std::string& dtype_token, const std::string& b_layout);
+// `op` is a canonical operator ("matmul" or "gemm_sp", croq/workspace/operators.hpp). Throws
+// Error(usage) for an unknown operator or dtype, a layout other than row/col, or a shape the
+// operator does not allow (gemm_sp: K a multiple of 8, no tf32).
+ProblemSetup make_problem(const std::string& op, int64_t m, int64_t n, int64_t k, const std::string& dtype_token,
+                          const std::string& b_layout);
 croq_dtype abi_dtype(ScalarType t);
-// "row" first, then "col", except for fp8 inputs, whose natural form (and cuBLASLt's) is col.
-std::vector<std::string> layout_order(const std::string& requested, const DtypePair& dtype);
+// The B layouts to try, in order, for a requested one ("row", "col" or "auto"): "row" first, then
+// "col", except for fp8 inputs and the sparse operator, whose tensor-core kernels (and cuBLASLt's
+// fp8, and cuSPARSELt) read B as [N,K].
+std::vector<std::string> layout_order(const std::string& requested, const DtypePair& dtype, const std::string& op);
 
 }  // namespace croq

@@ -96,7 +96,7 @@ class Procedure {
     if (!m_hold_ok) return;
     m_hold_ok = false;
     m_m.warnings.push_back(
-        "the launch function waits for the stream (it synchronises inside croq_matmul, against the ABI); "
+        "the launch function waits for the stream (it synchronises inside croq_matmul or croq_gemm, against the ABI); "
         "timed without holding the stream, so host launch overhead is inside the measured interval");
   }
 
@@ -117,17 +117,28 @@ class Procedure {
     return launch_failure(o);
   }
 
-  std::optional<Failure> launch_failure(const LaunchOutcome& o) {
+  std::optional<Failure> launch_failure(const LaunchOutcome& o, const char* what = "the launch") {
     if (o.status == k_croq_unsupported) {
       return Failure{Verdict::UNSUPPORTED, reason::candidate_unsupported,
-                     fmt::format("croq_matmul returned CROQ_UNSUPPORTED for {} {}x{}x{} (B {})", m_problem.dtype,
-                                 m_problem.m, m_problem.n, m_problem.k, m_problem.b_layout)};
+                     fmt::format("{} returned CROQ_UNSUPPORTED for {} {} {}x{}x{} (B {})", what, m_problem.op,
+                                 m_problem.dtype, m_problem.m, m_problem.n, m_problem.k, m_problem.b_layout)};
     }
     if (o.status != 0) {
       return Failure{Verdict::RUNTIME_FAIL, reason::launch_status,
-                     fmt::format("the launch returned {} ({})", o.status, croq_status_name(o.status))};
+                     fmt::format("{} returned {} ({})", what, o.status, croq_status_name(o.status))};
     }
-    if (!o.device.ok) return Failure{Verdict::RUNTIME_FAIL, reason::cuda_error, "at launch: " + o.device.error};
+    if (!o.device.ok) return Failure{Verdict::RUNTIME_FAIL, reason::cuda_error, fmt::format("at {}: {}", what, o.device.error)};
+    return std::nullopt;
+  }
+
+  // Inputs of `set` from `seed`, then the target's untimed preparation of them (prepare_operands).
+  std::optional<Failure> fill(int set, uint64_t seed, const char* what) {
+    harness(m_b.fill_inputs(set, seed), what);
+    if (!m_opt.library) m_candidate_ran = true;
+    if (auto f = launch_failure(m_b.prepare_operands(set), "croq_gemm_prepare")) {
+      (void)m_b.synchronize();
+      return f;
+    }
     return std::nullopt;
   }
 
@@ -193,10 +204,11 @@ class Procedure {
   static constexpr int k_max_settle_launches = 1000000;
 
   // Input sets 1..sets-1, rotated with set 0 while timing, each from its own seed.
-  void fill_rotation_sets(int sets) {
+  std::optional<Failure> fill_rotation_sets(int sets) {
     for (int s = 1; s < sets; ++s) {
-      harness(m_b.fill_inputs(s, splitmix64(m_opt.seed + 0x100 + static_cast<uint64_t>(s))), "filling a rotation set");
+      if (auto f = fill(s, splitmix64(m_opt.seed + 0x100 + static_cast<uint64_t>(s)), "filling a rotation set")) return f;
     }
+    return std::nullopt;
   }
 
   // The duty cycle (ProcedureOptions::rest_ratio): `busy_ms` more of GPU work on the host clock;
@@ -311,7 +323,7 @@ class Procedure {
 
   std::optional<Failure> profile() {
     try {
-      harness(m_b.fill_inputs(0, m_opt.seed), "filling the inputs");
+      if (auto f = fill(0, m_opt.seed, "filling the inputs")) return f;
       harness(m_b.poison_output(), "poisoning the output");
       for (int i = 0; i < m_opt.warmup; ++i) {
         if (auto f = launch(0)) return f;
@@ -331,6 +343,8 @@ class Procedure {
       const double flops = m_problem.flops();
       harness(m_b.fill_inputs(0, m_opt.seed), "filling the inputs");
       harness(m_b.compute_reference(0), "computing the reference");
+      m_candidate_ran = true;
+      if (auto f = launch_failure(m_b.prepare_operands(0), "croq_gemm_prepare")) return f;
       Verification& v = m_m.verification;
       phase("check (first seed)");
       if (auto f = check(v)) return f;
@@ -379,7 +393,7 @@ class Procedure {
       if (!v.passed.value_or(false)) return verify_failure(v, "first seed");
 
       if (m_opt.mode == RunMode::measure) {
-        fill_rotation_sets(sets);
+        if (auto f = fill_rotation_sets(sets)) return f;
         Timing t;
         phase("timing");
         if (auto f = timed_reps(sets, m_opt.warmup, m_opt.warmup_ms, m_opt.stop, t)) return f;
@@ -420,6 +434,7 @@ class Procedure {
       m_m.second_seed = s2;
       harness(m_b.fill_inputs(0, s2), "filling the second-seed inputs");
       harness(m_b.compute_reference(0), "computing the second-seed reference");
+      if (auto f = launch_failure(m_b.prepare_operands(0), "croq_gemm_prepare")) return f;
       Verification second;
       second.tolerance = m_tol;
       if (auto f = check(second)) return f;
@@ -457,9 +472,9 @@ class Procedure {
   std::optional<Failure> library(int sets) {
     try {
       const double flops = m_problem.flops();
-      harness(m_b.fill_inputs(0, m_opt.seed), "filling the inputs");
+      if (auto f = fill(0, m_opt.seed, "filling the inputs")) return f;
       harness(m_b.compute_reference(0), "computing the reference");
-      fill_rotation_sets(sets);
+      if (auto f = fill_rotation_sets(sets)) return f;
       const int count = m_b.variant_count();
       json screened = json::array();
       // A fast-accumulation variant (cuBLASLt's FP8 fast accumulation) does not accumulate in
@@ -520,6 +535,8 @@ class Procedure {
         screened.push_back(row);
       }
       m_b.set_failure_details(true);
+      const json lib_status = m_b.library_status();
+      if (!lib_status.is_null()) m_m.library = json{{"library_status", lib_status}};
       const bool only_fast = first_ok < 0 && first_fast_ok >= 0;
       if (only_fast) {  // nothing else passed: the fast variants compete
         first_ok = first_fast_ok;
@@ -530,8 +547,13 @@ class Procedure {
           m_m.verification = *first_v;
           return verify_failure(*first_v, "library output");
         }
-        return Failure{Verdict::UNSUPPORTED, reason::candidate_unsupported,
-                       "the library offers no variant for this problem"};
+        std::string why = "the library offers no variant for this problem";
+        if (lib_status.is_object()) {
+          for (auto it = lib_status.begin(); it != lib_status.end(); ++it) {
+            if (it->contains("error")) why += fmt::format("; {}: {}", it.key(), (*it)["error"].get<std::string>());
+          }
+        }
+        return Failure{Verdict::UNSUPPORTED, reason::candidate_unsupported, why};
       }
       auto full = [&](int variant, json& out, Timing& t) -> std::optional<Failure> {
         phase(fmt::format("library variant {}: timing", variant + 1));
@@ -562,6 +584,16 @@ class Procedure {
         if (static_cast<int>(finalists.size()) > m_opt.screen_finalists) break;
         if (r.second != first_ok) finalists.push_back(r.second);
       }
+      // Every library the target offers (cuSPARSELt and dense cuBLASLt for a sparse problem) has
+      // its fastest screened variant measured in full too, so that the record says how each one
+      // does on these inputs, not only the winner.
+      auto library_of = [&](int variant) { return m_b.variant_description(variant).value("library", std::string()); };
+      for (const auto& r : ranked) {
+        const std::string lib_name = library_of(r.second);
+        if (std::none_of(finalists.begin(), finalists.end(), [&](int f) { return library_of(f) == lib_name; })) {
+          finalists.push_back(r.second);
+        }
+      }
       json measured = json::array();
       std::vector<Timing> timings(finalists.size());
       size_t win = 0;
@@ -591,6 +623,16 @@ class Procedure {
       lib["best_screened"] = bst;
       lib["measured"] = measured;
       lib["screened"] = screened;
+      // The fastest measured variant of each library.
+      json per_library = json::object();
+      for (size_t i = 0; i < finalists.size(); ++i) {
+        const std::string lib_name = library_of(finalists[i]);
+        if (!per_library.contains(lib_name) || timings[i].median_ms < per_library[lib_name]["median_ms"].get<double>()) {
+          per_library[lib_name] = measured[i];
+        }
+      }
+      lib["libraries"] = per_library;
+      if (!lib_status.is_null()) lib["library_status"] = lib_status;
       lib["note"] = fmt::format(
           "the baseline is the fastest of the library default ({:.4f} ms) and the {} fastest of {} screened variants, "
           "each re-measured with the full statistics ({:.4f} ms chosen)",

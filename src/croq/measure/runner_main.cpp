@@ -84,7 +84,7 @@ int runner_main(int argc, char** argv, RunnerPlatform& platform) {
   PhaseLog phases;
   auto phase = [&](const std::string& what) { phases.enter(what); };
   try {
-    ProblemSetup setup = make_problem(o.m, o.n, o.k, o.dtype, o.b_layout == "col" ? "col" : "row");
+    ProblemSetup setup = make_problem(o.op, o.m, o.n, o.k, o.dtype, o.b_layout == "col" ? "col" : "row");
     Measurement base;
     base.croq_version = build_info::k_version;
     base.croq_git = build_info::git_sha();
@@ -122,14 +122,18 @@ int runner_main(int argc, char** argv, RunnerPlatform& platform) {
       candidate = CandidateLibrary::open(o.candidate, code, error);
       if (!candidate) return refuse(Verdict::RUNTIME_FAIL, code, error);
       base.candidate_info = candidate->info;
+      base.candidate_abi_version = candidate->abi_version();
+      if (std::string why = candidate->cannot_compute(setup); !why.empty()) {
+        return refuse(Verdict::UNSUPPORTED, reason::candidate_unsupported, why);
+      }
     } else {
       base.candidate_path = "library:" + o.library;
     }
 
     Measurement result;
     std::unique_ptr<MeasureBackend> keep;  // alive until the process leaves (see below)
-    for (const std::string& layout : layout_order(o.b_layout, setup.dtype)) {
-      ProblemSetup p = make_problem(o.m, o.n, o.k, o.dtype, layout);
+    for (const std::string& layout : layout_order(o.b_layout, setup.dtype, o.op)) {
+      ProblemSetup p = make_problem(o.op, o.m, o.n, o.k, o.dtype, layout);
       keep.reset();  // the previous layout's buffers go before the next are allocated
       phase("open device (B " + layout + ")");
       std::string error;
@@ -166,6 +170,7 @@ int runner_main(int argc, char** argv, RunnerPlatform& platform) {
       m.candidate_path = base.candidate_path;
       m.candidate_sha256 = base.candidate_sha256;
       m.candidate_info = base.candidate_info;
+      m.candidate_abi_version = base.candidate_abi_version;
       result = m;
       keep = std::move(backend);
       if (m.verdict != Verdict::UNSUPPORTED) break;

@@ -88,12 +88,15 @@ RunnerOptions parse_runner_options(const std::vector<std::string>& args) {
     else if (a == "--no-hold") o.hold = false;
     else if (a == "--rotation-sets") o.rotation_sets = static_cast<int>(to_int(a, value(), 1, 16));
     else if (a == "--device") o.device = value();
+    else if (a == "--cusparselt") o.cusparselt = value();
     else if (a == "--out") o.out = value();
     else throw_usage(fmt::format("unknown option '{}'", a), "run with --help for the options");
   }
   if (o.help) return o;
   if (o.candidate.empty() == o.library.empty()) throw_usage("give exactly one of --candidate PATH and --library NAME");
-  if (o.op != "matmul") throw_usage(fmt::format("--op '{}' is not supported (kernel ABI v1: matmul)", o.op));
+  if (o.op != "matmul" && o.op != "gemm_sp") {
+    throw_usage(fmt::format("--op '{}' is not matmul or gemm_sp (2:4 sparse A)", o.op));
+  }
   if (o.m <= 0 || o.n <= 0 || o.k <= 0) throw_usage("--m, --n and --k are required");
   if (o.dtype.empty()) throw_usage("--dtype is required (e.g. f16f32)");
   if (o.min_reps > o.max_reps) throw_usage("--min-reps is larger than --max-reps");
@@ -116,6 +119,7 @@ std::vector<std::string> runner_arguments(const RunnerOptions& o) {
   if (!o.hold) a.push_back("--no-hold");
   if (o.rotation_sets != 2) a.insert(a.end(), {"--rotation-sets", std::to_string(o.rotation_sets)});
   if (!o.device.empty()) a.insert(a.end(), {"--device", o.device});
+  if (!o.cusparselt.empty()) a.insert(a.end(), {"--cusparselt", o.cusparselt});
   if (!o.out.empty()) a.insert(a.end(), {"--out", o.out});
   return a;
 }
@@ -124,11 +128,12 @@ std::string runner_usage(const std::string& program, const std::string& librarie
   return fmt::format(
       "usage: {0} (--candidate PATH.so | --library {1}) --m M --n N --k K --dtype TOKEN [options]\n"
       "\n"
-      "Verifies and times one matmul candidate (kernel ABI v1, include/croq/kernel_abi.h) or a library\n"
-      "baseline, and writes one croq-measurement-v1 JSON document (stdout, and --out atomically).\n"
+      "Verifies and times one candidate (kernel ABI v2 croq_gemm, or v1 croq_matmul for dense matmul;\n"
+      "include/croq/kernel_abi.h) or a library baseline, and writes one croq-measurement-v1 JSON\n"
+      "document (stdout, and --out atomically).\n"
       "croq runs this program as a child process with a time limit (`croq measure`, `croq baseline`).\n"
       "\n"
-      "  --op matmul            operator (ABI v1: matmul)\n"
+      "  --op matmul|gemm_sp    operator: dense matmul, or A 2:4 structured sparse (K a multiple of 8)\n"
       "  --dtype TOKEN          f16f32 f16 bf16f32 bf16 e4m3f16 e4m3bf16 f32 tf32 (and the seeds' spellings)\n"
       "  --b-layout row|col|auto  B as K x N row-major, or N x K (\"row.col\"); auto tries both\n"
       "  --seed S               random inputs' seed (default: fresh, recorded)\n"
@@ -145,6 +150,8 @@ std::string runner_usage(const std::string& program, const std::string& librarie
       "  --no-hold              do not hold the stream behind a blocking kernel\n"
       "  --rotation-sets N      input sets rotated while timing (default 2)\n"
       "  --device N|GPU-uuid    device (default: the first visible)\n"
+      "  --cusparselt PATH      libcusparseLt.so.0, or a folder holding it (default: CROQ_CUSPARSELT,\n"
+      "                         the loader's search path, then the nvidia-cusparselt Python package)\n"
       "  --out FILE             where to write the measurement\n"
       "\n"
       "Exit status: 0 when a measurement was written (whatever its verdict), 2 bad arguments,\n"

@@ -2,14 +2,14 @@
 // runner accepts the same flags), parsed into one options struct and built back from it, so that
 // croq's side and the runners' side can never disagree about a flag:
 //
-//   --candidate PATH.so | --library NAME      what to run (gpu: cublas, cublaslt, auto; cpu: openblas)
-//   --op matmul --m M --n N --k K --dtype TOKEN --b-layout row|col|auto
+//   --candidate PATH.so | --library NAME      what to run (gpu: cublas, cublaslt, cusparselt, auto; cpu: openblas)
+//   --op matmul|gemm_sp --m M --n N --k K --dtype TOKEN --b-layout row|col|auto
 //   --seed S                                  (default: a fresh random seed, recorded)
 //   --mode measure|verify|profile
 //   --warmup N --warmup-ms MS --min-reps N --max-reps N --cv-target F --min-time-ms MS --time-budget-ms MS
 //   --rest-ratio R --rest-window-ms MS
 //   --no-l2-flush --no-hold --rotation-sets N
-//   --device N|GPU-<uuid>  --out FILE  --help
+//   --device N|GPU-<uuid>  --cusparselt PATH  --out FILE  --help
 #pragma once
 #include <cstdint>
 #include <optional>
@@ -42,6 +42,7 @@ struct RunnerOptions {
   bool hold = true;
   int rotation_sets = 2;
   std::string device;
+  std::string cusparselt;  // libcusparseLt.so.0 or its folder (GPU runner, sparse baselines)
   std::string out;
   bool help = false;
 };

@@ -9,6 +9,7 @@
 #include "croq/util/fs.hpp"
 #include "croq/workspace/dtype.hpp"
 #include "croq/workspace/ids.hpp"
+#include "croq/workspace/operators.hpp"
 
 namespace croq::profile {
 
@@ -16,9 +17,12 @@ ShapeWork shape_work(const std::string& shape_key) {
   ShapeKey key = parse_shape_key(shape_key);
   ShapeWork w;
   if (auto d = parse_dtype_pair(key.dtype_token)) w.dtype = d->canonical;
-  bool gemm_like = key.op == "matmul" || key.op == "gemm" || key.op.empty();
-  if (gemm_like && key.dims.size() == 3) {
-    w.flops = 2.0 * static_cast<double>(key.m()) * static_cast<double>(key.n()) * static_cast<double>(key.k());
+  const auto op = try_shape_operator(key);
+  if (op && key.dims.size() == 3) {
+    // A 2:4 sparse product does half the multiply-adds of the dense one: against the dense peak,
+    // its tensor work is M N K FLOPs (its TFLOPS, 2 M N K, are measured against twice the peak).
+    const double per = is_sparse_operator(*op) ? 1.0 : 2.0;
+    w.flops = per * static_cast<double>(key.m()) * static_cast<double>(key.n()) * static_cast<double>(key.k());
   }
   return w;
 }

@@ -10,6 +10,7 @@
 #include "croq/util/hash.hpp"
 #include "croq/util/time.hpp"
 #include "croq/workspace/ids.hpp"
+#include "croq/workspace/operators.hpp"
 
 namespace croq {
 
@@ -174,7 +175,7 @@ TaskState derive_state(const Workspace& ws, const TaskRef& task) {
     s.step = Step::PREPARE;
     s.next_action = fmt::format("croq discover --dsl {} --operator {}; croq prepare {}; then build, measure and store "
                                 "iter001 with --round 0",
-                                task.dsl, task.shape.op.empty() ? "matmul" : task.shape.op, args);
+                                task.dsl, operator_name(task.shape), args);
     s.notes.push_back("no starting kernel (iter001) stored yet");
     return s;
   }

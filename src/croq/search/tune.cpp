@@ -18,12 +18,13 @@
 #include "croq/util/process.hpp"
 #include "croq/util/time.hpp"
 #include "croq/workspace/ids.hpp"
+#include "croq/workspace/operators.hpp"
 
 namespace croq {
 
 FamilyProblem problem_from_task(const TaskRef& task) {
   FamilyProblem p;
-  p.op = task.shape.op.empty() ? "matmul" : task.shape.op;
+  p.op = operator_name(task.shape);
   p.m = task.shape.m();
   p.n = task.shape.n();
   p.k = task.shape.k();
@@ -53,7 +54,7 @@ std::shared_ptr<KernelFamily> choose_family(const std::string& requested, const 
     if (f->dsl() == dsl && f->supports(p)) return f;
   }
   throw_usage(fmt::format("no kernel family of dsl {} supports {} {}", dsl, p.op, p.dtype.canonical),
-              "croq's search drives families of cpp (f32 matmul) and cuda (matmul); an agent can drive any dsl");
+              "croq's search drives families of cpp (f32 matmul, gemm_sp) and cuda (matmul); an agent can drive any dsl");
 }
 
 namespace {

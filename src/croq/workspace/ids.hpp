@@ -1,5 +1,6 @@
 // Names in the artifact tree and their validation (the seeds' naming contract):
-//   shape key  <operator>_<dtype>_<M>x<N>x<K>[_<suffix>]   used exactly as given, never permuted
+//   shape key  <operator>_<dtype>_<M>x<N>x<K>[_<suffix>]   used exactly as given, never permuted; the
+//              operators croq measures and their forms: operators.hpp
 //   tag        [a-z][a-z0-9_]{1,30}
 //   iteration  iter<NNN>_<tag>    (NNN: 3 or more digits; iter000 = library baseline)
 //   attempt    attempt<AAAA>_<tag> (AAAA, AAAB, ... base-26 letters; attempts use no iter number)

@@ -1,0 +1,38 @@
+// The operators croq measures, and how a shape key names them:
+//
+//   operator   kernel ABI                 shape key forms (M x N x K, exactly as written)
+//   matmul     CROQ_OP_MATMUL (v1 or v2)  matmul_<dtype>_<M>x<N>x<K>, gemm_<dtype>_..., <dtype>_<M>x<N>x<K>
+//   gemm_sp    CROQ_OP_MATMUL_SPARSE24    gemm_sp_<dtype>_<M>x<N>x<K>, spmm_<dtype>_..., and the
+//              (A 2:4 structured sparse)  from-scratch sweep's <dtype>_<M>x<N>x<K>_fs
+//
+// An operator-less key is dense matmul, except with the suffix `_fs`: that is the from-scratch
+// sweep's form (`f16_768x768x768_fs`), and the sweep is of 2:4 sparse GEMM. Any suffix may follow
+// the dimensions (`gemm_sp_e4m3fp16_4096x8192x8192_v2`). The sparse operator needs K to be a
+// multiple of 8 (groups of four along K, two groups per metadata byte).
+#pragma once
+#include <optional>
+#include <string>
+
+#include "croq/workspace/ids.hpp"
+
+namespace croq {
+
+inline constexpr const char* k_op_matmul = "matmul";
+inline constexpr const char* k_op_gemm_sp = "gemm_sp";
+
+// The canonical operator of a shape key ("matmul" or "gemm_sp"), or nullopt with `why` naming the
+// accepted forms.
+std::optional<std::string> try_shape_operator(const ShapeKey& key, std::string* why = nullptr);
+// Throws Error(usage) naming the accepted forms.
+std::string shape_operator(const ShapeKey& key);
+// The canonical operator when the key names a known one, else the operator as written (for
+// lookups such as kernels/<dsl>/<operator>/ that also serve operators croq does not measure).
+std::string operator_name(const ShapeKey& key);
+// Checks that the key describes a problem croq can measure (its operator, M x N x K, the dtype, and
+// the operator's constraints on the shape); returns the canonical operator. Throws Error(usage).
+std::string check_measurable_shape(const ShapeKey& key);
+bool is_sparse_operator(const std::string& canonical_op);
+// The accepted shape key forms, for error messages.
+std::string accepted_shape_key_forms();
+
+}  // namespace croq
