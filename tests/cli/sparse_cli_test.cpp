@@ -2,7 +2,8 @@
 // inputs (poison outside the pattern, every pattern, a fresh pattern per seed) tell correct
 // candidates from broken ones (metadata ignored, A read densely, a wrong pattern, a pattern guessed
 // from the values, a compression made once and never again); the reference kernel passes on 16-bit
-// and fp8 inputs; the baseline is OpenBLAS on the pruned inputs.
+// and fp8 inputs; the baseline is OpenBLAS on the pruned inputs; and `croq tune` runs the whole loop
+// (baseline, verify, measure, profile, decide, store) on the cpp_sparse family.
 #include <gtest/gtest.h>
 
 #include <filesystem>
@@ -155,6 +156,60 @@ TEST_F(SparseCli, ShapesTheOperatorCannotTakeAreRefusedSayingWhy) {
                m_env);
   EXPECT_EQ(r.rc, 2) << r.out;
   EXPECT_NE((r.out + r.err).find("gemm_sp_<dtype>_<M>x<N>x<K>"), std::string::npos) << r.out << r.err;
+}
+
+// The whole loop on the CPU: baseline, the cpp_sparse family's default as iter001, then rounds of
+// profile, idea, build, verify, measure, decide and store.
+TEST(SparseTuneCli, TunesASparseGemmEndToEndOnTheCpu) {
+  if (!find_executable("g++")) GTEST_SKIP() << "no g++";
+  test::TempDir dir;
+  const std::string key = "gemm_sp_f16fp32_96x64x128";
+  auto run = run_croq(dir.path(), {"tune", key, "--dsl", "cpp", "--rounds", "4", "--seed", "3"},
+                      {{"CROQ_LEASE_DIR", (dir.path() / "leases").string()}}, {}, std::chrono::milliseconds(600000));
+  ASSERT_EQ(run.rc, 0) << run.err.substr(run.err.size() > 4000 ? run.err.size() - 4000 : 0);
+  const json& doc = run.doc;
+  EXPECT_EQ(doc.value("family", ""), "cpp_sparse");
+  EXPECT_EQ(doc.value("rounds", 0), 4);
+  ASSERT_TRUE(doc["baseline"].is_object());
+  EXPECT_EQ(doc["baseline"].value("kernel", ""), "iter000_openblas");
+  ASSERT_TRUE(doc["best"].is_object());
+  EXPECT_GT(doc["best"].value("tflops", 0.0), 0.0);
+  // Every record of the rounds carries a gemm_sp measurement (or a build failure).
+  const std::string task = doc.value("task", "");
+  std::vector<std::string> parts(1);
+  for (char c : task) {
+    if (c == '/') parts.emplace_back();
+    else parts.back() += c;
+  }
+  ASSERT_EQ(parts.size(), 4u) << task;
+  const fs::path tuning = dir.path() / "tuning" / parts[0] / "cpp";
+  const fs::path logs = tuning / "logs" / parts[2] / parts[3];
+  auto text = read_file(logs / "idea-log.jsonl");
+  ASSERT_TRUE(text);
+  int rounds = 0, measured = 0;
+  for (const auto& line : split_lines(*text)) {
+    if (line.empty()) continue;
+    json r = json::parse(line);
+    ++rounds;
+    if (r.contains("measurement") && r["measurement"].is_object()) {
+      const fs::path mfile = dir.path() / r["measurement"].value("file", "");
+      if (auto mt = read_file(mfile)) {
+        auto m = try_parse_json(*mt);
+        ASSERT_TRUE(m);
+        EXPECT_EQ((*m)["problem"]["op"], "gemm_sp") << mfile;
+        ++measured;
+      }
+    }
+  }
+  EXPECT_EQ(rounds, 6);  // iter000, iter001, 4 rounds
+  EXPECT_GE(measured, 2);
+  // The starting kernel is the family's default configuration.
+  auto srcs = tuning / "srcs" / parts[2] / parts[3];
+  bool found_default = false;
+  for (const auto& e : fs::directory_iterator(srcs)) {
+    if (e.path().filename().string().find("cpp_sparse_default") != std::string::npos) found_default = true;
+  }
+  EXPECT_TRUE(found_default);
 }
 
 }  // namespace
