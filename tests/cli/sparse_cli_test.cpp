@@ -114,9 +114,9 @@ TEST_F(SparseCli, TheReferenceKernelPassesOnSixteenBitAndFp8InputsInBothLayouts)
   const std::string ref = std::string(CROQ_SOURCE_DIR) + "/kernels/cpp/gemm_sp/reference.cpp";
   for (const char* key : {"gemm_sp_f16fp32_40x24x64", "gemm_sp_f16_40x24x64", "gemm_sp_bf16_40x24x64",
                           "gemm_sp_e4m3fp16_40x24x64", "f16_40x24x64_fs"}) {
+    compile({}, ref, bin_dir(key) / "iter001_reference.so");
     for (const char* layout : {"row", "col"}) {
       SCOPED_TRACE(std::string(key) + " B " + layout);
-      compile({}, ref, bin_dir(key) / "iter001_reference.so");
       auto r = measure("iter001_reference", "verify", key, {"--b-layout", layout});
       ASSERT_EQ(r.rc, 0) << r.err << r.out;
       EXPECT_EQ(r.doc["verdict"], "PASS") << r.doc.dump();
