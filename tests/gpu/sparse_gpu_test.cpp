@@ -12,6 +12,7 @@
 
 #include "croq/gpu/device_key.hpp"
 #include "croq/measure/invoke.hpp"
+#include "croq/util/error.hpp"
 
 namespace croq {
 namespace {
