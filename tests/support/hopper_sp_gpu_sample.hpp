@@ -74,7 +74,9 @@ inline std::vector<FamilyConfig> hopper_sp_gpu_sample(const HopperGemmSpFamily& 
       // the widest consumers: cooperative 256x192 (every other case with a 2x1 cluster and metadata
       // from L2), ping-pong 128x192 with the TMA-store epilogue
       {{"BM", "256"}, {"BN", "192"}, {"CLUSTER_M", odd ? "2" : "1"}, {"META", odd ? "2" : "1"}, {"EPILOGUE", reg_epi}},
-      {{"BM", "128"}, {"BN", "192"}, {"PINGPONG", "1"}, {"EPILOGUE", "1"}, {"META", odd ? "0" : "1"}},
+      // (at 192 accumulators only with hoisted metadata: META 0 and 2 leave room for 160), every
+      // other case without a WGMMA group in flight at a release
+      {{"BM", "128"}, {"BN", "192"}, {"PINGPONG", "1"}, {"EPILOGUE", "1"}, {"META", "1"}, {"MMA_DEPTH", odd ? "0" : "1"}},
       // the metadata read per WGMMA, with BK 128 where the tile allows
       {{"BM", "128"}, {"BN", "128"}, {"META", "0"}, {"BK", "128"}, {"SWIZZLE_A", "64"}, {"SWIZZLE_B", "128"}},
       // split-K with a cluster along N (compressed A multicast), metadata from L2

@@ -75,7 +75,9 @@ std::vector<ParamSpec> HopperGemmSpFamily::params() const {
       {"SWIZZLE_B", {"64", "128"}, false, "memory",
        "shared-memory swizzle of the B tile in bytes (at most a tile row: BK elements; a sparse WGMMA reads 64 "
        "bytes of K)"},
-      {"MMA_DEPTH", {"0", "1"}, false, "compute", "WGMMA groups kept in flight when a stage is released"},
+      {"MMA_DEPTH", {"0", "1"}, false, "compute",
+       "WGMMA groups kept in flight when a stage is released (1: the next block's metadata goes to a second "
+       "register set)"},
       {"META", {"0", "1", "2"}, true, "memory",
        "sparse metadata: 0 TMA'd with the stage, each WGMMA's word read from shared memory before it; 1 TMA'd, "
        "the stage's words read at once before its first WGMMA (hoisted); 2 not staged: each thread loads its "
@@ -92,7 +94,8 @@ long long HopperGemmSpFamily::smem_bytes(const FamilyConfig& c, int es) {
   const long long e = get(c, "META") == 2 ? 0 : (bm / 64) * (bk / 64) * 512;
   const long long epi = get(c, "EPILOGUE") == 1 ? get(c, "CONSUMERS") * 2LL * 8192 : 0;
   const long long bars = ceil_div((2 * stages + 2) * 8, 128) * 128;
-  return 1024 + stages * (ab + e) + epi + bars;
+  const long long keep = get(c, "CONSUMERS") * 128LL * 16;  // the metadata keep-alive scratch
+  return 1024 + stages * (ab + e) + epi + bars + keep;
 }
 
 int HopperGemmSpFamily::accumulator_registers(const FamilyConfig& c) {
@@ -101,11 +104,11 @@ int HopperGemmSpFamily::accumulator_registers(const FamilyConfig& c) {
 }
 
 bool HopperGemmSpFamily::metadata_squeezes(const FamilyConfig& c, const DtypePair& d) {
-  if (get(c, "META") == 0) return false;
+  const int meta = get(c, "META");
+  const bool pingpong = get(c, "PINGPONG") == 1;
   const bool wide_k = input_bytes(d) == 2 && get(c, "BK") == 128;
-  const bool pingpong_transpose =
-      get(c, "PINGPONG") == 1 && get(c, "EPILOGUE") == 2 && d.output != ScalarType::f32;
-  return wide_k || pingpong_transpose;
+  const bool pingpong_transpose = pingpong && get(c, "EPILOGUE") == 2 && d.output != ScalarType::f32;
+  return wide_k || pingpong_transpose || meta == 0 || (meta == 2 && pingpong);
 }
 
 int HopperGemmSpFamily::max_accumulators(const FamilyConfig& c, const DtypePair& d) {
@@ -153,8 +156,8 @@ std::optional<std::string> HopperGemmSpFamily::violation(const FamilyConfig& c, 
                        accumulator_registers(c), max_accumulators(c, p.dtype),
                        get(c, "SPLIT_K") > 1 ? " with split-K" : "",
                        metadata_squeezes(c, p.dtype)
-                           ? " (metadata words in registers beside them: 16-bit inputs at BK=128, or ping-pong with "
-                             "the quad-transposed epilogue; META=0 reads them per WGMMA)"
+                           ? " (metadata words in registers beside them: 16-bit inputs at BK=128, a ping-pong kernel "
+                             "with the quad-transposed epilogue or with META=2, or META=0)"
                            : "");
   }
   const int a_row = bk / 2 * es, b_row = bk * es;
@@ -205,10 +208,16 @@ struct TileChoice {
 // A coarse cost model on an H100/H200-class part, in SM clocks, to pick a starting point (the
 // search measures from there). Per k block of 64 a tile costs the larger of its tensor-core time
 // (sparse WGMMA: 8192 dense-equivalent FLOP per clock for 16-bit inputs, 16384 for e4m3, at ~70 %)
-// and its operand traffic at ~45 bytes/clock per SM from L2 (the dense family's fit): compressed A
-// (BM x 32 elements), B (BN x 64) and the metadata (8 bytes per row). Units run in waves of `sms`,
-// each wave pays a pipeline fill; split-K adds the partial-sum traffic and a flag round trip.
-double estimate_clocks(const TileChoice& t, int split, const FamilyProblem& p, int sms) {
+// and its operand traffic at ~31 bytes/clock per SM from L2: compressed A (BM x 32 elements, shared
+// by the CLUSTER_N CTAs of a cluster), B (BN x 64, shared by CLUSTER_M) and the metadata (8 bytes
+// per row). Fitted on the H200 (bench/gpu/gemm_sp_kernels.sh, f16, TMA-store epilogue, 2x1
+// clusters: per k block 256 x 192 takes 1.33 times as long as 128 x 256 for 1.5 times the work,
+// 256 x 128 4 % longer than 128 x 256); with the partial last wave it ranks 128 x 256 and 256 x 192
+// within 1 % at 4096 x 8192 x 8192 and 4096^3 and 256 x 192 9-12 % ahead at 8192^3,
+// 12288 x 12288 x 4096 and 12288 x 4096 x 4096, as measured. Units run in
+// waves of `sms`, each wave pays a pipeline fill; split-K adds the partial-sum traffic and a flag
+// round trip.
+double estimate_clocks(const TileChoice& t, int split, const FamilyProblem& p, int sms, int cm = 1, int cn = 1) {
   const int es = HopperGemmSpFamily::input_bytes(p.dtype);
   const double kb = std::ceil(static_cast<double>(p.k) / 64.0);
   const double tiles = std::ceil(static_cast<double>(p.m) / t.bm) * std::ceil(static_cast<double>(p.n) / t.bn);
@@ -216,24 +225,26 @@ double estimate_clocks(const TileChoice& t, int split, const FamilyProblem& p, i
   const double waves = std::ceil(units / sms);
   const double kb_slice = std::ceil(kb / split);
   const double rate = es == 1 ? 16384 : 8192;
-  const double bytes = t.bm * 32.0 * es + t.bn * 64.0 * es + t.bm * 8.0;
-  const double per_kb = std::max(t.bm * t.bn * 64.0 * 2 / rate / 0.7, bytes / 45);
+  const double bytes = t.bm * 32.0 * es / cn + t.bn * 64.0 * es / cm + t.bm * 8.0;
+  const double per_kb = std::max(t.bm * t.bn * 64.0 * 2 / rate / 0.7, bytes / 31);
   const double out_bytes = p.dtype.output == ScalarType::f32 ? 4 : 2;
   const double epilogue = t.bm * t.bn * out_bytes / 64;
   const double fill = 1500;
-  const double reduce = split > 1 ? 2000 + (split - 1) * t.bm * t.bn * 4.0 / 45 + t.bm * t.bn * 4.0 / 64 : 0;
+  const double reduce = split > 1 ? 2000 + (split - 1) * t.bm * t.bn * 4.0 / 31 + t.bm * t.bn * 4.0 / 64 : 0;
   const bool hidden = t.pingpong && units >= 2.0 * sms;
   return waves * (kb_slice * per_kb + fill + (hidden ? 0 : epilogue) + reduce);
 }
 
 // A configuration of the given arrangement with the family's usual settings: persistent, grouped
 // order, BK 64 for 16-bit inputs and 128 for e4m3 (two sparse WGMMAs per stage either way), the
-// widest swizzles the tile rows allow, metadata hoisted, and as many stages as fit, up to
-// max_stages.
+// widest swizzles the tile rows allow, metadata hoisted, one WGMMA group left in flight when a stage
+// is released (mma_depth), and as many stages as fit, up to max_stages. A 2x1 cluster falls back to
+// none where the grid has a single tile row.
 FamilyConfig arrangement(const TileChoice& t, int split, int cluster_m, int epilogue, const FamilyProblem& p,
-                         int max_stages = 6) {
+                         int max_stages = 6, int mma_depth = 1) {
   const int es = HopperGemmSpFamily::input_bytes(p.dtype);
   const int bk = es == 1 ? 128 : 64;
+  if (cluster_m > 1 && ceil_div(p.m, t.bm) < cluster_m) cluster_m = 1;
   FamilyConfig c;
   c["BM"] = std::to_string(t.bm);
   c["BN"] = std::to_string(t.bn);
@@ -248,7 +259,7 @@ FamilyConfig arrangement(const TileChoice& t, int split, int cluster_m, int epil
   c["EPILOGUE"] = std::to_string(epilogue);
   c["SWIZZLE_A"] = std::to_string(std::min(128, bk / 2 * es));
   c["SWIZZLE_B"] = std::to_string(std::min(128, bk * es));
-  c["MMA_DEPTH"] = "1";
+  c["MMA_DEPTH"] = std::to_string(mma_depth);
   c["META"] = "1";
   c["SPLIT_K"] = std::to_string(split);
   c["STAGES"] = "2";
@@ -269,23 +280,25 @@ FamilyConfig HopperGemmSpFamily::default_config(const FamilyProblem& p) const {
   const bool f32_out = p.dtype.output == ScalarType::f32;
   const int reg_epilogue = f32_out ? 0 : 2;
   auto tiles = [&](int tm, int tn) { return ceil_div(p.m, tm) * ceil_div(p.n, tn); };
-  // With a full wave of 256 x 128 tiles, the cooperative tile among 256 x 192 (two consumers of
-  // 128 x 192, the most a consumer holds: the least L2 -> SM traffic per FLOP, compressed A costing
-  // half of B per row), 256 x 128 and 128 x 256 that the cost model prefers: the partial last wave
-  // decides between them (at 4096 x 8192 x 8192, 688 tiles of 256 x 192 fill 5.2 waves of 132 SMs,
-  // 1024 of 256 x 128 fill 7.8). With a wave of 128 x 128 tiles but not of 256 x 128, the
-  // ping-pong 128 x 128 kernel; below that, the tile and split-K count the cost model prefers, so
-  // that small and long-K problems fill the GPU.
+  // With a full wave of 256 x 128 tiles: the cooperative tile among 128 x 256, 256 x 192 (two
+  // consumers of 128 x 192, the most a consumer holds: the least L2 -> SM traffic per FLOP) and
+  // 256 x 128 that the cost model prefers by 3 % or more in that order (the partial last wave and
+  // the operand traffic decide: 128 x 256 at 4096 x 8192 x 8192 and 4096^3, 256 x 192 at 8192^3 and
+  // 16384 x 8192 x 8192), in a 2x1 cluster (B
+  // multicast) with the TMA-store epilogue, as measured fastest on the H200. With a wave of
+  // 128 x 128 tiles but not of 256 x 128, the cooperative 128 x 256 tile the same way; below that,
+  // the tile and split-K count the cost model prefers, so that small and long-K problems fill the
+  // GPU.
   TileChoice t{256, 192, 2, 0};
   int split = 1;
-  auto cheapest = [&](const std::vector<TileChoice>& choices, bool with_split) {
+  auto cheapest = [&](const std::vector<TileChoice>& choices, bool with_split, int cm) {
     double best = -1;
     for (const auto& ch : choices) {
       for (int s : {1, 2, 3, 4, 6, 8}) {
         if (s > 1 && !with_split) break;
         if (s > ceil_div(p.k, 64)) break;
         if (s > 1 && tiles(ch.bm, ch.bn) * s > 2LL * sms) break;  // enough units already
-        const double est = estimate_clocks(ch, s, p, sms);
+        const double est = estimate_clocks(ch, s, p, sms, cm);
         if (best < 0 || est < best * 0.97) {  // a clear gain, else keep the earlier choice
           best = est;
           t = ch;
@@ -294,14 +307,16 @@ FamilyConfig HopperGemmSpFamily::default_config(const FamilyProblem& p) const {
       }
     }
   };
+  FamilyConfig c;
   if (tiles(256, 128) >= sms) {
-    cheapest({{256, 192, 2, 0}, {256, 128, 2, 0}, {128, 256, 2, 0}}, false);
+    cheapest({{128, 256, 2, 0}, {256, 192, 2, 0}, {256, 128, 2, 0}}, false, 2);
+    c = arrangement(t, 1, 2, 1, p);
   } else if (tiles(128, 128) >= sms) {
-    t = {128, 128, 2, 1};
+    c = arrangement({128, 256, 2, 0}, 1, 2, 1, p);
   } else {
-    cheapest(std::vector<TileChoice>(std::begin(k_small_choices), std::end(k_small_choices)), true);
+    cheapest(std::vector<TileChoice>(std::begin(k_small_choices), std::end(k_small_choices)), true, 1);
+    c = arrangement(t, split, 1, reg_epilogue, p);
   }
-  FamilyConfig c = arrangement(t, split, 1, reg_epilogue, p);
   if (violation(c, p)) {
     // The smallest configuration, legal for every supported problem.
     c = arrangement({64, 64, 1, 0}, 1, 1, 0, p, 4);
@@ -323,17 +338,19 @@ std::vector<Alternative> HopperGemmSpFamily::alternatives(const FamilyProblem& p
     out.push_back({std::move(name), std::move(tag), std::move(c)});
   };
   if (tiles(128, 128) >= sms) {
-    // The large archetypes: the 256 x 192 tile with a 2x1 cluster (B multicast halves its L2
-    // reads) and with the TMA-store epilogue; 128 x 256 with a cluster; the ping-pong kernels that
-    // hide each tile's epilogue under the other consumer's MMAs; and whichever of the plain
-    // 256 x 192 and 256 x 128 tiles is not the default (the partial last wave decides).
-    add("cooperative 256x192 with a 2x1 cluster", "co256x192_c21", arrangement({256, 192, 2, 0}, 1, 2, reg_epilogue, p));
-    add("cooperative 256x192, TMA-store epilogue", "co256x192_tma", arrangement({256, 192, 2, 0}, 1, 1, 1, p));
-    add("cooperative 128x256 with a 2x1 cluster", "co128x256_c21", arrangement({128, 256, 2, 0}, 1, 2, reg_epilogue, p));
-    add("ping-pong 128x192, TMA-store epilogue", "pp128x192", arrangement({128, 192, 2, 1}, 1, 1, 1, p));
-    add("ping-pong 128x128 with a 2x1 cluster", "pp128_c21", arrangement({128, 128, 2, 1}, 1, 2, reg_epilogue, p));
-    add("cooperative 256x192", "co256x192", arrangement({256, 192, 2, 0}, 1, 1, reg_epilogue, p));
-    add("cooperative 256x128", "co256x128", arrangement({256, 128, 2, 0}, 1, 1, reg_epilogue, p));
+    // The large archetypes measured closest to the best on the H200: the three cooperative tiles in
+    // a 2x1 cluster with TMA stores (whichever the default is not), 128 x 256 with the register
+    // epilogue and no WGMMA group in flight at a release, the ping-pong kernels that hide each
+    // tile's epilogue under the other consumer's MMAs (128 x 192: the best at short K), and
+    // 256 x 192 without a cluster.
+    add("cooperative 256x192, 2x1 cluster, TMA stores", "co256x192_c21_tma", arrangement({256, 192, 2, 0}, 1, 2, 1, p));
+    add("cooperative 128x256, 2x1 cluster, TMA stores", "co128x256_c21_tma", arrangement({128, 256, 2, 0}, 1, 2, 1, p));
+    add("cooperative 256x128, 2x1 cluster, TMA stores", "co256x128_c21_tma", arrangement({256, 128, 2, 0}, 1, 2, 1, p));
+    add("cooperative 128x256, 2x1 cluster, register epilogue, MMA depth 0", "co128x256_c21_d0",
+        arrangement({128, 256, 2, 0}, 1, 2, reg_epilogue, p, 6, 0));
+    add("ping-pong 128x192, 2x1 cluster, TMA stores", "pp128x192_c21_tma", arrangement({128, 192, 2, 1}, 1, 2, 1, p));
+    add("ping-pong 128x128, 2x1 cluster, TMA stores", "pp128x128_c21_tma", arrangement({128, 128, 2, 1}, 1, 2, 1, p));
+    add("cooperative 256x192, TMA stores", "co256x192_tma", arrangement({256, 192, 2, 0}, 1, 1, 1, p));
   } else {
     // Fewer 128 x 128 tiles than SMs: the tile and split-K choices the cost model ranks next
     // after the default, and small tiles paired with a cluster.

@@ -41,9 +41,10 @@ class HopperGemmSpFamily : public KernelFamily {
   // The most a consumer thread may hold without spilling (ptxas of CUDA 13.0): 192, 160 with
   // split-K, 32 fewer when metadata_squeezes(); the template asserts the same.
   static int max_accumulators(const FamilyConfig& c, const DtypePair& d);
-  // Whether metadata words held in registers (META 1 or 2) crowd the accumulators: 16-bit inputs at
-  // BK 128 (four k32 steps' words per m64 atom, twice that prefetched), or a ping-pong kernel with
-  // the quad-transposed 16-bit epilogue.
+  // Whether the metadata words held in registers (two sets with MMA_DEPTH 1, each live until its
+  // WGMMAs retire) crowd the accumulators: 16-bit inputs at BK 128 (four k32 steps' words per m64
+  // atom), a ping-pong kernel with the quad-transposed 16-bit epilogue or with META 2, or META 0
+  // (each WGMMA's word loaded between the WGMMAs); measured with ptxas (gemm_sp_compile_test).
   static bool metadata_squeezes(const FamilyConfig& c, const DtypePair& d);
   static int effective_split(const FamilyConfig& c, const FamilyProblem& p);
   static long long split_workspace_bytes(const FamilyConfig& c, const FamilyProblem& p);

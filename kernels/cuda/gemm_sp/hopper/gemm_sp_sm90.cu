@@ -37,7 +37,9 @@
  *   CROQ_SWIZZLE_A, SWIZZLE_B   shared-memory swizzle width in bytes of the compressed A tile
  *                               (32, 64, 128) and of the B tile (64, 128); a width above a tile
  *                               row's bytes is clamped to it
- *   CROQ_MMA_DEPTH              WGMMA groups left in flight when a stage is released (0 or 1)
+ *   CROQ_MMA_DEPTH              WGMMA groups left in flight when a stage is released (0 or 1; with 1
+ *                               the next k block's metadata words go to a second register set, since
+ *                               a sparse WGMMA reads its metadata register while it runs)
  *   CROQ_META                   where the sparse metadata comes from: 0 TMA'd with the stage, each
  *                               WGMMA's word read from shared memory just before it; 1 TMA'd with
  *                               the stage, all of the stage's words read at once (vector loads)
@@ -75,7 +77,11 @@
  * tile, the B tile and the metadata into a ring of STAGES shared-memory stages, each completing on
  * a "full" mbarrier); warpgroups 1..CONSUMERS wait on "full", issue
  * wgmma.mma_async.sp m64nBNk32 (k64 for e4m3) from shared-memory descriptors with the metadata
- * word in a register and sparsity selector 0, and release the stage on its "empty" mbarrier.
+ * word in a register and sparsity selector 0, and release the stage on its "empty" mbarrier. A sparse
+ * WGMMA reads its metadata register asynchronously, until the wgmma.wait_group that retires it, and
+ * ptxas does not reserve the register that long: the consumers keep every metadata register set
+ * live until that wait (a volatile shared-memory store of the set after it) and alternate two sets
+ * when a group stays in flight (see the main loop).
  * Edges: TMA fills out-of-bounds elements with zeros (M, N and K tails), the epilogue predicates
  * or clips. TMA needs 16-byte aligned rows: when B's or C's are not, the operand goes through a
  * padded copy in the workspace.
@@ -178,6 +184,7 @@ constexpr int FLAG_GROUPS = PINGPONG ? 1 : CONSUMERS;
 constexpr int EPI_SLOT_BYTES = 8192;  // one TMA-epilogue chunk: 64 rows x 128 bytes
 constexpr int EPI_BYTES = CROQ_EPILOGUE == 1 ? CONSUMERS * 2 * EPI_SLOT_BYTES : 0;
 constexpr int BAR_BYTES = (((2 * STAGES + 2) * 8 + 127) / 128) * 128;
+constexpr int KEEP_BYTES = CONSUMERS * 128 * 16;  // keep_alive's scratch: 16 bytes per consumer thread
 constexpr bool REG_SHARING = CONSUMERS == 2;
 constexpr int PRODUCER_REGS = 40, CONSUMER_REGS = 232;
 
@@ -195,7 +202,8 @@ struct Shape {
   static constexpr int B_STAGE_BYTES = BN * B_ROW;
   static constexpr int AB_STAGE_BYTES = A_STAGE_BYTES + B_STAGE_BYTES;
   static constexpr int TX_BYTES = AB_STAGE_BYTES + E_STAGE_BYTES;  // bytes landing per stage
-  static constexpr int SMEM_BYTES = 1024 + STAGES * (AB_STAGE_BYTES + E_STAGE_BYTES) + EPI_BYTES + BAR_BYTES;
+  static constexpr int SMEM_BYTES =
+      1024 + STAGES * (AB_STAGE_BYTES + E_STAGE_BYTES) + EPI_BYTES + BAR_BYTES + KEEP_BYTES;
   static constexpr int MODE_A = SWA == 128 ? 1 : SWA == 64 ? 2 : 3;  // descriptor layout type
   static constexpr int MODE_B = SWB == 128 ? 1 : SWB == 64 ? 2 : 3;
   static constexpr int META_REGS = KSTEPS;  // metadata words per m64 atom and stage
@@ -387,6 +395,10 @@ __device__ __forceinline__ uint2 ld_global_u64(const uint32_t* p) {
 __device__ __forceinline__ void stmatrix_x4(uint32_t addr, uint32_t r0, uint32_t r1, uint32_t r2, uint32_t r3) {
   asm volatile("stmatrix.sync.aligned.m8n8.x4.shared.b16 [%0], {%1, %2, %3, %4};" ::"r"(addr), "r"(r0), "r"(r1),
                "r"(r2), "r"(r3)
+               : "memory");
+}
+__device__ __forceinline__ void st_shared_volatile_v4(uint32_t addr, uint32_t a, uint32_t b, uint32_t c, uint32_t d) {
+  asm volatile("st.volatile.shared.v4.b32 [%0], {%1, %2, %3, %4};" ::"r"(addr), "r"(a), "r"(b), "r"(c), "r"(d)
                : "memory");
 }
 __device__ __forceinline__ void st_shared_v2(uint32_t addr, float a, float b) {
@@ -659,13 +671,13 @@ __global__ void build_meta(const uint8_t* meta, int m, int k, int kp, uint32_t* 
 // The kernel
 // ---------------------------------------------------------------------------------------------
 // f32 accumulators a consumer thread may hold without spilling (ptxas of CUDA 13.0, every variant
-// of the template): 192, 160 with split-K's reduction; 32 fewer when metadata words sit in
-// registers beside them (META 1 or 2) and either 16-bit inputs at BK 128 (four k32 steps' words per
-// m64 atom, twice that prefetched) or a ping-pong kernel with the quad-transposed 16-bit epilogue.
+// of the template): 192, 160 with split-K's reduction; 32 fewer when the metadata register sets
+// crowd them: 16-bit inputs at BK 128 (four k32 steps' words per m64 atom), a ping-pong kernel with
+// the quad-transposed 16-bit epilogue or with META 2, or META 0 (words loaded between the WGMMAs).
 template <typename TIn, typename TOut>
 __host__ __device__ constexpr int max_accumulators() {
-  const bool meta_regs = META != 0 && ((sizeof(TIn) == 2 && BK == 128) ||
-                                       (PINGPONG && CROQ_EPILOGUE == 2 && sizeof(TOut) == 2));
+  const bool meta_regs = (sizeof(TIn) == 2 && BK == 128) || (PINGPONG && CROQ_EPILOGUE == 2 && sizeof(TOut) == 2) ||
+                         META == 0 || (META == 2 && PINGPONG);
   return (SPLIT_K > 1 ? 160 : 192) - (meta_regs ? 32 : 0);
 }
 
@@ -678,8 +690,8 @@ __global__ void __launch_bounds__(THREADS, 1)
   constexpr int KIND = kind_of<TIn>();
 #if !defined(CROQ_ACC_UNCHECKED) || CROQ_ACC_UNCHECKED == 0
   static_assert(M_ATOMS * BN / 2 <= max_accumulators<TIn, TOut>(),
-                "too many accumulators per consumer thread: at most 192 (160 with split-K; 32 fewer with the "
-                "metadata in registers and 16-bit inputs at BK=128 or a ping-pong quad-transposed epilogue)");
+                "too many accumulators per consumer thread: at most 192 (160 with split-K; 32 fewer with 16-bit "
+                "inputs at BK=128, a ping-pong kernel with the quad-transposed epilogue or META=2, or META=0)");
 #endif
   extern __shared__ uint8_t smem_raw[];
   const uint32_t raw = smem_u32(smem_raw);
@@ -692,6 +704,7 @@ __global__ void __launch_bounds__(THREADS, 1)
   auto full_bar = [&](int s) { return bar_base + 8u * s; };
   auto empty_bar = [&](int s) { return bar_base + 8u * (STAGES + s); };
   auto order_bar = [&](int c) { return bar_base + 8u * (2 * STAGES + c); };
+  const uint32_t keep_base = bar_base + BAR_BYTES;
 
   const int wg = threadIdx.x / 128;
   const int tid = threadIdx.x % 128;
@@ -844,6 +857,18 @@ __global__ void __launch_bounds__(THREADS, 1)
         }
       }
     };
+    // Stores a metadata register set (once its WGMMAs are retired), so that ptxas keeps every word in
+    // its register until here: see the main loop.
+    const uint32_t keep_addr = keep_base + (cw * 128 + tid) * 16;
+    auto keep_alive = [&](const uint32_t (&set)[M_ATOMS][S::META_REGS]) {
+      constexpr int N = M_ATOMS * S::META_REGS;
+#pragma unroll
+      for (int i = 0; i < N; i += 4) {
+        const uint32_t* w = &set[0][0];
+        st_shared_volatile_v4(keep_addr, w[i], w[i + 1 < N ? i + 1 : i], w[i + 2 < N ? i + 2 : i],
+                              w[i + 3 < N ? i + 3 : i]);
+      }
+    };
     int local = 0;
     [[maybe_unused]] long long pos = 0;  // PINGPONG: ring position of the next unit's first k block
     [[maybe_unused]] int slot = 0;       // epilogue slot (EPILOGUE 1)
@@ -864,9 +889,22 @@ __global__ void __launch_bounds__(THREADS, 1)
       const int n0 = (un * CN + cn) * BN;
       const int row0 = PINGPONG ? 0 : cw * WG_M;  // this consumer's first row in the tile
 
-      // META 2: this thread's metadata words straight from global memory, one k block ahead.
-      [[maybe_unused]] uint32_t meta_next[M_ATOMS][S::META_REGS];
-      [[maybe_unused]] auto fetch_meta = [&](int kb) {
+      // The metadata words of a k block live in one of two register sets, used alternately (cur for
+      // the block being issued, prev for the one before). A sparse WGMMA reads its metadata register
+      // after it has been issued, while it runs, and ptxas does not keep that register reserved
+      // until the wgmma.wait_group that retires it: without help it reuses it at once (for the next
+      // block's words, a descriptor, a loop counter) and the WGMMA multiplies with whatever lands
+      // there. So every set stays live until the wait that retires its WGMMAs: keep_alive() stores
+      // it (volatile shared-memory stores, which ptxas orders after the wait) only then, and only
+      // then is the set loaded again.
+      using MetaSet = uint32_t[M_ATOMS][S::META_REGS];
+      MetaSet meta_a, meta_b;
+#pragma unroll
+      for (int ma = 0; ma < M_ATOMS; ++ma)
+#pragma unroll
+        for (int j = 0; j < S::META_REGS; ++j) meta_a[ma][j] = meta_b[ma][j] = 0x44444444u;
+      // META 2: this thread's words of k block kb straight from global memory (L2).
+      [[maybe_unused]] auto fetch_meta = [&](int kb, MetaSet& dst) {
 #pragma unroll
         for (int ma = 0; ma < M_ATOMS; ++ma) {
           const int mb = (m0 + row0 + ma * 64) / 64;
@@ -878,26 +916,21 @@ __global__ void __launch_bounds__(THREADS, 1)
             const bool here = in && kb * KCHUNKS + c < p.meta_chunks;
             if constexpr (WIDE) {
               const uint2 v = here ? ld_global_u64(src + c * META_WORDS) : make_uint2(0x44444444u, 0x44444444u);
-              meta_next[ma][2 * c] = v.x;
-              meta_next[ma][2 * c + 1] = v.y;
+              dst[ma][2 * c] = v.x;
+              dst[ma][2 * c + 1] = v.y;
             } else {
-              meta_next[ma][c] = here ? ld_global_u32(src + c * META_WORDS) : 0x44444444u;
+              dst[ma][c] = here ? ld_global_u32(src + c * META_WORDS) : 0x44444444u;
             }
           }
         }
       };
-      if constexpr (META == 2) fetch_meta(kb0);
+      if constexpr (META == 2) fetch_meta(kb0, meta_a);
 
       int prev_stage = 0;
-      for (int kb = kb0; kb < kb1; ++kb) {
-        uint32_t meta[M_ATOMS][S::META_REGS];
-        if constexpr (META == 2) {
-#pragma unroll
-          for (int ma = 0; ma < M_ATOMS; ++ma)
-#pragma unroll
-            for (int j = 0; j < S::META_REGS; ++j) meta[ma][j] = meta_next[ma][j];
-          fetch_meta(kb + 1);
-        }
+      // One k block: its words in `cur`; `prev` holds the previous block's (MMA_DEPTH 1: still in
+      // flight until the wait below).
+      auto kblock = [&](int kb, MetaSet& cur, MetaSet& prev) {
+        if constexpr (META == 2 && CROQ_MMA_DEPTH == 0) fetch_meta(kb + 1, prev);  // prev retired already
         mbar_wait(full_bar(stage), phase);
         const uint32_t sa = base + stage * S::AB_STAGE_BYTES;
         const uint32_t sb = sa + S::A_STAGE_BYTES;
@@ -913,10 +946,10 @@ __global__ void __launch_bounds__(THREADS, 1)
             for (int c = 0; c < KCHUNKS; ++c) {
               if constexpr (WIDE) {
                 const uint2 v = ld_shared_u64(meta_addr(ma, c));
-                meta[ma][2 * c] = v.x;
-                meta[ma][2 * c + 1] = v.y;
+                cur[ma][2 * c] = v.x;
+                cur[ma][2 * c + 1] = v.y;
               } else {
-                meta[ma][c] = ld_shared_u32(meta_addr(ma, c));
+                cur[ma][c] = ld_shared_u32(meta_addr(ma, c));
               }
             }
         }
@@ -933,24 +966,28 @@ __global__ void __launch_bounds__(THREADS, 1)
 #pragma unroll
             for (int ma = 0; ma < M_ATOMS; ++ma) {
               const int c = ks / (S::KSTEPS / KCHUNKS), j = ks % (S::KSTEPS / KCHUNKS);
-              meta[ma][ks] = ld_shared_u32(meta_addr(ma, c) + 4 * (consumer_meta_word(tid, S::ES, j) - meta_word));
+              cur[ma][ks] = ld_shared_u32(meta_addr(ma, c) + 4 * (consumer_meta_word(tid, S::ES, j) - meta_word));
             }
             if (ks > 0) wgmma_fence();
           }
 #pragma unroll
           for (int ma = 0; ma < M_ATOMS; ++ma) {
-            const uint32_t mw = meta[ma][ks];
             const uint64_t da = make_desc<S::MODE_A>(
                 sa + ((a_off / S::SWA) * BM + row0 + ma * 64) * S::SWA + (a_off % S::SWA), 16, 8 * S::SWA);
-            wgmma_sp<BN, KIND>(acc[ma], da, db, mw, (kb != kb0 || ks != 0) ? 1 : 0);
+            wgmma_sp<BN, KIND>(acc[ma], da, db, cur[ma][ks], (kb != kb0 || ks != 0) ? 1 : 0);
           }
         }
         wgmma_commit();
 #if CROQ_MMA_DEPTH == 1
-        wgmma_wait<1>();
-        if (kb > kb0) release(prev_stage);
+        wgmma_wait<1>();  // the previous block's WGMMAs are done: its stage and its words are free
+        if (kb > kb0) {
+          keep_alive(prev);
+          release(prev_stage);
+        }
+        if constexpr (META == 2) fetch_meta(kb + 1, prev);
 #else
         wgmma_wait<0>();
+        keep_alive(cur);
         release(stage);
 #endif
 #pragma unroll
@@ -960,13 +997,28 @@ __global__ void __launch_bounds__(THREADS, 1)
           stage = 0;
           phase ^= 1;
         }
+      };
+      // Unrolled by two so that each register set keeps its name (no copies between the sets).
+      int kb = kb0;
+      for (; kb + 1 < kb1; kb += 2) {
+        kblock(kb, meta_a, meta_b);
+        kblock(kb + 1, meta_b, meta_a);
       }
+      const bool odd = kb < kb1;
+      if (odd) kblock(kb, meta_a, meta_b);
       if constexpr (PINGPONG) {
         if (tid == 0) mbar_arrive_local(order_bar(cw));
       }
 #if CROQ_MMA_DEPTH == 1
       wgmma_wait<0>();
-      if (kb1 > kb0) release(prev_stage);
+      if (kb1 > kb0) {
+        if (odd) {
+          keep_alive(meta_a);
+        } else {
+          keep_alive(meta_b);
+        }
+        release(prev_stage);
+      }
 #endif
 #pragma unroll
       for (int ma = 0; ma < M_ATOMS; ++ma) fence_acc(acc[ma]);
