@@ -70,7 +70,7 @@ KERNEL_RUNS=(
   "naive_after_hang naive matmul_f16fp32_2048x2048x2048 PASS ok 60"
   "calls_cublas calls_cublas matmul_f16fp32_2048x2048x2048 LIBRARY_CALL_FORBIDDEN library_call_forbidden 60"
   "stale_output stale_output matmul_f16fp32_2048x2048x2048 IMPOSSIBLE above_peak 60"
-  "stale_prepack stale_prepack matmul_f16fp32_2048x2048x2048 VERIFY_FAIL second_seed_mismatch 60"
+  "stale_prepack stale_prepack matmul_f16fp32_2048x2048x2048 VERIFY_FAIL timed_mismatch 60"
   "skip_work skip_work matmul_f16fp32_2048x2048x2048 IMPOSSIBLE above_peak 60"
   "escape_stream escape_stream matmul_f16fp32_2048x2048x2048 IMPOSSIBLE above_peak 60"
   "illegal_address illegal_address matmul_f16fp32_2048x2048x2048 RUNTIME_FAIL cuda_error 60"

@@ -81,7 +81,7 @@ class CpuBackend : public MeasureBackend {
     if (m_p.sparse) m_meta.assign(input_sets, std::vector<uint8_t>(count_meta()));
     m_c_bytes = count_c() * static_cast<size_t>(scalar_type_bytes(m_p.dtype.output));
     m_c.assign(m_c_bytes + 2 * k_guard_bytes, k_guard_byte);
-    m_ref.assign(count_c(), 0.0f);
+    m_ref.assign(input_sets, std::vector<float>(count_c(), 0.0f));
     if (m_candidate) {
       m_ws.assign(m_candidate->workspace_for(m_p), 0);
       const size_t prepared = m_candidate->prepared_bytes_for(m_p);
@@ -123,7 +123,17 @@ class CpuBackend : public MeasureBackend {
     std::vector<float> a(count_a()), b(count_b());
     load_a(set, a.data());
     for (size_t i = 0; i < b.size(); ++i) b[i] = load_as_f32(m_b[set].data(), input_storage(), i);
-    sgemm(a.data(), b.data(), m_ref.data());
+    sgemm(a.data(), b.data(), m_ref[set].data());
+    return {};
+  }
+
+  DeviceStatus perturb_inputs(int set, int64_t column, uint64_t seed) override {
+    const auto k = static_cast<uint64_t>(m_p.desc.k), n = static_cast<uint64_t>(m_p.desc.n);
+    const bool col = m_p.desc.b_layout == "col";
+    for (uint64_t q = 0; q < k; ++q) {
+      store_from_f32(m_b[set].data(), input_storage(), b_index(q, static_cast<uint64_t>(column), k, n, col),
+                     random_uniform(seed, k_stream_perturb, q));
+    }
     return {};
   }
 
@@ -156,8 +166,8 @@ class CpuBackend : public MeasureBackend {
 
   DeviceStatus synchronize() override { return {}; }
 
-  DeviceStatus compare(const ToleranceSpec& tol, Verification& v) override {
-    compare_host(c_ptr(), m_p.dtype.output, m_ref.data(), m_p.desc.m, m_p.desc.n, tol, v);
+  DeviceStatus compare(int set, const ToleranceSpec& tol, Verification& v) override {
+    compare_host(c_ptr(), m_p.dtype.output, m_ref[set].data(), m_p.desc.m, m_p.desc.n, tol, v);
     int64_t changed = 0;
     for (size_t i = 0; i < k_guard_bytes; ++i) {
       changed += m_c[i] != k_guard_byte;
@@ -268,7 +278,7 @@ class CpuBackend : public MeasureBackend {
   std::vector<float> m_a32, m_b32, m_c32;  // the library's f32 copies
   std::vector<uint8_t> m_c;
   size_t m_c_bytes = 0;
-  std::vector<float> m_ref;
+  std::vector<std::vector<float>> m_ref;  // per input set
   std::vector<uint8_t> m_ws;
   std::vector<uint8_t> m_flush;
   int m_flush_count = 0;

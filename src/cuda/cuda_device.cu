@@ -148,6 +148,14 @@ __global__ void upcast_prune_e4m3_kernel(const __nv_fp8_e4m3* in, const unsigned
   }
 }
 
+// Column `col` of the K x N operand B gets fresh values (stream k_stream_perturb of `seed`).
+template <typename T>
+__global__ void perturb_column_kernel(T* b, uint64_t k, uint64_t n, uint64_t col, bool b_col, uint64_t seed) {
+  for (uint64_t q = blockIdx.x * uint64_t(blockDim.x) + threadIdx.x; q < k; q += uint64_t(gridDim.x) * blockDim.x) {
+    b[b_index(q, col, k, n, b_col)] = from_float<T>(random_uniform(seed, k_stream_perturb, q));
+  }
+}
+
 __global__ void upcast_e4m3_kernel(const __nv_fp8_e4m3* in, __half* out, size_t count) {
   for (size_t i = blockIdx.x * size_t(blockDim.x) + threadIdx.x; i < count; i += size_t(gridDim.x) * blockDim.x) {
     out[i] = __float2half_rn(static_cast<float>(in[i]));
@@ -330,7 +338,7 @@ struct CudaDevice::Impl {
   unsigned char* c_alloc = nullptr;
   void* c = nullptr;
   size_t c_bytes = 0;
-  float* ref = nullptr;
+  std::vector<float*> refs;  // the f32 reference of each input set
   __half* a16 = nullptr;
   __half* b16 = nullptr;
   void* workspace = nullptr;
@@ -406,7 +414,8 @@ struct CudaDevice::Impl {
     if (a_pruned) cudaFree(a_pruned);
     for (void* ptr : a) cudaFree(ptr);
     for (void* ptr : b) cudaFree(ptr);
-    for (void* ptr : {static_cast<void*>(c_alloc), static_cast<void*>(ref), static_cast<void*>(a16),
+    for (float* ptr : refs) cudaFree(ptr);
+    for (void* ptr : {static_cast<void*>(c_alloc), static_cast<void*>(a16),
                       static_cast<void*>(b16), workspace, flush, static_cast<void*>(acc), lib_ws}) {
       if (ptr) cudaFree(ptr);
     }
@@ -835,7 +844,11 @@ CudaStatus CudaDevice::prepare(const CudaProblem& p, int sets, size_t workspace_
   s.c = s.c_alloc + k_guard_bytes;
   CK(cudaMemset(s.c_alloc, k_guard_byte, k_guard_bytes));
   CK(cudaMemset(s.c_alloc + k_guard_bytes + s.c_bytes, k_guard_byte, k_guard_bytes));
-  CK(cudaMalloc(reinterpret_cast<void**>(&s.ref), s.out_count() * sizeof(float)));
+  for (int i = 0; i < sets; ++i) {
+    float* r = nullptr;
+    CK(cudaMalloc(reinterpret_cast<void**>(&r), s.out_count() * sizeof(float)));
+    s.refs.push_back(r);
+  }
   if (p.in == Elem::e4m3) {
     CK(cudaMalloc(reinterpret_cast<void**>(&s.a16), s.in_count_a() * sizeof(__half)));
     CK(cudaMalloc(reinterpret_cast<void**>(&s.b16), s.in_count_b() * sizeof(__half)));
@@ -949,8 +962,33 @@ CudaStatus CudaDevice::reference(int set) {
     in = CUDA_R_16F;
   }
   const cublasComputeType_t compute = s.p.in == Elem::f32 ? CUBLAS_COMPUTE_32F_PEDANTIC : CUBLAS_COMPUTE_32F;
-  if (auto st = s.gemm_ex(s.ref_handle, A, B, in, s.ref, CUDA_R_32F, compute); !st.ok) return st;
+  if (auto st = s.gemm_ex(s.ref_handle, A, B, in, s.refs[set], CUDA_R_32F, compute); !st.ok) return st;
   CK(cudaStreamSynchronize(s.stream));
+  return {};
+}
+
+CudaStatus CudaDevice::perturb(int set, int64_t column, uint64_t seed) {
+  Impl& s = *m;
+  const uint64_t k = static_cast<uint64_t>(s.p.k), n = static_cast<uint64_t>(s.p.n);
+  const uint64_t col = static_cast<uint64_t>(column);
+  const unsigned grid = grid_for(k);
+  switch (s.p.in) {
+    case Elem::f16:
+      perturb_column_kernel<<<grid, 256, 0, s.stream>>>(static_cast<__half*>(s.b[set]), k, n, col, s.p.b_col, seed);
+      break;
+    case Elem::bf16:
+      perturb_column_kernel<<<grid, 256, 0, s.stream>>>(static_cast<__nv_bfloat16*>(s.b[set]), k, n, col, s.p.b_col,
+                                                         seed);
+      break;
+    case Elem::f32:
+      perturb_column_kernel<<<grid, 256, 0, s.stream>>>(static_cast<float*>(s.b[set]), k, n, col, s.p.b_col, seed);
+      break;
+    case Elem::e4m3:
+      perturb_column_kernel<<<grid, 256, 0, s.stream>>>(static_cast<__nv_fp8_e4m3*>(s.b[set]), k, n, col, s.p.b_col,
+                                                         seed);
+      break;
+  }
+  CK(cudaGetLastError());
   return {};
 }
 
@@ -1089,21 +1127,22 @@ CudaStatus CudaDevice::synchronize() {
   return {};
 }
 
-CudaStatus CudaDevice::compare(double base_tol, double rel_tol, CompareResult& out) {
+CudaStatus CudaDevice::compare(int set, double base_tol, double rel_tol, CompareResult& out) {
   Impl& s = *m;
+  const float* ref = s.refs[set];
   CK(cudaMemsetAsync(s.acc, 0, sizeof(CompareAcc), s.stream));
   const size_t n = s.out_count();
   const unsigned grid = grid_for(n);
   switch (s.p.out) {
     case Elem::f16:
-      compare_kernel<<<grid, 256, 0, s.stream>>>(static_cast<const __half*>(s.c), s.ref, n, base_tol, rel_tol, s.acc);
+      compare_kernel<<<grid, 256, 0, s.stream>>>(static_cast<const __half*>(s.c), ref, n, base_tol, rel_tol, s.acc);
       break;
     case Elem::bf16:
-      compare_kernel<<<grid, 256, 0, s.stream>>>(static_cast<const __nv_bfloat16*>(s.c), s.ref, n, base_tol, rel_tol,
+      compare_kernel<<<grid, 256, 0, s.stream>>>(static_cast<const __nv_bfloat16*>(s.c), ref, n, base_tol, rel_tol,
                                                   s.acc);
       break;
     default:
-      compare_kernel<<<grid, 256, 0, s.stream>>>(static_cast<const float*>(s.c), s.ref, n, base_tol, rel_tol, s.acc);
+      compare_kernel<<<grid, 256, 0, s.stream>>>(static_cast<const float*>(s.c), ref, n, base_tol, rel_tol, s.acc);
       break;
   }
   CK(cudaGetLastError());
@@ -1132,12 +1171,12 @@ CudaStatus CudaDevice::compare(double base_tol, double rel_tol, CompareResult& o
   return {};
 }
 
-CudaStatus CudaDevice::download(std::vector<uint8_t>& c, std::vector<float>& ref) {
+CudaStatus CudaDevice::download(int set, std::vector<uint8_t>& c, std::vector<float>& ref) {
   Impl& s = *m;
   c.resize(s.c_bytes);
   ref.resize(s.out_count());
   CK(cudaMemcpy(c.data(), s.c, s.c_bytes, cudaMemcpyDeviceToHost));
-  CK(cudaMemcpy(ref.data(), s.ref, ref.size() * sizeof(float), cudaMemcpyDeviceToHost));
+  CK(cudaMemcpy(ref.data(), s.refs[set], ref.size() * sizeof(float), cudaMemcpyDeviceToHost));
   return {};
 }
 

@@ -4,7 +4,7 @@
 // the stream blocker, CUDA events, NVTX and the NVML clock readings. cuda_device.cu implements it.
 //
 // Buffers: `sets` pairs (A, B) of input storage type; C of the output type inside a 256 KiB
-// guard region on each side filled with 0xA5; the f32 reference; for fp8 inputs, f16 copies of A
+// guard region on each side filled with 0xA5; the f32 reference of each set; for fp8 inputs, f16 copies of A
 // and B for the reference; the candidate's workspace; a flush buffer of twice the L2 size. For the
 // 2:4 sparse operator also, per set, A's metadata [M, K/8] and the candidate's prepared A (or
 // cuSPARSELt's compressed A), and a pruned copy of A for the reference.
@@ -119,7 +119,9 @@ class CudaDevice {
   // After a fill: the candidate's croq_gemm_prepare (its croq_status; `st` a CUDA error), or
   // cuSPARSELt's compression of A (a failure makes its launches fail, the status stays 0).
   int prepare_set(int set, CudaStatus& st);
-  CudaStatus reference(int set);
+  CudaStatus reference(int set);   // into that set's reference
+  // Column `column` of B of `set` gets fresh values (on the stream, before the next launch).
+  CudaStatus perturb(int set, int64_t column, uint64_t seed);
   CudaStatus poison();
 
   // Target: a candidate, or a library variant.
@@ -134,8 +136,8 @@ class CudaDevice {
   int launch(int set, CudaStatus& st);
   int launch_in_range(int set, const char* range, CudaStatus& st);
   CudaStatus synchronize();
-  CudaStatus compare(double base_tol, double rel_tol, CompareResult& out);
-  CudaStatus download(std::vector<uint8_t>& c, std::vector<float>& ref);
+  CudaStatus compare(int set, double base_tol, double rel_tol, CompareResult& out);   // C against set's reference
+  CudaStatus download(int set, std::vector<uint8_t>& c, std::vector<float>& ref);
 
   CudaStatus flush_l2();
   CudaStatus hold();

@@ -113,6 +113,9 @@ class GpuBackend : public MeasureBackend {
     return out.empty() ? json(nullptr) : out;
   }
   DeviceStatus compute_reference(int set) override { return to_status(m_dev->reference(set)); }
+  DeviceStatus perturb_inputs(int set, int64_t column, uint64_t seed) override {
+    return to_status(m_dev->perturb(set, column, seed));
+  }
   DeviceStatus poison_output() override { return to_status(m_dev->poison()); }
 
   LaunchOutcome launch(int set) override {
@@ -123,9 +126,9 @@ class GpuBackend : public MeasureBackend {
 
   DeviceStatus synchronize() override { return to_status(m_dev->synchronize()); }
 
-  DeviceStatus compare(const ToleranceSpec& tol, Verification& v) override {
+  DeviceStatus compare(int set, const ToleranceSpec& tol, Verification& v) override {
     CompareResult r;
-    if (auto st = m_dev->compare(tol.base_tol, tol.rel_tol, r); !st.ok) return to_status(st);
+    if (auto st = m_dev->compare(set, tol.base_tol, tol.rel_tol, r); !st.ok) return to_status(st);
     v.tolerance = tol;
     v.elements = m_p.desc.m * m_p.desc.n;
     v.mismatches = r.mismatches;
@@ -139,7 +142,7 @@ class GpuBackend : public MeasureBackend {
       // The details (worst elements) come from the host comparison of the same data.
       std::vector<uint8_t> c;
       std::vector<float> ref;
-      if (auto st = m_dev->download(c, ref); !st.ok) return to_status(st);
+      if (auto st = m_dev->download(set, c, ref); !st.ok) return to_status(st);
       Verification host;
       compare_host(c.data(), m_p.dtype.output, ref.data(), m_p.desc.m, m_p.desc.n, tol, host);
       v.worst = host.worst;

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <functional>
+#include <set>
 
 #include "croq/measure/portable.hpp"
 #include "croq/measure/procedure.hpp"
@@ -21,6 +22,9 @@ class FakeBackend : public MeasureBackend {
   // Event time of timed launch number n (0-based over the whole run).
   std::function<double(int)> event_ms = [](int) { return 1.0; };
   double wall_per_launch = 0.001;  // host time a launch takes when not timed by events
+  // Host time the device spends on a timed launch beyond its events (work on another stream),
+  // seen when the device is synchronised.
+  double hidden_ms = 0;
   // Called for compare number n (0-based): fills the figures.
   std::function<void(int, Verification&)> on_compare = [](int, Verification&) {};
   int status = 0;
@@ -56,6 +60,12 @@ class FakeBackend : public MeasureBackend {
     calls.push_back("reference(" + std::to_string(set) + ")");
     return {};
   }
+  DeviceStatus perturb_inputs(int set, int64_t column, uint64_t) override {
+    calls.push_back("perturb(" + std::to_string(set) + ")");
+    columns.push_back(column);
+    return {};
+  }
+  std::vector<int64_t> columns;
   DeviceStatus poison_output() override {
     calls.push_back("poison");
     return {};
@@ -68,11 +78,15 @@ class FakeBackend : public MeasureBackend {
   }
   DeviceStatus synchronize() override {
     calls.push_back("sync");
+    clock += pending_ms;
+    pending_ms = 0;
     if (sync_fails_after_launch && launches > 0) return DeviceStatus::fail("cudaErrorIllegalAddress: an illegal memory access", true);
     return {};
   }
-  DeviceStatus compare(const ToleranceSpec& tol, Verification& v) override {
+  std::vector<int> compared_sets;
+  DeviceStatus compare(int set, const ToleranceSpec& tol, Verification& v) override {
     calls.push_back("compare");
+    compared_sets.push_back(set);
     v.tolerance = tol;
     v.elements = 100;
     v.mismatches = 0;
@@ -116,7 +130,7 @@ class FakeBackend : public MeasureBackend {
                                                           : variant_ms[selected];
     ++timed;
     last_ms = ms;
-    clock += ms;
+    pending_ms += ms + hidden_ms;  // the device's time, seen by the host when it synchronises
     return {};
   }
   DeviceStatus read_timer(double& ms) override {
@@ -167,6 +181,7 @@ class FakeBackend : public MeasureBackend {
   int selected = 0;
   bool timing_now = false;
   double last_ms = 0;
+  double pending_ms = 0;
 };
 
 ProblemDesc problem_1024() {
@@ -184,6 +199,12 @@ ProcedureOptions quick() {
   o.stop.max_reps = 50;
   o.stop.cv_target = 0.01;
   o.stop.time_budget_ms = 1e9;
+  // The order of the checks without the random parts: no timed launch verified at random, B
+  // never changed (the tests of those set them).
+  o.verify_fraction = 0;
+  o.min_verified = 0;
+  o.perturb = false;
+  o.draw = [] { return 0.5; };
   return o;
 }
 
@@ -191,25 +212,151 @@ Measurement measure(FakeBackend& b, ProcedureOptions o = quick()) {
   return run_procedure(b, problem_1024(), *parse_dtype_pair("f16f32"), o);
 }
 
-TEST(MeasureProcedure, EveryTimedRepetitionFollowsTheProtocolOrder) {
+// A checked launch and a timed one are made the same way: a fresh column of B, C poisoned, the L2
+// flushed, the stream held, start, launch, stop, release, synchronise, read. Whether a timed
+// launch is compared is drawn after it ran (the draw comes after the read), and nothing before a
+// launch differs between the ones that will be compared and the ones that will not.
+TEST(MeasureProcedure, EveryLaunchCheckedOrTimedIsMadeTheSameWay) {
   FakeBackend b;
-  Measurement m = measure(b);
+  ProcedureOptions o = quick();
+  o.perturb = true;
+  o.verify_fraction = 0.25;
+  o.min_verified = 1;
+  int draws = 0;
+  o.draw = [&] {
+    b.calls.push_back("draw");
+    return (++draws % 3) * 0.2;  // 0.2, 0.4, 0.0, 0.2, ...: two draws of three are under 0.25
+  };
+  Measurement m = measure(b, o);
   ASSERT_EQ(m.verdict, Verdict::PASS) << m.detail;
-  int reps = 0;
+  const std::vector<std::string> before = {"perturb", "poison", "flush", "hold", "start"};
+  const std::vector<std::string> after = {"launch", "stop", "release", "sync", "read"};
+  auto head = [](const std::string& c) { return c.substr(0, c.find('(')); };
+  int shots = 0, compared_shots = 0;
   for (size_t i = 0; i < b.calls.size(); ++i) {
     if (b.calls[i] != "start") continue;
-    ++reps;
-    ASSERT_GE(i, 2u);
-    EXPECT_EQ(b.calls[i - 2], "flush");
-    EXPECT_EQ(b.calls[i - 1], "hold");
+    ++shots;
+    // perturb is preceded by the draw of its column.
+    ASSERT_GE(i, 5u);
+    EXPECT_EQ(b.calls[i - 5], "draw");
+    for (size_t k = 0; k + 1 < before.size(); ++k) EXPECT_EQ(head(b.calls[i - 4 + k]), before[k]) << i;
     ASSERT_LT(i + 5, b.calls.size());
-    EXPECT_EQ(b.calls[i + 1].rfind("launch(", 0), 0u);
-    EXPECT_EQ(b.calls[i + 2], "stop");
-    EXPECT_EQ(b.calls[i + 3], "release");
-    EXPECT_EQ(b.calls[i + 4], "sync");
-    EXPECT_EQ(b.calls[i + 5], "read");
+    for (size_t k = 0; k < after.size(); ++k) EXPECT_EQ(head(b.calls[i + 1 + k]), after[k]) << i;
+    // After the read: a compare (a check, or a timed launch drawn), or the next launch's draw.
+    size_t j = i + 6;
+    if (j < b.calls.size() && b.calls[j] == "draw" && j + 1 < b.calls.size() &&
+        (b.calls[j + 1] == "compare" || b.calls[j + 1].rfind("reference(", 0) == 0)) {
+      ++j;
+    }
+    if (j < b.calls.size() && b.calls[j].rfind("reference(", 0) == 0) ++j;  // a changed set's reference, made again
+    if (j < b.calls.size() && b.calls[j] == "compare") ++compared_shots;
   }
-  EXPECT_EQ(reps, 3 /* probe */ + m.timing->reps);
+  // Every launch (the warm-up's too) is preceded by a fresh column and the poison.
+  EXPECT_EQ(b.count("poison"), b.launches);
+  EXPECT_EQ(b.count("perturb(0)") + b.count("perturb(1)"), b.launches);
+  EXPECT_EQ(shots, 3 /* checks */ + 3 /* probe */ + m.timing->reps);
+  EXPECT_EQ(compared_shots, 3 + m.verification.timed_checked);
+  EXPECT_GT(m.verification.timed_checked, 0);
+  EXPECT_EQ(b.count("compare"), 3 + m.verification.timed_checked);
+  // The columns are spread over B.
+  std::set<int64_t> distinct(b.columns.begin(), b.columns.end());
+  EXPECT_GE(distinct.size(), 2u);
+}
+
+// A candidate that does the work only on the launches it believes are checked: every timed launch
+// may be compared after it ran, so one that skipped is caught (VERIFY_FAIL timed_mismatch) before
+// the re-check or the second seed would have seen anything.
+TEST(MeasureProcedure, ATimedLaunchDrawnAfterItRanIsComparedAndAWrongOneFails) {
+  FakeBackend b;
+  ProcedureOptions o = quick();
+  o.verify_fraction = 0.25;
+  std::vector<double> draws = {0.9, 0.9, 0.9, 0.9, 0.9, 0.1};  // the probe's three, then the 3rd repetition
+  size_t next = 0;
+  o.draw = [&] { return next < draws.size() ? draws[next++] : 0.9; };
+  // Compare 0 is the first seed's; compare 1 the third repetition's, which skipped its work.
+  b.on_compare = [](int n, Verification& v) {
+    if (n == 1) v.mismatches = v.nan_count = 100;
+  };
+  Measurement m = measure(b, o);
+  EXPECT_EQ(m.verdict, Verdict::VERIFY_FAIL);
+  EXPECT_EQ(m.reason, "timed_mismatch");
+  EXPECT_NE(m.detail.find("timed launch 3 (input set 0)"), std::string::npos) << m.detail;
+  EXPECT_EQ(m.verification.nan_count, 100);
+  EXPECT_EQ(m.verification.timed_checked, 1);
+  EXPECT_EQ(b.compared_sets, (std::vector<int>{0, 0}));
+  EXPECT_FALSE(m.verification.rechecked_after_timing.has_value()) << "caught before the re-check";
+}
+
+// The probe's launches are timed launches: one drawn for comparison that fails is timed_mismatch,
+// named as the probe launch it was (not as the first seed's check, which passed).
+TEST(MeasureProcedure, AProbeLaunchDrawnForComparisonThatFailsIsATimedMismatch) {
+  FakeBackend b;
+  ProcedureOptions o = quick();
+  o.verify_fraction = 0.25;
+  std::vector<double> draws = {0.9, 0.1};  // the second probe launch
+  size_t next = 0;
+  o.draw = [&] { return next < draws.size() ? draws[next++] : 0.9; };
+  b.on_compare = [](int n, Verification& v) {
+    if (n == 1) v.mismatches = 7;
+  };
+  Measurement m = measure(b, o);
+  EXPECT_EQ(m.verdict, Verdict::VERIFY_FAIL);
+  EXPECT_EQ(m.reason, "timed_mismatch") << m.detail;
+  EXPECT_NE(m.detail.find("probe launch 2"), std::string::npos) << m.detail;
+  EXPECT_EQ(m.verification.mismatches, 7);
+  EXPECT_FALSE(m.timing) << "nothing timed after a failed probe";
+}
+
+// Both input sets are compared against their own reference, made again when the set's inputs
+// changed since (a fresh column of B before every launch).
+TEST(MeasureProcedure, EachInputSetIsComparedWithItsOwnReferenceMadeAfterItsInputsChanged) {
+  FakeBackend b;
+  ProcedureOptions o = quick();
+  o.perturb = true;
+  o.verify_fraction = 1.0;  // every timed launch
+  o.draw = [] { return 0.3; };
+  Measurement m = measure(b, o);
+  ASSERT_EQ(m.verdict, Verdict::PASS) << m.detail;
+  EXPECT_EQ(m.verification.timed_checked, 3 + m.timing->reps);
+  EXPECT_NE(std::find(b.compared_sets.begin(), b.compared_sets.end(), 1), b.compared_sets.end());
+  for (size_t i = 0; i < b.calls.size(); ++i) {
+    if (b.calls[i] != "compare") continue;
+    // The reference of the compared set was made after the last change of that set's inputs.
+    size_t change = 0, ref = 0;
+    const std::string set = std::to_string(b.compared_sets[static_cast<size_t>(std::count(b.calls.begin(), b.calls.begin() + static_cast<long>(i), "compare"))]);
+    for (size_t j = 0; j < i; ++j) {
+      if (b.calls[j] == "perturb(" + set + ")" || b.calls[j].rfind("fill(" + set + ",", 0) == 0) change = j;
+      if (b.calls[j] == "reference(" + set + ")") ref = j;
+    }
+    EXPECT_GT(ref, change) << "compare " << i << " of set " << set << " against a reference older than its inputs";
+  }
+}
+
+// When no draw chose a repetition, the last one is compared: at least one timed launch is, and
+// the candidate cannot know which launch is the last before it has run.
+TEST(MeasureProcedure, WhenNoDrawChoosesARepetitionTheLastOneIsCompared) {
+  FakeBackend b;
+  ProcedureOptions o = quick();
+  o.verify_fraction = 0.25;
+  o.min_verified = 1;
+  o.draw = [] { return 0.99; };
+  Measurement m = measure(b, o);
+  ASSERT_EQ(m.verdict, Verdict::PASS) << m.detail;
+  EXPECT_EQ(m.verification.timed_checked, 1);
+  EXPECT_EQ(b.count("compare"), 4);  // first seed, the last repetition, re-check, second seed
+  // The timed compare comes right after the last repetition's read.
+  size_t last_read = 0, second_compare = 0;
+  int compares = 0;
+  for (size_t i = 0; i < b.calls.size(); ++i) {
+    if (b.calls[i] == "compare" && ++compares == 2) second_compare = i;
+  }
+  int starts = 0;
+  for (size_t i = 0; i < second_compare; ++i) {
+    if (b.calls[i] == "read") last_read = i;
+    if (b.calls[i] == "start") ++starts;
+  }
+  EXPECT_EQ(starts, 1 + 3 + m.timing->reps);
+  EXPECT_EQ(second_compare, last_read + 1);
 }
 
 TEST(MeasureProcedure, APassingCandidateIsVerifiedTimedRecheckedAndCheckedOnASecondSeed) {
@@ -234,7 +381,7 @@ TEST(MeasureProcedure, APassingCandidateIsVerifiedTimedRecheckedAndCheckedOnASec
   EXPECT_EQ(b.count("fill(0," + std::to_string(second_seed(42)) + ")"), 1);
   EXPECT_EQ(b.count("reference(0)"), 2);
   EXPECT_EQ(b.count("compare"), 3);  // first seed, re-check, second seed
-  EXPECT_EQ(b.count("poison"), 3);   // before each checked launch
+  EXPECT_EQ(b.count("poison"), b.launches);  // before every launch, checked or timed
   // Rotation: both sets are launched while timing.
   EXPECT_GT(b.count("launch(1)"), 0);
 }
@@ -256,7 +403,7 @@ TEST(MeasureProcedure, TheWarmUpRunsBackToBackUntilItHasLastedWarmupMs) {
   int starts = 0;
   size_t first_timed = 0;
   for (size_t i = 0; i < b.calls.size(); ++i) {
-    if (b.calls[i] == "start" && ++starts == 4) {  // 3 probe repetitions first
+    if (b.calls[i] == "start" && ++starts == 5) {  // the check and 3 probe launches first
       first_timed = i;
       break;
     }
@@ -461,12 +608,13 @@ TEST(MeasureProcedure, ALaunchThatWaitsForTheHeldStreamIsTimedUnheldWithAWarning
   EXPECT_FALSE(m.timing->stream_held);
   ASSERT_EQ(m.warnings.size(), 1u);
   EXPECT_NE(m.warnings[0].find("synchronises inside croq_matmul"), std::string::npos);
+  EXPECT_NE(std::find(m.flags.begin(), m.flags.end(), "launch_waits"), m.flags.end());
 }
 
 TEST(MeasureProcedure, WorkHiddenFromTheEventsIsCaughtByTheHostClock) {
   FakeBackend b;
   b.event_ms = [](int) { return 0.05; };  // 43 TFLOPS by the events: plausible
-  b.wall_per_launch = 2.0;                 // but the host sees 2 ms per launch
+  b.hidden_ms = 1.95;                      // but the host sees 2 ms per launch
   Measurement m = measure(b);
   EXPECT_EQ(m.verdict, Verdict::IMPOSSIBLE);
   EXPECT_EQ(m.reason, "timing_escape");
@@ -477,7 +625,7 @@ TEST(MeasureProcedure, WorkHiddenFromTheEventsIsCaughtByTheHostClock) {
   FakeBackend c;
   c.async = false;
   c.event_ms = b.event_ms;
-  c.wall_per_launch = 2.0;
+  c.hidden_ms = 1.95;
   Measurement n = measure(c);
   EXPECT_EQ(n.verdict, Verdict::PASS);
   EXPECT_NE(std::find(n.flags.begin(), n.flags.end(), "wall_clock_disagrees"), n.flags.end());
@@ -500,7 +648,7 @@ TEST(MeasureProcedure, VerifyModeChecksTwoSeedsAndTimesNothing) {
   EXPECT_FALSE(m.timing);
   EXPECT_FALSE(m.tflops);
   EXPECT_TRUE(*m.verification.second_seed_passed);
-  EXPECT_EQ(b.count("start"), 0);
+  EXPECT_EQ(b.count("start"), 2) << "the two checked launches only";
 }
 
 TEST(MeasureProcedure, ProfileModeRunsTheWarmupThenExactlyOneRangedLaunchAndNoReference) {
@@ -514,6 +662,7 @@ TEST(MeasureProcedure, ProfileModeRunsTheWarmupThenExactlyOneRangedLaunchAndNoRe
   EXPECT_EQ(b.count("launch(0)"), 3);
   EXPECT_EQ(b.count("reference(0)"), 0);
   EXPECT_EQ(b.count("compare"), 0);
+  EXPECT_EQ(b.count("poison"), 4) << "before every launch";
   EXPECT_EQ(b.calls.back(), "sync");
 }
 

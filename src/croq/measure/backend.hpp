@@ -5,7 +5,7 @@
 // without a GPU.
 //
 // A backend owns: `input_sets` sets of inputs (A, B), one output C surrounded by guard regions,
-// the f32 reference of set 0, the target that launch() runs (a candidate or one library variant),
+// an f32 reference per input set, the target that launch() runs (a candidate or one library variant),
 // and a timer. Every method reports failure as a DeviceStatus value; `fatal` means the device
 // context is unusable (a sticky CUDA error) and nothing more can run in this process.
 #pragma once
@@ -53,12 +53,16 @@ class MeasureBackend {
   // synchronisation. A candidate's status comes back as for a launch; a library's failure is
   // reported by its launches instead.
   virtual LaunchOutcome prepare_operands(int /*set*/) { return {}; }
-  virtual DeviceStatus compute_reference(int set) = 0;   // f32-accumulated, into the reference
+  // Column `column` of B of `set` (column j of the K x N operand, whatever B's layout) gets fresh
+  // values, from `seed` as the inputs are (random_uniform, stream k_stream_perturb). The procedure
+  // does it before every launch, so that no launch sees the inputs of an earlier one.
+  virtual DeviceStatus perturb_inputs(int set, int64_t column, uint64_t seed) = 0;
+  virtual DeviceStatus compute_reference(int set) = 0;   // f32-accumulated, into that set's reference
   virtual DeviceStatus poison_output() = 0;               // C := NaN
   virtual LaunchOutcome launch(int set) = 0;              // enqueue the target on the stream
   virtual DeviceStatus synchronize() = 0;                 // whole device; returns the first error
-  // Compares C with the reference (and the guard regions); fills the figures and `passed`.
-  virtual DeviceStatus compare(const ToleranceSpec& tol, Verification& out) = 0;
+  // Compares C with the reference of `set` (and the guard regions); fills the figures and `passed`.
+  virtual DeviceStatus compare(int set, const ToleranceSpec& tol, Verification& out) = 0;
 
   // Timing protocol pieces (procedure.cpp calls them in the documented order).
   virtual DeviceStatus flush_cache() = 0;

@@ -130,7 +130,8 @@ json Measurement::to_json() const {
                        {"nan_count", v.nan_count},
                        {"guard_bytes_changed", v.guard_bytes_changed},
                        {"rechecked_after_timing", opt_bool(v.rechecked_after_timing)},
-                       {"second_seed_passed", opt_bool(v.second_seed_passed)}};
+                       {"second_seed_passed", opt_bool(v.second_seed_passed)},
+                       {"timed_checked", v.timed_checked}};
   if (!v.reported.empty()) j["verification"]["reported"] = v.reported;
   if (timing) {
     const Timing& t = *timing;
@@ -285,6 +286,7 @@ std::optional<Measurement> Measurement::from_json(const json& j, std::string* wh
     o.guard_bytes_changed = read_int(v, "guard_bytes_changed");
     o.rechecked_after_timing = read_bool(v, "rechecked_after_timing");
     o.second_seed_passed = read_bool(v, "second_seed_passed");
+    o.timed_checked = static_cast<int>(read_int(v, "timed_checked"));
     o.reported = read_string(v, "reported");
     if (v.contains("tolerance") && v["tolerance"].is_object()) {
       const json& t = v["tolerance"];

@@ -60,6 +60,7 @@ struct Verification {
   int64_t guard_bytes_changed = 0;  // bytes written outside C
   std::optional<bool> rechecked_after_timing;
   std::optional<bool> second_seed_passed;
+  int timed_checked = 0;          // timed launches whose output was compared (chosen at random)
   std::string reported;           // legacy: what the binary printed about its own check
 };
 
@@ -176,6 +177,12 @@ struct Measurement {
 
 // The flag a contended measurement carries.
 inline constexpr const char* k_contended_flag = "contended";
+// The flag of a measurement whose launch waited for the stream the runner held (the candidate
+// synchronises inside croq_matmul): timed without holding the stream; refused in an enforced task.
+inline constexpr const char* k_launch_waits_flag = "launch_waits";
+// The flag of a candidate whose shared object calls a synchronising or host-reading CUDA function
+// (PurityReport::synchronising); refused before it runs in an enforced task.
+inline constexpr const char* k_synchronising_call_flag = "synchronising_call";
 
 // The robust_cv of a record's "timing" object: its field when the key is there, else (a record from
 // before it) computed from its samples_ms; nullopt when neither gives one.

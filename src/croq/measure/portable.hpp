@@ -41,6 +41,13 @@ inline constexpr uint64_t k_stream_a = 1;
 inline constexpr uint64_t k_stream_b = 2;
 inline constexpr uint64_t k_stream_pattern = 3;  // 2:4 sparse A: which positions are kept
 inline constexpr uint64_t k_stream_zeros = 4;    // 2:4 sparse A: kept values set to zero
+inline constexpr uint64_t k_stream_perturb = 5;  // a column of B changed before a launch
+
+// Index in B's storage of element (row q, column j) of the K x N operand: B row-major (K x N), or
+// "col" (stored N x K row-major).
+CROQ_HD uint64_t b_index(uint64_t q, uint64_t j, uint64_t k, uint64_t n, bool b_col) {
+  return b_col ? j * k + q : q * n + j;
+}
 
 // ---- 2:4 structured-sparse A (the kernel ABI's CROQ_OP_MATMUL_SPARSE24) ----
 // Row i of A [M,K] is cut into K/4 groups of four; group q = i * (K/4) + g keeps the two positions

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cmath>
 #include <optional>
+#include <random>
 
 #include <fmt/format.h>
 
@@ -61,6 +62,7 @@ class Procedure {
     // The library rotates its inputs while timing as a candidate does: the same procedure on
     // both sides, and a timing that does not rest on where one set of buffers happened to land.
     const int sets = m_opt.mode == RunMode::measure ? std::max(1, m_opt.rotation_sets) : 1;
+    m_stale.assign(static_cast<size_t>(sets), true);
     if (auto st = m_b.prepare(sets); !st.ok) {
       f = Failure{Verdict::RUNTIME_FAIL, reason::cuda_error, "allocation failed: " + st.error};
     } else if (m_opt.mode == RunMode::profile) {
@@ -86,6 +88,7 @@ class Procedure {
     m_m.device.clock_samples = after.clock_samples;
     m_m.device.limited_samples = after.limited_samples;
     m_m.device.other_processes = after.other_processes;
+    if (m_opt.mode != RunMode::profile) m_m.verification.timed_checked = m_timed_checked;
     return m_m;
   }
 
@@ -95,6 +98,7 @@ class Procedure {
   void disable_hold() {
     if (!m_hold_ok) return;
     m_hold_ok = false;
+    m_m.flags.push_back(k_launch_waits_flag);
     m_m.warnings.push_back(
         "the launch function waits for the stream (it synchronises inside croq_matmul or croq_gemm, against the ABI); "
         "timed without holding the stream, so host launch overhead is inside the measured interval");
@@ -134,6 +138,7 @@ class Procedure {
   // Inputs of `set` from `seed`, then the target's untimed preparation of them (prepare_operands).
   std::optional<Failure> fill(int set, uint64_t seed, const char* what) {
     harness(m_b.fill_inputs(set, seed), what);
+    m_stale[static_cast<size_t>(set)] = true;
     if (!m_opt.library) m_candidate_ran = true;
     if (auto f = launch_failure(m_b.prepare_operands(set), "croq_gemm_prepare")) {
       (void)m_b.synchronize();
@@ -148,17 +153,107 @@ class Procedure {
     return std::nullopt;
   }
 
-  // Poison, launch on set 0, synchronise, compare.
-  std::optional<Failure> check(Verification& v) {
+  // A number in [0, 1) drawn when it is needed, from the system's entropy (std::random_device):
+  // whether a timed launch is verified is decided after the launch has run, from nothing a
+  // candidate could have read beforehand (the tests substitute a sequence).
+  double draw() {
+    if (m_opt.draw) return m_opt.draw();
+    static std::random_device entropy;
+    return static_cast<double>(entropy()) / 4294967296.0;
+  }
+
+  // What precedes every launch, whatever the launch is for: one column of B (a random one) gets
+  // fresh values, then C is poisoned (NaN). So no launch sees the inputs of an earlier one, C
+  // never holds an earlier output, and nothing before a launch says whether it will be checked.
+  void prelaunch(int set) {
+    if (m_opt.perturb && m_problem.n > 0) {
+      const auto col = std::min<int64_t>(static_cast<int64_t>(draw() * static_cast<double>(m_problem.n)), m_problem.n - 1);
+      harness(m_b.perturb_inputs(set, col, splitmix64(m_opt.seed ^ (0x5EED00000000ull + ++m_perturbs))),
+              "changing a column of B");
+      m_stale[static_cast<size_t>(set)] = true;
+    }
     harness(m_b.poison_output(), "poisoning the output");
-    if (auto f = launch(0)) return f;
-    if (auto f = sync("after the launch")) return f;
-    DeviceStatus st = m_b.compare(m_tol, v);
+  }
+
+  // One launch as every launch in modes measure and verify is made, checked or timed alike:
+  // prelaunch, [flush L2], [hold the stream], start event, launch, stop event, [release],
+  // synchronise the device, read the events. `host_ms` is the host clock from the release (or the
+  // start) to the end of the synchronisation: the device's whole work for the launch, work
+  // escaped to another stream included. A launch that waits for the held stream (it synchronises
+  // inside croq_matmul) voids the shot: the hold is given up and the shot made again.
+  struct Shot {
+    double event_ms = 0;
+    double host_ms = 0;
+  };
+  std::optional<Failure> shoot(int set, Shot& out) {
+    for (;;) {
+      const bool hold = m_opt.hold_stream && m_b.can_hold_stream() && m_hold_ok;
+      prelaunch(set);
+      if (m_opt.l2_flush) harness(m_b.flush_cache(), "flushing the L2 cache");
+      if (hold) harness(m_b.hold_stream(), "holding the stream");
+      const double t_start = m_b.host_now_ms();
+      harness(m_b.start_timer(), "recording the start event");
+      m_candidate_ran = true;
+      LaunchOutcome o = m_b.launch(set);
+      DeviceStatus stop = m_b.stop_timer();
+      double t_go = t_start;
+      if (hold) {
+        t_go = m_b.host_now_ms();
+        DeviceStatus rel = m_b.release_stream();
+        if (!rel.ok && o.device.ok) o.device = rel;
+      }
+      if (auto f = launch_failure(o)) {
+        (void)m_b.synchronize();
+        return f;
+      }
+      if (!stop.ok) return Failure{Verdict::RUNTIME_FAIL, reason::cuda_error, "recording the stop event: " + stop.error};
+      if (auto f = sync("after the launch")) return f;
+      out.host_ms = m_b.host_now_ms() - t_go;
+      DeviceStatus rd = m_b.read_timer(out.event_ms);
+      if (!rd.ok) return Failure{Verdict::RUNTIME_FAIL, reason::cuda_error, "reading the timer: " + rd.error};
+      if (hold && m_b.hold_timed_out()) {
+        disable_hold();
+        continue;
+      }
+      return std::nullopt;
+    }
+  }
+
+  // Compares C, the output of the launch just made on `set`, with that set's reference (made
+  // again first when the set's inputs changed since it was last made).
+  std::optional<Failure> verify_output(int set, Verification& v) {
+    if (m_stale[static_cast<size_t>(set)]) {
+      harness(m_b.compute_reference(set), "computing the reference");
+      m_stale[static_cast<size_t>(set)] = false;
+    }
+    DeviceStatus st = m_b.compare(set, m_tol, v);
     if (!st.ok) return Failure{Verdict::RUNTIME_FAIL, reason::cuda_error, "comparing the output: " + st.error};
     return std::nullopt;
   }
 
-  static Failure verify_failure(const Verification& v, const char* when) {
+  // A checked launch on `set`: a shot, then its output compared.
+  std::optional<Failure> check(Verification& v, int set = 0) {
+    Shot s;
+    if (auto f = shoot(set, s)) return f;
+    return verify_output(set, v);
+  }
+
+  // A timed launch's output, verified when the draw made after it ran says so (or when `must`):
+  // a failure is VERIFY_FAIL timed_mismatch (out_of_bounds_write when it wrote outside C).
+  std::optional<Failure> maybe_verify_timed(int set, bool must, const std::string& which) {
+    if (!must && !(m_opt.verify_fraction > 0 && draw() < m_opt.verify_fraction)) return std::nullopt;
+    Verification tv;
+    tv.tolerance = m_tol;
+    if (auto f = verify_output(set, tv)) return f;
+    ++m_timed_checked;
+    if (tv.passed.value_or(false)) return std::nullopt;
+    Failure f = verify_failure(tv, which + ", verified after it ran (chosen at random)");
+    if (f.reason != reason::out_of_bounds_write) f.reason = reason::timed_mismatch;
+    m_m.verification = tv;
+    return f;
+  }
+
+  static Failure verify_failure(const Verification& v, const std::string& when) {
     if (v.guard_bytes_changed > 0) {
       return {Verdict::VERIFY_FAIL, reason::out_of_bounds_write,
               fmt::format("{}: {} bytes outside C were written", when, v.guard_bytes_changed)};
@@ -176,29 +271,6 @@ class Procedure {
     return {Verdict::VERIFY_FAIL, reason::normwise_error,
             fmt::format("{}: normwise relative error {:.3g} above the limit {:.3g}", when, v.normwise_rel_err,
                         v.tolerance.normwise)};
-  }
-
-  // One timed repetition on `set`. Returns the time or a failure.
-  std::optional<Failure> time_one(int set, bool hold, double& ms) {
-    if (m_opt.l2_flush) harness(m_b.flush_cache(), "flushing the L2 cache");
-    if (hold) harness(m_b.hold_stream(), "holding the stream");
-    harness(m_b.start_timer(), "recording the start event");
-    m_candidate_ran = true;
-    LaunchOutcome o = m_b.launch(set);
-    DeviceStatus stop = m_b.stop_timer();
-    if (hold) {
-      DeviceStatus rel = m_b.release_stream();
-      if (!rel.ok && o.device.ok) o.device = rel;
-    }
-    if (auto f = launch_failure(o)) {
-      (void)m_b.synchronize();
-      return f;
-    }
-    if (!stop.ok) return Failure{Verdict::RUNTIME_FAIL, reason::cuda_error, "recording the stop event: " + stop.error};
-    if (auto f = sync("during timing")) return f;
-    DeviceStatus rd = m_b.read_timer(ms);
-    if (!rd.ok) return Failure{Verdict::RUNTIME_FAIL, reason::cuda_error, "reading the timer: " + rd.error};
-    return std::nullopt;
   }
 
   static constexpr int k_max_settle_launches = 1000000;
@@ -223,7 +295,9 @@ class Procedure {
     return idle;
   }
 
-  // Warm-up, then repetitions until the stopping rule says so. `samples` gets the times.
+  // Warm-up, then repetitions until the stopping rule says so. `samples` gets the times. Every
+  // launch is preceded by prelaunch (the warm-up's too); every repetition is a shot, verified at
+  // random after it ran (at least `min_verified` of them: the last ones when the draws gave fewer).
   std::optional<Failure> timed_reps(int sets, int warmup, double warmup_ms, const StopRule& rule, Timing& t) {
     t = Timing{};
     t.method = m_b.timer_method();
@@ -232,6 +306,7 @@ class Procedure {
     t.warmup = warmup;
     const double w0 = m_b.host_now_ms();
     for (int i = 0; i < warmup; ++i) {
+      prelaunch(i % sets);
       if (auto f = launch(i % sets)) {
         (void)m_b.synchronize();
         return f;
@@ -245,6 +320,7 @@ class Procedure {
     int batch = 1, extra = 0;
     while (warmup_ms > 0 && m_b.host_now_ms() - w0 < warmup_ms && extra < k_max_settle_launches) {
       for (int i = 0; i < batch; ++i, ++extra) {
+        prelaunch(extra % sets);
         if (auto f = launch(extra % sets)) {
           (void)m_b.synchronize();
           return f;
@@ -257,36 +333,47 @@ class Procedure {
     t.warmup_ms = m_b.host_now_ms() - w0;
     double rested = pace(*t.warmup_ms);
 
-    bool hold = m_opt.hold_stream && m_b.can_hold_stream() && m_hold_ok;
+    std::vector<double> spans;
     for (int attempt = 0; attempt < 2; ++attempt) {
+      const bool held = m_hold_ok;
       t.samples_ms.clear();
+      spans.clear();
       const double t0 = m_b.host_now_ms();
-      double rested_here = 0;  // rests are not part of the timed section's length
+      double aside = 0;  // rests and verifications are not part of the timed section's length
+      int checked = 0;
       bool restart = false;
       for (int r = 0;; ++r) {
-        double ms = 0;
         const double r0 = m_b.host_now_ms();
-        if (auto f = time_one(r % sets, hold, ms)) return f;
-        if (hold && m_b.hold_timed_out()) {
+        const int set = r % sets;
+        Shot shot;
+        if (auto f = shoot(set, shot)) return f;
+        if (held && !m_hold_ok) {
           // The launch function waited for the held stream (it synchronises inside
-          // croq_matmul): the sample is void. Time without holding instead.
-          hold = false;
-          disable_hold();
+          // croq_matmul): the samples so far were taken holding it. Time without holding.
           restart = true;
           break;
         }
-        t.samples_ms.push_back(ms);
+        t.samples_ms.push_back(shot.event_ms);
+        spans.push_back(shot.host_ms);
         if (r == rule.min_reps / 2) m_b.sample_clock();
         const double busy_end = m_b.host_now_ms();
-        const double elapsed = busy_end - t0 - rested_here;
+        const double elapsed = busy_end - t0 - aside;
         std::string why = rule.check(t.samples_ms, elapsed);
+        const int before = m_timed_checked;
+        if (auto f = maybe_verify_timed(set, !why.empty() && checked < m_opt.min_verified,
+                                        fmt::format("timed launch {} (input set {})", r + 1, set))) {
+          return f;
+        }
+        checked += m_timed_checked - before;
+        const double verified_end = m_b.host_now_ms();
+        aside += verified_end - busy_end;
         if (!why.empty()) {
           t.stop_reason = why;
           t.timed_ms = elapsed;
           break;
         }
-        const double idle = pace(busy_end - r0);
-        rested_here += idle;
+        const double idle = pace(verified_end - r0);
+        aside += idle;
         rested += idle;
       }
       if (!restart) break;
@@ -296,7 +383,7 @@ class Procedure {
       t.rest_ms = rested;
     }
     m_b.sample_clock();
-    t.stream_held = hold;
+    t.stream_held = m_opt.hold_stream && m_b.can_hold_stream() && m_hold_ok;
     SampleSummary s = summarize(t.samples_ms);
     t.reps = s.n;
     t.median_ms = s.median;
@@ -306,6 +393,7 @@ class Procedure {
     t.max_ms = s.max;
     t.cv = s.cv;
     t.robust_cv = s.robust_cv;
+    if (!spans.empty()) t.wall_check_ms = summarize(spans).median;
     return std::nullopt;
   }
 
@@ -324,10 +412,11 @@ class Procedure {
   std::optional<Failure> profile() {
     try {
       if (auto f = fill(0, m_opt.seed, "filling the inputs")) return f;
-      harness(m_b.poison_output(), "poisoning the output");
       for (int i = 0; i < m_opt.warmup; ++i) {
+        harness(m_b.poison_output(), "poisoning the output");
         if (auto f = launch(0)) return f;
       }
+      harness(m_b.poison_output(), "poisoning the output");
       if (auto f = sync("after the warm-up")) return f;
       m_candidate_ran = true;
       phase("profiled launch");
@@ -343,52 +432,50 @@ class Procedure {
       const double flops = m_problem.flops();
       harness(m_b.fill_inputs(0, m_opt.seed), "filling the inputs");
       harness(m_b.compute_reference(0), "computing the reference");
+      m_stale[0] = false;
       m_candidate_ran = true;
       if (auto f = launch_failure(m_b.prepare_operands(0), "croq_gemm_prepare")) return f;
       Verification& v = m_m.verification;
       phase("check (first seed)");
       if (auto f = check(v)) return f;
+      const Verification first = v;  // a probe launch that fails verification replaces the record's
 
       if (m_opt.mode == RunMode::measure) {
         phase("probe");
         // Plausibility probe: the first times seen. A time the device cannot reach is refused
-        // before anything else is concluded from this candidate.
-        if (auto f = launch(0)) return f;
-        if (auto f = sync("after the probe warm-up")) return f;
+        // before anything else is concluded from this candidate. Probe launches are timed
+        // launches: verified at random too.
         std::vector<double> probe;
-        bool hold = m_opt.hold_stream && m_b.can_hold_stream();
+        std::optional<Failure> probe_failure;
         for (int i = 0; i < std::max(1, m_opt.probe_reps); ++i) {
-          double ms = 0;
-          if (auto f = time_one(0, hold, ms)) return f;
-          if (hold && m_b.hold_timed_out()) {
-            // The launch function waits for the stream: time it without holding from now on.
-            hold = false;
-            disable_hold();
-            --i;
-            continue;
-          }
-          probe.push_back(ms);
+          Shot shot;
+          if (auto f = shoot(0, shot)) return f;
+          probe.push_back(shot.event_ms);
+          if (!probe_failure) probe_failure = maybe_verify_timed(0, false, fmt::format("probe launch {}", i + 1));
         }
-        if (!probe.empty()) {
-          SampleSummary s = summarize(probe);
-          if (auto f = above_peak(tflops_of(flops, s.median), "probe")) {
-            Timing t;
-            t.method = m_b.timer_method();
-            t.l2_flush = m_opt.l2_flush;
-            t.reps = s.n;
-            t.median_ms = s.median;
-            t.mean_ms = s.mean;
-            t.min_ms = s.min;
-            t.p90_ms = s.p90;
-            t.max_ms = s.max;
-            t.cv = s.cv;
-            t.stop_reason = "probe";
-            t.samples_ms = probe;
-            m_m.timing = t;
-            m_m.tflops = tflops_of(flops, s.median);
-            return f;
-          }
+        SampleSummary s = summarize(probe);
+        if (auto f = above_peak(tflops_of(flops, s.median), "probe")) {
+          Timing t;
+          t.method = m_b.timer_method();
+          t.l2_flush = m_opt.l2_flush;
+          t.reps = s.n;
+          t.median_ms = s.median;
+          t.mean_ms = s.mean;
+          t.min_ms = s.min;
+          t.p90_ms = s.p90;
+          t.max_ms = s.max;
+          t.cv = s.cv;
+          t.stop_reason = "probe";
+          t.samples_ms = probe;
+          m_m.timing = t;
+          m_m.tflops = tflops_of(flops, s.median);
+          return f;
         }
+        if (!first.passed.value_or(false)) {
+          m_m.verification = first;
+          return verify_failure(first, "first seed");
+        }
+        if (probe_failure) return probe_failure;
       }
       if (!v.passed.value_or(false)) return verify_failure(v, "first seed");
 
@@ -398,21 +485,6 @@ class Procedure {
         phase("timing");
         if (auto f = timed_reps(sets, m_opt.warmup, m_opt.warmup_ms, m_opt.stop, t)) return f;
         m_m.timing = t;
-        phase("wall-clock check");
-
-        // Wall-clock cross-check: back-to-back launches, whole device synchronised.
-        const int n_wall = std::clamp(static_cast<int>(20.0 / std::max(t.median_ms, 1e-3)), 3, 50);
-        const double w0 = m_b.host_now_ms();
-        for (int i = 0; i < n_wall; ++i) {
-          if (auto f = launch(i % sets)) {
-            (void)m_b.synchronize();
-            return f;
-          }
-        }
-        if (auto f = sync("during the wall-clock check")) return f;
-        const double wall = (m_b.host_now_ms() - w0) / n_wall;
-        m_m.timing->wall_check_ms = wall;
-        (void)pace(wall * n_wall);
 
         Verification re;
         re.tolerance = m_tol;
@@ -428,12 +500,13 @@ class Procedure {
         }
       }
 
-      // Second seed: set 0 refilled in place (same pointers), new reference.
+      // Second seed: set 0 refilled in place (same pointers); its reference is made when the
+      // check compares.
       phase("check (second seed)");
       const uint64_t s2 = second_seed(m_opt.seed);
       m_m.second_seed = s2;
       harness(m_b.fill_inputs(0, s2), "filling the second-seed inputs");
-      harness(m_b.compute_reference(0), "computing the second-seed reference");
+      m_stale[0] = true;
       if (auto f = launch_failure(m_b.prepare_operands(0), "croq_gemm_prepare")) return f;
       Verification second;
       second.tolerance = m_tol;
@@ -455,7 +528,9 @@ class Procedure {
       m_m.tflops = tf;
       if (auto f = above_peak(tf, "median")) return f;
       if (m_m.device.peak_tflops > 0 && tf > 0.95 * m_m.device.peak_tflops) m_m.flags.push_back("near_peak");
-      const double wall = *t.wall_check_ms;
+      // The host clock of each repetition (release to the end of the device's synchronisation)
+      // against its events: far longer means work ran outside the timed stream.
+      const double wall = t.wall_check_ms.value_or(t.median_ms);
       if (m_b.asynchronous() && wall > 3.0 * t.median_ms + 0.1) {
         return Failure{Verdict::IMPOSSIBLE, reason::timing_escape,
                        fmt::format("the host clock saw {:.4f} ms per launch (device synchronised) against {:.4f} ms "
@@ -474,8 +549,22 @@ class Procedure {
       const double flops = m_problem.flops();
       if (auto f = fill(0, m_opt.seed, "filling the inputs")) return f;
       harness(m_b.compute_reference(0), "computing the reference");
+      m_stale[0] = false;
       if (auto f = fill_rotation_sets(sets)) return f;
       const int count = m_b.variant_count();
+      // A library's timed launches are verified at random as a candidate's are (the same
+      // procedure on both sides); a variant whose timed output fails is out of the running.
+      auto timed_or_out = [&](int sets_, int warmup, double warmup_ms, const StopRule& rule, Timing& t,
+                              std::string& out) -> std::optional<Failure> {
+        const Verification kept = m_m.verification;
+        auto f = timed_reps(sets_, warmup, warmup_ms, rule, t);
+        if (f && f->verdict == Verdict::VERIFY_FAIL) {
+          out = f->detail;
+          m_m.verification = kept;
+          return std::nullopt;
+        }
+        return f;
+      };
       json screened = json::array();
       // A fast-accumulation variant (cuBLASLt's FP8 fast accumulation) does not accumulate in
       // f32 as the task's rule says: its results stay within the tolerance for some seeds and not
@@ -529,7 +618,15 @@ class Procedure {
         StopRule quick;
         quick.min_reps = quick.max_reps = std::max(1, m_opt.screen_reps);
         quick.time_budget_ms = 1e12;
-        if (auto f = timed_reps(sets, 1, 0, quick, t)) return f;
+        std::string timed_error;
+        if (auto f = timed_or_out(sets, 1, 0, quick, t, timed_error)) return f;
+        if (!timed_error.empty()) {
+          row["error"] = timed_error;
+          screened.push_back(row);
+          if (first_ok == i) first_ok = -1;
+          if (first_fast_ok == i) first_fast_ok = -1;
+          continue;
+        }
         row["median_ms"] = t.median_ms;
         row["tflops"] = tflops_of(flops, t.median_ms);
         screened.push_back(row);
@@ -558,7 +655,12 @@ class Procedure {
       auto full = [&](int variant, json& out, Timing& t) -> std::optional<Failure> {
         phase(fmt::format("library variant {}: timing", variant + 1));
         harness(m_b.select_variant(variant), "selecting the library variant");
-        if (auto f = timed_reps(sets, m_opt.warmup, m_opt.warmup_ms, m_opt.stop, t)) return f;
+        std::string timed_error;
+        if (auto f = timed_or_out(sets, m_opt.warmup, m_opt.warmup_ms, m_opt.stop, t, timed_error)) return f;
+        if (!timed_error.empty()) {
+          out = {{"variant", variant}, {"algo", m_b.variant_description(variant)}, {"error", timed_error}};
+          return Failure{Verdict::VERIFY_FAIL, reason::timed_mismatch, timed_error};
+        }
         out = {{"variant", variant},
                {"algo", m_b.variant_description(variant)},
                {"median_ms", t.median_ms},
@@ -596,13 +698,21 @@ class Procedure {
       }
       json measured = json::array();
       std::vector<Timing> timings(finalists.size());
-      size_t win = 0;
+      std::optional<size_t> winner;
+      std::optional<Failure> timed_failure;
       for (size_t i = 0; i < finalists.size(); ++i) {
         json out;
-        if (auto f = full(finalists[i], out, timings[i])) return f;
+        if (auto f = full(finalists[i], out, timings[i])) {
+          if (f->reason != reason::timed_mismatch) return f;
+          timed_failure = f;  // its timed output failed: out of the running
+          measured.push_back(out);
+          continue;
+        }
         measured.push_back(out);
-        if (timings[i].median_ms < timings[win].median_ms) win = i;
+        if (!winner || timings[i].median_ms < timings[*winner].median_ms) winner = i;
       }
+      if (!winner) return timed_failure;
+      const size_t win = *winner;
       const int chosen_variant = finalists[win];
       const Timing& chosen = timings[win];
       const json& def = measured[0];
@@ -627,6 +737,7 @@ class Procedure {
       json per_library = json::object();
       for (size_t i = 0; i < finalists.size(); ++i) {
         const std::string lib_name = library_of(finalists[i]);
+        if (measured[i].contains("error")) continue;
         if (!per_library.contains(lib_name) || timings[i].median_ms < per_library[lib_name]["median_ms"].get<double>()) {
           per_library[lib_name] = measured[i];
         }
@@ -664,6 +775,9 @@ class Procedure {
   bool m_candidate_ran = false;
   bool m_hold_ok = true;
   double m_busy_ms = 0;  // GPU work since the last rest (pace)
+  std::vector<bool> m_stale;  // per input set: its inputs changed since its reference was made
+  uint64_t m_perturbs = 0;
+  int m_timed_checked = 0;    // timed launches whose output was compared
 };
 
 }  // namespace

@@ -3,24 +3,34 @@
 // runner, the CPU runner, or a recording fake in the unit tests). docs/measurement.md explains
 // each step.
 //
+// Every launch in modes measure and verify, whether it will be checked or only timed, is made the
+// same way (a "shot"): one random column of B gets fresh values, C is poisoned (NaN), [the L2 is
+// flushed], [the stream is held], start event, launch, stop event, [release], the device is
+// synchronised and the events read. Whether a timed launch's output is then compared with the
+// reference is drawn after it ran. So a candidate cannot tell a checked launch from a timed one:
+// the buffers, C's contents before the launch and everything around it are the same.
+//
 // Candidate, mode measure:
 //   1. inputs of set 0 from `seed`, f32 reference
-//   2. check: C := NaN, launch, synchronise, compare (every element, guards, normwise)
-//   3. probe: one untimed launch, then `probe_reps` timed ones; faster than the device's peak
-//      allows -> IMPOSSIBLE, before anything else is concluded
-//   4. a failed check -> VERIFY_FAIL
+//   2. check: a shot on set 0, its output compared (every element, guards, normwise)
+//   3. probe: `probe_reps` shots; faster than the device's peak allows -> IMPOSSIBLE, before
+//      anything else is concluded
+//   4. a failed check -> VERIFY_FAIL; a probe launch verified at random that failed ->
+//      VERIFY_FAIL timed_mismatch
 //   5. the other input sets (rotation), `warmup` launches, then more until `warmup_ms` has passed
-//   6. repetitions, each: [flush L2] [hold stream] start timer, launch, stop timer, [release]
-//      synchronise, read - until the stopping rule says so (statistics.hpp); with `rest_ratio`,
-//      the GPU idles between repetitions once it has been busy for `rest_window_ms`
-//   7. wall-clock check: back-to-back launches timed by the host clock, device synchronised
-//   8. re-check on set 0 (output poisoned again) -> VERIFY_FAIL recheck_mismatch
-//   9. second seed: set 0 refilled in place, new reference, check -> VERIFY_FAIL
-//      second_seed_mismatch (catches results cached by pointer)
-//  10. TFLOPS from the median; above peak -> IMPOSSIBLE; event time far below the host clock's
-//      -> IMPOSSIBLE timing_escape; flags near_peak (>95 %) and wall_clock_disagrees
+//   6. repetitions, each a shot on the next set, until the stopping rule says so (statistics.hpp);
+//      each verified with probability `verify_fraction` (the last one when no draw chose any)
+//      -> VERIFY_FAIL timed_mismatch; with `rest_ratio`, the GPU idles between repetitions once
+//      it has been busy for `rest_window_ms`
+//   7. re-check: a shot on set 0, compared -> VERIFY_FAIL recheck_mismatch
+//   8. second seed: set 0 refilled in place, a shot, compared with the new reference ->
+//      VERIFY_FAIL second_seed_mismatch (catches results cached by pointer)
+//   9. TFLOPS from the median; above peak -> IMPOSSIBLE; the host clock of a repetition (release
+//      to the end of the synchronisation, median) far above its events -> IMPOSSIBLE
+//      timing_escape; flags near_peak (>95 %) and wall_clock_disagrees
 // Mode verify stops after the check and the second seed; mode profile fills set 0, runs `warmup`
-// launches and exactly one launch inside the profiler range, with no reference at all.
+// launches and exactly one launch inside the profiler range (C poisoned before each), with no
+// reference at all.
 //
 // Library (baseline): the same input sets, rotated while timing; every variant the library offers
 // is checked and screened with a few repetitions (fast-accumulation variants are reported but
@@ -61,6 +71,15 @@ struct ProcedureOptions {
   bool library = false;
   int screen_reps = 5;
   int screen_finalists = 2;  // screened variants measured in full besides the default
+  // Each timed launch's output is compared with the reference with this probability, drawn after
+  // the launch ran; when no draw chose one, the last repetition is compared.
+  double verify_fraction = 0.25;
+  int min_verified = 1;
+  // One random column of B gets fresh values before every launch (a result cached by the
+  // contents of the inputs is then stale somewhere); off only in tests of the order.
+  bool perturb = true;
+  // The draws (uniform in [0, 1)): system entropy unless a test gives a sequence.
+  std::function<double()> draw;
   std::string profile_range = "croq_candidate";
   // Called at each step ("check", "probe", "timing", ...): the runner prints it on stderr.
   std::function<void(const std::string&)> on_phase;

@@ -37,12 +37,18 @@ std::optional<Decision> failure_decision(Verdict v);
 namespace reason {
 inline constexpr const char* ok = "ok";
 inline constexpr const char* library_call_forbidden = "library_call_forbidden";
+// The candidate synchronises with the device or copies device memory to the host inside its launch
+// (a call of cudaDeviceSynchronize, cudaMemcpy, ... found by the purity scan, or a launch that waited
+// for the stream the runner held): refused in an enforced task, verdict LIBRARY_CALL_FORBIDDEN.
+inline constexpr const char* synchronising_call = "synchronising_call";
 inline constexpr const char* mismatch = "mismatch";
 inline constexpr const char* unwritten_output = "unwritten_output";
 inline constexpr const char* out_of_bounds_write = "out_of_bounds_write";
 inline constexpr const char* normwise_error = "normwise_error";
 inline constexpr const char* recheck_mismatch = "recheck_mismatch";
 inline constexpr const char* second_seed_mismatch = "second_seed_mismatch";
+// A timed launch's output, verified after it ran (chosen at random), was wrong.
+inline constexpr const char* timed_mismatch = "timed_mismatch";
 inline constexpr const char* above_peak = "above_peak";
 inline constexpr const char* timing_escape = "timing_escape";
 inline constexpr const char* cuda_error = "cuda_error";
