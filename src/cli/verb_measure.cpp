@@ -1,6 +1,7 @@
 // croq measure and croq baseline: verify and time a candidate, or the library baseline, with
 // croq's own harness (a runner child process with a time limit, under the device's lease) and
 // record the measurement. The method is in docs/measurement.md.
+#include <algorithm>
 #include <cstdio>
 #include <functional>
 #include <memory>
@@ -348,14 +349,29 @@ VerbRunner setup_measure(CLI::App& app) {
 
     Measurement m;
     bool ran = false;
+    // An enforced task refuses a candidate that synchronises or reads its output to the host inside
+    // its launch: such a call lets it tell a checked launch from a timed one, or time itself.
+    const auto protocol_cfg = read_protocol(ws, t);
+    const bool strict = protocol_cfg && protocol_cfg->enforced;
+    std::string synchronising;
     if (c.kind == CandidateKind::shared_object) {
       // Purity before anything runs.
       PurityReport purity = scan_candidate(c.path);
+      synchronising = purity.synchronising_summary();
       if (!purity.clean()) {
         m = skel;
         m.verdict = purity.is_elf ? Verdict::LIBRARY_CALL_FORBIDDEN : Verdict::RUNTIME_FAIL;
         m.reason = purity.is_elf ? reason::library_call_forbidden : reason::load_failed;
         m.detail = purity.is_elf ? purity.summary() : "not a shared object: " + purity.error;
+      } else if (!synchronising.empty() && strict) {
+        m = skel;
+        m.verdict = Verdict::LIBRARY_CALL_FORBIDDEN;
+        m.reason = reason::synchronising_call;
+        m.detail = "the candidate " + synchronising +
+                   ": a call that waits for the device or copies device memory to the host; inside croq_matmul it "
+                   "lets a candidate see its output or time itself, so an enforced task refuses it before it runs "
+                   "(launches are asynchronous: enqueue the work on the given stream and return)";
+        m.flags.push_back(k_synchronising_call_flag);
       }
     }
     if (m.reason.empty()) {
@@ -388,6 +404,22 @@ VerbRunner setup_measure(CLI::App& app) {
                                 [&] { return run_measure_repeated(job, process_runner(), repeat_policy(o->run)); });
       }
       m.process["lease_waited_ms"] = lease.waited().count();
+    }
+    if (ran && !synchronising.empty()) {
+      m.flags.push_back(k_synchronising_call_flag);
+      m.warnings.push_back("the candidate " + synchronising +
+                           " (a call that waits for the device or reads device memory to the host): an enforced task "
+                           "refuses it");
+    }
+    const bool waited_for_stream =
+        std::find(m.flags.begin(), m.flags.end(), k_launch_waits_flag) != m.flags.end();
+    if (strict && waited_for_stream && m.verdict == Verdict::PASS) {
+      // The launch waited for the stream the runner held: it synchronises inside croq_matmul, in a
+      // way the static scan did not see (a driver entry point, a host spin on mapped memory).
+      m.verdict = Verdict::LIBRARY_CALL_FORBIDDEN;
+      m.reason = reason::synchronising_call;
+      m.detail = "the launch waited for the stream the runner held: croq_matmul synchronises with the device inside "
+                 "the launch; an enforced task refuses it (enqueue the work on the given stream and return)";
     }
     if (m.candidate_path.empty()) m.candidate_path = c.path.string();
     if (m.candidate_sha256.empty()) m.candidate_sha256 = skel.candidate_sha256;
