@@ -42,6 +42,7 @@ import importlib.util
 import json
 import math
 import os
+import random
 import signal
 import subprocess
 import sys
@@ -761,9 +762,32 @@ def measure_guarded(args, doc, pb, tol, torch, device, guard):
     if args.mode == "verify":
         return finish(doc, "PASS", "")
 
-    # 3. Timing.
-    t = time_candidate(torch, device, args, lambda: call(a, b, c), sync)
+    # 3. Timing. Every launch is preceded by the poison (C := NaN), as the checked ones were, and a
+    # timed launch's output is compared with the reference when a draw made after it ran says so
+    # (1 in 4; the last one when none was drawn): a candidate cannot tell a checked launch from a
+    # timed one.
+    draws = random.SystemRandom()
+    timed = {"checked": 0}
+
+    def poison():
+        c.fill_(float("nan"))
+
+    def after_rep(rep, last):
+        if not (draws.random() < 0.25 or (last and timed["checked"] == 0)):
+            return None
+        sync()
+        vt = verify(torch, c, ref, tol)
+        timed["checked"] += 1
+        if vt["passed"]:
+            return None
+        doc["verification"].update(vt)
+        return ("VERIFY_FAIL", "timed launch %d, verified after it ran (chosen at random): %s" % (rep, verify_reason(vt, tol)))
+
+    t = time_candidate(torch, device, args, lambda: call(a, b, c), sync, poison, after_rep)
+    doc["verification"]["timed_checked"] = timed["checked"]
     if isinstance(t, tuple):
+        if t[0] == "VERIFY_FAIL":
+            doc["verification"]["passed"] = False
         return finish(doc, *t)
     doc["timing"] = t
     if guard.violations:
@@ -775,7 +799,11 @@ def measure_guarded(args, doc, pb, tol, torch, device, guard):
         if smi and smi[0] not in ("", "[N/A]"):
             doc["device"]["sm_clock_mhz"] = int(float(smi[0]))
 
-    # 4. The output of the last timed run, checked again.
+    # 4. One more launch (poisoned first, as every one), checked.
+    poison()
+    failed = run_checked(a, b, c)
+    if failed:
+        return finish(doc, *failed)
     v3 = verify(torch, c, ref, tol)
     doc["verification"]["rechecked_after_timing"] = v3["passed"]
     if not v3["passed"]:
@@ -797,8 +825,10 @@ def verify_reason(v, tol):
     return "normwise relative error %s above %g" % (v["normwise_rel_err"], tol["normwise"])
 
 
-def time_candidate(torch, device, args, launch, sync):
-    """Warm-up, then repetitions until the spread is low, the budget is spent or max reps."""
+def time_candidate(torch, device, args, launch, sync, before=lambda: None, after=lambda rep, last: None):
+    """Warm-up, then repetitions until the spread is low, the budget is spent or max reps.
+    `before()` runs before every launch (the poison), `after(rep, last)` after every repetition,
+    outside its timed interval: a failure tuple it returns ends the timing."""
     flush_buf = None
     l2_flush = not args.no_l2_flush and device == "cuda"
     if l2_flush:
@@ -814,6 +844,7 @@ def time_candidate(torch, device, args, launch, sync):
     try:
         for _ in range(args.warmup):
             flush()
+            before()
             launch()
         sync()
         # Then back to back until the warm-up has lasted --warmup-ms: the GPU's clocks and power
@@ -821,6 +852,7 @@ def time_candidate(torch, device, args, launch, sync):
         batch = 1
         while args.warmup_ms > 0 and (time.perf_counter() - warm_start) * 1e3 < args.warmup_ms:
             for _ in range(batch):
+                before()
                 launch()
             sync()
             warmups += batch
@@ -851,7 +883,8 @@ def time_candidate(torch, device, args, launch, sync):
     try:
         while len(samples) < args.max_reps:
             flush()
-            sync()  # the flush is complete before the start event
+            before()
+            sync()  # the flush and the poison are complete before the start event
             w0 = time.perf_counter()
             if device == "cuda":
                 start = torch.cuda.Event(enable_timing=True)
@@ -868,16 +901,23 @@ def time_candidate(torch, device, args, launch, sync):
             samples.append(ms)
             n = len(samples)
             elapsed = (time.perf_counter() - budget_start) * 1e3 - rested_in_reps
+            stop = None
             if n >= args.max_reps:
-                break
-            if n >= max(args.min_reps, 2) and elapsed >= args.min_time_ms:
+                stop = "max_reps"
+            elif n >= max(args.min_reps, 2) and elapsed >= args.min_time_ms:
                 mean = sum(samples) / n
                 sd = math.sqrt(sum((x - mean) ** 2 for x in samples) / (n - 1)) if n > 1 else 0.0
                 if mean > 0 and sd / mean <= args.target_cv:
-                    stop_reason = "cv_target"
-                    break
-            if elapsed >= args.time_budget_ms and n >= min(3, args.max_reps):
-                stop_reason = "time_budget"
+                    stop = "cv_target"
+            if stop is None and elapsed >= args.time_budget_ms and n >= min(3, args.max_reps):
+                stop = "time_budget"
+            v0 = time.perf_counter()
+            failed = after(n, stop is not None)
+            if failed:
+                return failed
+            rested_in_reps += (time.perf_counter() - v0) * 1e3  # the comparison is not timed
+            if stop is not None:
+                stop_reason = stop
                 break
             rested_in_reps += pace(walls[-1])
     except BaseException as e:  # noqa: BLE001
