@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <filesystem>
 
 #include "croq/gpu/device_key.hpp"
@@ -16,8 +17,22 @@ namespace {
 
 namespace fs = std::filesystem;
 
-fs::path runner_path() { return fs::path(CROQ_BINARY_DIR) / "bin" / "croq-gpu-runner"; }
-fs::path kernel(const std::string& name) { return fs::path(CROQ_TEST_KERNEL_DIR) / (name + ".so"); }
+// The runner and test kernels of this build, or of a packed copy on a GPU machine
+// (CROQ_TEST_BIN_DIR=.carry/croq/bin, its test kernels in .carry/croq/test-kernels).
+fs::path packed_bin() {
+  const char* d = std::getenv("CROQ_TEST_BIN_DIR");
+  return d && *d ? fs::path(d) : fs::path();
+}
+fs::path runner_path() {
+  return packed_bin().empty() ? fs::path(CROQ_BINARY_DIR) / "bin" / "croq-gpu-runner" : packed_bin() / "croq-gpu-runner";
+}
+fs::path kernel(const std::string& name) {
+  std::error_code ec;
+  if (!packed_bin().empty() && fs::is_directory(packed_bin().parent_path() / "test-kernels", ec)) {
+    return packed_bin().parent_path() / "test-kernels" / (name + ".so");
+  }
+  return fs::path(CROQ_TEST_KERNEL_DIR) / (name + ".so");
+}
 
 // Empty when the GPU tests can run; otherwise why not.
 std::string skip_reason() {
