@@ -18,7 +18,8 @@
 # build/bin), nvcc and ncu. GEMM_DSL=cpp runs the same script against the cpp family on a machine
 # without a GPU (a check of the script itself).
 # Environment: GEMM_SHAPES, GEMM_ROUNDS (default 20), GEMM_JOBS (4), GEMM_REPEATS (3),
-# GEMM_BUDGET_S (480), GEMM_PRESET (quick), GEMM_WS (/tmp/croq-gemm-ws).
+# GEMM_BUDGET_S (480), GEMM_PRESET (quick), GEMM_WS (/tmp/croq-gemm-ws), GEMM_CARRY (the workspace of an
+# earlier call, default .carry/gemm-ws/gemm-ws.tgz).
 # Usage: bash bench/gpu/gemm_evidence.sh
 set -uo pipefail
 cd "$(dirname "$0")/../.."
@@ -46,8 +47,9 @@ start=$SECONDS
 say() { echo "[gemm-evidence $((SECONDS - start))s] $*"; }
 left() { echo $((BUDGET - (SECONDS - start))); }
 
-if [ -f "$REPO/.carry/gemm-ws/gemm-ws.tgz" ] && [ -z "$(ls -A "$WS/tuning")" ]; then
-  tar xzf "$REPO/.carry/gemm-ws/gemm-ws.tgz" -C "$WS" && say "resumed the workspace of an earlier call"
+CARRY_WS=${GEMM_CARRY:-$REPO/.carry/gemm-ws/gemm-ws.tgz}
+if [ -f "$CARRY_WS" ] && [ -z "$(ls -A "$WS/tuning")" ]; then
+  tar xzf "$CARRY_WS" -C "$WS" && say "resumed the workspace of an earlier call ($CARRY_WS)"
 fi
 GPU=$(croq gpu key 2>/dev/null | python3 -c 'import json,sys; print(json.load(sys.stdin)["key"])' 2>/dev/null)
 [ "$DSL" = cpp ] && GPU=""
@@ -159,6 +161,7 @@ rows = []
 for key in shapes.split():
     logs = glob.glob(f"{ws}/tuning/*/{dsl}/logs/{key}/croq-search/idea-log.jsonl")
     parts = key.split("_")
+    parts = [parts[0], parts[-2], parts[-1]]  # operator, dtype, shape (gemm_sp_<dtype>_<shape> too)
     if not logs:
         print(f"| {parts[2]} | {parts[1]} | not run | | | | | | | | | | | | | | | |")
         continue
