@@ -1,9 +1,24 @@
 #!/usr/bin/env bash
 # Installs every Debian package croq needs to build and test, then configures and builds it.
 # Idempotent: packages already present are skipped, and an existing build folder is reused.
-# Usage: scripts/setup.sh [--no-build]
+# Usage: scripts/setup.sh [--no-build] [--with-choreo]
+#   --with-choreo  also installs flex and bison and builds the CroqTile (Choreo) compiler at the
+#                  commit croq's CroqTile kernels are tested with (scripts/choreo.pin), with its
+#                  runtime and CUTLASS/CuTe headers, into ~/.local/share/croq/toolchains/ where croq
+#                  finds it (scripts/install_choreo.sh; about 11 minutes on two cores, once: an
+#                  installed toolchain is reused). Offline: CHOREO_SRC=<croqtile clone>
+#                  CUTLASS_SRC=<cutlass clone> scripts/setup.sh --with-choreo
 set -euo pipefail
 cd "$(dirname "$0")/.."
+build=1
+choreo=0
+for arg in "$@"; do
+  case "$arg" in
+    --no-build) build=0 ;;
+    --with-choreo) choreo=1 ;;
+    *) echo "setup: unknown argument '$arg' (usage: scripts/setup.sh [--no-build] [--with-choreo])" >&2; exit 2 ;;
+  esac
+done
 
 packages=(
   build-essential cmake ninja-build pkg-config git
@@ -13,6 +28,7 @@ packages=(
   python3
   chromium chromium-driver curl  # the dashboard's browser test (ctest -L browser); bench/monitor.sh
 )
+[ "$choreo" = 1 ] && packages+=(flex bison)  # the CroqTile compiler's scanner and parser
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
@@ -25,6 +41,9 @@ if [ ${#missing[@]} -gt 0 ]; then
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${missing[@]}" >/dev/null
 fi
 
-[ "${1:-}" = "--no-build" ] && exit 0
+if [ "$choreo" = 1 ]; then
+  scripts/install_choreo.sh --jobs "${CROQ_JOBS:-$(nproc)}"
+fi
+[ "$build" = 0 ] && exit 0
 cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
 cmake --build build

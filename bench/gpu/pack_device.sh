@@ -4,11 +4,26 @@
 # the shared libraries they need that such a machine may lack (ldd, minus glibc, libstdc++ and the
 # CUDA driver). GPU scripts then run with
 #   export PATH=$PWD/.carry/croq/bin:$PATH LD_LIBRARY_PATH=$PWD/.carry/croq/lib:$LD_LIBRARY_PATH CROQ_HOME=$PWD
+# When the pinned CroqTile toolchain is installed (scripts/setup.sh --with-choreo), it travels too,
+# as .carry/croq/toolchains/choreo-<commit12>.tar.xz (the choreo binary, the runtime headers, the
+# CuTe/CUTLASS include folders and toolchain.json; about 4 MB): a GPU script unpacks it with
+#   bench/gpu/pack_device.sh --unpack-toolchain
+# into .carry/croq/toolchains/choreo-<commit12>/, beside croq, where croq finds it by itself.
 # Usage: bench/gpu/pack_device.sh [build-folder]   (default: build)
+#        bench/gpu/pack_device.sh --unpack-toolchain
 set -euo pipefail
 cd "$(dirname "$0")/../.."
-build=${1:-build}
 dest=.carry/croq
+if [ "${1:-}" = "--unpack-toolchain" ]; then
+  for tarball in "$dest"/toolchains/choreo-*.tar.xz; do
+    [ -f "$tarball" ] || { echo "pack_device: no CroqTile toolchain in $dest/toolchains" >&2; exit 1; }
+    dir=${tarball%.tar.xz}
+    [ -x "$dir/build/choreo" ] || { mkdir -p "$dir" && tar -xJf "$tarball" -C "$dir"; }
+    "$dir/build/choreo" --help >/dev/null 2>&1 && echo "$dir"
+  done
+  exit 0
+fi
+build=${1:-build}
 rm -rf "$dest" && mkdir -p "$dest/bin" "$dest/lib"
 for exe in "$build"/bin/*; do
   [ -f "$exe" ] && [ -x "$exe" ] || continue
@@ -25,6 +40,17 @@ done
 if [ -x "$build/tests/gpu/croq_gpu_tests" ]; then objcopy --strip-debug "$build/tests/gpu/croq_gpu_tests" "$dest/bin/croq_gpu_tests"; fi
 # The measurement evidence's test kernels (built with the tests), when present.
 if [ -d "$build/test-kernels" ]; then cp -r "$build/test-kernels" "$dest/test-kernels"; fi
+# The pinned CroqTile toolchain, when installed here (CHOREO_HOME names another one).
+toolchain=${CHOREO_HOME:-$(scripts/install_choreo.sh --print-dest)}
+if [ -x "$toolchain/build/choreo" ]; then
+  commit=$(sed -n 's/^CHOREO_COMMIT=//p' scripts/choreo.pin)
+  mkdir -p "$dest/toolchains"
+  tar -cJf "$dest/toolchains/choreo-${commit:0:12}.tar.xz" -C "$toolchain" build/choreo runtime \
+    extern/cutlass/include/cute extern/cutlass/include/cutlass $(cd "$toolchain" && ls toolchain.json 2>/dev/null)
+  du -h "$dest/toolchains/choreo-${commit:0:12}.tar.xz"
+else
+  echo "pack_device: no CroqTile toolchain installed ($toolchain): croqtile kernels cannot be built there" >&2
+fi
 git rev-parse --short=12 HEAD > "$dest/commit.txt"
 du -sh "$dest" | awk '{print "packed " $1 " into '"$dest"'"}'
 ls "$dest/bin" "$dest/lib"

@@ -2,6 +2,7 @@
 #include <gtest/gtest.h>
 
 #include "build_fake_runner.hpp"
+#include "croq/build/choreo_toolchain.hpp"
 #include "croq/build/env_check.hpp"
 
 namespace croq {
@@ -110,6 +111,37 @@ TEST(BuildEnv, CroqtileNeedsChoreoAndCuteHeaders) {
   EXPECT_EQ(ok["pass"], true) << ok.dump(2);
   EXPECT_EQ(ok["checks"]["croqtile"]["cutlass_version"], "4.2.1");
   EXPECT_EQ(ok["checks"]["croqtile"]["choreo_help"], "Usage: choreo [options] file...");
+  EXPECT_EQ(ok["checks"]["croqtile"]["found_by"], "CHOREO_HOME");
+  // The missing compiler's fix names the installer.
+  bool names_setup = false;
+  for (const auto& e : missing["errors"]) names_setup = names_setup || e["fix"].get<std::string>().find("--with-choreo") != std::string::npos;
+  EXPECT_TRUE(names_setup) << missing.dump(2);
+}
+
+TEST(BuildEnv, CroqtileWarnsWhenTheToolchainIsNotThePinnedCommit) {
+  FakeRunner runner;
+  ScopedRunner scoped(&runner);
+  runner.rules = {rule("nvcc", 0, "release 13.0"), rule("nvidia-smi", 0, k_smi), rule("ncu", 0, "Version 2025.3"),
+                  rule("build/choreo", 0, "Usage: choreo [options] file...\n")};
+  Machine m;
+  m.env = {{"CROQ_NVCC", "/fake/nvcc"}, {"CROQ_NCU", "/fake/ncu"}, {"CHOREO_HOME", "/tc"}};
+  m.files = {{"/tc", ""},
+             {"/tc/runtime/choreo.h", ""},
+             {"/tc/toolchain.json", "{\"choreo_commit\": \"1111111111112222222222\", \"cutlass_tag\": \"v4.2.1\"}"},
+             {"/tc/extern/cutlass/include/cute/tensor.hpp", ""},
+             {"/tc/extern/cutlass/include/cutlass/cutlass.h", ""},
+             {"/tc/extern/cutlass/include/cutlass/version.h",
+              "#define CUTLASS_MAJOR 4\n#define CUTLASS_MINOR 2\n#define CUTLASS_PATCH 1\n"}};
+  json other = validate_environment("croqtile", m.probe());
+  EXPECT_EQ(other["pass"], true) << other.dump(2);
+  EXPECT_EQ(checks_of(other["warnings"]).count("choreo_commit"), 1u) << other.dump(2);
+  EXPECT_EQ(other["checks"]["croqtile"]["toolchain_commit"], "1111111111112222222222");
+  auto pin = choreo_pin();
+  ASSERT_TRUE(pin);
+  EXPECT_EQ(other["checks"]["croqtile"]["pinned_commit"], pin->commit);
+  m.files["/tc/toolchain.json"] = "{\"choreo_commit\": \"" + pin->commit + "\"}";
+  json same = validate_environment("croqtile", m.probe());
+  EXPECT_EQ(checks_of(same["warnings"]).count("choreo_commit"), 0u) << same.dump(2);
 }
 
 TEST(BuildEnv, TritonReportsTheImportThatFailed) {

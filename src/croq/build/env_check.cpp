@@ -8,6 +8,7 @@
 
 #include <fmt/format.h>
 
+#include "croq/build/choreo_toolchain.hpp"
 #include "croq/gpu/device_key.hpp"
 #include "croq/util/error.hpp"
 #include "croq/util/fs.hpp"
@@ -152,13 +153,34 @@ void check_profiling(const Toolchain& tc, const EnvProbe& probe, bool required, 
 }
 
 void check_croqtile(const Toolchain& tc, const EnvProbe& probe, Report& r) {
-  json info{{"choreo_home", tc.choreo_home}, {"choreo", tc.choreo}, {"cute_home", tc.cute_home}};
-  if (tc.choreo_home.empty() && probe.env("CROQ_CHOREO") == std::nullopt) {
-    r.error("CHOREO_HOME", "CHOREO_HOME is not set",
-            "export CHOREO_HOME=<CroqTile checkout> (build it: cmake -S . -B build -DCROQ_PROJECT=choreo && "
-            "cmake --build build --target choreo)");
+  json info{{"choreo_home", tc.choreo_home}, {"choreo", tc.choreo}, {"cute_home", tc.cute_home},
+            {"found_by", tc.choreo_source}};
+  const auto pin = choreo_pin();
+  if (pin) info["pinned_commit"] = pin->commit;
+  const std::string install_fix =
+      "scripts/setup.sh --with-choreo (builds the pinned choreo with its runtime and CUTLASS headers into "
+      "~/.local/share/croq/toolchains/, where croq finds it; offline: CHOREO_SRC=<croqtile clone> "
+      "CUTLASS_SRC=<cutlass clone>), or export CHOREO_HOME=<a toolchain folder or choreo checkout with build/choreo>";
+  if (tc.choreo.empty()) {
+    r.error("CHOREO_HOME", "the CroqTile compiler is not installed and neither CHOREO_HOME nor CROQ_CHOREO is set",
+            install_fix);
   } else if (!tc.choreo_home.empty() && !probe.exists(tc.choreo_home)) {
-    r.error("CHOREO_HOME", "CHOREO_HOME=" + tc.choreo_home + " does not exist", "point CHOREO_HOME at the CroqTile checkout");
+    r.error("CHOREO_HOME", "CHOREO_HOME=" + tc.choreo_home + " does not exist", install_fix);
+  }
+  // Which compiler commit: the toolchain's record (scripts/install_choreo.sh writes it).
+  if (!tc.choreo_home.empty()) {
+    if (auto text = probe.read(fs::path(tc.choreo_home) / "toolchain.json")) {
+      if (auto j = try_parse_json(*text); j && j->is_object()) {
+        info["toolchain_commit"] = j->value("choreo_commit", "");
+        if (pin && j->value("choreo_commit", "") != pin->commit) {
+          r.warning("choreo_commit",
+                    fmt::format("the toolchain in {} is choreo {}, not the pinned {} croq's CroqTile kernels are tested "
+                                "with",
+                                tc.choreo_home, j->value("choreo_commit", "?").substr(0, 12), pin->commit.substr(0, 12)),
+                    "scripts/setup.sh --with-choreo installs the pinned one");
+        }
+      }
+    }
   }
   if (!tc.choreo.empty()) {
     ProcessResult p = run_quiet({tc.choreo, "--help"});
@@ -167,12 +189,13 @@ void check_croqtile(const Toolchain& tc, const EnvProbe& probe, Report& r) {
       info["choreo_help"] = first_line(p.out.empty() ? p.err : p.out);
     } else {
       r.error("choreo", fmt::format("{} --help does not run: {}", tc.choreo, p.describe()),
-              "build choreo (cmake --build $CHOREO_HOME/build --target choreo) or fix CHOREO_HOME / CROQ_CHOREO");
+              "reinstall it (scripts/install_choreo.sh --force) or fix CHOREO_HOME / CROQ_CHOREO");
     }
   }
   if (tc.cute_home.empty()) {
-    r.error("CUTE_HOME", "CUTE_HOME is not set and CHOREO_HOME gives no extern/cutlass",
-            "export CUTE_HOME=<CUTLASS 4.2.1 checkout> (git clone -b v4.2.1 https://github.com/NVIDIA/cutlass)");
+    r.error("CUTE_HOME", "CUTE_HOME is not set and no CroqTile toolchain provides extern/cutlass",
+            "scripts/setup.sh --with-choreo installs the CUTLASS 4.2.1 headers with the compiler, or export "
+            "CUTE_HOME=<CUTLASS 4.2.1 checkout> (git clone -b v4.2.1 https://github.com/NVIDIA/cutlass)");
   } else {
     fs::path home(tc.cute_home);
     bool cute = probe.exists(home / "include" / "cute" / "tensor.hpp");

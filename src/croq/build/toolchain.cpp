@@ -8,6 +8,7 @@
 
 #include <fmt/format.h>
 
+#include "croq/build/choreo_toolchain.hpp"
 #include "croq/util/error.hpp"
 #include "croq/util/fs.hpp"
 #include "croq/util/json.hpp"
@@ -47,8 +48,17 @@ Toolchain Toolchain::from_env(const EnvLookup& env) {
   if (auto v = env("CROQ_PYTHON")) t.python = *v;
   else t.python = find_executable("python3").value_or(fs::path("python3")).string();
   if (auto home = env("CHOREO_HOME")) t.choreo_home = *home;
-  if (auto v = env("CROQ_CHOREO")) t.choreo = *v;
-  else if (!t.choreo_home.empty()) t.choreo = (fs::path(t.choreo_home) / "build" / "choreo").string();
+  if (auto v = env("CROQ_CHOREO")) {
+    t.choreo = *v;
+    t.choreo_source = "CROQ_CHOREO";
+  } else if (!t.choreo_home.empty()) {
+    t.choreo = (fs::path(t.choreo_home) / "build" / "choreo").string();
+    t.choreo_source = "CHOREO_HOME";
+  } else if (auto installed = find_choreo_toolchain(env)) {
+    t.choreo_home = installed->string();
+    t.choreo = (*installed / "build" / "choreo").string();
+    t.choreo_source = "installed";
+  }
   if (auto v = env("CUTE_HOME")) t.cute_home = *v;
   else if (!t.choreo_home.empty()) t.cute_home = (fs::path(t.choreo_home) / "extern" / "cutlass").string();
   return t;

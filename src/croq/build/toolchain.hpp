@@ -2,7 +2,9 @@
 //   nvcc     CROQ_NVCC, else $CUDA_HOME/bin/nvcc, else nvcc on PATH, else /usr/local/cuda/bin/nvcc
 //   g++      CROQ_CXX, else g++ on PATH
 //   python   CROQ_PYTHON, else python3 on PATH
-//   choreo   CROQ_CHOREO, else $CHOREO_HOME/build/choreo
+//   choreo   CROQ_CHOREO, else $CHOREO_HOME/build/choreo, else the installed toolchain of the
+//            pinned commit (choreo_toolchain.hpp: scripts/setup.sh --with-choreo puts it where croq
+//            looks), whose folder then stands for CHOREO_HOME
 //   CuTe     CUTE_HOME, else $CHOREO_HOME/extern/cutlass
 // and each compiler's identity for the cache key: its path and its `--version` text, asked
 // through the process runner once per process and remembered on disk by (path, size, mtime) so
@@ -25,8 +27,9 @@ struct Toolchain {
   std::string nvcc;
   std::string cxx;
   std::string python;
-  std::string choreo;                  // empty when CHOREO_HOME is not set
-  std::string choreo_home;             // empty when not set
+  std::string choreo;                  // empty when no compiler is set or installed
+  std::string choreo_home;             // CHOREO_HOME, or the installed toolchain's folder
+  std::string choreo_source;           // "CROQ_CHOREO", "CHOREO_HOME", "installed" or "" (none)
   std::string cute_home;               // empty when neither CUTE_HOME nor CHOREO_HOME is set
   std::string cuda_home;               // CUDA_HOME, else the folder above nvcc's bin/
 
