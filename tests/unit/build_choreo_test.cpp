@@ -3,6 +3,8 @@
 // variable expansion, word splitting, and the matmul signature used by the ABI wrapper.
 #include <gtest/gtest.h>
 
+#include <tuple>
+
 #include "croq/build/choreo.hpp"
 #include "croq/util/fs.hpp"
 
@@ -109,6 +111,102 @@ TEST(BuildChoreo, WrapperChecksTheProblemAndCallsTheKernel) {
   EXPECT_NE(w.find("choreo::make_spanview<choreo::bf16, 2>"), std::string::npos);
   EXPECT_NE(w.find("matmul(lhs, rhs, out);"), std::string::npos);
   EXPECT_NE(w.find("CROQ_EXPORT croq_status croq_matmul("), std::string::npos);
+}
+
+
+std::string bundled(const std::string& rel) { return read_file_or_throw(std::string(CROQ_SOURCE_DIR) + "/kernels/croqtile/" + rel); }
+
+TEST(BuildChoreo, BundledDenseKernelsTakeTheStreamAndCheckTheirShapes) {
+  for (auto [file, type] : {std::pair{"matmul/matmul_f16f32_ws.co", "f16"}, std::pair{"matmul/matmul_bf16f32_ws.co", "bf16"}}) {
+    std::string why;
+    auto sig = find_matmul_signature(bundled(file), &why);
+    ASSERT_TRUE(sig) << file << ": " << why;
+    EXPECT_EQ(sig->function, "matmul");
+    EXPECT_EQ(sig->a_type, type);
+    EXPECT_EQ(sig->c_type, "f32");
+    EXPECT_TRUE(sig->b_col_major);
+    EXPECT_FALSE(sig->sparse24);
+    EXPECT_TRUE(sig->takes_stream) << file;
+    EXPECT_TRUE(sig->shape_check) << file;
+    std::string w = abi_wrapper_source(*sig, "/k.cu");
+    EXPECT_NE(w.find("if (!croq_shape_ok(p->m, p->n, p->k)) return CROQ_UNSUPPORTED;"), std::string::npos);
+    EXPECT_NE(w.find("matmul(lhs, rhs, out, static_cast<cudaStream_t>(stream));"), std::string::npos);
+    EXPECT_NE(w.find("void* stream)"), std::string::npos);
+  }
+}
+
+TEST(BuildChoreo, BundledSparseKernelsBindToTheSparseOperator) {
+  for (auto [file, a, c] : {std::tuple{"gemm_sp/gemm_sp_f16.co", "f16", "f32"},
+                            std::tuple{"gemm_sp/gemm_sp_e4m3.co", "f8_e4m3", "f16"}}) {
+    std::string why;
+    auto sig = find_matmul_signature(bundled(file), &why);
+    ASSERT_TRUE(sig) << file << ": " << why;
+    EXPECT_TRUE(sig->sparse24);
+    EXPECT_EQ(sig->function, "gemm_sp");
+    EXPECT_EQ(sig->a_type, a);
+    EXPECT_EQ(sig->c_type, c);
+    EXPECT_TRUE(sig->b_col_major);
+    EXPECT_TRUE(sig->takes_stream);
+    EXPECT_TRUE(sig->shape_check);
+  }
+}
+
+TEST(BuildChoreo, SparseWrapperPreparesTheCompressedOperandAndCallsTheKernel) {
+  auto sig = find_matmul_signature(
+      "__co__ void sp(global f8_e4m3 [M, PK] a, global u8 [M, MK] meta, global f8_e4m3 [N, K] b, global f16 [M, N] c, "
+      "stream s) {}\nstatic bool croq_shape_ok(long long m, long long n, long long k) { return true; }\n");
+  ASSERT_TRUE(sig);
+  std::string w = abi_wrapper_source(*sig, "/ws/iter002_sp.cu");
+  EXPECT_NE(w.find("#include \"/ws/iter002_sp.cu\""), std::string::npos);
+  // Version 2 for the sparse operator, the prepare pair, no version-1 entry.
+  EXPECT_NE(w.find("CROQ_EXPORT croq_status croq_gemm(const croq_gemm_desc* d, const croq_gemm_operands* o, void* stream)"),
+            std::string::npos);
+  EXPECT_NE(w.find("CROQ_EXPORT size_t croq_gemm_prepared_bytes("), std::string::npos);
+  EXPECT_NE(w.find("CROQ_EXPORT croq_status croq_gemm_prepare("), std::string::npos);
+  EXPECT_EQ(w.find("croq_matmul("), std::string::npos);
+  EXPECT_NE(w.find("d->op != CROQ_OP_MATMUL_SPARSE24"), std::string::npos);
+  EXPECT_NE(w.find("d->a_type != CROQ_E4M3"), std::string::npos);
+  EXPECT_NE(w.find("d->c_type != CROQ_F16"), std::string::npos);
+  EXPECT_NE(w.find("d->b_layout != CROQ_COL_MAJOR"), std::string::npos);
+  EXPECT_NE(w.find("if (!croq_shape_ok(d->m, d->n, d->k)) return CROQ_UNSUPPORTED;"), std::string::npos);
+  // The compression reads the metadata's nibbles (idx0 | idx1 << 2, low nibble first) and moves
+  // e4m3 values as bytes; the kernel gets the values [M, K/2] and the metadata [M, K/8].
+  EXPECT_NE(w.find("using croq_raw_t = unsigned char;"), std::string::npos);
+  EXPECT_NE(w.find("packed[dst] = a[src + (nibble & 3u)];"), std::string::npos);
+  EXPECT_NE(w.find("packed[dst + 1] = a[src + (nibble >> 2)];"), std::string::npos);
+  EXPECT_NE(w.find("{size_t(d->m), size_t(d->k / 2)}"), std::string::npos);
+  EXPECT_NE(w.find("{size_t(d->m), size_t(d->k / 8)}"), std::string::npos);
+  EXPECT_NE(w.find("sp(lhs, meta, rhs, out, static_cast<cudaStream_t>(stream));"), std::string::npos);
+  // f16 values move as 16-bit words.
+  auto f16 = find_matmul_signature("__co__ void sp(global f16 [M, PK] a, global u8 [M, MK] m, global f16 [N, K] b, "
+                                   "global f32 [M, N] c) {}");
+  ASSERT_TRUE(f16);
+  EXPECT_FALSE(f16->takes_stream);
+  EXPECT_FALSE(f16->shape_check);
+  std::string w16 = abi_wrapper_source(*f16, "/x.cu");
+  EXPECT_NE(w16.find("using croq_raw_t = unsigned short;"), std::string::npos);
+  EXPECT_NE(w16.find("sp(lhs, meta, rhs, out);"), std::string::npos);
+  EXPECT_EQ(w16.find("croq_shape_ok"), std::string::npos);
+}
+
+TEST(BuildChoreo, SparseSignatureRefusesWhatItCannotBind) {
+  std::string why;
+  EXPECT_FALSE(find_matmul_signature("__co__ void sp(global f16 [M, PK] a, global f16 [M, MK] m, global f16 [N, K] b, "
+                                     "global f32 [M, N] c) {}",
+                                     &why));
+  EXPECT_NE(why.find("metadata is f16, not u8"), std::string::npos) << why;
+  EXPECT_FALSE(find_matmul_signature("__co__ void sp(global f16 [M, PK] a, global u8 [R, MK] m, global f16 [N, K] b, "
+                                     "global f32 [M, N] c) {}",
+                                     &why));
+  EXPECT_NE(why.find("metadata's rows"), std::string::npos) << why;
+  EXPECT_FALSE(find_matmul_signature("__co__ void f(global f16 [M, K] a, stream s) {}", &why));
+  EXPECT_NE(why.find("takes 1 tensor parameters"), std::string::npos) << why;
+}
+
+TEST(BuildChoreo, MacroFlagsOfChoreoGoToNvccToo) {
+  EXPECT_EQ(choreo_macro_flags({"--stmatrix=false", "-DMATMUL_STAGES=3", "-D", "X=1", "-DFLAG", "-O3"}),
+            (std::vector<std::string>{"-DMATMUL_STAGES=3", "-DX=1", "-DFLAG"}));
+  EXPECT_TRUE(choreo_macro_flags({"--use-prepack-v2"}).empty());
 }
 
 
