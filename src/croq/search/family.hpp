@@ -59,6 +59,8 @@ class KernelFamily {
   virtual std::string render_source(const FamilyConfig& c, const FamilyProblem& p) const = 0;
   // Extra compiler flags the configuration needs (e.g. -gencode=arch=compute_90a,code=sm_90a).
   virtual std::vector<std::string> build_flags(const FamilyConfig& c, const FamilyProblem& p) const = 0;
+  // Flags for the DSL's own compiler before nvcc (croqtile: choreo's, `croq build --choreo-flags`).
+  virtual std::vector<std::string> choreo_flags(const FamilyConfig&, const FamilyProblem&) const { return {}; }
   // Parameters worth moving first for a classifier bottleneck (memory_bound, compute_bound,
   // latency_bound, launch_bound, mixed), most promising first.
   virtual std::vector<std::string> params_for_bottleneck(const std::string& bottleneck) const = 0;

@@ -3,6 +3,7 @@
 
 #include "croq/search/family.hpp"
 #include "croq/search/ampere_gemm_family.hpp"
+#include "croq/search/croqtile_gemm_family.hpp"
 #include "croq/search/hopper_gemm_family.hpp"
 #include "croq/search/hopper_gemm_sp_family.hpp"
 
@@ -18,6 +19,7 @@ std::vector<std::shared_ptr<KernelFamily>> kernel_families() {
   all.push_back(std::make_shared<HopperGemmFamily>());
   all.push_back(std::make_shared<AmpereGemmFamily>());
   all.push_back(std::make_shared<HopperGemmSpFamily>());
+  all.push_back(std::make_shared<CroqtileGemmFamily>());
   return all;
 }
 

@@ -54,7 +54,8 @@ std::shared_ptr<KernelFamily> choose_family(const std::string& requested, const 
     if (f->dsl() == dsl && f->supports(p)) return f;
   }
   throw_usage(fmt::format("no kernel family of dsl {} supports {} {}", dsl, p.op, p.dtype.canonical),
-              "croq's search drives families of cpp (f32 matmul, gemm_sp) and cuda (matmul); an agent can drive any dsl");
+              "croq's search drives families of cpp (f32 matmul, gemm_sp), cuda (matmul, gemm_sp) and croqtile "
+              "(sm_90a matmul, f16/bf16 inputs); an agent can drive any dsl");
 }
 
 namespace {
@@ -259,6 +260,8 @@ struct Tuner::Impl {
     std::vector<std::string> args = {"build", "--iter", kernel};
     auto flags = family->build_flags(cfg, problem);
     if (!flags.empty()) args.push_back("--flags=" + shell_join(flags));
+    auto choreo = family->choreo_flags(cfg, problem);
+    if (!choreo.empty()) args.push_back("--choreo-flags=" + shell_join(choreo));
     VerbResult r = call("build", args);
     if (!r.doc.is_object()) {
       throw Error(ExitCode::failure, "croq build failed: " + r.message());
@@ -440,7 +443,7 @@ struct Tuner::Impl {
   // its source is built again (the build cache makes that cheap when it can), the plan's
   // candidate checked against the plan again, as the protocol asks.
   void ensure_built(const std::string& kernel) {
-    if (task.dsl != "cuda" && task.dsl != "cpp") return;  // croq's search builds these two only
+    if (task.dsl != "cuda" && task.dsl != "cpp" && task.dsl != "croqtile") return;  // what croq's search builds
     std::error_code ec;
     if (fs::exists(ws.kind_dir(task, ArtifactKind::bin) / (kernel + ".so"), ec)) return;
     event({{"event", "rebuild"}, {"kernel", kernel}});

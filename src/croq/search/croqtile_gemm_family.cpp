@@ -1,0 +1,285 @@
+// The croqtile_gemm kernel family (croqtile_gemm_family.hpp): its parameter space, the constraint
+// checker (what the template, choreo, ptxas and the kernel's shape check accept), defaults per
+// problem, and rendering.
+#include "croq/search/croqtile_gemm_family.hpp"
+
+#include <algorithm>
+#include <fmt/format.h>
+
+#include "croq/search/gemm_family_common.hpp"
+#include "croq/util/error.hpp"
+#include "croq/util/fs.hpp"
+#include "croq/util/paths.hpp"
+
+namespace croq {
+
+namespace {
+
+int get(const FamilyConfig& c, const char* name) { return gemm::int_param(c, name).value_or(0); }
+
+long long ceil_div(long long a, long long b) { return (a + b - 1) / b; }
+
+// The template's macros in the order they are written.
+const char* k_order[] = {"WARP_N", "CONSUMERS", "TILE_K", "STAGES", "SWIZ", "MMA_DEPTH", "REGCTRL", "PERSISTENT",
+                         "GROUP", "EPILOGUE"};
+
+// choreo's element type names for croq's.
+std::optional<std::string> choreo_type(ScalarType t) {
+  switch (t) {
+    case ScalarType::f16: return "f16";
+    case ScalarType::bf16: return "bf16";
+    case ScalarType::f32: return "f32";
+    default: return std::nullopt;
+  }
+}
+
+int out_bytes(const FamilyProblem& p) { return p.dtype.output == ScalarType::f32 ? 4 : 2; }
+
+constexpr int k_warp_m = 64;  // the WGMMA M: rows of C per consumer warpgroup
+
+}  // namespace
+
+bool CroqtileGemmFamily::supports(const FamilyProblem& p) const {
+  if (p.op != "matmul") return false;
+  if (!p.arch.empty() && p.arch.rfind("sm_90", 0) != 0) return false;
+  if (gemm::dtype_bit(p.dtype) == 0) return false;
+  // The smallest tile the family has: 64 x 64 x 32 (its kernels compute multiples of their tile).
+  return p.m > 0 && p.n > 0 && p.k > 0 && p.m % 64 == 0 && p.n % 32 == 0 && p.k % 32 == 0;
+}
+
+std::vector<ParamSpec> CroqtileGemmFamily::params() const {
+  return {
+      {"WARP_N", {"64", "96", "128", "160", "192", "224", "256"}, true, "tiling",
+       "columns of C per block: the WGMMA N (MATMUL_WARP_N)"},
+      {"CONSUMERS", {"1", "2", "3"}, true, "compute",
+       "consumer warpgroups beside the TMA producer; the block tile is 64*CONSUMERS x WARP_N (1p1c/1p2c/1p3c)"},
+      {"TILE_K", {"32", "64", "128"}, false, "tiling", "K depth of one pipeline stage (MATMUL_TILE_K)"},
+      {"STAGES", {"2", "3", "4", "5", "6", "7", "8"}, false, "pipeline",
+       "slots of the shared-memory ring the producer runs ahead by (MATMUL_STAGES)"},
+      {"SWIZ", {"32", "64", "128"}, false, "memory", "TMA / WGMMA shared-memory swizzle width in bytes (MATMUL_SWIZ)"},
+      {"MMA_DEPTH", {"0", "1"}, false, "compute",
+       "1: a consumer issues two slices' WGMMAs before it waits for the first (wait depth 1), releasing a slot "
+       "while the tensor cores work on the next; 0: it waits for each slice at once"},
+      {"REGCTRL", {"0", "1"}, true, "compute",
+       "1: the producer warpgroup gives its registers to the consumers (setmaxnreg dec/inc)"},
+      {"PERSISTENT", {"0", "1"}, true, "pipeline",
+       "1: one block per SM looping over the tiles, the TMA ring running on across them; 0: one block per tile"},
+      {"GROUP", {"1", "2", "4", "8", "16"}, false, "memory",
+       "tile order: bands of GROUP tile-rows walked column by column, so neighbouring blocks share B (1: row "
+       "by row)"},
+      {"EPILOGUE", {"0", "1"}, true, "memory",
+       "0: consumers store their accumulators to C from registers; 1: through shared memory and one TMA store "
+       "of the block's tile"},
+      {"STMATRIX", {"0", "1"}, false, "memory",
+       "choreo's --stmatrix: the accumulators go to shared memory with stmatrix (1) or plain stores (0); "
+       "only with EPILOGUE=1"},
+  };
+}
+
+int CroqtileGemmFamily::accumulator_registers(const FamilyConfig& c) { return k_warp_m * get(c, "WARP_N") / 128; }
+
+int CroqtileGemmFamily::max_accumulators(const FamilyConfig& c) {
+  const int consumers = get(c, "CONSUMERS");
+  const int threads = 128 * (consumers + 1);
+  int regs = std::min(255, 65536 / threads) / 8 * 8;  // 255 -> 248, 170 -> 168, 128
+  // setmaxnreg raises what a consumer holds; ptxas still compiles a 512-thread kernel for 128.
+  if (get(c, "REGCTRL") == 1 && consumers <= 2) regs = regctrl_targets(consumers).second;
+  return regs - 40;
+}
+
+std::pair<int, int> CroqtileGemmFamily::regctrl_targets(int consumers) {
+  if (consumers >= 3) return {32, 160};  // 128*32 + 384*160 = 65536
+  return {40, 232};                      // 128*40 + 256*232 = 64512
+}
+
+long long CroqtileGemmFamily::smem_bytes(const FamilyConfig& c, const FamilyProblem& p) {
+  const long long tile_m = k_warp_m * get(c, "CONSUMERS"), wn = get(c, "WARP_N"), tk = get(c, "TILE_K");
+  const long long stages = get(c, "STAGES");
+  const long long ring = stages * (tile_m + wn) * tk * 2;
+  const long long epilogue = get(c, "EPILOGUE") == 1 ? tile_m * wn * out_bytes(p) : 0;
+  return ring + epilogue;
+}
+
+std::optional<std::string> CroqtileGemmFamily::violation(const FamilyConfig& c, const FamilyProblem& p) const {
+  if (p.op != "matmul") return fmt::format("croqtile_gemm computes matmul, not {}", p.op);
+  if (!p.arch.empty() && p.arch.rfind("sm_90", 0) != 0)
+    return fmt::format("croqtile_gemm needs sm_90a (WGMMA, TMA); the target is {}", p.arch);
+  if (gemm::dtype_bit(p.dtype) == 0)
+    return fmt::format("croqtile_gemm computes f16/bf16 inputs into f32 or the input type, not {}", p.dtype.canonical);
+  if (p.m <= 0 || p.n <= 0 || p.k <= 0) return "the problem has an empty dimension";
+  if (auto bad = gemm::check_listed_values(c, params())) return bad;
+
+  const int wn = get(c, "WARP_N"), consumers = get(c, "CONSUMERS"), tk = get(c, "TILE_K");
+  const int sw = get(c, "SWIZ"), tile_m = k_warp_m * consumers;
+  // The kernel computes multiples of its tile exactly (croq_shape_ok); other shapes it refuses.
+  if (p.m % tile_m != 0)
+    return fmt::format("M={} is not a multiple of the block's {} rows (64 x CONSUMERS={})", p.m, tile_m, consumers);
+  if (p.n % wn != 0) return fmt::format("N={} is not a multiple of WARP_N={}", p.n, wn);
+  if (p.k % tk != 0) return fmt::format("K={} is not a multiple of TILE_K={}", p.k, tk);
+  if (get(c, "MMA_DEPTH") == 1 && (p.k / tk) % 2 != 0)
+    return fmt::format("MMA_DEPTH=1 takes the K slices in pairs: K={} is an odd number of TILE_K={} slices", p.k, tk);
+  // A TMA box row is TILE_K 16-bit elements; the swizzle span may not exceed it.
+  const int row_bytes = tk * 2;
+  if (sw > row_bytes)
+    return fmt::format("SWIZ={} exceeds the {}-byte rows of a TILE_K={} slice", sw, row_bytes, tk);
+  if (accumulator_registers(c) > max_accumulators(c))
+    return fmt::format("{} f32 accumulators per consumer thread (WARP_N/2) exceed the {} a thread of a {}-warpgroup "
+                       "kernel holds{}: the consumer would spill",
+                       accumulator_registers(c), max_accumulators(c), consumers + 1,
+                       get(c, "REGCTRL") == 1 ? "" : " (REGCTRL=1 gives the consumers more)");
+  const long long smem = smem_bytes(c, p);
+  if (smem > k_smem_limit)
+    return fmt::format("needs {} bytes of shared memory ({} stages of {}x{} and {}x{} tiles{}), more than the {} a "
+                       "block may use on sm_90",
+                       smem, get(c, "STAGES"), tile_m, tk, wn, tk, get(c, "EPILOGUE") == 1 ? " and the epilogue tile" : "",
+                       k_smem_limit);
+  if (get(c, "EPILOGUE") == 1 && get(c, "PERSISTENT") == 1)
+    return "EPILOGUE=1 stores the block's tile once, after the warpgroups: it needs PERSISTENT=0";
+  if (get(c, "STMATRIX") == 0 && get(c, "EPILOGUE") != 1)
+    return "STMATRIX=0 changes only the store to shared memory: it needs EPILOGUE=1";
+  const long long tiles_m = ceil_div(p.m, tile_m);
+  if (get(c, "GROUP") > 1 && get(c, "GROUP") > tiles_m)
+    return fmt::format("GROUP={} exceeds the {} tile rows: every such order is the same", get(c, "GROUP"), tiles_m);
+  if (tiles_m * ceil_div(p.n, wn) > (1LL << 31) / 2) return "the problem has more tiles than the kernel can index";
+  return std::nullopt;
+}
+
+namespace {
+
+// A configuration of the given tile with the family's usual settings and as many stages as fit,
+// up to `max_stages`.
+FamilyConfig arrangement(const CroqtileGemmFamily& f, const FamilyProblem& p, int consumers, int warp_n,
+                         int max_stages = 6) {
+  FamilyConfig c;
+  c["WARP_N"] = std::to_string(warp_n);
+  c["CONSUMERS"] = std::to_string(consumers);
+  c["TILE_K"] = p.k % 64 == 0 ? "64" : "32";
+  c["SWIZ"] = p.k % 64 == 0 ? "128" : "64";
+  c["MMA_DEPTH"] = (p.k / std::stoll(c["TILE_K"])) % 2 == 0 ? "1" : "0";
+  c["REGCTRL"] = "0";
+  c["PERSISTENT"] = "0";
+  const long long tiles_m = ceil_div(p.m, 64LL * consumers);
+  int group = 1;
+  while (group * 2 <= 8 && group * 2 <= tiles_m) group *= 2;
+  c["GROUP"] = std::to_string(group);
+  c["EPILOGUE"] = "0";
+  c["STMATRIX"] = "1";
+  c["STAGES"] = "2";
+  for (int s = max_stages; s >= 2; --s) {
+    c["STAGES"] = std::to_string(s);
+    if (CroqtileGemmFamily::smem_bytes(c, p) <= CroqtileGemmFamily::k_smem_limit) break;
+  }
+  (void)f;
+  return c;
+}
+
+}  // namespace
+
+FamilyConfig CroqtileGemmFamily::default_config(const FamilyProblem& p) const {
+  const int sms = gemm::typical_sm_count(p.arch.empty() ? "sm_90a" : p.arch);
+  // The bundled kernel's arrangement (128x256, two consumers: kernels/croqtile/matmul/
+  // matmul_f16f32_ws.co) where the problem has a wave of such tiles; smaller tiles below that, so
+  // that small problems fill the GPU; the first legal for the problem's shape.
+  struct Tile {
+    int consumers, warp_n;
+  };
+  const Tile tiles[] = {{2, 256}, {2, 192}, {2, 128}, {1, 128}, {1, 64}};
+  std::optional<FamilyConfig> first_legal;
+  for (const Tile& t : tiles) {
+    FamilyConfig c = arrangement(*this, p, t.consumers, t.warp_n);
+    if (violation(c, p)) continue;
+    if (!first_legal) first_legal = c;
+    if (ceil_div(p.m, 64LL * t.consumers) * ceil_div(p.n, t.warp_n) >= sms) return c;
+  }
+  // No arrangement makes a wave: the smallest legal tile makes the most blocks.
+  for (auto it = std::rbegin(tiles); it != std::rend(tiles); ++it) {
+    FamilyConfig c = arrangement(*this, p, it->consumers, it->warp_n);
+    if (!violation(c, p)) return c;
+  }
+  if (first_legal) return *first_legal;
+  // supports() guarantees 64x64 with TILE_K 32 is legal; reached only for unsupported problems.
+  FamilyConfig c = arrangement(*this, p, 1, 64);
+  c["TILE_K"] = "32";
+  c["SWIZ"] = "64";
+  return c;
+}
+
+std::vector<Alternative> CroqtileGemmFamily::alternatives(const FamilyProblem& p) const {
+  std::vector<Alternative> out;
+  const FamilyConfig def = default_config(p);
+  auto add = [&](std::string name, std::string tag, FamilyConfig c) {
+    if (c == def || violation(c, p)) return;
+    for (const auto& a : out) {
+      if (a.config == c) return;
+    }
+    out.push_back({std::move(name), std::move(tag), std::move(c)});
+  };
+  const int sms = gemm::typical_sm_count(p.arch.empty() ? "sm_90a" : p.arch);
+  // The default with its tiles walked by a persistent grid: the TMA ring runs on across tiles,
+  // so a block's next tile loads while its last one's epilogue stores.
+  FamilyConfig persistent = def;
+  persistent["PERSISTENT"] = "1";
+  if (ceil_div(p.m, 64LL * get(def, "CONSUMERS")) * ceil_div(p.n, get(def, "WARP_N")) > sms)
+    add("the default's tiles on a persistent grid", "persistent", persistent);
+  // Register control: the consumers take the producer's registers (setmaxnreg).
+  FamilyConfig reg = def;
+  reg["REGCTRL"] = "1";
+  add("the default with setmaxnreg register control", "regctrl", reg);
+  // 1p3c: 192 x 128 tiles, three consumers (the seeds' warpspec_1p3c kernel).
+  add("three consumers, 192x128 tiles (1p3c)", "c3_192x128", arrangement(*this, p, 3, 128));
+  // 128x192: between the two usual widths, fewer tiles in a partial last wave.
+  add("two consumers, 128x192 tiles", "c2_128x192", arrangement(*this, p, 2, 192));
+  // 128x128 with a deeper ring (6 stages).
+  add("two consumers, 128x128 tiles, 6 stages", "c2_128x128", arrangement(*this, p, 2, 128));
+  // The epilogue through shared memory and a TMA store, where the tile fits beside the ring.
+  FamilyConfig epi = def;
+  epi["EPILOGUE"] = "1";
+  for (int s = get(def, "STAGES"); s >= 2; --s) {
+    epi["STAGES"] = std::to_string(s);
+    if (smem_bytes(epi, p) <= k_smem_limit) break;
+  }
+  add("the default with a shared-memory epilogue and a TMA store", "tma_store", epi);
+  return out;
+}
+
+std::string CroqtileGemmFamily::render_source(const FamilyConfig& c, const FamilyProblem& p) const {
+  const auto path = find_project_dir("kernels") / template_path();
+  auto text = read_file(path);
+  if (!text) {
+    throw Error(ExitCode::not_found, fmt::format("the croqtile_gemm template {} could not be read", path.string()),
+                "set CROQ_HOME to the croq source tree");
+  }
+  const auto in = choreo_type(p.dtype.input), outt = choreo_type(p.dtype.output);
+  if (!in || !outt) {
+    throw Error(ExitCode::usage, fmt::format("croqtile_gemm cannot render dtype {}", p.dtype.canonical));
+  }
+  std::string out = fmt::format("// croqtile_gemm configuration for matmul {}x{}x{} {} (B col), rendered by croq\n",
+                                p.m, p.n, p.k, p.dtype.canonical);
+  out += fmt::format("// croq-kernel: {{\"dtypes\": [\"{}\"], \"family\": \"croqtile_gemm\"}}\n", p.dtype.canonical);
+  out += fmt::format("#define CROQ_IN_T {}\n#define CROQ_OUT_T {}\n#define CROQ_WARP_M {}\n", *in, *outt, k_warp_m);
+  for (const char* name : k_order) {
+    auto it = c.find(name);
+    if (it != c.end()) out += fmt::format("#define CROQ_{} {}\n", name, it->second);
+  }
+  const auto [producer, consumer] = regctrl_targets(get(c, "CONSUMERS"));
+  out += fmt::format("#define CROQ_PRODUCER_REGS {}\n#define CROQ_CONSUMER_REGS {}\n", producer, consumer);
+  out += fmt::format("#define CROQ_NUM_SMS {}\n", gemm::typical_sm_count(p.arch.empty() ? "sm_90a" : p.arch));
+  out += *text;
+  return out;
+}
+
+std::vector<std::string> CroqtileGemmFamily::build_flags(const FamilyConfig&, const FamilyProblem&) const { return {}; }
+
+std::vector<std::string> CroqtileGemmFamily::choreo_flags(const FamilyConfig& c, const FamilyProblem&) const {
+  return {get(c, "STMATRIX") == 1 ? "--stmatrix=true" : "--stmatrix=false"};
+}
+
+std::vector<std::string> CroqtileGemmFamily::params_for_bottleneck(const std::string& bottleneck) const {
+  if (bottleneck == "compute_bound") return {"WARP_N", "CONSUMERS", "MMA_DEPTH", "REGCTRL", "EPILOGUE", "STAGES", "TILE_K"};
+  if (bottleneck == "memory_bound") return {"GROUP", "WARP_N", "CONSUMERS", "SWIZ", "EPILOGUE", "STAGES", "STMATRIX"};
+  if (bottleneck == "latency_bound") return {"STAGES", "MMA_DEPTH", "TILE_K", "PERSISTENT", "CONSUMERS", "REGCTRL"};
+  if (bottleneck == "launch_bound") return {"PERSISTENT", "WARP_N", "CONSUMERS", "STAGES"};
+  return {"STAGES", "WARP_N", "MMA_DEPTH", "GROUP", "PERSISTENT", "CONSUMERS", "TILE_K", "EPILOGUE", "REGCTRL"};  // mixed
+}
+
+}  // namespace croq

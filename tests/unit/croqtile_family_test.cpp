@@ -1,0 +1,246 @@
+// The croqtile_gemm kernel family without the compiler: its parameter space, the constraint
+// checker over every configuration the search can produce (checked against the hardware's and the
+// kernel's rules computed here), defaults and alternatives for the seeds' typical shapes,
+// rendering and the choreo flags. That the rendered sources compile with the pinned choreo and
+// nvcc is tested in tests/choreo (label choreo, run where the toolchain is installed).
+#include <gtest/gtest.h>
+
+#include <functional>
+#include <set>
+
+#include "croq/search/croqtile_gemm_family.hpp"
+#include "croq/search/family.hpp"
+#include "croq/search/gemm_family_common.hpp"
+#include "croq/search/tune.hpp"
+#include "croq/workspace/dtype.hpp"
+
+namespace croq {
+namespace {
+
+struct Shape {
+  int64_t m, n, k;
+};
+
+// The seeds' 14 typical shapes and the two large squares.
+const std::vector<Shape> k_typical = {
+    {768, 768, 768},    {12288, 12288, 12288}, {512, 8192, 8192},   {16384, 8192, 8192}, {4096, 1024, 8192},
+    {4096, 32768, 8192}, {4096, 8192, 512},     {4096, 8192, 32768}, {1024, 1024, 4096},  {12288, 12288, 4096},
+    {1024, 8192, 1024}, {12288, 8192, 12288},  {4096, 1024, 1024},  {12288, 4096, 4096}, {4096, 4096, 4096},
+    {8192, 8192, 8192}};
+
+FamilyProblem problem(Shape s, const std::string& dtype = "f16f32", const std::string& arch = "sm_90a") {
+  FamilyProblem p;
+  p.m = s.m;
+  p.n = s.n;
+  p.k = s.k;
+  p.dtype = parse_dtype_pair_or_throw(dtype);
+  p.arch = arch;
+  return p;
+}
+
+int iv(const FamilyConfig& c, const char* name) { return gemm::int_param(c, name).value(); }
+
+void for_each_config(const KernelFamily& f, const std::function<void(const FamilyConfig&)>& visit) {
+  auto specs = f.params();
+  std::vector<size_t> idx(specs.size(), 0);
+  FamilyConfig c;
+  for (const auto& s : specs) c[s.name] = s.values[0];
+  for (;;) {
+    visit(c);
+    size_t d = 0;
+    while (d < specs.size()) {
+      if (++idx[d] < specs[d].values.size()) {
+        c[specs[d].name] = specs[d].values[idx[d]];
+        break;
+      }
+      idx[d] = 0;
+      c[specs[d].name] = specs[d].values[0];
+      ++d;
+    }
+    if (d == specs.size()) return;
+  }
+}
+
+// What a legal configuration must satisfy, from the hardware's and the kernel's rules.
+void expect_invariants(const FamilyConfig& c, const FamilyProblem& p) {
+  const int wn = iv(c, "WARP_N"), consumers = iv(c, "CONSUMERS"), tk = iv(c, "TILE_K"), stages = iv(c, "STAGES");
+  const int sw = iv(c, "SWIZ"), tile_m = 64 * consumers;
+  const std::string what = config_to_json(c).dump();
+  // The kernel computes multiples of its tile (croq_shape_ok): a legal configuration never refuses.
+  EXPECT_EQ(p.m % tile_m, 0) << what;
+  EXPECT_EQ(p.n % wn, 0) << what;
+  EXPECT_EQ(p.k % tk, 0) << what;
+  // WGMMA: N a multiple of 8 up to 256; a TMA box row of TILE_K 16-bit elements holds the swizzle.
+  EXPECT_TRUE(wn % 8 == 0 && wn <= 256) << what;
+  EXPECT_LE(sw, tk * 2) << what;
+  // Registers: 64 x WARP_N f32 accumulators over 128 threads, within what ptxas gives a thread of
+  // a (consumers + 1)-warpgroup kernel (168 for 384 threads, 128 for 512), or setmaxnreg's 232 with
+  // one or two consumers, less ~40 for addressing.
+  const int acc = 64 * wn / 128;
+  const int regs = iv(c, "REGCTRL") == 1 && consumers <= 2 ? 232 : consumers == 1 ? 248 : consumers == 2 ? 168 : 128;
+  EXPECT_LE(acc, regs - 40) << what;
+  // Shared memory: the ring and the epilogue tile, under the 227 KB a block may use.
+  const long long out = p.dtype.output == ScalarType::f32 ? 4 : 2;
+  long long smem = static_cast<long long>(stages) * (tile_m + wn) * tk * 2;
+  if (iv(c, "EPILOGUE") == 1) smem += static_cast<long long>(tile_m) * wn * out;
+  EXPECT_LE(smem, 227 * 1024) << what;
+  // The block's TMA store runs after the warpgroups: one tile per block.
+  if (iv(c, "EPILOGUE") == 1) {
+    EXPECT_EQ(iv(c, "PERSISTENT"), 0) << what;
+  }
+  // Depth 1 takes the K slices in pairs.
+  if (iv(c, "MMA_DEPTH") == 1) {
+    EXPECT_EQ((p.k / tk) % 2, 0) << what;
+  }
+  // --stmatrix=false changes the shared-memory store only: a duplicate of STMATRIX=1 otherwise.
+  if (iv(c, "STMATRIX") == 0) {
+    EXPECT_EQ(iv(c, "EPILOGUE"), 1) << what;
+  }
+}
+
+TEST(CroqtileFamily, IsRegisteredForTheCroqtileDsl) {
+  auto f = find_family("croqtile_gemm");
+  ASSERT_NE(f, nullptr);
+  EXPECT_EQ(f->dsl(), "croqtile");
+  // `croq tune --dsl croqtile` finds it (it used to answer "no kernel family of dsl croqtile").
+  auto chosen = choose_family("", "croqtile", problem({4096, 4096, 4096}));
+  ASSERT_NE(chosen, nullptr);
+  EXPECT_EQ(chosen->name(), "croqtile_gemm");
+  EXPECT_EQ(choose_family("", "croqtile", problem({4096, 4096, 4096}, "bf16f32"))->name(), "croqtile_gemm");
+}
+
+TEST(CroqtileFamily, SupportsHopperSixteenBitMatmulOnly) {
+  CroqtileGemmFamily f;
+  EXPECT_TRUE(f.supports(problem({4096, 4096, 4096})));
+  EXPECT_TRUE(f.supports(problem({4096, 4096, 4096}, "bf16")));
+  EXPECT_FALSE(f.supports(problem({4096, 4096, 4096}, "f16f32", "sm_80")));
+  EXPECT_FALSE(f.supports(problem({4096, 4096, 4096}, "e4m3f16")));
+  EXPECT_FALSE(f.supports(problem({4096, 4096, 4096}, "f32")));
+  EXPECT_FALSE(f.supports(problem({1000, 3000, 2048})));  // no tile divides M
+  FamilyProblem sp = problem({4096, 8192, 8192});
+  sp.op = "gemm_sp";
+  EXPECT_FALSE(f.supports(sp));
+}
+
+TEST(CroqtileFamily, EveryConfigurationIsRefusedOrMeetsTheRules) {
+  CroqtileGemmFamily f;
+  for (Shape s : {Shape{4096, 4096, 4096}, Shape{768, 768, 768}, Shape{512, 8192, 8192}}) {
+    for (const char* dtype : {"f16f32", "bf16"}) {
+      FamilyProblem p = problem(s, dtype);
+      int legal = 0, total = 0;
+      for_each_config(f, [&](const FamilyConfig& c) {
+        ++total;
+        if (!f.violation(c, p)) {
+          ++legal;
+          expect_invariants(c, p);
+        }
+      });
+      EXPECT_GT(legal, 100) << s.m << "x" << s.n << "x" << s.k << " " << dtype;
+      EXPECT_LT(legal, total);
+    }
+  }
+}
+
+TEST(CroqtileFamily, RefusesWhatCannotBuildOrRun) {
+  CroqtileGemmFamily f;
+  FamilyProblem p = problem({4096, 4096, 4096});
+  FamilyConfig base = f.default_config(p);
+  ASSERT_FALSE(f.violation(base, p));
+  auto with = [&](std::initializer_list<std::pair<const char*, const char*>> kv) {
+    FamilyConfig c = base;
+    for (auto [k, v] : kv) c[k] = v;
+    return f.violation(c, p);
+  };
+  auto says = [](const std::optional<std::string>& why, const std::string& part) {
+    return why && why->find(part) != std::string::npos;
+  };
+  EXPECT_TRUE(says(with({{"TILE_K", "32"}, {"SWIZ", "128"}}), "SWIZ=128"));
+  EXPECT_TRUE(says(with({{"CONSUMERS", "3"}, {"WARP_N", "256"}}), "spill"));
+  EXPECT_FALSE(with({{"CONSUMERS", "3"}, {"WARP_N", "128"}}));
+  EXPECT_TRUE(says(with({{"STAGES", "5"}, {"WARP_N", "256"}, {"CONSUMERS", "2"}}), "shared memory"));
+  EXPECT_TRUE(says(with({{"EPILOGUE", "1"}, {"PERSISTENT", "1"}}), "PERSISTENT=0"));
+  EXPECT_TRUE(says(with({{"STMATRIX", "0"}, {"EPILOGUE", "0"}}), "EPILOGUE=1"));
+  EXPECT_TRUE(says(with({{"WARP_N", "96"}}), "multiple of WARP_N"));
+  EXPECT_EQ(base.at("MMA_DEPTH"), "1");  // 64 slices of 64: pairs
+  FamilyProblem odd = problem({4096, 4096, 4032});  // 63 slices of 64
+  FamilyConfig oc = f.default_config(odd);
+  ASSERT_FALSE(f.violation(oc, odd)) << *f.violation(oc, odd);
+  EXPECT_EQ(oc.at("MMA_DEPTH"), "0");
+  oc["MMA_DEPTH"] = "1";
+  EXPECT_TRUE(says(f.violation(oc, odd), "in pairs"));
+  EXPECT_TRUE(says(with({{"WARP_N", "3"}}), "not one of"));
+  FamilyConfig missing = base;
+  missing.erase("STAGES");
+  EXPECT_TRUE(says(f.violation(missing, p), "missing"));
+  // Shape divisibility: 640 columns take no 256-wide tile.
+  FamilyProblem q = problem({768, 640, 768});
+  FamilyConfig c = f.default_config(q);
+  ASSERT_FALSE(f.violation(c, q)) << *f.violation(c, q);
+  c["WARP_N"] = "256";
+  EXPECT_TRUE(says(f.violation(c, q), "N=640"));
+  EXPECT_TRUE(says(f.violation(base, problem({4096, 4096, 4096}, "f16f32", "sm_86")), "sm_90a"));
+}
+
+TEST(CroqtileFamily, DefaultsAndAlternativesAreLegalForEveryTypicalShape) {
+  CroqtileGemmFamily f;
+  for (Shape s : k_typical) {
+    for (const char* dtype : {"f16f32", "bf16f32", "f16"}) {
+      FamilyProblem p = problem(s, dtype);
+      ASSERT_TRUE(f.supports(p));
+      FamilyConfig d = f.default_config(p);
+      ASSERT_FALSE(f.violation(d, p)) << s.m << "x" << s.n << "x" << s.k << ": " << *f.violation(d, p);
+      expect_invariants(d, p);
+      std::set<std::string> seen{config_to_json(d).dump()};
+      for (const auto& a : f.alternatives(p)) {
+        EXPECT_FALSE(f.violation(a.config, p)) << a.name;
+        EXPECT_TRUE(seen.insert(config_to_json(a.config).dump()).second) << "duplicate alternative " << a.name;
+        EXPECT_FALSE(a.tag.empty());
+      }
+    }
+  }
+  // At 4096^3 the default is the bundled kernel's arrangement: 128x256 tiles, two consumers,
+  // 64-deep stages, as many (4) as fit, a full wave of 512 tiles.
+  FamilyConfig d = f.default_config(problem({4096, 4096, 4096}));
+  EXPECT_EQ(d.at("WARP_N"), "256");
+  EXPECT_EQ(d.at("CONSUMERS"), "2");
+  EXPECT_EQ(d.at("TILE_K"), "64");
+  EXPECT_EQ(d.at("STAGES"), "4");
+  EXPECT_EQ(d.at("SWIZ"), "128");
+  // A small problem gets smaller tiles: 768^3 has 18 128x256 tiles for 132 SMs.
+  FamilyConfig small = f.default_config(problem({768, 768, 768}));
+  EXPECT_LT(iv(small, "WARP_N") * iv(small, "CONSUMERS"), 512);
+  EXPECT_FALSE(f.alternatives(problem({4096, 4096, 4096})).empty());
+}
+
+TEST(CroqtileFamily, RendersTheTemplateWithItsConfiguration) {
+  CroqtileGemmFamily f;
+  FamilyProblem p = problem({4096, 4096, 4096}, "bf16f32");
+  FamilyConfig c = f.default_config(p);
+  c["REGCTRL"] = "1";
+  std::string src = f.render_source(c, p);
+  EXPECT_NE(src.find("#define CROQ_IN_T bf16\n"), std::string::npos);
+  EXPECT_NE(src.find("#define CROQ_OUT_T f32\n"), std::string::npos);
+  EXPECT_NE(src.find("#define CROQ_WARP_N 256\n"), std::string::npos);
+  EXPECT_NE(src.find("#define CROQ_CONSUMERS 2\n"), std::string::npos);
+  EXPECT_NE(src.find("#define CROQ_REGCTRL 1\n"), std::string::npos);
+  EXPECT_NE(src.find("#define CROQ_MMA_DEPTH 1\n"), std::string::npos);
+  EXPECT_NE(src.find("#define CROQ_PRODUCER_REGS 40\n#define CROQ_CONSUMER_REGS 232\n"), std::string::npos);
+  EXPECT_NE(src.find("#define CROQ_NUM_SMS 132\n"), std::string::npos);
+  // The template itself: one __co__ matmul taking croq's stream, launched without a sync, and the
+  // shape check croq's ABI wrapper calls.
+  EXPECT_NE(src.find("__co__ void matmul(global CROQ_IN_T [M, K] lhs"), std::string::npos);
+  EXPECT_NE(src.find("parallel.async<s>"), std::string::npos);
+  EXPECT_NE(src.find("static bool croq_shape_ok("), std::string::npos);
+  EXPECT_NE(src.find("\"dtypes\": [\"bf16f32\"]"), std::string::npos);
+  // STMATRIX is choreo's flag, not a macro.
+  EXPECT_EQ(src.find("CROQ_STMATRIX"), std::string::npos);
+  EXPECT_EQ(f.choreo_flags(c, p), std::vector<std::string>{"--stmatrix=true"});
+  c["EPILOGUE"] = "1";
+  c["STMATRIX"] = "0";
+  EXPECT_EQ(f.choreo_flags(c, p), std::vector<std::string>{"--stmatrix=false"});
+  EXPECT_TRUE(f.build_flags(c, p).empty());
+  EXPECT_THROW(f.render_source(c, problem({4096, 4096, 4096}, "e4m3f16")), Error);
+}
+
+}  // namespace
+}  // namespace croq
