@@ -126,6 +126,62 @@ TEST(BuildDiscover, TierBOffersEachTasksBestKeepNotItsLastFile) {
   EXPECT_NE(j["recommendation"]["why"].get<std::string>().find("450.0"), std::string::npos);
 }
 
+TEST(BuildDiscover, BundledCroqtileKernelsAreTierA) {
+  // Dense: the warp-specialised WGMMA kernels, one per dtype; the family's template is not offered.
+  for (auto [dtype, name] : {std::pair{"f16f32", "matmul_f16f32_ws"}, std::pair{"bf16f32", "matmul_bf16f32_ws"}}) {
+    Discovery d = discover_starting_kernels(nullptr, {"croqtile", "matmul", dtype, "sm90_NVIDIA_H200", std::nullopt});
+    ASSERT_EQ(d.candidates.size(), 1u) << dtype;
+    EXPECT_EQ(d.candidates[0].tier, "A");
+    EXPECT_EQ(d.candidates[0].name, name);
+    EXPECT_EQ(d.candidates[0].path.extension(), ".co");
+    EXPECT_EQ(d.candidates[0].meta.value("tensor_cores", false), true);
+    json j = d.to_json(nullptr);
+    EXPECT_EQ(j["tier"], "A");
+    EXPECT_EQ(j["recommendation"]["pick"], 1);
+  }
+  Discovery all = discover_starting_kernels(nullptr, {"croqtile", "matmul", "", "", std::nullopt});
+  for (const auto& c : all.candidates) EXPECT_EQ(c.path.extension(), ".co") << c.path;  // not family/*.co.in
+  // Sparse: the from-scratch baselines, f16 and e4m3.
+  for (auto [dtype, name] : {std::pair{"f16f32", "gemm_sp_f16"}, std::pair{"e4m3f16", "gemm_sp_e4m3"}}) {
+    Discovery d = discover_starting_kernels(nullptr, {"croqtile", "gemm_sp", dtype, "", std::nullopt});
+    ASSERT_EQ(d.candidates.size(), 1u) << dtype;
+    EXPECT_EQ(d.candidates[0].name, name);
+  }
+  EXPECT_TRUE(discover_starting_kernels(nullptr, {"croqtile", "matmul", "e4m3f16", "", std::nullopt}).candidates.empty());
+}
+
+TEST(BuildDiscover, TierBOffersTheBestCroqtileKeepWithItsCu) {
+  TempDir root;
+  Workspace ws(root.path());
+  TaskRef earlier = make_task("sm90_NVIDIA_H200", "croqtile", "matmul_f16f32_8192x8192x8192", "m1");
+  store(ws, earlier, "iter001_ws", 500.0, "KEEP");
+  store(ws, earlier, "iter002_stages3", 610.0, "KEEP");
+  store(ws, earlier, "iter003_persistent", 590.0, "KEEP");
+  // croqtile sources are the .co (primary) and the .cu choreo generated from it (companion).
+  fs::path srcs = ws.kind_dir(earlier, ArtifactKind::srcs);
+  for (const char* k : {"iter001_ws", "iter002_stages3", "iter003_persistent"}) {
+    atomic_write(srcs / (std::string(k) + ".co"), std::string("__co__ void matmul() {} // ") + k + "\n", false);
+  }
+  TaskRef cuda = make_task("sm90_NVIDIA_H200", "cuda", "matmul_f16f32_4096x4096x4096", "m1");
+  store(ws, cuda, "iter001_fast", 900.0, "KEEP");  // another dsl: not offered
+  TaskRef target = make_task("sm90_NVIDIA_H200", "croqtile", "matmul_f16f32_4096x4096x4096", "m1");
+
+  Discovery d = discover_starting_kernels(&ws, {"croqtile", "matmul", "f16f32", "sm90_NVIDIA_H200", target});
+  ASSERT_FALSE(d.candidates.empty());
+  ASSERT_TRUE(d.recommended);
+  const StartingKernel& rec = d.candidates[*d.recommended];
+  EXPECT_EQ(rec.tier, "B");
+  EXPECT_EQ(rec.name, "iter002_stages3");  // the best KEEP, not the last one
+  EXPECT_EQ(rec.path.extension(), ".co");
+  ASSERT_EQ(rec.companions.size(), 1u);
+  EXPECT_EQ(rec.companions[0].extension(), ".cu");
+  // The bundled kernel is still offered, after it.
+  bool bundled = false;
+  for (const auto& c : d.candidates) bundled = bundled || (c.tier == "A" && c.name == "matmul_f16f32_ws");
+  EXPECT_TRUE(bundled);
+  for (const auto& c : d.candidates) EXPECT_NE(c.name, "iter001_fast");
+}
+
 TEST(BuildDiscover, NothingUsableGivesTierCWithReferences) {
   TempDir home;
   ensure_dir(home / "kernels");
