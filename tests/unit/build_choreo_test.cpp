@@ -102,7 +102,11 @@ TEST(BuildChoreo, MatmulSignatureOfASingleFunctionCo) {
 }
 
 TEST(BuildChoreo, WrapperChecksTheProblemAndCallsTheKernel) {
-  ChoreoMatmulSignature sig{"matmul", "bf16", "f32", false};
+  ChoreoMatmulSignature sig;
+  sig.function = "matmul";
+  sig.a_type = "bf16";
+  sig.c_type = "f32";
+  sig.b_col_major = false;
   std::string w = abi_wrapper_source(sig, "/ws/srcs/iter001_x.cu");
   EXPECT_NE(w.find("#include \"/ws/srcs/iter001_x.cu\""), std::string::npos);
   EXPECT_NE(w.find("p->a_type != CROQ_BF16"), std::string::npos);

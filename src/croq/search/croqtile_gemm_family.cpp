@@ -79,11 +79,12 @@ std::vector<ParamSpec> CroqtileGemmFamily::params() const {
 int CroqtileGemmFamily::accumulator_registers(const FamilyConfig& c) { return k_warp_m * get(c, "WARP_N") / 128; }
 
 int CroqtileGemmFamily::max_accumulators(const FamilyConfig& c) {
-  const int consumers = get(c, "CONSUMERS");
-  const int threads = 128 * (consumers + 1);
-  int regs = std::min(255, 65536 / threads) / 8 * 8;  // 255 -> 248, 170 -> 168, 128
-  // setmaxnreg raises what a consumer holds; ptxas still compiles a 512-thread kernel for 128.
-  if (get(c, "REGCTRL") == 1 && consumers <= 2) regs = regctrl_targets(consumers).second;
+  // ptxas compiles the kernel for its launch bounds (128 x (CONSUMERS + 1) threads, one block per
+  // SM): 65536 / threads registers, at most 255, in steps of 8 (248, 168, 128). setmaxnreg
+  // (REGCTRL) moves registers between warpgroups at run time but does not raise that cap (a
+  // REGCTRL=1 build of 128x256 uses the same 168).
+  const int threads = 128 * (get(c, "CONSUMERS") + 1);
+  const int regs = std::min(255, 65536 / threads) / 8 * 8;
   return regs - 40;
 }
 
@@ -124,9 +125,8 @@ std::optional<std::string> CroqtileGemmFamily::violation(const FamilyConfig& c, 
     return fmt::format("SWIZ={} exceeds the {}-byte rows of a TILE_K={} slice", sw, row_bytes, tk);
   if (accumulator_registers(c) > max_accumulators(c))
     return fmt::format("{} f32 accumulators per consumer thread (WARP_N/2) exceed the {} a thread of a {}-warpgroup "
-                       "kernel holds{}: the consumer would spill",
-                       accumulator_registers(c), max_accumulators(c), consumers + 1,
-                       get(c, "REGCTRL") == 1 ? "" : " (REGCTRL=1 gives the consumers more)");
+                       "kernel holds: the consumer would spill",
+                       accumulator_registers(c), max_accumulators(c), consumers + 1);
   const long long smem = smem_bytes(c, p);
   if (smem > k_smem_limit)
     return fmt::format("needs {} bytes of shared memory ({} stages of {}x{} and {}x{} tiles{}), more than the {} a "
@@ -221,10 +221,8 @@ std::vector<Alternative> CroqtileGemmFamily::alternatives(const FamilyProblem& p
   persistent["PERSISTENT"] = "1";
   if (ceil_div(p.m, 64LL * get(def, "CONSUMERS")) * ceil_div(p.n, get(def, "WARP_N")) > sms)
     add("the default's tiles on a persistent grid", "persistent", persistent);
-  // Register control: the consumers take the producer's registers (setmaxnreg).
-  FamilyConfig reg = def;
-  reg["REGCTRL"] = "1";
-  add("the default with setmaxnreg register control", "regctrl", reg);
+  // (Register control is not among them: ptxas compiles the consumers for the launch bounds'
+  // registers whatever setmaxnreg moves at run time, so it rarely changes the kernel's speed.)
   // 1p3c: 192 x 128 tiles, three consumers (the seeds' warpspec_1p3c kernel).
   add("three consumers, 192x128 tiles (1p3c)", "c3_192x128", arrangement(*this, p, 3, 128));
   // 128x192: between the two usual widths, fewer tiles in a partial last wave.

@@ -37,8 +37,8 @@ class CroqtileGemmFamily : public KernelFamily {
   // f32 accumulators per consumer thread (64 x WARP_N / 128).
   static int accumulator_registers(const FamilyConfig& c);
   // The most accumulators a consumer thread holds without spilling: ptxas compiles a kernel of T
-  // threads for 65536 / T registers (255 at most), and setmaxnreg (REGCTRL) moves the producer's
-  // to the consumers where ptxas honours it (one or two consumers); about 40 go to addressing.
+  // threads for 65536 / T registers (255 at most; setmaxnreg does not raise that), about 40 of
+  // which go to addressing.
   static int max_accumulators(const FamilyConfig& c);
   // setmaxnreg targets (producer, consumers) for a consumer count: all 64K registers of the SM.
   static std::pair<int, int> regctrl_targets(int consumers);
