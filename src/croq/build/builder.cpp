@@ -504,13 +504,15 @@ json build_croqtile(const Workspace& ws, const BuildTarget& t, const BuildOption
       return rec.doc;
     }
     if (tc.choreo.empty()) {
-      throw Error(ExitCode::not_found, "CHOREO_HOME is not set: croq cannot find the choreo compiler",
-                  "export CHOREO_HOME=<CroqTile checkout with build/choreo> (or CROQ_CHOREO=<path to choreo>); "
+      throw Error(ExitCode::not_found,
+                  "croq cannot find the choreo compiler: it is not installed and CHOREO_HOME is not set",
+                  "install it: scripts/setup.sh --with-choreo (the pinned commit, where croq finds it), or export "
+                  "CHOREO_HOME=<CroqTile toolchain or checkout with build/choreo> (or CROQ_CHOREO=<path to choreo>); "
                   "check with `croq env validate --dsl croqtile`");
     }
     if (!fs::is_regular_file(tc.choreo, ec)) {
       throw Error(ExitCode::not_found, fmt::format("the choreo compiler {} does not exist", tc.choreo),
-                  "build CroqTile (cmake -DCROQ_PROJECT=choreo) or fix CHOREO_HOME / CROQ_CHOREO");
+                  "install it (scripts/setup.sh --with-choreo) or fix CHOREO_HOME / CROQ_CHOREO");
     }
     ensure_dir(f.cmd);
     fs::path tmp_result = f.cmd / (".croq-tmp-" + t.kernel + ".cute.result");
@@ -615,8 +617,18 @@ json build_croqtile(const Workspace& ws, const BuildTarget& t, const BuildOption
   }
 
   if (forbid_if_impure(ws, "croqtile", candidate_files(cu), rec)) return rec.doc;
+  // Whether the .cu is choreo's output for this .co or was fine-tuned by hand (phase 2 work the
+  // round records as cu_finetuned / co_bypassed).
+  const std::string cu_text = read_file(cu).value_or("");
+  rec.doc["cu_finetuned"] = record && !record->cu_sha256.empty() && sha256_hex(cu_text) != record->cu_sha256;
+  // choreo applies -D macros to the tileflow code only; the host code must see the same values.
+  const std::vector<std::string> macros = choreo_macro_flags(o.choreo_flags);
+  nvcc_flags.insert(nvcc_flags.end(), macros.begin(), macros.end());
+  static const std::regex main_re(R"(\bint\s+main\s*\()");
+  const bool has_main = std::regex_search(strip_comments_c(cu_text), main_re);
 
-  // Phase 2a: the program with choreo's own harness (run through `croq measure --legacy`).
+  // Phase 2a: the program with choreo's own harness (run through `croq measure --legacy`), when the
+  // .co has a main.
   CompileJob exe;
   exe.label = "phase 2: nvcc (program with choreo's harness)";
   exe.compiler = tc.nvcc;
@@ -673,15 +685,24 @@ json build_croqtile(const Workspace& ws, const BuildTarget& t, const BuildOption
     abi_doc["reason"] = "not asked for (--no-abi)";
   }
 
+  // No main: the kernel is a library for croq's harness; only the ABI object is built (a .co that
+  // is neither gets the program build, whose link error says what is missing).
+  const bool program = has_main || !abi;
+  rec.doc["program"] = program ? json(ws.display(exe.dest)) : json(nullptr);
+  if (!program) rec.doc["program_reason"] = "the .co has no main(): its kernel is measured through the ABI only";
   // Both nvcc runs at once: each takes tens of seconds on a generated CuTe kernel.
-  auto exe_future = std::async(std::launch::async, [&] { return run_job(exe, cache, versions, o.use_cache); });
+  std::future<JobOutcome> exe_future;
+  if (program) exe_future = std::async(std::launch::async, [&] { return run_job(exe, cache, versions, o.use_cache); });
   std::optional<JobOutcome> abi_out;
   if (abi) abi_out = run_job(*abi, cache, versions, o.use_cache);
-  JobOutcome exe_out = exe_future.get();
-  apply_job(exe_out, exe, ws, rec, /*primary=*/true);
-  rec.doc["cached"] = exe_out.cached && (!abi_out || abi_out->cached);
+  std::optional<JobOutcome> exe_out;
+  if (program) {
+    exe_out = exe_future.get();
+    apply_job(*exe_out, exe, ws, rec, /*primary=*/true);
+  }
+  rec.doc["cached"] = (!exe_out || exe_out->cached) && (!abi_out || abi_out->cached);
   if (abi_out) {
-    apply_job(*abi_out, *abi, ws, rec, /*primary=*/false);
+    apply_job(*abi_out, *abi, ws, rec, /*primary=*/!program);
     abi_doc["built"] = abi_out->ok;
     if (abi_out->ok) abi_doc["output"] = ws.display(abi->dest);
     else abi_doc["errors"] = abi_out->errors;
