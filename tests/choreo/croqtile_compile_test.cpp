@@ -1,0 +1,216 @@
+// The real CroqTile compiler (label choreo). Runs where the pinned toolchain is installed
+// (scripts/setup.sh --with-choreo; croq finds it without environment variables, and so do these
+// tests) and skips elsewhere, so CI builds CroqTile kernels only where the compiler is present:
+//   - every bundled .co (kernels/croqtile/) goes through choreo and can be bound to the ABI;
+//   - the croqtile_gemm family's defaults, alternatives and a sample of its legal configurations
+//     go through choreo with the flags croq tune passes (what violation() lets through, choreo
+//     accepts);
+//   - with nvcc as well: `croq build` of the bundled dense kernels and of the family's default
+//     (phase 1, phase 2, the ABI shared object), with no CHOREO_HOME or CUTE_HOME set.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <random>
+
+#include <fmt/format.h>
+
+#include "croq/build/choreo.hpp"
+#include "croq/build/choreo_toolchain.hpp"
+#include "croq/search/croqtile_gemm_family.hpp"
+#include "croq/util/fs.hpp"
+#include "croq/util/process.hpp"
+#include "croq/util/text.hpp"
+#include "croq/workspace/dtype.hpp"
+#include "support/test_support.hpp"
+
+namespace croq {
+namespace {
+
+using test::TempDir;
+
+std::optional<fs::path> toolchain() {
+  if (const char* home = std::getenv("CHOREO_HOME"); home && *home) return fs::path(home);
+  return find_choreo_toolchain();
+}
+
+#define REQUIRE_TOOLCHAIN(var)                                                                                 \
+  auto var##_opt = toolchain();                                                                                \
+  if (!var##_opt) GTEST_SKIP() << "the pinned CroqTile toolchain is not installed (scripts/setup.sh --with-choreo)"; \
+  const fs::path var = *var##_opt
+
+std::optional<fs::path> nvcc() {
+  if (auto p = find_executable("nvcc")) return p;
+  if (fs::exists("/usr/local/cuda/bin/nvcc")) return fs::path("/usr/local/cuda/bin/nvcc");
+  return std::nullopt;
+}
+
+// choreo -gs on a .co; returns the script (empty kernel() on failure, with `log` set).
+ChoreoScript phase1(const fs::path& tc, const fs::path& co, const std::vector<std::string>& flags, std::string& log,
+                    const fs::path& out_dir) {
+  SystemProcessRunner runner;
+  ProcessSpec spec;
+  fs::path result = out_dir / (co.stem().string() + ".cute.result");
+  spec.argv = {(tc / "build" / "choreo").string(), "-gs", "-t", "cute", "-arch=sm_90a"};
+  spec.argv.insert(spec.argv.end(), flags.begin(), flags.end());
+  spec.argv.insert(spec.argv.end(), {co.string(), "-o", result.string()});
+  spec.timeout = std::chrono::minutes(2);
+  ProcessResult r = runner.run(spec);
+  log = r.err + r.out;
+  if (!r.ok()) return {};
+  return parse_cute_result(read_file(result).value_or(""));
+}
+
+std::vector<fs::path> bundled_kernels() {
+  std::vector<fs::path> out;
+  for (const auto& e : fs::recursive_directory_iterator(fs::path(CROQ_SOURCE_DIR) / "kernels" / "croqtile")) {
+    if (e.is_regular_file() && e.path().extension() == ".co") out.push_back(e.path());
+  }
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+TEST(CroqtileCompile, EveryBundledKernelGoesThroughThePinnedChoreo) {
+  REQUIRE_TOOLCHAIN(tc);
+  TempDir work;
+  auto kernels = bundled_kernels();
+  ASSERT_GE(kernels.size(), 4u);
+  for (const fs::path& co : kernels) {
+    std::string log;
+    ChoreoScript s = phase1(tc, co, {}, log, work.path());
+    ASSERT_NE(s.kernel(), nullptr) << co << ":\n" << log;
+    EXPECT_NE(s.cflags.find("${CUTE_HOME}/include"), std::string::npos) << co;
+    const std::string& cu = s.kernel()->content;
+    EXPECT_NE(cu.find("__global__"), std::string::npos) << co;
+    // Launched on croq's stream without a synchronisation (parallel.async<s>).
+    EXPECT_EQ(cu.find("cudaStreamSynchronize"), std::string::npos) << co;
+    EXPECT_EQ(cu.find("cudaDeviceSynchronize"), std::string::npos) << co;
+    EXPECT_NE(cu.find("croq_shape_ok"), std::string::npos) << co;
+    std::string why;
+    auto sig = find_matmul_signature(read_file_or_throw(co), &why);
+    ASSERT_TRUE(sig) << co << ": " << why;
+    EXPECT_TRUE(sig->takes_stream);
+    // Tensor cores: WGMMA (dense) or sparse WGMMA.
+    EXPECT_NE(cu.find(sig->sparse24 ? "GMMA::SPARSE" : "SM90::GMMA::MMA_64x"), std::string::npos) << co;
+  }
+}
+
+TEST(CroqtileCompile, FamilyConfigurationsGoThroughThePinnedChoreo) {
+  REQUIRE_TOOLCHAIN(tc);
+  TempDir work;
+  CroqtileGemmFamily f;
+  struct Case {
+    int64_t m, n, k;
+    const char* dtype;
+  };
+  std::vector<std::pair<FamilyConfig, FamilyProblem>> todo;
+  for (Case c : {Case{4096, 4096, 4096, "f16f32"}, Case{768, 768, 768, "bf16f32"}, Case{512, 8192, 8192, "f16"},
+                 Case{12288, 12288, 12288, "bf16"}}) {
+    FamilyProblem p;
+    p.m = c.m;
+    p.n = c.n;
+    p.k = c.k;
+    p.dtype = parse_dtype_pair_or_throw(c.dtype);
+    p.arch = "sm_90a";
+    todo.emplace_back(f.default_config(p), p);
+    for (const auto& a : f.alternatives(p)) todo.emplace_back(a.config, p);
+  }
+  // A sample of the legal space at 4096^3 (seeded: the same configurations every run).
+  FamilyProblem p = todo.front().second;
+  std::mt19937 rng(7);
+  auto specs = f.params();
+  for (int found = 0, tries = 0; found < 24 && tries < 5000; ++tries) {
+    FamilyConfig c;
+    for (const auto& s : specs) c[s.name] = s.values[rng() % s.values.size()];
+    if (f.violation(c, p)) continue;
+    todo.emplace_back(c, p);
+    ++found;
+  }
+  int n = 0;
+  for (const auto& [c, prob] : todo) {
+    fs::path co = work / fmt::format("cfg{}.co", n++);
+    atomic_write(co, f.render_source(c, prob), false);
+    std::string log;
+    ChoreoScript s = phase1(tc, co, f.choreo_flags(c, prob), log, work.path());
+    EXPECT_NE(s.kernel(), nullptr) << config_to_json(c).dump() << " " << prob.dtype.canonical << ":\n" << log;
+  }
+  EXPECT_GE(n, 30);
+}
+
+struct CroqBuild {
+  TempDir root;
+  std::vector<std::string> task;
+  // croq with no CHOREO_HOME, CUTE_HOME or CROQ_CHOREO: it must find the toolchain itself.
+  test::CroqRun run(const std::vector<std::string>& args) {
+    std::vector<std::string> a = args;
+    a.insert(a.end(), task.begin(), task.end());
+    std::map<std::string, std::string> env;
+    if (auto v = nvcc()) env["CROQ_NVCC"] = v->string();
+    return test::run_croq(root.path(), a, env, {}, std::chrono::milliseconds(1200000));
+  }
+};
+
+bool has_output(const json& doc, const std::string& suffix) {
+  for (const auto& o : doc.value("outputs", json::array())) {
+    if (o.is_string() && ends_with(o.get<std::string>(), suffix)) return true;
+  }
+  return false;
+}
+
+TEST(CroqtileCompile, CroqBuildsTheBundledDenseKernelsWithoutEnvironment) {
+  REQUIRE_TOOLCHAIN(tc);
+  if (!nvcc()) GTEST_SKIP() << "no CUDA toolkit";
+  if (std::getenv("CHOREO_HOME") || std::getenv("CUTE_HOME") || std::getenv("CROQ_CHOREO"))
+    GTEST_SKIP() << "CHOREO_HOME, CUTE_HOME or CROQ_CHOREO is set: this test shows croq finds the toolchain itself";
+  for (auto [file, key] : {std::pair{"matmul/matmul_f16f32_ws.co", "matmul_f16fp32_4096x4096x4096"},
+                           std::pair{"matmul/matmul_bf16f32_ws.co", "matmul_bf16fp32_4096x4096x4096"}}) {
+    CroqBuild b;
+    b.task = {"--gpu", "sm90_NVIDIA_H200", "--dsl", "croqtile", "--shape-key", key, "--model", "bundled"};
+    auto env = b.run({"env", "validate", "--dsl", "croqtile"});
+    // (no GPU here: the toolchain checks are what this test reads)
+    EXPECT_NE(env.out.find(tc.string()), std::string::npos) << env.out;
+    auto prep = b.run({"prepare", "--from", (fs::path(CROQ_SOURCE_DIR) / "kernels/croqtile" / file).string(), "--tag", "ws"});
+    ASSERT_EQ(prep.rc, 0) << prep.out << prep.err;
+    auto r = b.run({"build", "--iter", "iter001_ws"});
+    ASSERT_EQ(r.rc, 0) << r.out << r.err;
+    EXPECT_EQ(r.doc["verdict"], "OK") << r.out;
+    EXPECT_TRUE(has_output(r.doc, ".so")) << r.out;
+    EXPECT_EQ(r.doc["abi"]["built"], true) << r.out;
+    EXPECT_EQ(r.doc["abi"]["function"], "matmul");
+    // No main(): no program of choreo's own harness, only the ABI shared object.
+    EXPECT_FALSE(has_output(r.doc, "iter001_ws")) << r.out;
+    // The kernel's registers come back from ptxas: 1 producer + 2 consumers, 128 accumulators.
+    bool wgmma_kernel = false;
+    for (const auto& res : r.doc.value("resources", json::array())) {
+      wgmma_kernel = wgmma_kernel || (res.value("kernel", "").find("__choreo_device_matmul") != std::string::npos &&
+                                      res.value("spill_stores", 1) == 0);
+    }
+    EXPECT_TRUE(wgmma_kernel) << r.doc["resources"].dump();
+  }
+}
+
+TEST(CroqtileCompile, CroqBuildsTheFamilyDefaultAsCroqTuneDoes) {
+  REQUIRE_TOOLCHAIN(tc);
+  if (!nvcc()) GTEST_SKIP() << "no CUDA toolkit";
+  CroqtileGemmFamily f;
+  FamilyProblem p;
+  p.m = p.n = p.k = 4096;
+  p.dtype = parse_dtype_pair_or_throw("f16f32");
+  p.arch = "sm_90a";
+  FamilyConfig c = f.default_config(p);
+  c["PERSISTENT"] = "1";  // the first alternative: the persistent tile loop and the ring across tiles
+  c["REGCTRL"] = "1";
+  ASSERT_FALSE(f.violation(c, p));
+  CroqBuild b;
+  b.task = {"--gpu", "sm90_NVIDIA_H200", "--dsl", "croqtile", "--shape-key", "matmul_f16fp32_4096x4096x4096", "--model", "family"};
+  fs::path srcs = b.root / "tuning/sm90_NVIDIA_H200/croqtile/srcs/matmul_f16fp32_4096x4096x4096/family";
+  ensure_dir(srcs);
+  atomic_write(srcs / "iter001_croqtile_gemm_default.co", f.render_source(c, p), false);
+  auto r = b.run({"build", "--iter", "1", "--choreo-flags=" + shell_join(f.choreo_flags(c, p))});
+  ASSERT_EQ(r.rc, 0) << r.out << r.err;
+  EXPECT_EQ(r.doc["verdict"], "OK") << r.out;
+  EXPECT_EQ(r.doc["abi"]["built"], true) << r.out;
+  EXPECT_TRUE(fs::exists(srcs / "iter001_croqtile_gemm_default.cu"));
+}
+
+}  // namespace
+}  // namespace croq
