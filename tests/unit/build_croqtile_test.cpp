@@ -150,6 +150,57 @@ TEST(BuildCroqtile, BothPhasesFromAFreshCo) {
   EXPECT_NE(run.find("iter001_wgmma.so"), std::string::npos);
 }
 
+TEST(BuildCroqtile, AKernelWithoutMainIsBuiltForTheAbiOnly) {
+  ChoreoFixture f;
+  f.script = fake_script("#include \"choreo.h\"\n__global__ void __choreo_device_matmul() {}\nvoid matmul() {}\n"
+                         "// int main() in a comment is no main\n");
+  json doc = f.build();
+  ASSERT_EQ(doc["verdict"], "OK") << doc.dump(2);
+  auto nvcc = f.runner.calls_of("fake-nvcc");
+  ASSERT_EQ(nvcc.size(), 1u);  // the ABI object only: no program to link without a main
+  EXPECT_TRUE(has(nvcc[0], "--shared"));
+  fs::path bin = f.ws.kind_dir(f.task, ArtifactKind::bin);
+  EXPECT_TRUE(fs::exists(bin / "iter001_wgmma.so"));
+  EXPECT_FALSE(fs::exists(bin / "iter001_wgmma"));
+  EXPECT_TRUE(doc["program"].is_null());
+  EXPECT_NE(doc["program_reason"].get<std::string>().find("no main()"), std::string::npos);
+  EXPECT_EQ(doc["abi"]["built"], true);
+  // The ABI object is now the primary output: its resources and command are the build's.
+  EXPECT_EQ(doc["resources"][0]["registers"], 168);
+  EXPECT_NE(doc["command"].get<std::string>().find("--shared"), std::string::npos);
+  // Its compile failure is the build's failure.
+  ChoreoFixture g;
+  g.script = f.script;
+  g.runner.rules[1].exit_code = 1;
+  g.runner.rules[1].err = "abi.cu(3): error: identifier \"x\" is undefined\n";
+  json failed = g.build();
+  EXPECT_EQ(failed["verdict"], "COMPILE_FAIL") << failed.dump(2);
+}
+
+TEST(BuildCroqtile, ChoreoMacrosReachNvccAndHandTuningIsReported) {
+  ChoreoFixture f;
+  f.options.choreo_flags = {"--stmatrix=false", "-DMATMUL_STAGES=3"};
+  json doc = f.build();
+  ASSERT_EQ(doc["verdict"], "OK") << doc.dump(2);
+  auto choreo = f.runner.calls_of("build/choreo");
+  ASSERT_EQ(choreo.size(), 1u);
+  EXPECT_TRUE(has(choreo[0], "-DMATMUL_STAGES=3"));
+  EXPECT_TRUE(has(choreo[0], "--stmatrix=false"));
+  auto nvcc = f.runner.calls_of("fake-nvcc");
+  ASSERT_EQ(nvcc.size(), 2u);
+  for (const auto& c : nvcc) {
+    EXPECT_TRUE(has(c, "-DMATMUL_STAGES=3"));  // the host code sees what the tileflow code saw
+    EXPECT_FALSE(has(c, "--stmatrix=false"));  // choreo's own flags stay with choreo
+  }
+  EXPECT_EQ(doc["cu_finetuned"], false);
+  // The .cu edited by hand and built as it is: reported as fine-tuned.
+  atomic_write(f.cu(), read_file_or_throw(f.cu()) + "// __launch_bounds__ tried here\n", false);
+  f.options.phase = "2";
+  json tuned = f.build();
+  ASSERT_EQ(tuned["verdict"], "OK") << tuned.dump(2);
+  EXPECT_EQ(tuned["cu_finetuned"], true);
+}
+
 TEST(BuildCroqtile, UpToDateCuSkipsPhaseOneAndHitsTheCache) {
   ChoreoFixture f;
   ASSERT_EQ(f.build()["verdict"], "OK");
