@@ -223,7 +223,7 @@ std::vector<Alternative> CroqtileGemmFamily::alternatives(const FamilyProblem& p
     add("the default's tiles on a persistent grid", "persistent", persistent);
   // (Register control is not among them: ptxas compiles the consumers for the launch bounds'
   // registers whatever setmaxnreg moves at run time, so it rarely changes the kernel's speed.)
-  // 1p3c: 192 x 128 tiles, three consumers (the seeds' warpspec_1p3c kernel).
+  // 1p3c: 192 x 128 tiles, three consumers (the warpspec_1p3c topology of the croq-dsl-croqtile skill).
   add("three consumers, 192x128 tiles (1p3c)", "c3_192x128", arrangement(*this, p, 3, 128));
   // 128x192: between the two usual widths, fewer tiles in a partial last wave.
   add("two consumers, 128x192 tiles", "c2_128x192", arrangement(*this, p, 2, 192));
