@@ -1,0 +1,141 @@
+#!/usr/bin/env bash
+# H200 evidence for CroqTile as a dsl of croq, in one device call (budget ~9 minutes):
+#   1. `croq env validate --dsl croqtile` with the toolchain carried in .carry/croq (croq finds it
+#      beside itself: no CHOREO_HOME);
+#   2. the bundled CroqTile kernels (kernels/croqtile/) prepared, built (choreo, then nvcc) and
+#      measured by croq's harness through their ABI wrappers, each against its task's
+#      `croq baseline` (cuBLAS; cuSPARSELt for the sparse operator) in the same workspace:
+#      dense f16->f32 and bf16->f32 at 4096^3 and 8192^3, gemm_sp f16 and e4m3 at 4096x8192x8192
+#      (the sparse ones only when this croq measures the sparse operator);
+#   3. a short `croq tune matmul_f16fp32_4096x4096x4096 --dsl croqtile` (the croqtile_gemm family
+#      from its default), under a time limit, with its convergence against the same cuBLAS.
+# Writes $OUT/croqtile-h200.md and $OUT/croqtile-h200.json (and croqtile-ws.tgz, the workspace
+# without binaries and reports; put it at .carry/croqtile/croqtile-ws.tgz and call again to resume
+# the tune where the time limit stopped it).
+#
+# Prepare (on the build machine): scripts/setup.sh --with-choreo (once), build croq, then
+#   bench/gpu/pack_device.sh build      # .carry/croq: croq's executables + the toolchain (.tar.xz)
+# and carry .carry/croq (and .carry/croqtile when resuming). Environment: CT_TUNE_ROUNDS (default
+# 20), CT_TUNE_LIMIT_S (default 300), CT_SHAPES_DENSE, CT_SKIP_TUNE=1.
+# Usage: bash bench/gpu/croqtile_evidence.sh
+set -uo pipefail
+cd "$(dirname "$0")/../.."
+REPO=$(pwd)
+source bench/gpu/common.sh
+croq_executables
+START=$(date +%s)
+left() { echo $(( 560 - ($(date +%s) - START) )); }
+say() { echo "[croqtile-evidence $(( $(date +%s) - START ))s] $*"; }
+DEST=${OUT:-$REPO/docs/results}
+WS=/tmp/croq-croqtile-ws
+mkdir -p "$DEST" "$WS/tuning"
+if [ -f "$REPO/.carry/croqtile/croqtile-ws.tgz" ] && [ -z "$(ls -A "$WS/tuning")" ]; then
+  tar xzf "$REPO/.carry/croqtile/croqtile-ws.tgz" -C "$WS" && say "resumed the workspace from .carry/croqtile/croqtile-ws.tgz"
+fi
+RESULTS=$WS/results.jsonl
+touch "$RESULTS"
+
+# ---- 1. the toolchain, beside croq ---------------------------------------------------------------
+TC=$(bash bench/gpu/pack_device.sh --unpack-toolchain 2>&1 | tail -1)
+say "toolchain: $TC"
+unset CHOREO_HOME CUTE_HOME CROQ_CHOREO
+croq env validate --dsl croqtile > "$WS/env.json" 2> "$WS/env.err"
+say "env validate: exit $? $(python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); print("pass" if d.get("pass") else "FAIL", [e.get("check") for e in d.get("errors", [])])' "$WS/env.json" 2>/dev/null)"
+nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm --format=csv,noheader
+
+# ---- 2. the bundled kernels against the libraries -------------------------------------------------
+# one KEY KERNEL TAG per line
+BUNDLED=${CT_SHAPES_DENSE:-"matmul_f16fp32_4096x4096x4096 matmul/matmul_f16f32_ws.co ws
+matmul_bf16fp32_4096x4096x4096 matmul/matmul_bf16f32_ws.co ws
+matmul_f16fp32_8192x8192x8192 matmul/matmul_f16f32_ws.co ws
+matmul_bf16fp32_8192x8192x8192 matmul/matmul_bf16f32_ws.co ws
+gemm_sp_f16fp32_4096x8192x8192 gemm_sp/gemm_sp_f16.co sp
+gemm_sp_e4m3fp16_4096x8192x8192 gemm_sp/gemm_sp_e4m3.co sp"}
+while read -r key file tag; do
+  [ -n "$key" ] || continue
+  if grep -q "\"key\": \"$key\"" "$RESULTS"; then say "$key: measured before"; continue; fi
+  if [ "$(left)" -lt 120 ]; then say "$key: skipped (time)"; continue; fi
+  t=(--dsl croqtile --shape-key "$key" --model bundled)
+  d=$WS/bundled/$key; mkdir -p "$d"
+  croq --root "$WS" -q baseline "${t[@]}" > "$d/baseline.json" 2> "$d/baseline.err"; brc=$?
+  croq --root "$WS" -q prepare "${t[@]}" --from "$REPO/kernels/croqtile/$file" --tag "$tag" > "$d/prepare.json" 2> "$d/prepare.err"
+  croq --root "$WS" -q build "${t[@]}" --iter 1 > "$d/build.json" 2> "$d/build.err"; bdrc=$?
+  croq --root "$WS" -q measure "${t[@]}" --iter 1 > "$d/measure.json" 2> "$d/measure.err"; mrc=$?
+  python3 - "$key" "$file" "$d" "$brc" "$bdrc" "$mrc" >> "$RESULTS" <<'PY'
+import json, sys
+key, file, d, brc, bdrc, mrc = sys.argv[1:7]
+def load(n):
+    try: return json.load(open(f"{d}/{n}.json"))
+    except Exception: return {}
+def err(n):
+    try: return open(f"{d}/{n}.err").read().strip()[-300:]
+    except Exception: return ""
+b, bd, m = load("baseline"), load("build"), load("measure")
+bt = b.get("tflops") or (b.get("baseline") or {}).get("tflops")
+print(json.dumps({"key": key, "kernel": file, "baseline_tflops": bt, "baseline_kernel": b.get("kernel") or b.get("library"),
+                  "baseline_exit": int(brc), "baseline_error": err("baseline") if int(brc) else "",
+                  "build": bd.get("verdict"), "build_exit": int(bdrc), "abi_built": (bd.get("abi") or {}).get("built"),
+                  "compile_ms": bd.get("compile_ms"), "build_errors": bd.get("errors"), "registers": [r.get("registers") for r in bd.get("resources", [])],
+                  "verdict": m.get("verdict"), "tflops": m.get("tflops"), "cv": m.get("cv"), "reason": m.get("reason"),
+                  "measure_exit": int(mrc), "measure_error": err("measure") if int(mrc) else ""}))
+PY
+  say "$key: $(tail -1 "$RESULTS" | cut -c1-300)"
+done <<< "$BUNDLED"
+
+# ---- 3. croq tune --dsl croqtile at 4096^3 ---------------------------------------------------------
+KEY=matmul_f16fp32_4096x4096x4096
+LIMIT=${CT_TUNE_LIMIT_S:-300}
+[ "$LIMIT" -gt "$(( $(left) - 30 ))" ] && LIMIT=$(( $(left) - 30 ))
+if [ "${CT_SKIP_TUNE:-0}" != 1 ] && [ "$LIMIT" -gt 60 ]; then
+  say "tune: $KEY for at most $LIMIT s"
+  timeout --signal=KILL "$LIMIT" croq --root "$WS" tune "$KEY" --dsl croqtile --rounds "${CT_TUNE_ROUNDS:-20}" --seed 1 \
+    --profile-preset quick > "$WS/tune-summary.json" 2>> "$WS/tune-events.jsonl"
+  say "tune: exit $?"
+  tail -3 "$WS/tune-events.jsonl"
+fi
+
+# ---- 4. report -----------------------------------------------------------------------------------
+tar czf "$DEST/croqtile-ws.tgz" --exclude="*.ncu-rep" --exclude="*.so" --exclude="*.o" -C "$WS" tuning results.jsonl \
+  tune-events.jsonl 2>/dev/null
+COMMIT=$(cat "$REPO/.carry/croq/commit.txt" 2>/dev/null || git rev-parse --short=12 HEAD 2>/dev/null)
+python3 - "$WS" "$KEY" "$COMMIT" "$TC" "$DEST/croqtile-h200.json" > "$DEST/croqtile-h200.md" <<'PY'
+import json, sys, glob, subprocess, datetime
+ws, key, commit, tc, json_out = sys.argv[1:6]
+rows = [json.loads(l) for l in open(f"{ws}/results.jsonl") if l.strip()]
+try: env = json.load(open(f"{ws}/env.json"))
+except Exception: env = {}
+gpu = subprocess.run(["nvidia-smi", "--query-gpu=name,driver_version", "--format=csv,noheader"], capture_output=True, text=True).stdout.strip()
+try: tcj = json.load(open(f"{tc}/toolchain.json"))
+except Exception: tcj = {}
+def f(x, p=1): return "-" if x is None else f"{x:.{p}f}"
+print("# CroqTile on the H200\n")
+print(f"- date: {datetime.datetime.utcnow().strftime('%Y-%m-%d %H:%M')} UTC; device: {gpu}; croq {commit}")
+print(f"- choreo {tcj.get('choreo_commit', '?')[:12]} (CUTLASS {tcj.get('cutlass_tag', '?')}), carried in .carry/croq/toolchains, found by croq beside itself")
+print(f"- `croq env validate --dsl croqtile`: {'pass' if env.get('pass') else 'FAIL ' + json.dumps(env.get('errors'))}\n")
+print("## Bundled kernels (croq's harness through the ABI wrapper) against the library baseline\n")
+print("| task | kernel | baseline | baseline TFLOPS | build | registers | verdict | TFLOPS | CV | ratio | note |")
+print("|---|---|---|---|---|---|---|---|---|---|---|")
+for r in rows:
+    ratio = r["tflops"] / r["baseline_tflops"] if r.get("tflops") and r.get("baseline_tflops") else None
+    note = (r.get("baseline_error") or r.get("measure_error") or r.get("reason") or "").replace("|", "/").replace("\n", " ")[:160]
+    print(f"| {r['key']} | {r['kernel']} | {r.get('baseline_kernel') or '-'} | {f(r.get('baseline_tflops'))} | {r.get('build')} | {r.get('registers')} | {r.get('verdict')} | {f(r.get('tflops'))} | {f(r.get('cv'), 3)} | {f(ratio, 3)} | {note} |")
+logs = glob.glob(f"{ws}/tuning/*/croqtile/logs/{key}/croq-search/idea-log.jsonl")
+recs = [json.loads(l) for l in open(logs[0]) if l.strip()] if logs else []
+base = next((r for r in recs if r.get("decision") == "BASELINE"), None)
+bt = base.get("tflops") if base else None
+print(f"\n## `croq tune {key} --dsl croqtile` (croqtile_gemm family, seed 1)\n")
+print(f"- baseline: {base.get('kernel') if base else '-'} {f(bt)} TFLOPS\n")
+print("| round | kernel | decision | TFLOPS | best so far | of cuBLAS | bottleneck | idea |")
+print("|---|---|---|---|---|---|---|---|")
+best = None
+for r in recs:
+    if r.get("decision") == "BASELINE": continue
+    t = r.get("tflops")
+    if r.get("decision") == "KEEP" and t: best = max(best or 0, t)
+    idea = (r.get("idea") or "").replace("|", "/").replace("\n", " ")[:100]
+    print(f"| {r.get('round')} | {r.get('kernel')} | {r.get('decision')} | {f(t)} | {f(best)} | {f(best / bt if best and bt else None, 3)} | {r.get('bottleneck')} | {idea} |")
+json.dump({"bundled": rows, "tune": {"key": key, "baseline_tflops": bt, "best_tflops": best, "rounds": recs},
+           "env": env, "toolchain": tcj, "commit": commit, "device": gpu}, open(json_out, "w"), indent=1)
+PY
+say "wrote $DEST/croqtile-h200.md"
+cat "$DEST/croqtile-h200.md"
