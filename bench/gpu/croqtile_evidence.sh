@@ -14,7 +14,9 @@
 # the tune where the time limit stopped it).
 #
 # Prepare (on the build machine): scripts/setup.sh --with-choreo (once), build croq, then
-#   bench/gpu/pack_device.sh build      # .carry/croq: croq's executables + the toolchain (.tar.xz)
+#   bench/gpu/pack_device.sh build      # .carry/croq: croq's executables + the toolchain (.tar.xz, 2.7 MB)
+#   rm -rf .carry/croq/test-kernels .carry/croq/bin/croq-cpu-runner .carry/croq/lib/libopenblas.so.0 \
+#          .carry/croq/lib/libgfortran.so.5 .carry/croq/lib/libquadmath.so.0   # not needed here: ~26 MB left
 # and carry .carry/croq (and .carry/croqtile when resuming). Environment: CT_TUNE_ROUNDS (default
 # 20), CT_TUNE_LIMIT_S (default 300), CT_SHAPES_DENSE, CT_SKIP_TUNE=1.
 # Usage: bash bench/gpu/croqtile_evidence.sh
