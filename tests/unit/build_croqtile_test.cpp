@@ -173,6 +173,11 @@ TEST(BuildCroqtile, AKernelWithoutMainIsBuiltForTheAbiOnly) {
   g.script = f.script;
   g.runner.rules[1].exit_code = 1;
   g.runner.rules[1].err = "abi.cu(3): error: identifier \"x\" is undefined\n";
+  FakeRule version;  // nvcc --version still answers (the build records the compiler's version)
+  version.program = "fake-nvcc";
+  version.version_only = true;
+  version.out = "Cuda compilation tools, release 13.0";
+  g.runner.rules.insert(g.runner.rules.begin(), version);
   json failed = g.build();
   EXPECT_EQ(failed["verdict"], "COMPILE_FAIL") << failed.dump(2);
 }
