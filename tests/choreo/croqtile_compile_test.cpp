@@ -5,17 +5,21 @@
 //   - the croqtile_gemm family's defaults, alternatives and a sample of its legal configurations
 //     go through choreo with the flags croq tune passes (what violation() lets through, choreo
 //     accepts);
-//   - with nvcc as well: `croq build` of the bundled dense kernels and of the family's default
-//     (phase 1, phase 2, the ABI shared object), with no CHOREO_HOME or CUTE_HOME set.
+//   - with nvcc as well: `croq build` of every bundled kernel (dense and 2:4 sparse) and of the
+//     family's default (phase 1, phase 2, the ABI shared object), with no CHOREO_HOME or CUTE_HOME
+//     set; each shared object passes croq measure's purity scan (no vendor GEMM library, and no
+//     synchronising or host-reading call, which an enforced task refuses).
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <random>
+#include <tuple>
 
 #include <fmt/format.h>
 
 #include "croq/build/choreo.hpp"
 #include "croq/build/choreo_toolchain.hpp"
+#include "croq/measure/elf_scan.hpp"
 #include "croq/search/croqtile_gemm_family.hpp"
 #include "croq/util/fs.hpp"
 #include "croq/util/process.hpp"
@@ -156,6 +160,14 @@ bool has_output(const json& doc, const std::string& suffix) {
   return false;
 }
 
+// The ABI shared object of a build document, scanned as croq measure scans it before it runs.
+void expect_pure(const fs::path& root, const json& doc) {
+  ASSERT_TRUE(doc["abi"]["output"].is_string()) << doc.dump();
+  PurityReport scan = scan_candidate(root / doc["abi"]["output"].get<std::string>());
+  EXPECT_TRUE(scan.clean()) << scan.summary();
+  EXPECT_TRUE(scan.synchronising.empty()) << scan.synchronising_summary();
+}
+
 TEST(CroqtileCompile, CroqBuildsTheBundledDenseKernelsWithoutEnvironment) {
   REQUIRE_TOOLCHAIN(tc);
   if (!nvcc()) GTEST_SKIP() << "no CUDA toolkit";
@@ -190,6 +202,38 @@ TEST(CroqtileCompile, CroqBuildsTheBundledDenseKernelsWithoutEnvironment) {
                                       res.value("spill_stores", 1) == 0);
     }
     EXPECT_TRUE(wgmma_kernel) << r.doc["resources"].dump();
+    expect_pure(b.root.path(), r.doc);
+  }
+}
+
+// The 2:4 sparse baselines through croq build: the ABI wrapper binds them to croq_gemm (version 2)
+// with the prepare pair that compresses A; the shared object exports all of it and is pure.
+TEST(CroqtileCompile, CroqBuildsTheBundledSparseKernels) {
+  REQUIRE_TOOLCHAIN(tc);
+  if (!nvcc()) GTEST_SKIP() << "no CUDA toolkit";
+  for (auto [file, key, a_type] : {std::tuple{"gemm_sp/gemm_sp_f16.co", "gemm_sp_f16fp32_4096x8192x8192", "f16"},
+                                   std::tuple{"gemm_sp/gemm_sp_e4m3.co", "gemm_sp_e4m3fp16_4096x8192x8192", "f8_e4m3"}}) {
+    CroqBuild b;
+    b.task = {"--gpu", "sm90_NVIDIA_H200", "--dsl", "croqtile", "--shape-key", key, "--model", "bundled"};
+    auto prep = b.run({"prepare", "--from", (fs::path(CROQ_SOURCE_DIR) / "kernels/croqtile" / file).string(), "--tag", "sp"});
+    ASSERT_EQ(prep.rc, 0) << prep.out << prep.err;
+    auto r = b.run({"build", "--iter", "iter001_sp"});
+    ASSERT_EQ(r.rc, 0) << r.out << r.err;
+    EXPECT_EQ(r.doc["verdict"], "OK") << r.out;
+    EXPECT_EQ(r.doc["abi"]["built"], true) << r.out;
+    EXPECT_EQ(r.doc["abi"]["function"], "gemm_sp");
+    EXPECT_EQ(r.doc["abi"]["a_type"], a_type);
+    EXPECT_EQ(r.doc["abi"]["b_layout"], "col");
+    fs::path so = b.root / r.doc["abi"]["output"].get<std::string>();
+    SystemProcessRunner runner;
+    ProcessSpec nm;
+    nm.argv = {"nm", "-D", "--defined-only", so.string()};
+    ProcessResult syms = runner.run(nm);
+    ASSERT_TRUE(syms.ok()) << syms.err;
+    for (const char* sym : {"croq_gemm", "croq_gemm_prepare", "croq_gemm_prepared_bytes", "croq_kernel_info"}) {
+      EXPECT_NE(syms.out.find(std::string(" T ") + sym + "\n"), std::string::npos) << sym << " in\n" << syms.out;
+    }
+    expect_pure(b.root.path(), r.doc);
   }
 }
 
@@ -215,6 +259,7 @@ TEST(CroqtileCompile, CroqBuildsTheFamilyDefaultAsCroqTuneDoes) {
   EXPECT_EQ(r.doc["verdict"], "OK") << r.out;
   EXPECT_EQ(r.doc["abi"]["built"], true) << r.out;
   EXPECT_TRUE(fs::exists(srcs / "iter001_croqtile_gemm_default.cu"));
+  expect_pure(b.root.path(), r.doc);
 }
 
 }  // namespace
