@@ -13,18 +13,42 @@
 # without binaries and reports; put it at .carry/croqtile/croqtile-ws.tgz and call again to resume
 # the tune where the time limit stopped it).
 #
-# Prepare (on the build machine): scripts/setup.sh --with-choreo (once), build croq, then
-#   bench/gpu/pack_device.sh build      # .carry/croq: croq's executables + the toolchain (.tar.xz, 2.7 MB)
-#   rm -rf .carry/croq/test-kernels .carry/croq/bin/croq-cpu-runner .carry/croq/lib/libopenblas.so.0 \
-#          .carry/croq/lib/libgfortran.so.5 .carry/croq/lib/libquadmath.so.0   # not needed here: ~26 MB left
-# and carry .carry/croq (and .carry/croqtile when resuming). Environment: CT_TUNE_ROUNDS (default
-# 20), CT_TUNE_LIMIT_S (default 300), CT_SHAPES_DENSE, CT_SKIP_TUNE=1.
-# Usage: bash bench/gpu/croqtile_evidence.sh
+# Prepare, on the build machine (scripts/setup.sh --with-choreo once, croq built):
+#   bash bench/gpu/croqtile_evidence.sh --pack [build-folder]
+# which packs .carry/croq with what this script needs and nothing more: bin/croq,
+# bin/croq-gpu-runner, the libraries they need that a CUDA image lacks (lib/libcrypto.so.3) and the
+# toolchain (toolchains/choreo-<commit12>.tar.xz), about 16 MB. Then call the device with
+# carry [".carry/croq"] (and ".carry/croqtile" when resuming) and the command
+#   bash bench/gpu/croqtile_evidence.sh
+# Environment: CT_TUNE_ROUNDS (default 20), CT_TUNE_LIMIT_S (default 300), CT_SHAPES_DENSE (the
+# bundled list below), CT_SKIP_TUNE=1.
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 REPO=$(pwd)
+if [ "${1:-}" = "--pack" ]; then
+  build=${2:-build}
+  [ -x "$build/bin/croq" ] && [ -x "$build/bin/croq-gpu-runner" ] || {
+    echo "croqtile_evidence: no croq and croq-gpu-runner in $build/bin: build croq first" >&2; exit 1; }
+  bash bench/gpu/pack_device.sh "$build" > /dev/null || exit 1
+  ls .carry/croq/toolchains/choreo-*.tar.xz > /dev/null 2>&1 || {
+    echo "croqtile_evidence: no CroqTile toolchain packed: run scripts/setup.sh --with-choreo first" >&2; exit 1; }
+  # Only what this script runs: croq and the GPU runner, and the libraries those two need.
+  rm -rf .carry/croq/test-kernels
+  for f in .carry/croq/bin/*; do
+    case $(basename "$f") in croq|croq-gpu-runner) ;; *) rm -f "$f" ;; esac
+  done
+  needed=$(ldd .carry/croq/bin/croq .carry/croq/bin/croq-gpu-runner | awk '/=> /{print $1}' | sort -u)
+  for f in .carry/croq/lib/*; do
+    [ -e "$f" ] || continue
+    grep -qxF "$(basename "$f")" <<< "$needed" || rm -f "$f"
+  done
+  find .carry/croq -type f | sort
+  du -sh .carry/croq
+  exit 0
+fi
 source bench/gpu/common.sh
 croq_executables
+[ -x "$BIN/croq" ] || { echo "croqtile_evidence: no croq in $BIN: carry .carry/croq (bash bench/gpu/croqtile_evidence.sh --pack)" >&2; exit 1; }
 START=$(date +%s)
 left() { echo $(( 560 - ($(date +%s) - START) )); }
 say() { echo "[croqtile-evidence $(( $(date +%s) - START ))s] $*"; }
@@ -53,15 +77,25 @@ matmul_f16fp32_8192x8192x8192 matmul/matmul_f16f32_ws.co ws
 matmul_bf16fp32_8192x8192x8192 matmul/matmul_bf16f32_ws.co ws
 gemm_sp_f16fp32_4096x8192x8192 gemm_sp/gemm_sp_f16.co sp
 gemm_sp_e4m3fp16_4096x8192x8192 gemm_sp/gemm_sp_e4m3.co sp"}
+# Builds first, all at once (choreo and nvcc use the CPUs only), then the GPU steps one at a time.
+while read -r key file tag; do
+  [ -n "$key" ] || continue
+  grep -q "\"key\": \"$key\"" "$RESULTS" && continue
+  t=(--dsl croqtile --shape-key "$key" --model bundled)
+  d=$WS/bundled/$key; mkdir -p "$d"
+  ( croq --root "$WS" -q prepare "${t[@]}" --from "$REPO/kernels/croqtile/$file" --tag "$tag" > "$d/prepare.json" 2> "$d/prepare.err"
+    croq --root "$WS" -q build "${t[@]}" --iter 1 > "$d/build.json" 2> "$d/build.err"; echo $? > "$d/build.rc" ) &
+done <<< "$BUNDLED"
+wait
+say "built: $(cat "$WS"/bundled/*/build.rc 2>/dev/null | tr '\n' ' ')"
 while read -r key file tag; do
   [ -n "$key" ] || continue
   if grep -q "\"key\": \"$key\"" "$RESULTS"; then say "$key: measured before"; continue; fi
   if [ "$(left)" -lt 120 ]; then say "$key: skipped (time)"; continue; fi
   t=(--dsl croqtile --shape-key "$key" --model bundled)
-  d=$WS/bundled/$key; mkdir -p "$d"
-  croq --root "$WS" -q baseline "${t[@]}" > "$d/baseline.json" 2> "$d/baseline.err"; brc=$?
-  croq --root "$WS" -q prepare "${t[@]}" --from "$REPO/kernels/croqtile/$file" --tag "$tag" > "$d/prepare.json" 2> "$d/prepare.err"
-  croq --root "$WS" -q build "${t[@]}" --iter 1 > "$d/build.json" 2> "$d/build.err"; bdrc=$?
+  d=$WS/bundled/$key
+  croq --root "$WS" -q baseline "${t[@]}" --task-uid "croqtile-$key" > "$d/baseline.json" 2> "$d/baseline.err"; brc=$?
+  bdrc=$(cat "$d/build.rc" 2>/dev/null || echo 1)
   croq --root "$WS" -q measure "${t[@]}" --iter 1 > "$d/measure.json" 2> "$d/measure.err"; mrc=$?
   python3 - "$key" "$file" "$d" "$brc" "$bdrc" "$mrc" >> "$RESULTS" <<'PY'
 import json, sys
@@ -73,12 +107,16 @@ def err(n):
     try: return open(f"{d}/{n}.err").read().strip()[-300:]
     except Exception: return ""
 b, bd, m = load("baseline"), load("build"), load("measure")
-bt = b.get("tflops") or (b.get("baseline") or {}).get("tflops")
-print(json.dumps({"key": key, "kernel": file, "baseline_tflops": bt, "baseline_kernel": b.get("kernel") or b.get("library"),
+br = b.get("result") or {}
+print(json.dumps({"key": key, "kernel": file, "baseline_tflops": br.get("tflops"), "baseline_kernel": br.get("library"),
+                  "baseline_libraries": br.get("libraries"),
                   "baseline_exit": int(brc), "baseline_error": err("baseline") if int(brc) else "",
                   "build": bd.get("verdict"), "build_exit": int(bdrc), "abi_built": (bd.get("abi") or {}).get("built"),
-                  "compile_ms": bd.get("compile_ms"), "build_errors": bd.get("errors"), "registers": [r.get("registers") for r in bd.get("resources", [])],
-                  "verdict": m.get("verdict"), "tflops": m.get("tflops"), "cv": m.get("cv"), "reason": m.get("reason"),
+                  "build_errors": bd.get("errors") or (err("build") if int(bdrc) else None),
+                  "registers": [r.get("registers") for r in bd.get("resources", [])],
+                  "verdict": m.get("verdict"), "tflops": m.get("tflops"),
+                  "cv": m.get("cv", (m.get("timing") or {}).get("cv")), "reason": m.get("reason"),
+                  "detail": m.get("detail"), "contended": m.get("contended"),
                   "measure_exit": int(mrc), "measure_error": err("measure") if int(mrc) else ""}))
 PY
   say "$key: $(tail -1 "$RESULTS" | cut -c1-300)"
@@ -106,7 +144,8 @@ ws, key, commit, tc, json_out = sys.argv[1:6]
 rows = [json.loads(l) for l in open(f"{ws}/results.jsonl") if l.strip()]
 try: env = json.load(open(f"{ws}/env.json"))
 except Exception: env = {}
-gpu = subprocess.run(["nvidia-smi", "--query-gpu=name,driver_version", "--format=csv,noheader"], capture_output=True, text=True).stdout.strip()
+try: gpu = subprocess.run(["nvidia-smi", "--query-gpu=name,driver_version", "--format=csv,noheader"], capture_output=True, text=True).stdout.strip()
+except OSError: gpu = "no nvidia-smi"
 try: tcj = json.load(open(f"{tc}/toolchain.json"))
 except Exception: tcj = {}
 def f(x, p=1): return "-" if x is None else f"{x:.{p}f}"
@@ -119,7 +158,7 @@ print("| task | kernel | baseline | baseline TFLOPS | build | registers | verdic
 print("|---|---|---|---|---|---|---|---|---|---|---|")
 for r in rows:
     ratio = r["tflops"] / r["baseline_tflops"] if r.get("tflops") and r.get("baseline_tflops") else None
-    note = (r.get("baseline_error") or r.get("measure_error") or r.get("reason") or "").replace("|", "/").replace("\n", " ")[:160]
+    note = (r.get("baseline_error") or r.get("measure_error") or r.get("detail") or r.get("reason") or "").replace("|", "/").replace("\n", " ")[:160]
     print(f"| {r['key']} | {r['kernel']} | {r.get('baseline_kernel') or '-'} | {f(r.get('baseline_tflops'))} | {r.get('build')} | {r.get('registers')} | {r.get('verdict')} | {f(r.get('tflops'))} | {f(r.get('cv'), 3)} | {f(ratio, 3)} | {note} |")
 logs = glob.glob(f"{ws}/tuning/*/croqtile/logs/{key}/croq-search/idea-log.jsonl")
 recs = [json.loads(l) for l in open(logs[0]) if l.strip()] if logs else []

@@ -18,7 +18,12 @@ if [ "${1:-}" = "--unpack-toolchain" ]; then
   for tarball in "$dest"/toolchains/choreo-*.tar.xz; do
     [ -f "$tarball" ] || { echo "pack_device: no CroqTile toolchain in $dest/toolchains" >&2; exit 1; }
     dir=${tarball%.tar.xz}
-    [ -x "$dir/build/choreo" ] || { mkdir -p "$dir" && tar -xJf "$tarball" -C "$dir"; }
+    if [ ! -x "$dir/build/choreo" ]; then
+      mkdir -p "$dir"
+      # tar needs the xz program for -J; python3's tarfile reads .tar.xz without it.
+      if command -v xz >/dev/null; then tar -xJf "$tarball" -C "$dir"
+      else python3 -c 'import sys, tarfile; t = tarfile.open(sys.argv[1]); t.extractall(sys.argv[2], **({"filter": "data"} if hasattr(tarfile, "data_filter") else {}))' "$tarball" "$dir"; fi
+    fi
     "$dir/build/choreo" --help >/dev/null 2>&1 && echo "$dir"
   done
   exit 0

@@ -155,7 +155,7 @@ ExitCode run_sweep_in_parallel(Context& ctx, const std::filesystem::path& exe, c
 VerbRunner setup_tune(CLI::App& app) {
   auto o = std::make_shared<TuneOpts>();
   app.add_option("shape_key", o->shape_keys, "shape key(s), e.g. matmul_f32_512x512x512; several run as a sweep")->required();
-  app.add_option("--dsl", o->dsl, "cuda | cpp (the dsls croq's search has kernel families for)")->required();
+  app.add_option("--dsl", o->dsl, "cuda | cpp | croqtile (the dsls croq's search has kernel families for)")->required();
   app.add_option("--rounds", o->rounds, "rounds to complete (per shape)")->default_val(50)->check(CLI::Range(1, 100000));
   app.add_option("--model", o->model, "the model name the rounds are stored under")->default_val("croq-search");
   app.add_option("--seed", o->seed, "random seed of the search (0: a fresh one, recorded in tune.json)")->default_val(0);
