@@ -13,6 +13,7 @@
 #include "croq/gpu/device_key.hpp"
 #include "croq/util/build_info.hpp"
 #include "croq/util/fs.hpp"
+#include "croq/util/text.hpp"
 #include "croq/util/time.hpp"
 
 namespace croq::cli {
@@ -68,7 +69,8 @@ json parse_json_object_arg(const std::string& text, const char* flag) {
   std::string err;
   auto j = try_parse_json(text, &err);
   if (!j || !j->is_object()) {
-    throw_usage(fmt::format("{} must be a JSON object", flag), "e.g. " + std::string(flag) + " '{\"key\": 1}'");
+    throw_usage(fmt::format("{} must be a JSON object{}", flag, j ? "" : " (" + preview(err, 120) + ")"),
+                "e.g. " + std::string(flag) + " '{\"key\": 1}'");
   }
   return *j;
 }

@@ -328,3 +328,95 @@ TEST_F(Malformed, WrongArgumentTypes) {
 }
 
 }  // namespace
+
+namespace {
+
+std::string deep_array(int levels) { return std::string(static_cast<size_t>(levels), '[') + std::string(static_cast<size_t>(levels), ']'); }
+
+std::string deep_object(int levels) {
+  std::string s;
+  for (int i = 0; i < levels; ++i) s += "{\"a\":";
+  return s + "1" + std::string(static_cast<size_t>(levels), '}');
+}
+
+// A round record whose `extra` holds a 100 000-deep value.
+std::string deep_record(int levels) {
+  return "{\"round\":3,\"iter\":\"iter003\",\"kernel\":\"iter003_x\",\"tflops\":1,\"decision\":\"KEEP\","
+         "\"bottleneck\":\"mixed\",\"idea\":\"x\",\"nested\":" +
+         deep_object(levels) + "}";
+}
+
+}  // namespace
+
+// One line nested 100 000 deep (a stack overflow in every verb, the repair tool and the monitor
+// before JSON reads were bounded): every verb ends in a documented way, the repair sets the line
+// aside (the old file is kept whole beside the repaired one), and stores work again.
+TEST_F(Malformed, DeeplyNestedLinesInTheIdeaLog) {
+  const fs::path log = logs(root()) / "idea-log.jsonl";
+  const std::string good = *croq::read_file(log);
+  for (const std::string& deep : {deep_array(100000), deep_record(100000)}) {
+    SCOPED_TRACE(deep.substr(0, 20));
+    croq::atomic_write(log, good + deep + "\n");
+    auto resume = run_croq(root(), with_task({"resume"}));
+    expect_no_crash(resume, "resume");
+    EXPECT_NE(resume.out.find("nested deeper than"), std::string::npos) << resume.out;
+    for (const std::vector<std::string>& args : {std::vector<std::string>{"serve", "--once"},
+                                                  std::vector<std::string>{"serve", "--check"}}) {
+      auto r = run_croq(root(), args);
+      EXPECT_GE(r.rc, 0) << args[1];
+      EXPECT_LT(r.rc, 70) << args[1] << ": " << r.out << r.err;
+    }
+    damage_and_check("100 000-deep line", log, good + deep + "\n", 10);
+    // The repair quarantined the line: gone from the log, kept in a .bak file.
+    EXPECT_EQ(croq::read_file(log)->find("[[[[[[[[[["), std::string::npos);
+    EXPECT_EQ(croq::read_file(log)->find("{\"a\":{\"a\":{\"a\":"), std::string::npos);
+    bool kept = false;
+    for (const auto& e : fs::directory_iterator(logs(root()))) {
+      if (e.path().filename().string().rfind("idea-log.jsonl.bak.", 0) == 0) {
+        kept = kept || croq::read_file(e.path())->find(deep) != std::string::npos;
+      }
+    }
+    EXPECT_TRUE(kept) << "the nested line is kept aside";
+    // Back to the fixture's ledger for the next case.
+    croq::atomic_write(log, good);
+    run_croq(root(), {"session", "clean", "--gpu", k_gpu, "--dsl", "cuda", "--invalid-only"});
+  }
+}
+
+// Deeply nested stored documents and arguments: a clear error, never a crash, nothing changed.
+// (One argument is at most 128 KiB on Linux: 60 000 levels, past the ~50 000 that crashed croq.)
+TEST_F(Malformed, DeeplyNestedFilesAndArguments) {
+  const std::string deep = deep_object(100000);
+  const std::string deep_arg = deep_array(60000);
+  croq::atomic_write(checkpoints(root()) / "current_idea.json", deep);
+  auto cp = run_croq(root(), with_task({"checkpoint", "read"}));
+  expect_no_crash(cp, "checkpoint read");
+  EXPECT_EQ(cp.rc, 10);
+  EXPECT_NE(cp.doc["error"]["message"].get<std::string>().find("nested deeper than"), std::string::npos) << cp.out;
+  croq::atomic_write(logs(root()) / "task_config.json", deep_array(100000));
+  croq::atomic_write(logs(root()) / ".ledger-index.json", deep);
+  croq::atomic_write(root() / "measurement.json", deep);
+  for (const auto& [name, args] : readers()) expect_no_crash(run_croq(root(), args), name);
+  auto before = stored_files(root());  // the readers may rebuild the index (a cache)
+  const std::vector<std::vector<std::string>> calls = {
+      with_task({"store-round", "--iter", "iter003_deep", "--decision", "KEEP", "--tflops", "1", "--bottleneck", "mixed",
+                 "--idea", "x", "--extra", deep_arg}),
+      with_task({"store-round", "--iter", "iter003_deep", "--decision", "KEEP", "--bottleneck", "mixed", "--idea", "x",
+                 "--measurement", (root() / "measurement.json").string()}),
+      with_task({"decide", "--measurement", (root() / "measurement.json").string()}),
+      with_task({"checkpoint", "write", "--iter", "iter003", "--bottleneck", "mixed", "--idea", "x", "--extra",
+                 deep_arg}),
+  };
+  for (const auto& a : calls) {
+    auto r = run_croq(root(), a);
+    expect_no_crash(r, a[0] + " " + a[a.size() - 2]);
+    EXPECT_NE(r.rc, 0);
+  }
+  auto extra = run_croq(root(), calls[0]);
+  EXPECT_EQ(extra.rc, 2) << extra.out;
+  EXPECT_NE(extra.doc["error"]["message"].get<std::string>().find("nested deeper than 128 levels"), std::string::npos)
+      << extra.out;
+  auto after = stored_files(root());
+  for (const auto& [path, content] : after) EXPECT_TRUE(before.count(path) && before[path] == content) << path << " changed";
+  EXPECT_EQ(after.size(), before.size());
+}

@@ -6,6 +6,7 @@
 
 #include "croq/util/error.hpp"
 #include "croq/util/fs.hpp"
+#include "croq/util/text.hpp"
 #include "croq/util/time.hpp"
 
 namespace croq {
@@ -103,7 +104,7 @@ std::optional<Checkpoint> read_checkpoint(const Workspace& ws, const TaskRef& ta
   if (!text) return std::nullopt;
   std::string err;
   auto j = try_parse_json(*text, &err);
-  std::string why = "not valid JSON";
+  std::string why = "not valid JSON: " + preview(err, 120);
   std::optional<Checkpoint> c;
   if (j) c = Checkpoint::from_json(*j, &why);
   if (!c) {

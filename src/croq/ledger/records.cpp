@@ -336,7 +336,7 @@ JsonlParse parse_idea_log(std::string_view content, int first_line_number) {
         out.warnings.push_back(fmt::format("idea-log.jsonl line {}: torn last line skipped (an interrupted write)", line_no));
       } else {
         out.warnings.push_back(fmt::format("idea-log.jsonl line {}: {} — line skipped", line_no,
-                                           parsed ? why : "not valid JSON"));
+                                           parsed ? why : "not valid JSON: " + preview(err, 120)));
       }
       continue;
     }

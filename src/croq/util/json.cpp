@@ -1,6 +1,8 @@
 // Helpers of json.hpp.
 #include "croq/util/json.hpp"
 
+#include <fmt/format.h>
+
 namespace croq {
 
 std::string dump_compact(const json& value) {
@@ -11,11 +13,48 @@ std::string dump_pretty(const json& value) {
   return value.dump(2, ' ', false, json::error_handler_t::replace) + "\n";
 }
 
-std::optional<json> try_parse_json(std::string_view text, std::string* error) {
+std::optional<std::string> json_limit_violation(std::string_view text, const JsonLimits& limits) {
+  if (text.size() > limits.max_bytes) {
+    return fmt::format("JSON text of {} bytes; at most {} are read", text.size(), limits.max_bytes);
+  }
+  // Brackets outside strings; inside a string a backslash escapes the next byte. For a valid
+  // prefix this is exactly the parser's nesting, so the parser never goes deeper than this.
+  size_t depth = 0;
+  bool in_string = false;
+  for (size_t i = 0; i < text.size(); ++i) {
+    const char c = text[i];
+    if (in_string) {
+      if (c == '\\') ++i;
+      else if (c == '"') in_string = false;
+      continue;
+    }
+    if (c == '"') {
+      in_string = true;
+    } else if (c == '[' || c == '{') {
+      if (++depth > limits.max_depth) {
+        return fmt::format("JSON nested deeper than {} levels (at byte {})", limits.max_depth, i);
+      }
+    } else if ((c == ']' || c == '}') && depth > 0) {
+      --depth;
+    }
+  }
+  return std::nullopt;
+}
+
+std::optional<json> try_parse_json(std::string_view text, std::string* error, const JsonLimits& limits) {
+  if (auto why = json_limit_violation(text, limits)) {
+    if (error) *error = *why;
+    return std::nullopt;
+  }
   try {
     return json::parse(text.begin(), text.end());
-  } catch (const json::parse_error& e) {
-    if (error) *error = e.what();
+  } catch (const json::exception& e) {
+    if (error) {
+      // "[json.exception.parse_error.101] parse error at line 1, ..." without the bracket.
+      std::string what = e.what();
+      auto close = what.find("] ");
+      *error = what.rfind("[json.exception", 0) == 0 && close != std::string::npos ? what.substr(close + 2) : what;
+    }
     return std::nullopt;
   }
 }
