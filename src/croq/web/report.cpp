@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cmath>
 #include <map>
+#include <regex>
 
 #include <fmt/format.h>
 
@@ -112,9 +113,19 @@ void write_text(const fs::path& out, const std::string& rel, const std::string& 
 
 }  // namespace
 
+static bool is_plain_number(const std::string& text) {
+  static const std::regex number(R"([-+]?[0-9]+(\.[0-9]+)?([eE][-+]?[0-9]+)?)");
+  return std::regex_match(text, number);
+}
+
 std::string csv_field(const std::string& text) {
-  if (text.find_first_of(",\"\n\r") == std::string::npos) return text;
-  std::string out = "\"";
+  // A spreadsheet runs a cell that starts with = + - @ (or tab or CR before one) as a formula
+  // (=HYPERLINK(...), =cmd|...): such a cell gets a leading ' and is quoted (OWASP, CSV
+  // injection). A plain number such as -1.5 stays a number.
+  const bool formula = !text.empty() && std::string_view("=+-@\t\r").find(text.front()) != std::string_view::npos &&
+                       !is_plain_number(text);
+  if (!formula && text.find_first_of(",\"\n\r") == std::string::npos) return text;
+  std::string out = formula ? "\"'" : "\"";
   for (char c : text) {
     if (c == '"') out += "\"\"";
     else out += c;

@@ -39,6 +39,8 @@ struct ReportResult {
 // Throws Error(usage) without a selection, Error(not_found) for a selector that matches nothing.
 ReportResult write_report(const Workspace& ws, const ReportOptions& options);
 
+// One CSV cell: quoted when needed; a cell a spreadsheet would run as a formula (it starts with
+// = + - @, tab or CR and is not a plain number) is neutralised with a leading '.
 std::string csv_field(const std::string& text);
 std::string csv_row(const std::vector<std::string>& fields);
 
