@@ -80,7 +80,7 @@ records=$(cat "$work"/tuning/$gpu/$dsl/logs/*/$model/idea-log.jsonl | wc -l)
 say "$records records written"
 
 # ---- the server ----
-"$croq" --root "$work" serve --bind 127.0.0.1:0 --poll-ms 200 --threads 128 >"$work/serve.out" 2>"$work/serve.err" &
+"$croq" --root "$work" serve --bind 127.0.0.1:0 --poll-ms 200 --max-streams $((clients + 8)) --max-client-streams $((clients + 8)) --max-client-connections $((clients + 64)) >"$work/serve.out" 2>"$work/serve.err" &
 server_pid=$!
 for _ in $(seq 1 1200); do
   grep -q '"port"' "$work/serve.out" 2>/dev/null && break

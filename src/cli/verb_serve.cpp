@@ -21,8 +21,19 @@ VerbRunner setup_serve(CLI::App& app) {
       ->check(CLI::Range(1, 100000));
   app.add_option("--max-running", o->max_running, "at most N running tasks in all (0: one per device only)")
       ->default_val(0)->check(CLI::Range(0, 10000));
-  app.add_option("--threads", o->threads, "HTTP worker threads (each open event stream holds one)")->default_val(96)
-      ->check(CLI::Range(4, 4096));
+  app.add_option("--threads", o->threads, "threads that answer pages and API calls (event streams have their own)")
+      ->default_val(16)->check(CLI::Range(1, 1024));
+  app.add_option("--max-streams", o->max_streams, "event streams open at once (dashboard tabs; each holds a thread)")
+      ->default_val(128)->check(CLI::Range(1, 4096));
+  app.add_option("--max-client-streams", o->max_client_streams, "event streams open at once from one client address")
+      ->default_val(32)->check(CLI::Range(1, 4096));
+  app.add_option("--max-client-connections", o->max_client_connections,
+                 "open connections of one client address (past it, its oldest one still sending a request is closed)")
+      ->default_val(128)->check(CLI::Range(2, 65536));
+  app.add_option("--head-timeout-ms", o->head_timeout_ms, "time a client has to send a request's head (408 after)")
+      ->default_val(5000)->check(CLI::Range(100, 600000));
+  app.add_option("--body-timeout-ms", o->body_timeout_ms, "time a client has to send a request's body (408 after)")
+      ->default_val(10000)->check(CLI::Range(100, 600000));
   app.add_option("--stop-grace-ms", o->stop_grace_ms, "SIGTERM to SIGKILL delay when stopping a task")
       ->default_val(10000)->check(CLI::Range(0, 3600000));
   app.add_option("--max-body", o->max_body, "largest request body accepted, in bytes")->default_val(1 << 20)

@@ -358,7 +358,10 @@ const std::vector<VerbSpec>& verbs() {
        "rate limit (exit code 75, or a rate-limit message in the output); children outlive the server and are "
        "adopted by the next one. Serves the dashboard, the REST API and the event stream of docs/api.md. "
        "Loopback only unless --bind names another address, which requires a token (--token-file, or one "
-       "generated and shown once). See docs/monitor.md.\n\n"
+       "generated and shown once). Adding, starting or changing a task needs the token on loopback too: "
+       "without --token-file the dashboard and the API only read. Requests are read whole within time "
+       "limits before a thread takes them, each client address has a cap on connections and event streams, "
+       "and the API is answered by threads that event streams never hold. See docs/monitor.md.\n\n"
        "Output: once listening, `{ok, url, bind, port, db, root, auth, scheduler, tasks, adopted, "
        "records_indexed, index_ms, pid}`. `--check`: `{clean, tasks_on_disk, tasks_in_db, rounds_on_disk, "
        "rounds_in_db, differences, pending}`, exit 1 if the database differs from the ledgers. `--once`: the "
@@ -370,7 +373,8 @@ const std::vector<VerbSpec>& verbs() {
        "convergence_all.svg, and per task <shape_key>__<model>__<dsl>__<gpu>/ with convergence.svg "
        "(every round, best so far, baseline), progression.svg (idea categories and bottlenecks per round), "
        "bottlenecks.svg (bottleneck distribution over the run), rounds.csv, progression.csv and "
-       "bottlenecks.csv. The figures are the dashboard's.\n\n"
+       "bottlenecks.csv. The figures are the dashboard's. A CSV cell that a spreadsheet would run as a "
+       "formula (it starts with = + - @, tab or CR and is not a number) gets a leading '.\n\n"
        "Output: `{ok, out, tasks, files, summary}`. Exit 4 if a --task matches nothing.",
        setup_report},
       {"help", "print the verb list, or the full reference as Markdown (--markdown)",

@@ -137,6 +137,11 @@ ExitCode run_serve(Context& ctx, const ServeOptions& opts) {
     ho.bind = bind;
     ho.auth = auth;
     ho.threads = o->threads;
+    ho.max_streams = o->max_streams;
+    ho.max_streams_per_client = o->max_client_streams;
+    ho.max_client_connections = o->max_client_connections;
+    ho.head_timeout = std::chrono::milliseconds(o->head_timeout_ms);
+    ho.body_timeout = std::chrono::milliseconds(o->body_timeout_ms);
     ho.max_body_bytes = o->max_body;
     web::HttpServer http(monitor, ho);
     int port = http.bind();

@@ -193,17 +193,22 @@ TEST(WebBrowser, AddATaskWatchItsRoundsArriveThenCancelIt) {
   test::store_rounds(ws, make_task("sm90_NVIDIA_H200", "cuda", "matmul_f16fp32_4096x4096x4096", "agent"), climb, 612.0);
   test::store_rounds(ws, make_task("sm90_NVIDIA_H200", "croqtile", "matmul_bf16fp32_2048x2048x2048", "search"),
                      {301, 298, 335, 352, 349, 0, 371}, 402.0);
-  ServeProcess serve(dir.path(), dir.path(), {"--poll-ms", "150", "--scan-every", "2"});
+  // Adding and stopping tasks needs the token, on loopback too: the browser logs in once.
+  ServeProcess serve(dir.path(), dir.path(),
+                     {"--poll-ms", "150", "--scan-every", "2", "--token-file", test::write_token_file(dir.path())});
   ASSERT_TRUE(serve.wait_ready()) << serve.err();
   EXPECT_EQ(serve.doc()["adopted"], 2);
   const std::string base = "http://127.0.0.1:" + std::to_string(serve.port());
   httplib::Client api("127.0.0.1", serve.port());
+  api.set_bearer_token_auth(test::k_test_token);
   auto add = [&](const json& spec) {
     auto r = api.Post("/api/v1/tasks", dump_compact(spec), "application/json");
     return r && r->status == 201 ? try_parse_json(r->body)->at("task")["uid"].get<std::string>() : std::string();
   };
 
   Browser b(*chromium, *driver, dir);
+  b.go(base + "/?token=" + test::k_test_token);  // sets the cookie, then drops the token from the address
+  ASSERT_EQ(b.url().find("token="), std::string::npos) << b.url();
   // The add-task form, typed in like a person would.
   b.go(base + "/add");
   b.type("#f-shape_key", "matmul_f32_256x256x256");

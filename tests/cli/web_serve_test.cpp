@@ -24,9 +24,11 @@ namespace {
 
 const TaskRef k_task = make_task("cpu_x86_64", "cpp", "matmul_f32_64x64x64", "search");
 
+// A GET that sends the tests' token (a server without one ignores it).
 json get_json(int port, const std::string& path, const httplib::Headers& h = {}) {
   httplib::Client c("127.0.0.1", port);
   c.set_read_timeout(10, 0);
+  if (h.find("Authorization") == h.end()) c.set_bearer_token_auth(test::k_test_token);
   auto r = c.Get(path, h);
   if (!r) return nullptr;
   auto j = try_parse_json(r->body);
@@ -108,13 +110,16 @@ TEST(WebServeCli, TokenFileMustBeReadableOnlyByItsOwner) {
 TEST(WebServeCli, KillNineMidRunLosesNothingAndTheNextServerAdoptsTheChild) {
   TempDir dir;
   std::string script = copy_driver(dir);
+  const std::string token_file = test::write_token_file(dir.path());
   const int n = 30;
   std::string uid;
   int child_pid = 0;
   {
-    ServeProcess s(dir.path(), dir.path(), {"--poll-ms", "100", "--scan-every", "2"}, "first");
+    ServeProcess s(dir.path(), dir.path(), {"--poll-ms", "100", "--scan-every", "2", "--token-file", token_file},
+                   "first");
     ASSERT_TRUE(s.wait_ready()) << s.err();
     httplib::Client c("127.0.0.1", s.port());
+    c.set_bearer_token_auth(test::k_test_token);
     json spec = {{"gpu", "cpu_x86_64"},
                  {"dsl", "cpp"},
                  {"shape_key", "matmul_f32_64x64x64"},
@@ -141,7 +146,7 @@ TEST(WebServeCli, KillNineMidRunLosesNothingAndTheNextServerAdoptsTheChild) {
   size_t on_disk_at_kill = Ledger(ws, t).read_all().records.size();
   EXPECT_LT(on_disk_at_kill, static_cast<size_t>(n + 1));  // it was still running
 
-  ServeProcess s(dir.path(), dir.path(), {"--poll-ms", "100", "--scan-every", "2"}, "second");
+  ServeProcess s(dir.path(), dir.path(), {"--poll-ms", "100", "--scan-every", "2", "--token-file", token_file}, "second");
   ASSERT_TRUE(s.wait_ready()) << s.err();
   EXPECT_EQ(s.doc()["adopted"], 0);  // the database knew the task: not adopted again
   json t1 = get_json(s.port(), "/api/v1/tasks/" + uid);

@@ -140,6 +140,17 @@ class FakeLauncher : public web::ChildLauncher {
   }
 };
 
+// The token of the tests' monitors (requests that change something need one, on loopback too).
+inline constexpr const char* k_test_token = "0123456789abcdef0123456789abcdef";
+
+// Writes k_test_token into `dir`/token, readable only by its owner; returns the path.
+inline std::string write_token_file(const std::filesystem::path& dir) {
+  const std::filesystem::path p = dir / "token";
+  std::ofstream(p) << k_test_token << "\n";
+  std::filesystem::permissions(p, std::filesystem::perms::owner_read | std::filesystem::perms::owner_write);
+  return p.string();
+}
+
 #ifdef CROQ_BIN
 // `croq serve` in the background; its stdout and stderr go to files in `dir`.
 class ServeProcess {

@@ -1,6 +1,7 @@
 // The HTTP side, in process on a free loopback port: pages and API, 4xx for bad requests (never a
-// crash), the token on every request, loopback Host and same-origin checks, no file outside the
-// task's folders, escaped text, and the event stream.
+// crash), the token on every request (and for every change, on loopback too), loopback Host and
+// same-origin checks (GETs included, X-Forwarded-Host never trusted), no file outside the task's
+// folders (symlinks and hard links), escaped text, and the event stream.
 #include <gtest/gtest.h>
 #include <httplib.h>
 
@@ -31,7 +32,11 @@ struct Server {
   TaskRef task = make_task("cpu_x86_64", "cpp", "matmul_f32_64x64x64", "search");
   std::string uid;
 
-  explicit Server(const std::string& token = {}) {
+  static constexpr const char* k_token = "0123456789abcdef0123456789abcdef";
+  std::string token;
+
+  // With a token by default (changes need one); an empty one: an open loopback monitor.
+  explicit Server(const std::string& token_ = k_token, size_t max_body = 4096) : token(token_) {
     test::store_rounds(ws, task, {110, 120});
     MonitorOptions mo;
     mo.query_gpus = false;
@@ -41,7 +46,7 @@ struct Server {
     uid = db->tasks().at(0).uid;
     HttpOptions ho;
     ho.bind = parse_bind("127.0.0.1:0");
-    ho.max_body_bytes = 4096;
+    ho.max_body_bytes = max_body;
     if (!token.empty()) {
       ho.auth.required = true;
       ho.auth.token = token;
@@ -55,9 +60,11 @@ struct Server {
     http->stop();
     thread.join();
   }
-  httplib::Client client() const {
+  // A client that sends the token (when the server has one and `with_token`).
+  httplib::Client client(bool with_token = true) const {
     httplib::Client c("127.0.0.1", port);
     c.set_read_timeout(10, 0);
+    if (with_token && !token.empty()) c.set_bearer_token_auth(token.c_str());
     return c;
   }
 };
@@ -149,15 +156,74 @@ TEST(WebHttp, CrossOriginChangesAndForeignHostsAreRefused) {
   httplib::Headers same = {{"Origin", "http://127.0.0.1:" + std::to_string(s.port)}};
   auto ok = c.Post("/api/v1/tasks/" + s.uid + "/pause", same, "{}", "application/json");
   EXPECT_EQ(ok->status, 409);  // reached the handler: an external task cannot be paused
+  // X-Forwarded-Host is the client's word: it never makes a foreign origin the server's own.
+  httplib::Headers forged = {{"Origin", "http://evil.example"}, {"X-Forwarded-Host", "evil.example"}};
+  EXPECT_EQ(c.Post("/api/v1/tasks/" + s.uid + "/pause", forged, "{}", "application/json")->status, 403);
+  // Reading views with a foreign Origin (a page elsewhere fetching them) is refused too.
+  for (const char* path : {"/api/v1/tasks", "/api/v1/health", "/", "/api/v1/events"}) {
+    auto r = c.Get(path, forged);
+    ASSERT_TRUE(r) << path;
+    EXPECT_EQ(r->status, 403) << path;
+    EXPECT_EQ(r->body.find(s.uid), std::string::npos) << path;
+  }
+  EXPECT_EQ(c.Get("/api/v1/tasks", {{"Origin", "null"}})->status, 403);
+  EXPECT_EQ(c.Get("/api/v1/tasks", same)->status, 200);
+  // Without a token, only loopback names are served (DNS rebinding).
+  Server open("");
+  auto oc = open.client();
   httplib::Headers rebinding = {{"Host", "attacker.example:8642"}};
-  auto page = c.Get("/", rebinding);
+  auto page = oc.Get("/", rebinding);
   EXPECT_EQ(page->status, 403);
+}
+
+TEST(WebHttp, ChangesNeedATokenEvenOnLoopback) {
+  Server open("");
+  auto c = open.client();
+  // Reading stays open on loopback.
+  EXPECT_EQ(c.Get("/api/v1/tasks")->status, 200);
+  EXPECT_EQ(c.Get("/")->status, 200);
+  // Adding a task (it runs a command), acting on one or changing one is refused, with the way out.
+  std::string spec = R"({"gpu":"cpu_x86_64","dsl":"cpp","shape_key":"matmul_f32_32x32x32","model":"cmd",
+    "driver":{"kind":"command","argv":["bash","-c","touch /tmp/pwned"]}})";
+  auto add = c.Post("/api/v1/tasks", spec, "application/json");
+  ASSERT_TRUE(add);
+  EXPECT_EQ(add->status, 403);
+  json e = body_json(add)["error"];
+  EXPECT_EQ(e["code"], "token_required");
+  EXPECT_NE(e["hint"].get<std::string>().find("--token-file"), std::string::npos) << e;
+  EXPECT_EQ(c.Post("/api/v1/tasks/" + open.uid + "/pause", "{}", "application/json")->status, 403);
+  EXPECT_EQ(c.Patch("/api/v1/tasks/" + open.uid, R"({"driver":{"argv":["bash","x.sh"]}})", "application/json")->status, 403);
+  open.monitor->step(false);
+  EXPECT_EQ(open.db->tasks().size(), 1u);
+  EXPECT_EQ(open.db->task(open.uid)->state, "external");
+  // With a token, the same request without it is refused and with it accepted.
+  Server s;
+  EXPECT_EQ(s.client(false).Post("/api/v1/tasks", spec, "application/json")->status, 401);
+  EXPECT_EQ(s.client().Post("/api/v1/tasks", spec, "application/json")->status, 201);
+}
+
+TEST(WebHttp, DeeplyNestedJsonBodiesAre400s) {
+  Server s(Server::k_token, 1 << 20);
+  auto c = s.client();
+  for (const std::string& body : {std::string(100000, '[') + std::string(100000, ']'),
+                                  [] {
+                                    std::string b;
+                                    for (int i = 0; i < 100000; ++i) b += "{\"a\":";
+                                    return b + "1" + std::string(100000, '}');
+                                  }()}) {
+    auto r = c.Post("/api/v1/tasks", body, "application/json");
+    ASSERT_TRUE(r) << "the server answered";
+    EXPECT_EQ(r->status, 400);
+    EXPECT_NE(body_json(r)["error"]["message"].get<std::string>().find("nested deeper than"), std::string::npos)
+        << r->body;
+  }
+  EXPECT_EQ(c.Get("/api/v1/health")->status, 200);
 }
 
 TEST(WebHttp, WithATokenEveryRequestMustCarryIt) {
   const std::string token = "0123456789abcdef0123456789abcdef";
   Server s(token);
-  auto c = s.client();
+  auto c = s.client(false);
   EXPECT_EQ(c.Get("/api/v1/tasks")->status, 401);
   EXPECT_EQ(c.Get("/")->status, 401);
   EXPECT_EQ(c.Get("/static/app.js")->status, 401);
@@ -181,6 +247,21 @@ TEST(WebHttp, NoFileOutsideTheTaskFoldersIsServed) {
   Server s;
   auto c = s.client();
   std::string base = "/api/v1/tasks/" + s.uid + "/files";
+  // A hard link in the task folder to a file outside the workspace (same file system).
+  TempDir outside;
+  croq::atomic_write(outside / "secret.txt", "root:x:0:0 secret\n");
+  std::error_code ec;
+  std::filesystem::create_hard_link(outside / "secret.txt", s.ws.kind_dir(s.task, ArtifactKind::logs) / "notes.txt", ec);
+  ASSERT_FALSE(ec) << ec.message();
+  auto linked = c.Get(base + "/logs/notes.txt");
+  ASSERT_TRUE(linked);
+  EXPECT_GE(linked->status, 400);
+  EXPECT_LT(linked->status, 500);
+  EXPECT_EQ(linked->body.find("secret"), std::string::npos);
+  EXPECT_NE(body_json(linked)["error"]["message"].get<std::string>().find("hard links"), std::string::npos);
+  // A symlink inside the folder that stays inside is followed.
+  std::filesystem::create_symlink("idea-log.jsonl", s.ws.kind_dir(s.task, ArtifactKind::logs) / "ideas");
+  EXPECT_EQ(c.Get(base + "/logs/ideas")->status, 200);
   auto listing = c.Get(base + "/logs");
   ASSERT_TRUE(listing);
   EXPECT_EQ(listing->status, 200);
@@ -258,6 +339,7 @@ TEST(WebHttp, EventStreamDeliversChangesAsTheyHappen) {
   std::thread reader([&] {
     httplib::Client c("127.0.0.1", s.port);
     c.set_read_timeout(30, 0);
+    c.set_bearer_token_auth(s.token.c_str());
     c.Get("/api/v1/events?task=" + s.uid, [&](const char* data, size_t n) {
       std::lock_guard lock(mu);
       received.append(data, n);

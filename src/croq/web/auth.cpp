@@ -120,4 +120,42 @@ std::string host_of_header(const std::string& h) {
   return colon == std::string::npos ? h : h.substr(0, colon);
 }
 
+std::string cookie_value(const std::string& header, const std::string& name) {
+  size_t p = 0;
+  while (p < header.size()) {
+    size_t e = header.find(';', p);
+    std::string item = trim(header.substr(p, e == std::string::npos ? std::string::npos : e - p));
+    if (starts_with(item, name + "=")) return item.substr(name.size() + 1);
+    if (e == std::string::npos) break;
+    p = e + 1;
+  }
+  return {};
+}
+
+// Whether an Origin header ("https://monitor.example.org", "http://127.0.0.1:8642") names the
+// same host and port as the Host header; default ports (80 for http, 443 for https) may be left
+// out on either side. "null" and anything that is not scheme://authority is foreign.
+bool same_origin(const std::string& origin, const std::string& host_header) {
+  std::string o = to_lower(trim(origin));
+  std::string h = to_lower(trim(host_header));
+  auto sep = o.find("://");
+  if (sep == std::string::npos || h.empty()) return false;
+  std::string scheme = o.substr(0, sep);
+  std::string authority = o.substr(sep + 3);
+  if ((scheme != "http" && scheme != "https") || authority.empty() ||
+      authority.find_first_of("/?#@ ") != std::string::npos) {
+    return false;
+  }
+  const std::string default_port = scheme == "https" ? ":443" : ":80";
+  auto strip = [&](std::string& a) {
+    if (a.size() > default_port.size() && a.compare(a.size() - default_port.size(), default_port.size(), default_port) == 0 &&
+        a.back() != ']') {
+      a.resize(a.size() - default_port.size());
+    }
+  };
+  strip(authority);
+  strip(h);
+  return authority == h;
+}
+
 }  // namespace croq::web

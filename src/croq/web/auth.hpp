@@ -3,8 +3,9 @@
 // token, every request must carry it (Authorization: Bearer <token>, the croq_token cookie set by
 // opening /?token=<token> once, or ?token= on the event stream); without one (loopback), the Host
 // header must name the loopback interface, which defeats DNS-rebinding pages. Requests that change
-// something must be JSON (a cross-site form cannot send that) and, when they carry an Origin,
-// come from the monitor's own origin.
+// something need the token even on loopback (any local user can reach a loopback port) and must
+// be JSON (a cross-site form cannot send that). A request that carries an Origin (any method)
+// must come from the monitor's own origin, compared with Host (never X-Forwarded-Host).
 #pragma once
 #include <optional>
 #include <string>
@@ -37,5 +38,13 @@ bool tokens_equal(const std::string& a, const std::string& b);  // constant time
 
 // The host part of a Host header ("localhost:8642" -> "localhost", "[::1]:1" -> "::1").
 std::string host_of_header(const std::string& host_header);
+
+// The value of cookie `name` in a Cookie header ("a=1; croq_token=abc" -> "abc"), or empty.
+std::string cookie_value(const std::string& cookie_header, const std::string& name);
+
+// Whether an Origin header ("https://monitor.example.org", "http://127.0.0.1:8642") names the
+// same host and port as the Host header; default ports (80 for http, 443 for https) may be left
+// out on either side. "null" and anything that is not scheme://authority is foreign.
+bool same_origin(const std::string& origin, const std::string& host_header);
 
 }  // namespace croq::web

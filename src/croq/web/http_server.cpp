@@ -1,10 +1,23 @@
 // Routes, checks and the event stream of the monitor (http_server.hpp).
 #include "croq/web/http_server.hpp"
 
+#include <arpa/inet.h>
+#include <dirent.h>
+#include <fcntl.h>
 #include <httplib.h>
+#include <linux/openat2.h>
+#include <poll.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
-#include <fstream>
+#include <condition_variable>
+#include <cstring>
+#include <deque>
+#include <mutex>
+#include <set>
+#include <thread>
 
 #include <fmt/format.h>
 
@@ -13,6 +26,7 @@
 #include "croq/util/text.hpp"
 #include "croq/web/assets.hpp"
 #include "croq/web/charts.hpp"
+#include "croq/web/connections.hpp"
 #include "croq/web/pages.hpp"
 
 namespace croq::web {
@@ -77,18 +91,6 @@ int int_param(const Request& req, const char* name, int fallback, int lo, int hi
   }
 }
 
-std::string cookie_value(const std::string& header, const std::string& name) {
-  size_t p = 0;
-  while (p < header.size()) {
-    size_t e = header.find(';', p);
-    std::string item = trim(header.substr(p, e == std::string::npos ? std::string::npos : e - p));
-    if (starts_with(item, name + "=")) return item.substr(name.size() + 1);
-    if (e == std::string::npos) break;
-    p = e + 1;
-  }
-  return {};
-}
-
 // The path of a request without the token parameter (after a token login).
 std::string without_token(const Request& req) {
   std::string q;
@@ -101,6 +103,201 @@ std::string without_token(const Request& req) {
 
 bool is_mutation(const std::string& method) {
   return method == "POST" || method == "PUT" || method == "PATCH" || method == "DELETE";
+}
+
+// httplib's server with its connection handling replaced: accepted sockets go to the
+// ConnectionStage (connections.hpp), and whole requests are answered here by the library's own
+// request processing (parsing, routing, the handlers, the response) on a RequestStream.
+class CroqServer : public httplib::Server {
+ public:
+  std::function<void(int)> on_accept;
+  bool answer(httplib::Stream& strm, bool close_connection, bool& connection_closed) {
+    return process_request(strm, close_connection, connection_closed, nullptr);
+  }
+  // The library listens with a backlog of 5: a burst of connections would overflow it and make
+  // every client, health checks included, wait for SYN retries (1 s, 3 s, ...). Listening again
+  // on the bound socket raises it.
+  void raise_backlog() {
+    socket_t s = svr_sock_;
+    if (s != INVALID_SOCKET) ::listen(s, SOMAXCONN);
+  }
+
+ private:
+  bool process_and_close_socket(socket_t sock) override {
+    on_accept(sock);
+    return true;
+  }
+};
+
+// The accept loop hands each socket over at once (on_accept never blocks).
+class InlineQueue : public httplib::TaskQueue {
+ public:
+  void enqueue(std::function<void()> fn) override { fn(); }
+  void shutdown() override {}
+};
+
+// One request, already read whole by the stage, then the (non-blocking) socket for the response.
+class RequestStream : public httplib::Stream {
+ public:
+  RequestStream(int fd, std::string_view request, int write_timeout_ms)
+      : m_fd(fd), m_request(request), m_timeout_ms(write_timeout_ms) {}
+  bool is_readable() const override { return m_pos < m_request.size(); }
+  bool is_writable() const override {
+    pollfd p{m_fd, POLLOUT, 0};
+    if (::poll(&p, 1, m_timeout_ms) <= 0 || !(p.revents & POLLOUT)) return false;
+    // Alive: nothing to read, more bytes, or a would-block; 0 means the client has gone.
+    char b;
+    ssize_t n = ::recv(m_fd, &b, 1, MSG_PEEK | MSG_DONTWAIT);
+    return n > 0 || (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR));
+  }
+  ssize_t read(char* ptr, size_t size) override {
+    size_t n = std::min(size, m_request.size() - m_pos);
+    std::memcpy(ptr, m_request.data() + m_pos, n);
+    m_pos += n;
+    return static_cast<ssize_t>(n);
+  }
+  ssize_t write(const char* ptr, size_t size) override {
+    size_t done = 0;
+    while (done < size) {
+      ssize_t n = ::send(m_fd, ptr + done, size - done, MSG_NOSIGNAL | MSG_DONTWAIT);
+      if (n > 0) {
+        done += static_cast<size_t>(n);
+        continue;
+      }
+      if (n < 0 && errno == EINTR) continue;
+      if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+        pollfd p{m_fd, POLLOUT, 0};
+        if (::poll(&p, 1, m_timeout_ms) > 0 && (p.revents & POLLOUT)) continue;
+      }
+      return done > 0 ? static_cast<ssize_t>(done) : -1;
+    }
+    return static_cast<ssize_t>(done);
+  }
+  void get_remote_ip_and_port(std::string& ip, int& port) const override { address(true, ip, port); }
+  void get_local_ip_and_port(std::string& ip, int& port) const override { address(false, ip, port); }
+  socket_t socket() const override { return m_fd; }
+
+ private:
+  void address(bool peer, std::string& ip, int& port) const {
+    sockaddr_storage ss{};
+    socklen_t len = sizeof ss;
+    int r = peer ? ::getpeername(m_fd, reinterpret_cast<sockaddr*>(&ss), &len)
+                 : ::getsockname(m_fd, reinterpret_cast<sockaddr*>(&ss), &len);
+    if (r != 0) return;
+    char buf[INET6_ADDRSTRLEN] = {0};
+    if (ss.ss_family == AF_INET) {
+      auto* a = reinterpret_cast<sockaddr_in*>(&ss);
+      ::inet_ntop(AF_INET, &a->sin_addr, buf, sizeof buf);
+      port = ntohs(a->sin_port);
+    } else if (ss.ss_family == AF_INET6) {
+      auto* a = reinterpret_cast<sockaddr_in6*>(&ss);
+      ::inet_ntop(AF_INET6, &a->sin6_addr, buf, sizeof buf);
+      port = ntohs(a->sin6_port);
+    }
+    ip = buf;
+  }
+  int m_fd;
+  std::string_view m_request;
+  size_t m_pos = 0;
+  int m_timeout_ms;
+};
+
+// Threads started on demand up to `max_threads`; at most `max_queue` jobs wait.
+class WorkerPool {
+ public:
+  WorkerPool(size_t max_threads, size_t max_queue) : m_max_threads(max_threads), m_max_queue(max_queue) {}
+  ~WorkerPool() { stop(); }
+  bool submit(std::function<void()> job) {
+    std::lock_guard lock(m_mu);
+    if (m_stopping || m_jobs.size() >= m_max_queue) return false;
+    m_jobs.push_back(std::move(job));
+    if (m_idle == 0 && m_threads.size() < m_max_threads) {
+      m_threads.emplace_back([this] { work(); });
+    } else {
+      m_cv.notify_one();
+    }
+    return true;
+  }
+  // Runs what is queued, then joins.
+  void stop() {
+    {
+      std::lock_guard lock(m_mu);
+      if (m_stopping && m_threads.empty()) return;
+      m_stopping = true;
+    }
+    m_cv.notify_all();
+    std::vector<std::thread> threads;
+    {
+      std::lock_guard lock(m_mu);
+      threads.swap(m_threads);
+    }
+    for (auto& t : threads) t.join();
+  }
+
+ private:
+  void work() {
+    std::unique_lock lock(m_mu);
+    while (true) {
+      ++m_idle;
+      m_cv.wait(lock, [&] { return m_stopping || !m_jobs.empty(); });
+      --m_idle;
+      if (m_jobs.empty()) return;
+      auto job = std::move(m_jobs.front());
+      m_jobs.pop_front();
+      lock.unlock();
+      job();
+      lock.lock();
+    }
+  }
+  size_t m_max_threads, m_max_queue;
+  std::mutex m_mu;
+  std::condition_variable m_cv;
+  std::deque<std::function<void()>> m_jobs;
+  std::vector<std::thread> m_threads;
+  size_t m_idle = 0;
+  bool m_stopping = false;
+};
+
+// An owned file descriptor.
+class Fd {
+ public:
+  explicit Fd(int fd) : m_fd(fd) {}
+  ~Fd() {
+    if (m_fd >= 0) ::close(m_fd);
+  }
+  Fd(const Fd&) = delete;
+  Fd& operator=(const Fd&) = delete;
+  int get() const { return m_fd; }
+
+ private:
+  int m_fd;
+};
+
+// Opens `sub` (relative, '/'-separated) below the folder `base` for reading, never leaving it:
+// openat2 with RESOLVE_BENEATH (Linux 5.6+); on older kernels, the resolved path must stay under
+// the resolved base and the last component must not be a link. Never blocks on a FIFO.
+int open_beneath(const fs::path& base, const std::string& sub) {
+  const int flags = O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK;
+  int dir = ::open(base.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC);
+  if (dir < 0) throw_not_found("no such folder");
+  Fd dir_fd(dir);
+  open_how how{};
+  how.flags = static_cast<uint64_t>(flags);
+  how.resolve = RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS;
+  long fd = ::syscall(SYS_openat2, dir, sub.c_str(), &how, sizeof how);
+  if (fd >= 0) return static_cast<int>(fd);
+  if (errno == EXDEV || errno == ELOOP) throw Error(ExitCode::refused, "that path leads outside the task's folder");
+  if (errno != ENOSYS && errno != EPERM) throw_not_found("no such file");
+  std::error_code ec;
+  fs::path real = fs::weakly_canonical(base / sub, ec);
+  auto d = base.begin();
+  auto q = real.begin();
+  for (; d != base.end(); ++d, ++q) {
+    if (ec || q == real.end() || *d != *q) throw Error(ExitCode::refused, "that path leads outside the task's folder");
+  }
+  int f = ::open(real.c_str(), flags | O_NOFOLLOW);
+  if (f < 0) throw_not_found("no such file");
+  return f;
 }
 
 // A file or folder of a task's artifact tree, for GET .../files/<kind>/<path>.
@@ -143,43 +340,56 @@ void serve_task_file(Monitor& m, const TaskRow& row, const std::string& rel, Res
     }
     target /= part;
   }
-  // Symlinks are followed only while they stay inside the task's folder and the workspace.
+  // The artifact folder itself must lie in the workspace. Below it the path is opened in one
+  // step with RESOLVE_BENEATH: a symlink may lead elsewhere inside the folder, never out of it,
+  // and nothing can be swapped between a check and the open. A file with several hard links is
+  // refused, since another of its names may lie anywhere on the same file system.
   std::error_code ec;
   fs::path real_base = fs::weakly_canonical(base, ec);
-  fs::path real = fs::weakly_canonical(target, ec);
-  auto inside = [](const fs::path& dir, const fs::path& p) {
-    auto d = dir.begin();
-    auto q = p.begin();
-    for (; d != dir.end(); ++d, ++q) {
-      if (q == p.end() || *d != *q) return false;
-    }
-    return true;
-  };
-  if (ec || !inside(real_base, real) || !ws.contains(real)) {
-    throw Error(ExitCode::refused, "that path leads outside the task's folder");
-  }
+  if (ec || !ws.contains(real_base)) throw Error(ExitCode::refused, "that path leads outside the task's folder");
+  std::string sub = ".";
+  for (size_t i = 1; i < parts.size(); ++i) sub += "/" + parts[i];
+  Fd fd(open_beneath(real_base, sub));
   struct stat st {};
-  if (::stat(real.c_str(), &st) != 0) throw_not_found("no such file");
+  if (::fstat(fd.get(), &st) != 0) throw_not_found("no such file");
   if (S_ISDIR(st.st_mode)) {
     json entries = json::array();
-    for (const auto& e : fs::directory_iterator(real, ec)) {
-      std::error_code e2;
-      bool dir = e.is_directory(e2);
-      json item = {{"name", e.path().filename().string()}, {"type", dir ? "dir" : "file"}};
-      if (!dir) item["bytes"] = e.is_regular_file(e2) ? static_cast<long long>(e.file_size(e2)) : 0;
+    DIR* d = ::fdopendir(::dup(fd.get()));
+    if (!d) throw_not_found("cannot list that folder");
+    while (dirent* e = ::readdir(d)) {
+      std::string name = e->d_name;
+      if (name == "." || name == "..") continue;
+      struct stat es {};
+      bool known = ::fstatat(fd.get(), e->d_name, &es, 0) == 0;
+      bool dir = known && S_ISDIR(es.st_mode);
+      json item = {{"name", name}, {"type", dir ? "dir" : "file"}};
+      if (!dir) item["bytes"] = known && S_ISREG(es.st_mode) ? static_cast<long long>(es.st_size) : 0;
       entries.push_back(item);
     }
+    ::closedir(d);
     std::sort(entries.begin(), entries.end(),
               [](const json& a, const json& b) { return a["name"].get<std::string>() < b["name"].get<std::string>(); });
     send_json(res, {{"task", row.uid}, {"path", rel}, {"entries", entries}});
     return;
   }
   if (!S_ISREG(st.st_mode)) throw_not_found("not a regular file");
+  if (st.st_nlink > 1) {
+    throw Error(ExitCode::refused,
+                fmt::format("that file has {} hard links; a file with more than one name is not served", st.st_nlink),
+                "copy the file into the task's folder instead of linking it");
+  }
   if (static_cast<uint64_t>(st.st_size) > k_max_file_bytes) {
     throw Error(ExitCode::usage, fmt::format("the file has {} bytes; at most {} are served", st.st_size, k_max_file_bytes));
   }
-  std::ifstream in(real, std::ios::binary);
-  std::string content((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  std::string content;
+  char buf[65536];
+  while (content.size() <= k_max_file_bytes) {
+    ssize_t n = ::read(fd.get(), buf, sizeof buf);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) break;
+    content.append(buf, static_cast<size_t>(n));
+  }
+  if (content.size() > k_max_file_bytes) throw Error(ExitCode::usage, "the file grew past the size served");
   res.set_header("Cache-Control", "no-store");
   // Never as HTML: a kernel source or a log is shown as text whatever it contains.
   if (is_valid_utf8(content)) {
@@ -195,11 +405,129 @@ void serve_task_file(Monitor& m, const TaskRow& row, const std::string& rel, Res
 struct HttpServer::Impl {
   Monitor& monitor;
   HttpOptions options;
-  httplib::Server svr;
+  CroqServer svr;
   int port = 0;
+  std::mutex etags_mu;
   std::map<std::string, std::string> etags;
 
-  Impl(Monitor& m, HttpOptions o) : monitor(m), options(std::move(o)) {}
+  // Connections: the stage reads requests whole; the API and the event streams have threads of
+  // their own, so streams cannot take the API's.
+  ConnectionStage stage;
+  WorkerPool api_pool;
+  WorkerPool stream_pool;
+  std::mutex streams_mu;
+  std::map<std::string, int> streams_of;  // open event streams per client address
+  int streams = 0;
+  std::mutex serving_mu;
+  std::set<int> serving;  // sockets a worker is answering on
+  std::atomic<bool> stopping{false};
+  std::atomic<bool> shut{false};
+
+  static ConnectionLimits connection_limits(const HttpOptions& o) {
+    ConnectionLimits l;
+    l.head.max_body_bytes = o.max_body_bytes;
+    l.head_timeout = o.head_timeout;
+    l.body_timeout = o.body_timeout;
+    l.idle_timeout = std::chrono::seconds(o.keepalive_seconds);
+    l.max_per_client = o.max_client_connections;
+    return l;
+  }
+
+  Impl(Monitor& m, HttpOptions o)
+      : monitor(m),
+        options(std::move(o)),
+        stage(connection_limits(options), [this](Admitted&& a) { dispatch(std::move(a)); }),
+        api_pool(static_cast<size_t>(std::max(1, options.threads)), 4096),
+        stream_pool(static_cast<size_t>(std::max(1, options.max_streams)), static_cast<size_t>(std::max(1, options.max_streams))) {}
+
+  // On the stage's thread: a whole request goes to a worker, or is refused at once.
+  void dispatch(Admitted&& in) {
+    const int fd = in.fd;
+    const std::string client = in.client;
+    const bool stream = in.head.method == "GET" && in.head.path == "/api/v1/events";
+    auto a = std::make_shared<Admitted>(std::move(in));
+    auto refuse = [&](const std::string& message, const std::string& hint) {
+      json e = {{"ok", false}, {"error", {{"code", "busy"}, {"message", message}, {"hint", hint}}}};
+      stage.refuse(fd, client, 503, dump_compact(e) + "\n", "Retry-After: 5\r\n");
+    };
+    if (stream) {
+      std::string why;
+      {
+        std::lock_guard lock(streams_mu);
+        int mine = streams_of.count(client) ? streams_of[client] : 0;
+        if (mine >= options.max_streams_per_client) {
+          why = fmt::format("{} event streams are open from {}; at most {}", mine, client, options.max_streams_per_client);
+        } else if (streams >= options.max_streams) {
+          why = fmt::format("{} event streams are open; at most {}", streams, options.max_streams);
+        } else {
+          ++streams_of[client];
+          ++streams;
+        }
+      }
+      if (!why.empty()) {
+        refuse(why, "close other pages of this monitor, or raise croq serve --max-streams / --max-client-streams");
+        return;
+      }
+      if (!stream_pool.submit([this, a] { serve(*a, true); })) {
+        end_stream(client);
+        refuse("the server is stopping", "try again later");
+      }
+      return;
+    }
+    if (!api_pool.submit([this, a] { serve(*a, false); })) {
+      refuse("too many requests are waiting", "try again in a moment");
+    }
+  }
+
+  void end_stream(const std::string& client) {
+    std::lock_guard lock(streams_mu);
+    auto it = streams_of.find(client);
+    if (it != streams_of.end() && --it->second <= 0) streams_of.erase(it);
+    --streams;
+  }
+
+  // On a worker: the library reads the request from the stage's bytes and writes the response.
+  void serve(Admitted& a, bool stream) {
+    {
+      std::lock_guard lock(serving_mu);
+      serving.insert(a.fd);
+    }
+    RequestStream strm(a.fd, std::string_view(a.bytes).substr(0, a.request_bytes), options.write_timeout_ms);
+    const bool close = stream || stopping;
+    bool closed = false;
+    bool ok = false;
+    try {
+      ok = svr.answer(strm, close, closed);
+    } catch (...) {
+      ok = false;
+    }
+    if (stream) end_stream(a.client);
+    {
+      std::lock_guard lock(serving_mu);
+      serving.erase(a.fd);
+    }
+    if (ok && !close && !closed && !stopping) {
+      stage.resume(a.fd, a.client, a.bytes.substr(a.request_bytes));
+    } else {
+      ::shutdown(a.fd, SHUT_WR);
+      ::close(a.fd);
+      stage.release(a.client);
+    }
+  }
+
+  // Stops accepting, closes the connections waiting in the stage, wakes the workers (their
+  // sockets are shut down so a stream's next write fails) and joins them.
+  void shutdown_all() {
+    if (shut.exchange(true)) return;
+    stopping = true;
+    stage.stop();
+    {
+      std::lock_guard lock(serving_mu);
+      for (int fd : serving) ::shutdown(fd, SHUT_RDWR);
+    }
+    api_pool.stop();
+    stream_pool.stop();
+  }
 
   TaskRow task_or_404(const std::string& uid) {
     auto row = monitor.db().task(uid);
@@ -276,23 +604,32 @@ struct HttpServer::Impl {
         return httplib::Server::HandlerResponse::Handled;
       }
     }
+    // A browser names the page that sent a request in Origin (every cross-origin request, and
+    // same-origin ones that change something): only this server's own pages are answered. The
+    // origin is compared with Host as the client sent it; X-Forwarded-Host is a header any
+    // client can set, so it is never trusted here.
+    std::string origin = req.get_header_value("Origin");
+    if (req.has_header("Origin") && !same_origin(origin, req.get_header_value("Host"))) {
+      send_error(res, 403, "forbidden", fmt::format("cross-origin request from {}", preview(origin, 80)),
+                 "open the monitor's own address; behind a reverse proxy, forward the Host header unchanged");
+      return httplib::Server::HandlerResponse::Handled;
+    }
     if (is_mutation(req.method)) {
+      // Starting a process or changing a task needs the token, on loopback too: any local user
+      // can reach a loopback port.
+      if (!auth.required) {
+        send_error(res, 403, "token_required",
+                   "this monitor has no token: requests that add, start or change a task need one",
+                   "restart it with a token: openssl rand -hex 32 > ~/.croq-token && chmod 600 ~/.croq-token && "
+                   "croq serve --token-file ~/.croq-token; then send Authorization: Bearer <token>, or open "
+                   "the dashboard once with ?token=<token> (docs/monitor.md)");
+        return httplib::Server::HandlerResponse::Handled;
+      }
       std::string ct = to_lower(req.get_header_value("Content-Type"));
       if (!starts_with(ct, "application/json")) {
         send_error(res, 415, "unsupported_media_type", "requests that change something must be JSON",
                    "send Content-Type: application/json");
         return httplib::Server::HandlerResponse::Handled;
-      }
-      std::string origin = req.get_header_value("Origin");
-      if (!origin.empty()) {
-        std::string host = req.get_header_value("X-Forwarded-Host");
-        if (host.empty()) host = req.get_header_value("Host");
-        auto scheme_end = origin.find("://");
-        std::string origin_host = scheme_end == std::string::npos ? origin : origin.substr(scheme_end + 3);
-        if (origin_host != host) {
-          send_error(res, 403, "forbidden", fmt::format("cross-origin request from {}", preview(origin, 80)));
-          return httplib::Server::HandlerResponse::Handled;
-        }
       }
     }
     return httplib::Server::HandlerResponse::Unhandled;
@@ -335,8 +672,13 @@ struct HttpServer::Impl {
       std::string name = req.matches[1];
       const Asset* a = find_asset(name);
       if (!a) throw_not_found("no such asset");
-      auto& tag = etags[name];
-      if (tag.empty()) tag = "\"" + sha256_hex(a->data).substr(0, 16) + "\"";
+      std::string tag;
+      {
+        std::lock_guard lock(etags_mu);
+        auto& t = etags[name];
+        if (t.empty()) t = "\"" + sha256_hex(a->data).substr(0, 16) + "\"";
+        tag = t;
+      }
       res.set_header("ETag", tag);
       res.set_header("Cache-Control", "no-cache");
       if (req.get_header_value("If-None-Match") == tag) {
@@ -505,7 +847,15 @@ struct HttpServer::Impl {
             std::string hello = fmt::format("retry: 2000\nevent: hello\ndata: {{\"last_id\":{}}}\n\n", bus->last_id());
             return sink.write(hello.data(), hello.size());
           }
-          auto batch = bus->wait_after(st->after, std::chrono::seconds(15));
+          // Wait in one-second steps so that a client that has gone frees its stream within
+          // a second (its slot counts against --max-streams), with a comment every 15 s.
+          auto quiet_until = std::chrono::steady_clock::now() + std::chrono::seconds(15);
+          auto batch = bus->wait_after(st->after, std::chrono::seconds(1));
+          while (!batch.closed && !batch.reset && batch.events.empty() &&
+                 std::chrono::steady_clock::now() < quiet_until) {
+            if (!sink.is_writable()) return false;
+            batch = bus->wait_after(st->after, std::chrono::seconds(1));
+          }
           if (batch.closed) {
             sink.done();
             return true;
@@ -544,14 +894,12 @@ struct HttpServer::Impl {
 HttpServer::HttpServer(Monitor& monitor, HttpOptions options)
     : m(std::make_unique<Impl>(monitor, std::move(options))) {
   auto& svr = m->svr;
-  const int threads = std::max(4, m->options.threads);
-  svr.new_task_queue = [threads] { return new httplib::ThreadPool(static_cast<size_t>(threads)); };
-  svr.set_payload_max_length(m->options.max_body_bytes);
-  svr.set_keep_alive_timeout(m->options.keepalive_seconds);
-  svr.set_read_timeout(10, 0);
-  svr.set_write_timeout(10, 0);
-  svr.set_tcp_nodelay(true);
   Impl* impl = m.get();
+  svr.new_task_queue = [] { return new InlineQueue; };
+  svr.on_accept = [impl](int fd) { impl->stage.add(fd); };
+  svr.set_payload_max_length(m->options.max_body_bytes);
+  svr.set_keep_alive_timeout(m->options.keepalive_seconds);  // announced in Keep-Alive; the stage enforces it
+  svr.set_tcp_nodelay(true);
   svr.set_pre_routing_handler([impl](const Request& req, Response& res) { return impl->check(req, res); });
   svr.set_exception_handler([](const Request&, Response& res, std::exception_ptr ep) {
     std::string what = "unknown error";
@@ -577,7 +925,10 @@ HttpServer::HttpServer(Monitor& monitor, HttpOptions options)
   m->routes();
 }
 
-HttpServer::~HttpServer() { stop(); }
+HttpServer::~HttpServer() {
+  stop();
+  if (m) m->shutdown_all();
+}
 
 int HttpServer::bind() {
   const BindAddress& b = m->options.bind;
@@ -594,13 +945,29 @@ int HttpServer::bind() {
     }
     m->port = b.port;
   }
+  m->svr.raise_backlog();
   return m->port;
 }
 
-bool HttpServer::run() { return m->svr.listen_after_bind(); }
+bool HttpServer::run() {
+  m->stage.start();
+  bool ok = m->svr.listen_after_bind();
+  m->shutdown_all();
+  return ok;
+}
 
 void HttpServer::stop() {
-  if (m && m->svr.is_running()) m->svr.stop();
+  if (!m) return;
+  m->stopping = true;
+  if (m->svr.is_running()) m->svr.stop();
+}
+
+json HttpServer::connection_stats() const {
+  ConnectionStats c = m->stage.stats();
+  std::lock_guard lock(m->streams_mu);
+  return {{"open", c.open},         {"waiting", c.waiting},   {"accepted", c.accepted},
+          {"evicted", c.evicted},   {"refused", c.refused},   {"timed_out", c.timed_out},
+          {"bad_requests", c.bad_requests}, {"streams", m->streams}};
 }
 
 }  // namespace croq::web

@@ -38,7 +38,7 @@
       body: JSON.stringify(payload || {})
     }).then(function (r) {
       return r.json().catch(function () { return {}; }).then(function (j) {
-        if (!r.ok) throw new Error((j.error && j.error.message) || ('HTTP ' + r.status));
+        if (!r.ok) throw new Error((j.error && (j.error.message + (j.error.hint ? ' (' + j.error.hint + ')' : ''))) || ('HTTP ' + r.status));
         return j;
       });
     });
