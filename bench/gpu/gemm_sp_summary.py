@@ -26,6 +26,15 @@ def load(path):
         return None
 
 
+def cv_of(ws, rec):
+    """The robust CV of the measurement behind a record (its timing's robust_cv, else cv), or None."""
+    f = ((rec or {}).get("measurement") or {}).get("file")
+    d = load(f if f and os.path.isabs(f) else os.path.join(ws, f or "-")) or {}
+    t = d.get("timing") or {}
+    v = t.get("robust_cv", t.get("cv"))
+    return v if isinstance(v, (int, float)) else None
+
+
 def main():
     ws, dsl, commit, keys = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4:]
     try:
@@ -39,16 +48,17 @@ def main():
     print("  (bench/gpu/gemm_sp_evidence.sh). cuSPARSELt and dense: each library's best variant measured by the task's")
     print("  `croq baseline` on the same pruned inputs with croq's runner (A compressed once, off the clock). TFLOPS count")
     print("  2*M*N*K (dense-equivalent). Repeats: `croq baseline --force` and `croq measure` of the best kernel again,")
-    print("  alternating; spread = (max - min) / median.\n")
-    print("| shape | dtype | cuSPARSELt | dense | croq best | / cuSPARSELt | / dense | round found | rounds | repeats croq | repeats iter000 | spread croq % | configuration |")
-    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+    print("  alternating, once a shape's tune has completed; spread = (max - min) / median. CV: the robust coefficient of")
+    print("  variation of the timed launches of the best kernel's and the baseline's own measurement.\n")
+    print("| shape | dtype | cuSPARSELt | dense | croq best | / cuSPARSELt | / dense | CV croq % | CV iter000 % | round found | rounds | repeats croq | repeats iter000 | spread croq % | configuration |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
     per_dtype = {}
     for key in keys:
         parts = key.split("_")
         dtype, shape = parts[-2], parts[-1]
         logs = glob.glob(f"{ws}/tuning/*/{dsl}/logs/{key}/croq-search/idea-log.jsonl")
         if not logs:
-            print(f"| {shape} | {dtype} | not run |||||||||||")
+            print(f"| {shape} | {dtype} | not run |||||||||||||")
             continue
         recs = [json.loads(line) for line in open(logs[0]) if line.strip()]
         tune = load(os.path.join(os.path.dirname(logs[0]), "tune.json")) or {}
@@ -59,12 +69,14 @@ def main():
         dense = max([v.get("tflops") or 0 for k, v in libs.items() if k != "cusparseLt"] or [0]) or None
         if not libs and res:
             dense = res.get("tflops")
+        base = next((r for r in recs if r.get("decision") == "BASELINE"), None)
         keeps = [r for r in recs if r.get("decision") == "KEEP" and r.get("tflops")]
         rounds = max((r.get("round", 0) for r in recs), default=0)
         done = "" if tune.get("completed") else " (unfinished)"
+        pct = lambda v: f"{100 * v:.2f}" if isinstance(v, (int, float)) else "-"
         f = lambda x: f"{x:.1f}" if isinstance(x, (int, float)) else "-"
         if not keeps:
-            print(f"| {shape} | {dtype} | {f(sp)} | {f(dense)} | no kept kernel | | | | {rounds}{done} | | | | |")
+            print(f"| {shape} | {dtype} | {f(sp)} | {f(dense)} | no kept kernel | | | | | | {rounds}{done} | | | | |")
             continue
         best = max(keeps, key=lambda r: r["tflops"])
         ct = best["tflops"]
@@ -81,7 +93,7 @@ def main():
         cfg = " ".join(f"{k}={v}" for k, v in sorted((best.get("params") or {}).items()))
         runs = lambda v: " / ".join(f"{x:.0f}" for x in v) if v else "-"
         print(f"| {shape} | {dtype} | {f(sp)} | {f(dense)} | {ct:.1f} | {'-' if r_sp is None else f'{r_sp:.3f}'} | "
-              f"{'-' if r_dense is None else f'{r_dense:.3f}'} | {best.get('round')} | {rounds}{done} | {runs(c_runs)} | "
+              f"{'-' if r_dense is None else f'{r_dense:.3f}'} | {pct(cv_of(ws, best))} | {pct(cv_of(ws, base))} | {best.get('round')} | {rounds}{done} | {runs(c_runs)} | "
               f"{runs(b_runs)} | {'-' if spread is None else f'{100 * spread:.2f}'} | {cfg} |")
     print()
     for dtype, ratios in per_dtype.items():
