@@ -212,7 +212,11 @@ class Procedure {
       DeviceStatus rd = m_b.read_timer(out.event_ms);
       if (!rd.ok) return Failure{Verdict::RUNTIME_FAIL, reason::cuda_error, "reading the timer: " + rd.error};
       if (hold && m_b.hold_timed_out()) {
-        disable_hold();
+        // A first launch may wait once for a reason of its own: the driver loads a module lazily
+        // on its first launch, a library initialises itself on its first call, and either can
+        // wait for the device while the stream is held. A launch that synchronises waits every
+        // time, so the hold is given up (and the candidate flagged) only at the second wait.
+        if (++m_hold_waits >= 2) disable_hold();
         continue;
       }
       return std::nullopt;
@@ -774,6 +778,7 @@ class Procedure {
   Measurement m_m;
   bool m_candidate_ran = false;
   bool m_hold_ok = true;
+  int m_hold_waits = 0;  // launches that waited for the held stream (the second gives the hold up)
   double m_busy_ms = 0;  // GPU work since the last rest (pace)
   std::vector<bool> m_stale;  // per input set: its inputs changed since its reference was made
   uint64_t m_perturbs = 0;
