@@ -6,6 +6,7 @@
 # Environment: VERDICT_SOURCES (the tunes' gemm-ws.tgz, oldest first; default
 # docs/results/gemm-run3/gemm-ws.tgz), VERDICT_RATIOS (that run's raw archive; default
 # docs/results/pacing-run1/pacing-raw.tar.gz), VERDICT_REPORT (default docs/results/gemm-verdicts.md).
+# The archives are read through bench/results_archive.sh (they live on the results-archive branch).
 # Usage: bash bench/gemm_verdicts.sh [BUILD_DIR]
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -18,9 +19,9 @@ WS=$(mktemp -d /tmp/croq-verdicts-XXXXXX)
 n=0
 for tgz in $SOURCES; do
   n=$((n + 1))
-  mkdir -p "$WS/src/$n" && tar xzf "$tgz" -C "$WS/src/$n"
+  mkdir -p "$WS/src/$n" && tar xzf "$(bash bench/results_archive.sh "$tgz")" -C "$WS/src/$n"
 done
-mkdir -p "$WS/pacing" && tar xzf "$RATIOS" -C "$WS/pacing"
+mkdir -p "$WS/pacing" && tar xzf "$(bash bench/results_archive.sh "$RATIOS")" -C "$WS/pacing"
 PYTHONPATH="$REPO/bench/gpu" python3 - "$WS" "$CROQ" "$REPO/$REPORT" "$n" "$SOURCES" "$RATIOS" <<'PY'
 import glob, json, os, statistics, subprocess, sys
 ws, croq, dest, n, sources, ratios = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4]), sys.argv[5], sys.argv[6]

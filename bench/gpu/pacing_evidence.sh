@@ -33,9 +33,11 @@ if [ "$STAGE" = build ]; then
   SRC=$(mktemp -d /tmp/croq-pacing-XXXXXX)
   n=0
   for tgz in ${PACING_SOURCES:-docs/results/gemm-run3/gemm-ws.tgz}; do
-    [ -f "$tgz" ] || { say "no workspace $tgz"; exit 2; }
+    # An archived run's workspace comes from the results-archive branch (bench/results_archive.sh).
+    local_tgz=$tgz
+    [ -f "$tgz" ] || local_tgz=$(bash "$REPO/bench/results_archive.sh" "$tgz" 2>/dev/null) || { say "no workspace $tgz"; exit 2; }
     n=$((n + 1))
-    mkdir -p "$SRC/$n" && tar xzf "$tgz" -C "$SRC/$n" && echo "$tgz" > "$SRC/$n/source.txt"
+    mkdir -p "$SRC/$n" && tar xzf "$local_tgz" -C "$SRC/$n" && echo "$tgz" > "$SRC/$n/source.txt"
   done
   # The best kept kernel of each tuned task (the newest source that tuned the shape): its params,
   # rendered the way the hopper family does (src/croq/search/gemm_family_common.cpp: CROQ_<NAME>
