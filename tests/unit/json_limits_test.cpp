@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <fstream>
+#include <limits>
 #include <regex>
 #include <sstream>
 
@@ -84,4 +85,19 @@ TEST(JsonLimits, OnlyTheBoundedParserIsUsed) {
     if (std::regex_search(ss.str(), direct)) offenders.push_back(e.path().string());
   }
   EXPECT_TRUE(offenders.empty()) << "use croq::try_parse_json: " << ::testing::PrintToString(offenders);
+}
+
+// Found by the fuzzer (tests/fuzz, target checkpoint): "round": 2e56 was cast to long long
+// (undefined); an unsigned number past long long's range came back negative.
+TEST(JsonLimits, IntegersOutsideLongLongAreRefusedNotWrapped) {
+  auto field = [](const std::string& value) { return get_integer(*try_parse_json("{\"n\":" + value + "}"), "n"); };
+  EXPECT_EQ(field("2e56"), std::nullopt);
+  EXPECT_EQ(field("-1e300"), std::nullopt);
+  EXPECT_EQ(field("18446744073709551615"), std::nullopt);
+  EXPECT_EQ(field("9223372036854775808"), std::nullopt);
+  EXPECT_EQ(field("9223372036854775807"), 9223372036854775807LL);
+  EXPECT_EQ(field("-9223372036854775808"), std::numeric_limits<long long>::min());
+  EXPECT_EQ(field("3.0"), 3);
+  EXPECT_EQ(field("3.5"), std::nullopt);
+  EXPECT_EQ(field("\"12\""), 12);
 }

@@ -123,6 +123,19 @@ TEST(NcuCsv, TruncatedFileIsCorrupt) {
   EXPECT_NE(msg.find("unterminated"), std::string::npos) << msg;
 }
 
+// Found by the fuzzer (tests/fuzz, target ncu_csv): a metric row that reaches the Metric Value
+// column but not the Section Name column after it was read past its end.
+TEST(NcuCsv, ASectionColumnPastAShortRowsEndReadsAsNoSection) {
+  std::string text =
+      "\"ID\",\"Kernel Name\",\"Metric Name\",\"Metric Unit\",\"Metric Value\",\"Section Name\"\n"
+      "\"0\",\"k\",\"Duration\",\"usecond\",\"1.5\",\"GPU Speed Of Light Throughput\"\n"
+      "\"0\",\"k\",\"Elapsed Cycles\",\"cycle\",\"2000\"\n";
+  NcuCsv csv = parse_ncu_csv(text, "short.csv");
+  ASSERT_EQ(csv.kernels.size(), 1u);
+  EXPECT_EQ(csv.kernels[0].metrics.count("GPU Speed Of Light Throughput/Duration"), 1u);
+  EXPECT_EQ(csv.kernels[0].metrics.count("/Elapsed Cycles"), 1u);
+}
+
 TEST(NcuCsv, EmptyFileAndHeaderOnlyProfileAreRefused) {
   std::string msg;
   EXPECT_EQ(error_code([&] { parse_ncu_csv("", "e.csv"); }, &msg), croq::ExitCode::usage);

@@ -324,7 +324,7 @@ NcuCsv parse_long(const std::vector<std::vector<std::string>>& rows, const std::
     }
     const std::string& text = row[static_cast<size_t>(value)];
     if (looks_like_decimal_comma(text)) refuse_decimal_comma(origin, mname, text);
-    std::string sec = section >= 0 ? row[static_cast<size_t>(section)] : std::string();
+    std::string sec = cell_at(row, section);  // the section column may lie past a short row's end
     k.metrics.emplace(sec + "/" + mname, make_value(text, row[static_cast<size_t>(unit)]));
   }
   return out;

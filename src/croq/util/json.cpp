@@ -3,6 +3,9 @@
 
 #include <fmt/format.h>
 
+#include <cmath>
+#include <limits>
+
 namespace croq {
 
 std::string dump_compact(const json& value) {
@@ -88,11 +91,18 @@ std::optional<long long> get_integer(const json& object, const char* key) {
   if (!object.is_object()) return std::nullopt;
   auto it = object.find(key);
   if (it == object.end()) return std::nullopt;
+  if (it->is_number_unsigned()) {
+    auto u = it->get<unsigned long long>();
+    if (u > static_cast<unsigned long long>(std::numeric_limits<long long>::max())) return std::nullopt;
+    return static_cast<long long>(u);
+  }
   if (it->is_number_integer()) return it->get<long long>();
   if (it->is_number_float()) {
+    // Only a whole number within long long's range converts (the cast of one outside it is
+    // undefined: found by the fuzzer with "round": 2e56).
     double d = it->get<double>();
-    if (d == static_cast<double>(static_cast<long long>(d))) return static_cast<long long>(d);
-    return std::nullopt;
+    if (!(d >= -0x1p63 && d < 0x1p63) || d != std::trunc(d)) return std::nullopt;
+    return static_cast<long long>(d);
   }
   if (it->is_string()) {
     try {
