@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Runs one of croq's fuzz targets (tests/fuzz: json tsv checkpoint ncu_csv http) for SECONDS,
 # niced, from its seed corpus plus the corpus grown by earlier runs, and appends one line to
-# docs/results/fuzz-runs.tsv: date, commit, target, seconds, inputs run, crashes, corpus files.
+# docs/results/fuzz-runs.tsv: date, commit, target, seconds it ran (a crash ends it early), inputs
+# run, crashes, corpus files.
 # A crash leaves its input in build-fuzz/crashes/ (replay: build-fuzz/fuzz_TARGET FILE) and makes
 # the script exit 1. The targets are built with clang and libFuzzer in build-fuzz/ (scripts/setup.sh
 # installs clang and libclang-rt-dev).
@@ -34,11 +35,13 @@ mkdir -p "$corpus" "$crashes"
 log="$build/fuzz_$target.log"
 before=$(ls "$crashes" | grep -c "^$target-" || true)
 echo "bench/fuzz.sh: fuzzing $target for $seconds s (log: $log)" >&2
+started=$(date +%s)
 set +e
 nice -n 19 "$build/fuzz_$target" -max_total_time="$seconds" -timeout=10 -rss_limit_mb=2048 -print_final_stats=1 \
   -artifact_prefix="$crashes/$target-" "$corpus" "tests/fuzz/corpus/$target" >"$log" 2>&1
 rc=$?
 set -e
+elapsed=$(( $(date +%s) - started ))  # a crash ends the run early
 after=$(ls "$crashes" | grep -c "^$target-" || true)
 found=$((after - before))
 runs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log" | tail -1)
@@ -46,9 +49,9 @@ runs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log" | tail -1)
 files=$(ls "$corpus" | wc -l)
 commit=$(git rev-parse --short HEAD 2>/dev/null || echo unknown)
 [ -f "$out" ] || printf 'date\tcommit\ttarget\tseconds\truns\tcrashes\tcorpus_files\n' >"$out"
-printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$(date -u +%Y-%m-%dT%H:%M:%SZ)" "$commit" "$target" "$seconds" "${runs:-0}" \
+printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$(date -u +%Y-%m-%dT%H:%M:%SZ)" "$commit" "$target" "$elapsed" "${runs:-0}" \
   "$found" "$files" >>"$out"
-echo "bench/fuzz.sh: $target: ${runs:-0} inputs in $seconds s, $found crash(es), $files corpus files (rc $rc)" >&2
+echo "bench/fuzz.sh: $target: ${runs:-0} inputs in $elapsed s, $found crash(es), $files corpus files (rc $rc)" >&2
 if [ "$found" -gt 0 ] || [ "$rc" -ne 0 ]; then
   tail -40 "$log" >&2
   exit 1
