@@ -228,7 +228,9 @@ TEST(Compat, EverySeedToolInvocationRunsAsWrittenAgainstACppWorkspace) {
     if (tool == "sass_compare.sh" && cmd.find("dump-baseline") == std::string::npos) {
       // SASS of a CPU candidate: cuobjdump is absent (7) or finds no device code (a failure with a message).
       EXPECT_NE(r.exit_code, 70) << where;
-      if (r.exit_code != 0) EXPECT_FALSE(r.err.empty()) << where;
+      if (r.exit_code != 0) {
+        EXPECT_FALSE(r.err.empty()) << where;
+      }
       continue;
     }
     if (tool == "co2cu.sh") {
@@ -260,7 +262,9 @@ TEST(Compat, EverySeedToolInvocationRunsAsWrittenAgainstACppWorkspace) {
       continue;
     }
     EXPECT_EQ(r.exit_code, 0) << where;
-    if (tool == "store_round.sh") EXPECT_NE(r.err.find("[store_round] STORE complete"), std::string::npos) << where;
+    if (tool == "store_round.sh") {
+      EXPECT_NE(r.err.find("[store_round] STORE complete"), std::string::npos) << where;
+    }
     if (tool == "resume_state.sh") {
       auto j = try_parse_json(r.out);
       ASSERT_TRUE(j && j->is_object()) << where;
@@ -277,7 +281,9 @@ TEST(Compat, EverySeedToolInvocationRunsAsWrittenAgainstACppWorkspace) {
       EXPECT_EQ((*j)["preset"], "cpu-timing") << where;
       EXPECT_TRUE((*j)["bottleneck"].is_string()) << where;
     }
-    if (tool == "next_iter.sh") EXPECT_TRUE(std::regex_search(r.out, std::regex("^iter[0-9]{3}_[a-z0-9_]+\n$"))) << where;
+    if (tool == "next_iter.sh") {
+      EXPECT_TRUE(std::regex_search(r.out, std::regex("^iter[0-9]{3}_[a-z0-9_]+\n$"))) << where;
+    }
   }
   EXPECT_GE(ran, 40);
   for (const char* t : {"validate_env.sh", "store_baseline.sh", "discover_baseline.sh", "checkpoint_write.sh",

@@ -106,8 +106,12 @@ Survivors check_after_kill(const croq::Workspace& ws, const croq::TaskRef& task,
     EXPECT_EQ(get_integer(r.extra, "seq").value_or(-1), seq) << "records are a prefix of the stored sequence, in order";
     EXPECT_EQ(r.idea, test::expected_idea(seq)) << "record " << seq << " holds exactly what was stored";
     EXPECT_EQ(std::string(decision_name(r.decision)), test::loop_decision(seq));
-    if (auto n = r.iter_number()) EXPECT_TRUE(iters.insert(*n).second) << "iteration id reused: " << r.iter;
-    if (auto a = r.attempt_index()) EXPECT_TRUE(attempts.insert(*a).second) << "attempt id reused: " << r.iter;
+    if (auto n = r.iter_number()) {
+      EXPECT_TRUE(iters.insert(*n).second) << "iteration id reused: " << r.iter;
+    }
+    if (auto a = r.attempt_index()) {
+      EXPECT_TRUE(attempts.insert(*a).second) << "attempt id reused: " << r.iter;
+    }
     EXPECT_TRUE(rounds.insert(r.round).second);
     EXPECT_GT(r.round, last_round);
     last_round = r.round;
@@ -133,9 +137,13 @@ Survivors check_after_kill(const croq::Workspace& ws, const croq::TaskRef& task,
   }
   // The JSON documents are replaced whole: each parses.
   for (const fs::path& doc : {ws.checkpoint(task), ws.reservations(task), ws.ledger_index(task)}) {
-    if (auto text = read_file(doc)) EXPECT_TRUE(try_parse_json(*text).has_value()) << doc << ": " << preview(*text);
+    if (auto text = read_file(doc)) {
+      EXPECT_TRUE(try_parse_json(*text).has_value()) << doc << ": " << preview(*text);
+    }
   }
-  if (fs::exists(ws.checkpoint(task))) EXPECT_NO_THROW(read_checkpoint(ws, task));
+  if (fs::exists(ws.checkpoint(task))) {
+    EXPECT_NO_THROW(read_checkpoint(ws, task));
+  }
   return s;
 }
 

@@ -168,22 +168,29 @@ TEST(Decide, ACloseCallIsSettledOnBackToBackPairs) {
   EXPECT_FALSE(decide(sample(100.9, 0.001), sample(100, 0.001), rule, false).needs_pairs);
 }
 
+// Pairs of (candidate, best) TFLOPS, without their files.
+std::vector<MeasuredPair> pairs(std::initializer_list<std::pair<double, double>> values) {
+  std::vector<MeasuredPair> out;
+  for (const auto& [candidate, best] : values) out.push_back(MeasuredPair{candidate, best, {}, {}});
+  return out;
+}
+
 TEST(Decide, PairsKeepOnlyWhenEveryPairFavoursTheCandidate) {
   DecisionRule rule;
-  auto d = decide_pairs({{100.9, 100}, {101.0, 100.2}}, rule);
+  auto d = decide_pairs(pairs({{100.9, 100}, {101.0, 100.2}}), rule);
   EXPECT_TRUE(d.needs_pairs) << "two of three pairs";
   EXPECT_EQ(d.decision, Decision::DISCARD);
-  d = decide_pairs({{100.9, 100}, {101.0, 100.2}, {100.5, 99.7}}, rule);
+  d = decide_pairs(pairs({{100.9, 100}, {101.0, 100.2}, {100.5, 99.7}}), rule);
   EXPECT_EQ(d.decision, Decision::KEEP) << d.reason;
   EXPECT_NEAR(d.gain, 100.5 / 99.7 - 1, 1e-9);  // the median ratio (1.009, 1.00798, 1.00802)
   // One pair against the candidate: DISCARD, however large the others.
-  d = decide_pairs({{103, 100}, {103, 100}, {99.9, 100}}, rule);
+  d = decide_pairs(pairs({{103, 100}, {103, 100}, {99.9, 100}}), rule);
   EXPECT_EQ(d.decision, Decision::DISCARD);
   EXPECT_FALSE(d.needs_pairs);
   // Every pair above 1 but by less than the paired floor's margin (0.3 %).
-  EXPECT_EQ(decide_pairs({{100.1, 100}, {100.2, 100}, {100.15, 100}}, rule).decision, Decision::DISCARD);
+  EXPECT_EQ(decide_pairs(pairs({{100.1, 100}, {100.2, 100}, {100.15, 100}}), rule).decision, Decision::DISCARD);
   // Ratios that scatter: the standard error, not the floor, sets the margin.
-  d = decide_pairs({{100.4, 100}, {104, 100}, {100.5, 100}}, rule);
+  d = decide_pairs(pairs({{100.4, 100}, {104, 100}, {100.5, 100}}), rule);
   EXPECT_GT(d.margin, 1.5 * 0.002);
   EXPECT_EQ(d.decision, Decision::DISCARD) << d.reason;
 }

@@ -78,7 +78,8 @@ std::vector<KernelResources> parse_ptxas_resources(std::string_view compiler_out
   static const std::regex bar_re(R"(used (\d+) barriers)");
 
   std::vector<KernelResources> out;
-  std::optional<size_t> current;       // index in `out` of the entry being reported
+  constexpr size_t k_none = static_cast<size_t>(-1);
+  size_t current = k_none;             // index in `out` of the entry being reported (k_none: none)
   bool props_for_current = false;      // the last "Function properties" line named the entry
   for (const std::string& line : split_lines(compiler_output)) {
     std::smatch m;
@@ -93,12 +94,12 @@ std::vector<KernelResources> parse_ptxas_resources(std::string_view compiler_out
       continue;
     }
     if (std::regex_search(line, m, props_re)) {
-      props_for_current = current && out[*current].symbol == m[1].str();
+      props_for_current = current != k_none && out[current].symbol == m[1].str();
       continue;
     }
     if (line.find("bytes stack frame") != std::string::npos) {
-      if (current && props_for_current) {
-        KernelResources& k = out[*current];
+      if (current != k_none && props_for_current) {
+        KernelResources& k = out[current];
         k.stack_bytes = number_before(line, stack_re).value_or(0);
         k.spill_stores = number_before(line, spill_st_re).value_or(0);
         k.spill_loads = number_before(line, spill_ld_re).value_or(0);
@@ -106,12 +107,12 @@ std::vector<KernelResources> parse_ptxas_resources(std::string_view compiler_out
       props_for_current = false;
       continue;
     }
-    if (line.find("Used ") != std::string::npos && current) {
-      KernelResources& k = out[*current];
+    if (line.find("Used ") != std::string::npos && current != k_none) {
+      KernelResources& k = out[current];
       if (auto r = number_before(line, regs_re)) k.registers = int(*r);
       if (auto s = number_before(line, smem_re)) k.shared_bytes = *s;
       if (auto b = number_before(line, bar_re)) k.barriers = int(*b);
-      current.reset();  // the "Used" line closes the entry's report
+      current = k_none;  // the "Used" line closes the entry's report
     }
   }
   return out;
