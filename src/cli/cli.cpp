@@ -14,6 +14,7 @@
 #include "croq/util/build_info.hpp"
 #include "croq/util/fs.hpp"
 #include "croq/util/text.hpp"
+#include "croq/util/number.hpp"
 #include "croq/util/time.hpp"
 
 namespace croq::cli {
@@ -148,6 +149,37 @@ std::string named_verb(int argc, char** argv) {
   return {};
 }
 
+// Every integer and floating-point option of a verb reads strict decimal text (number.hpp): CLI11
+// alone takes "0x10" as 16 and "010" as 8, and a float option "inf" or "nan". The text is checked
+// and, for integers, rewritten in canonical form before CLI11 converts it (and before any range
+// check sees it).
+void strict_numbers(CLI::App& sub) {
+  for (CLI::Option* opt : sub.get_options()) {
+    const std::string type = opt->get_type_name();
+    const bool is_unsigned = type.rfind("UINT", 0) == 0;
+    const bool integer = is_unsigned || type.rfind("INT", 0) == 0;
+    if (!integer && type.rfind("FLOAT", 0) != 0) continue;
+    opt->transform(CLI::Validator(
+        [integer, is_unsigned](std::string& text) -> std::string {
+          if (is_unsigned) {
+            auto v = parse_decimal_unsigned(text);
+            if (!v) return "value " + decimal_problem(text, true);
+            text = std::to_string(*v);
+            return {};
+          }
+          if (integer) {
+            auto v = parse_decimal_integer(text);
+            if (!v) return "value " + decimal_problem(text, true);
+            text = std::to_string(*v);
+            return {};
+          }
+          const std::string why = decimal_problem(text, false);
+          return why.empty() ? why : "value " + why;
+        },
+        "", "strict decimal"));
+  }
+}
+
 void setup_app(CLI::App& app, Context& ctx, std::vector<std::pair<CLI::App*, VerbRunner>>& runners,
                const std::string& named) {
   app.set_help_flag("-h,--help", "show help");
@@ -182,6 +214,7 @@ void setup_app(CLI::App& app, Context& ctx, std::vector<std::pair<CLI::App*, Ver
     sub->footer(std::string("\n") + v.details);
     if (named == v.name) {
       runners.emplace_back(sub, v.setup(*sub));
+      strict_numbers(*sub);
     } else {
       // Listed (for help and "did you mean"), not built: the command line does not name it.
       sub->allow_extras();
@@ -215,12 +248,13 @@ void append_trace(Context& ctx, ExitCode code, double ms) {
     try {
       // Appends from concurrent croq processes are serialised, so a torn tail is always one
       // that a dead process left.
-      auto lock = FileLock::try_acquire(log.parent_path() / ".activity.lock", std::chrono::milliseconds(5000), ctx.verb);
+      auto lock = FileLock::try_acquire(log.parent_path() / ".activity.lock", std::chrono::milliseconds(5000), ctx.verb,
+                                        ctx.workspace->root());
       if (!lock) {
         ctx.note("croq: activity trace not written (its lock is busy)");
         continue;
       }
-      append_line(log, line, /*durable=*/false, whole_json);
+      append_line(log, line, /*durable=*/false, whole_json, ctx.workspace->root());
     } catch (const Error& e) {
       // The trace is informational: a verb does not fail because of it, but says so.
       ctx.note(std::string("croq: activity trace not written: ") + e.what());

@@ -27,6 +27,7 @@
 #include "croq/util/build_info.hpp"
 #include "croq/util/fs.hpp"
 #include "croq/util/hash.hpp"
+#include "croq/util/number.hpp"
 #include "croq/util/paths.hpp"
 #include "croq/util/time.hpp"
 #include "croq/workspace/operators.hpp"
@@ -60,7 +61,12 @@ struct RunOptions {
 void add_run_options(CLI::App& app, RunOptions& o, double default_timeout_s) {
   o.timeout_s = default_timeout_s;
   app.add_option("--device", o.device, "GPU index or UUID (default: CUDA_VISIBLE_DEVICES' first, else 0)");
-  app.add_option("--seed", o.seed_text, "seed of the random inputs (default: fresh, recorded)");
+  app.add_option("--seed", o.seed_text, "seed of the random inputs (default: fresh, recorded)")
+      ->check(CLI::Validator(
+          [](std::string& v) {
+            return parse_decimal_unsigned(v) ? std::string() : "value '" + v + "' is not a decimal whole number";
+          },
+          "", "decimal seed"));
   app.add_option("--timeout", o.timeout_s, "seconds before the run is killed and recorded as HANG")
       ->default_val(default_timeout_s)->check(CLI::Range(1.0, 86400.0));
   app.add_option("--lease-timeout", o.lease_timeout_s, "seconds to wait for the device's lease")
@@ -91,7 +97,14 @@ void add_run_options(CLI::App& app, RunOptions& o, double default_timeout_s) {
                  "so the timing stays under the power cap whatever ran before (0: back to back; auto: 1 on a "
                  "GPU, 0 for the cpp dsl, whose CPU timing has no power cap to stay under and only gets colder "
                  "caches from resting)")
-      ->default_val("auto");
+      ->default_val("auto")
+      ->check(CLI::Validator(
+          [](std::string& v) {
+            auto x = parse_decimal_number(v);
+            return v == "auto" || (x && *x >= 0 && *x <= 100) ? std::string()
+                                                                : "value '" + v + "' is not auto or a decimal number from 0 to 100";
+          },
+          "", "auto or decimal"));
   app.add_option("--rest-window-ms", o.rest_window_ms, "busy time between two rests")
       ->default_val(10)->check(CLI::Range(0.1, 60000.0));
   app.add_option("--processes", o.processes,
@@ -107,25 +120,12 @@ RepeatPolicy repeat_policy(const RunOptions& o) { return {o.processes, o.short_m
 
 std::optional<uint64_t> parse_seed(const std::string& text) {
   if (text.empty()) return std::nullopt;
-  try {
-    size_t used = 0;
-    unsigned long long v = std::stoull(text, &used);
-    if (used != text.size() || text.find('-') != std::string::npos) throw std::invalid_argument("seed");
-    return v;
-  } catch (const std::exception&) {
-    throw_usage(fmt::format("--seed '{}' is not a non-negative whole number", text));
-  }
+  return parse_unsigned_arg(text, "--seed");
 }
 
 double rest_ratio_of(const std::string& text, bool gpu) {
   if (text == "auto") return gpu ? 1.0 : 0.0;
-  try {
-    size_t used = 0;
-    const double v = std::stod(text, &used);
-    if (used == text.size() && v >= 0 && v <= 100) return v;
-  } catch (const std::exception&) {
-  }
-  throw_usage(fmt::format("--rest-ratio '{}' is not auto or a number from 0 to 100", text));
+  return parse_number_arg(text, "--rest-ratio (auto or a number)", 0, 100);
 }
 
 RunnerOptions runner_options(const RunOptions& o, const ShapeKey& shape, bool gpu) {

@@ -7,6 +7,7 @@
 #include "croq/ledger/store.hpp"
 #include "croq/measure/store_measurement.hpp"
 #include "croq/protocol/protocol.hpp"
+#include "croq/util/number.hpp"
 #include "croq/util/text.hpp"
 #include "croq/util/time.hpp"
 
@@ -44,30 +45,12 @@ VerbRunner setup_store_round(CLI::App& app) {
     TaskRef t = resolve_task(ctx, o->task);
     StoreRequest req = o->req;
     if (!o->idea_file.empty()) req.idea = read_text_arg(o->idea_file, "--idea-file", k_max_idea_bytes);
-    if (!o->tflops_text.empty()) {
-      try {
-        size_t used = 0;
-        double v = std::stod(o->tflops_text, &used);
-        if (used != o->tflops_text.size()) throw std::invalid_argument("trailing");
-        req.tflops = v;
-      } catch (const std::exception&) {
-        throw_usage(fmt::format("--tflops '{}' is not a number", preview(o->tflops_text)), "e.g. --tflops 512.3");
-      }
-    }
+    if (!o->tflops_text.empty()) req.tflops = parse_number_arg(o->tflops_text, "--tflops", 0, 1e6);
     if (!o->round_text.empty()) {
-      try {
-        size_t used = 0;
-        int v = std::stoi(o->round_text, &used);
-        if (used != o->round_text.size()) throw std::invalid_argument("trailing");
-        req.round = v;
-      } catch (const std::exception&) {
-        throw_usage(fmt::format("--round '{}' is not a whole number", preview(o->round_text)));
-      }
+      req.round = static_cast<int>(parse_integer_arg(o->round_text, "--round", 0, k_max_round_number));
     }
     if (!o->extra_text.empty()) req.extra = parse_json_object_arg(o->extra_text, "--extra");
-    if (req.extra.contains("measurement")) {
-      throw_usage("extra.measurement is written by croq from --measurement", "pass --measurement FILE instead");
-    }
+    check_extra_fields(req.extra);  // extra fields add to a record, never change what it says
     json measurement_doc = nullptr;
     if (!o->measurement.empty()) {
       MeasurementFile mf = read_measurement_file(o->measurement);
@@ -132,6 +115,7 @@ VerbRunner setup_attempt(CLI::App& app) {
       throw_usage("--reason and --idea must be UTF-8 text of reasonable length");
     }
     json extra = o->extra_text.empty() ? json::object() : parse_json_object_arg(o->extra_text, "--extra");
+    check_attempt_extra_fields(extra);
     std::string planned;
     if (!o->planned_iter.empty()) planned = iter_number_name(parse_iter_number(o->planned_iter));
     Ledger ledger(ctx.ws(), t);

@@ -47,19 +47,39 @@ TEST(IntSet, AgreesWithStdSetOnRandomInserts) {
   }
 }
 
-TEST(IntSet, JsonRoundTripAndTolerantReading) {
+TEST(IntSet, JsonRoundTripAndStrictReading) {
   IntSet s;
   for (int v : {0, 1, 2, 250, 252, 253}) s.insert(v);
   json j = s.to_json();
   EXPECT_EQ(dump_compact(j), "[[0,2],[250,250],[252,253]]");
-  IntSet back = IntSet::from_json(j);
-  EXPECT_EQ(back.ranges(), s.ranges());
+  auto back = IntSet::from_json(j, 1000);
+  ASSERT_TRUE(back);
+  EXPECT_EQ(back->ranges(), s.ranges());
 
-  // Overlapping, unsorted and malformed entries are normalised or dropped.
-  IntSet t = IntSet::from_json(json::parse(R"([[5,9],[1,3],[4,4],[8,12],[7,"x"],[3],[9,2],"a"])"));
-  ASSERT_EQ(t.ranges().size(), 1u);
-  EXPECT_EQ(t.ranges()[0], std::make_pair(1, 12));
-  EXPECT_TRUE(IntSet::from_json(json::object()).empty());
+  // Overlapping and unsorted ranges are normalised.
+  auto t = IntSet::from_json(json::parse(R"([[5,9],[1,3],[4,4],[8,12]])"), 1000);
+  ASSERT_TRUE(t);
+  ASSERT_EQ(t->ranges().size(), 1u);
+  EXPECT_EQ(t->ranges()[0], std::make_pair(1, 12));
+  // Anything else is refused with the reason, never repaired by guessing.
+  std::string why;
+  for (const char* bad : {R"([[7,"x"]])", R"([[3]])", R"([[9,2]])", R"(["a"])", R"({})", R"([[-1,4]])"}) {
+    EXPECT_FALSE(IntSet::from_json(json::parse(bad), 1000, &why)) << bad;
+    EXPECT_FALSE(why.empty());
+  }
+}
+
+// Issue 25: an index holding [[0,99999999999]] gave next_iter_number 1215752192 (the value cut to
+// 32 bits). A value past the range is refused, whatever its width.
+TEST(IntSet, AValuePastTheRangeIsRefusedNotTruncated) {
+  std::string why;
+  EXPECT_FALSE(IntSet::from_json(json::parse("[[0,99999999999]]"), 999999, &why));
+  EXPECT_NE(why.find("99999999999"), std::string::npos) << why;
+  EXPECT_FALSE(IntSet::from_json(json::parse("[[0,1000000]]"), 999999));
+  EXPECT_FALSE(IntSet::from_json(json::parse("[[0,18446744073709551615]]"), 999999));
+  auto ok = IntSet::from_json(json::parse("[[0,999999]]"), 999999);
+  ASSERT_TRUE(ok);
+  EXPECT_EQ(ok->max(), 999999);
 }
 
 }  // namespace

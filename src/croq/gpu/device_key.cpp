@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 
 #include "croq/util/error.hpp"
+#include "croq/util/number.hpp"
 #include "croq/workspace/ids.hpp"
 
 namespace croq {
@@ -119,15 +120,10 @@ std::optional<GpuInfo> select_gpu(const std::vector<GpuInfo>& gpus, const std::s
   for (const auto& g : gpus) {
     if (g.uuid == want || (want.size() > 4 && g.uuid.rfind(want, 0) == 0)) return g;
   }
-  try {
-    size_t used = 0;
-    int idx = std::stoi(want, &used);
-    if (used == want.size()) {
-      for (const auto& g : gpus) {
-        if (g.index == idx) return g;
-      }
+  if (auto idx = parse_decimal_integer(want)) {
+    for (const auto& g : gpus) {
+      if (g.index == *idx) return g;
     }
-  } catch (...) {
   }
   return std::nullopt;
 }

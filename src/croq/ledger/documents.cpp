@@ -115,7 +115,7 @@ std::optional<Checkpoint> read_checkpoint(const Workspace& ws, const TaskRef& ta
 }
 
 void write_checkpoint(const Workspace& ws, const TaskRef& task, const Checkpoint& cp, bool durable) {
-  atomic_write(ws.checkpoint(task), dump_pretty(cp.to_json()), durable);
+  atomic_write(ws.checkpoint(task), dump_pretty(cp.to_json()), durable, ws.root());
 }
 
 std::optional<json> read_task_config(const Workspace& ws, const TaskRef& task) {
@@ -147,7 +147,7 @@ json ensure_task_config(const Workspace& ws, const TaskRef& task, const std::str
     }
     if (uid.empty() && !task_uid.empty()) {
       (*existing)["task_uid"] = task_uid;
-      atomic_write(ws.task_config(task), dump_pretty(*existing));
+      atomic_write(ws.task_config(task), dump_pretty(*existing), /*durable=*/true, ws.root());
     }
     return *existing;
   }
@@ -162,7 +162,7 @@ json ensure_task_config(const Workspace& ws, const TaskRef& task, const std::str
   for (auto it = extra.begin(); it != extra.end(); ++it) {
     if (!j.contains(it.key())) j[it.key()] = it.value();
   }
-  atomic_write(ws.task_config(task), dump_pretty(j));
+  atomic_write(ws.task_config(task), dump_pretty(j), /*durable=*/true, ws.root());
   return j;
 }
 

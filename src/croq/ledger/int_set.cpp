@@ -3,6 +3,8 @@
 
 #include <algorithm>
 
+#include <fmt/format.h>
+
 namespace croq {
 
 bool IntSet::contains(int v) const {
@@ -50,16 +52,25 @@ json IntSet::to_json() const {
   return a;
 }
 
-IntSet IntSet::from_json(const json& j) {
-  IntSet s;
-  if (!j.is_array()) return s;
+std::optional<IntSet> IntSet::from_json(const json& j, int max_value, std::string* why) {
+  auto fail = [&](std::string w) -> std::optional<IntSet> {
+    if (why) *why = std::move(w);
+    return std::nullopt;
+  };
+  if (!j.is_array()) return fail("not a list of ranges");
   std::vector<std::pair<int, int>> ranges;
   for (const auto& r : j) {
-    if (r.is_array() && r.size() == 2 && r[0].is_number_integer() && r[1].is_number_integer()) {
-      int lo = r[0].get<int>(), hi = r[1].get<int>();
-      if (lo <= hi) ranges.emplace_back(lo, hi);
+    if (!r.is_array() || r.size() != 2 || !r[0].is_number_integer() || !r[1].is_number_integer()) {
+      return fail(fmt::format("{} is not a range [lo, hi]", r.dump()));
     }
+    // Read wide: a value past int's range must be refused, not wrapped.
+    const auto lo = r[0].get<long long>(), hi = r[1].get<long long>();
+    if (lo < 0 || hi < lo || hi > max_value) {
+      return fail(fmt::format("range [{}, {}] is outside 0..{}", lo, hi, max_value));
+    }
+    ranges.emplace_back(static_cast<int>(lo), static_cast<int>(hi));
   }
+  IntSet s;
   std::sort(ranges.begin(), ranges.end());
   for (const auto& x : ranges) {
     if (!s.m_ranges.empty() && x.first <= s.m_ranges.back().second + 1) {

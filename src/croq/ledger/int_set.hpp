@@ -3,6 +3,7 @@
 // JSON form: [[1,250],[252,400]].
 #pragma once
 #include <optional>
+#include <string>
 #include <utility>
 #include <vector>
 
@@ -18,7 +19,9 @@ class IntSet {
   size_t size() const;
   bool empty() const { return m_ranges.empty(); }
   json to_json() const;
-  static IntSet from_json(const json& j);
+  // nullopt (with `why`) unless `j` is an array of [lo, hi] integer pairs with
+  // 0 <= lo <= hi <= max_value: a value that does not fit is refused, never truncated.
+  static std::optional<IntSet> from_json(const json& j, int max_value, std::string* why = nullptr);
   const std::vector<std::pair<int, int>>& ranges() const { return m_ranges; }
 
  private:

@@ -6,11 +6,13 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <climits>
 #include <fmt/format.h>
 
 #include "croq/util/error.hpp"
 #include "croq/util/time.hpp"
 #include "croq/workspace/ids.hpp"
+#include "croq/workspace/secret.hpp"
 
 namespace croq {
 
@@ -235,22 +237,43 @@ std::optional<LedgerIndex> LedgerIndex::from_json(const json& j) {
   x.tail_sig = get_string(j, "tail_sig").value_or("");
   x.tsv_bytes = static_cast<uint64_t>(std::max(0LL, get_integer(j, "tsv_bytes").value_or(0)));
   x.tsv_mtime_ns = get_integer(j, "tsv_mtime_ns").value_or(0);
-  x.tsv_rows = static_cast<int>(get_integer(j, "tsv_rows").value_or(-1));
-  x.records = static_cast<int>(get_integer(j, "records").value_or(0));
-  x.invalid_lines = static_cast<int>(get_integer(j, "invalid_lines").value_or(0));
+  // Counters must fit what holds them: a value that does not is a damaged index, not a number to cut.
+  auto counter = [&](const char* key, long long fallback, long long lo, long long hi) -> std::optional<int> {
+    const long long v = get_integer(j, key).value_or(fallback);
+    if (v < lo || v > hi) return std::nullopt;
+    return static_cast<int>(v);
+  };
+  auto tsv_rows = counter("tsv_rows", -1, -1, INT_MAX);
+  auto records = counter("records", 0, 0, INT_MAX);
+  auto invalid = counter("invalid_lines", 0, 0, INT_MAX);
+  auto max_round = counter("max_round", 0, 0, k_max_round_number);
+  auto non_keep = counter("non_keep_streak", 0, 0, INT_MAX);
+  auto discards = counter("discard_streak", 0, 0, INT_MAX);
+  auto rounds = IntSet::from_json(j.value("rounds", json::array()), k_max_round_number);
+  auto iters = IntSet::from_json(j.value("iters", json::array()), k_max_iter_number);
+  auto attempts = IntSet::from_json(j.value("attempts", json::array()), k_max_attempts - 1);
+  if (!tsv_rows || !records || !invalid || !max_round || !non_keep || !discards || !rounds || !iters || !attempts) {
+    return std::nullopt;
+  }
+  x.tsv_rows = *tsv_rows;
+  x.records = *records;
+  x.invalid_lines = *invalid;
   x.torn_tail = j.value("torn_tail", false);
-  x.rounds = IntSet::from_json(j.value("rounds", json::array()));
-  x.iters = IntSet::from_json(j.value("iters", json::array()));
-  x.attempts = IntSet::from_json(j.value("attempts", json::array()));
-  x.max_round = static_cast<int>(get_integer(j, "max_round").value_or(0));
+  x.rounds = std::move(*rounds);
+  x.iters = std::move(*iters);
+  x.attempts = std::move(*attempts);
+  x.max_round = *max_round;
   if (j.contains("last") && j["last"].is_object()) x.last = RecordBrief::from_json(j["last"]);
   if (j.contains("best") && j["best"].is_object()) x.best = RecordBrief::from_json(j["best"]);
   if (j.contains("baseline") && j["baseline"].is_object()) x.baseline = RecordBrief::from_json(j["baseline"]);
-  x.non_keep_streak = static_cast<int>(get_integer(j, "non_keep_streak").value_or(0));
-  x.discard_streak = static_cast<int>(get_integer(j, "discard_streak").value_or(0));
+  x.non_keep_streak = *non_keep;
+  x.discard_streak = *discards;
   if (j.contains("decisions") && j["decisions"].is_object()) {
     for (auto it = j["decisions"].begin(); it != j["decisions"].end(); ++it) {
-      if (it.value().is_number_integer()) x.decisions[it.key()] = it.value().get<int>();
+      if (!it.value().is_number_integer()) continue;
+      const long long n = it.value().get<long long>();
+      if (n < 0 || n > INT_MAX) return std::nullopt;
+      x.decisions[it.key()] = static_cast<int>(n);
     }
   }
   if (j.contains("warnings") && j["warnings"].is_array()) {
@@ -265,11 +288,24 @@ json Reservations::to_json() const {
   return {{"schema", k_reservations_schema}, {"live_iters", live_iters.to_json()}, {"max_attempt", max_attempt}};
 }
 
-std::optional<Reservations> Reservations::from_json(const json& j) {
-  if (!j.is_object() || get_string(j, "schema").value_or("") != k_reservations_schema) return std::nullopt;
+std::optional<Reservations> Reservations::from_json(const json& j, std::string* why) {
+  auto fail = [&](std::string w) -> std::optional<Reservations> {
+    if (why) *why = std::move(w);
+    return std::nullopt;
+  };
+  if (!j.is_object() || get_string(j, "schema").value_or("") != k_reservations_schema) {
+    return fail(fmt::format("not a {} document", k_reservations_schema));
+  }
   Reservations r;
-  r.live_iters = IntSet::from_json(j.value("live_iters", json::array()));
-  r.max_attempt = static_cast<int>(std::max(-1LL, get_integer(j, "max_attempt").value_or(-1)));
+  std::string w;
+  auto live = IntSet::from_json(j.value("live_iters", json::array()), k_max_iter_number, &w);
+  if (!live) return fail(fmt::format("live_iters: {} (iteration numbers are 0..{})", w, k_max_iter_number));
+  r.live_iters = std::move(*live);
+  const json& a = j.contains("max_attempt") ? j["max_attempt"] : json(-1);
+  if (!a.is_number_integer() || a.get<long long>() < -1 || a.get<long long>() >= k_max_attempts) {
+    return fail(fmt::format("max_attempt {} is outside -1..{} (AAAA..ZZZZ)", a.dump(), k_max_attempts - 1));
+  }
+  r.max_attempt = static_cast<int>(a.get<long long>());
   return r;
 }
 
@@ -280,13 +316,55 @@ bool Ledger::exists() const {
   return fs::exists(m_ws.idea_log(m_task), ec) || fs::exists(m_ws.results_tsv(m_task), ec);
 }
 
+std::vector<std::string> Ledger::linked_files() const {
+  std::vector<std::string> out;
+  for (const fs::path& p : {m_ws.idea_log(m_task), m_ws.results_tsv(m_task), m_ws.attempt_log(m_task),
+                            m_ws.reservations(m_task), m_ws.ledger_index(m_task), m_ws.task_lock(m_task)}) {
+    struct stat st{};
+    if (::lstat(p.c_str(), &st) != 0) continue;
+    if (S_ISLNK(st.st_mode)) out.push_back(fmt::format("{} is a symbolic link", m_ws.display(p)));
+    else if (!S_ISREG(st.st_mode)) out.push_back(fmt::format("{} is not a regular file", m_ws.display(p)));
+    else if (st.st_nlink > 1) out.push_back(fmt::format("{} has other hard links", m_ws.display(p)));
+  }
+  return out;
+}
+
 FileLock Ledger::lock(std::chrono::milliseconds timeout, std::string_view purpose) const {
-  return FileLock(m_ws.task_lock(m_task), timeout, purpose);
+  FileLock lock(m_ws.task_lock(m_task), timeout, purpose, m_ws.root());
+  // Writers read these files before they write them: a link would make croq read (and then
+  // write) a file elsewhere. Refused before anything is read.
+  if (auto linked = linked_files(); !linked.empty()) {
+    throw Error(ExitCode::corrupt,
+                fmt::format("refusing to write task {}: {}; croq writes only real files inside the workspace",
+                            m_task.id(), linked.front()),
+                "replace the link with a real file (move what it points to into place), then try again");
+  }
+  return lock;
+}
+
+std::string Ledger::index_purpose() const { return std::string(k_index_schema) + " " + m_task.id(); }
+
+std::optional<LedgerIndex> Ledger::read_index() const {
+  auto text = read_file(m_ws.ledger_index(m_task));
+  if (!text) return std::nullopt;
+  auto j = try_parse_json(*text);
+  if (!j || !j->is_object()) return std::nullopt;
+  // Trusted only with a MAC made with this workspace's key over everything else in it: a cache
+  // edited by hand (its signature fields kept) would otherwise override the records.
+  auto mac = get_string(*j, "mac");
+  auto key = workspace_key(m_ws);
+  if (!mac || !key) return std::nullopt;
+  json body = *j;
+  body.erase("mac");
+  if (workspace_mac(*key, index_purpose(), dump_compact(body)) != *mac) return std::nullopt;
+  return LedgerIndex::from_json(body);
 }
 
 void Ledger::write_index(const LedgerIndex& index) const {
   try {
-    atomic_write(m_ws.ledger_index(m_task), dump_compact(index.to_json()) + "\n", /*durable=*/false);
+    json j = index.to_json();
+    if (auto key = workspace_key(m_ws)) j["mac"] = workspace_mac(*key, index_purpose(), dump_compact(j));
+    atomic_write(m_ws.ledger_index(m_task), dump_compact(j) + "\n", /*durable=*/false, m_ws.root());
   } catch (const Error&) {
     // The index is a cache; failing to write it loses nothing (the next reader folds again).
   }
@@ -298,19 +376,15 @@ LedgerIndex Ledger::refresh_index(bool write_back) const {
   const uint64_t size = st.size;
   LedgerIndex idx;
   bool loaded = false;
-  if (auto text = read_file(m_ws.ledger_index(m_task))) {
-    if (auto j = try_parse_json(*text)) {
-      if (auto x = LedgerIndex::from_json(*j)) {
-        // Still the same file, and the bytes folded are still there? (A file of the same size
-        // with another modification time was rewritten in place.)
-        const bool rewritten_same_size = x->bytes == size && x->mtime_ns != st.mtime_ns;
-        if (st.exists && x->inode == st.inode && x->bytes <= size && !rewritten_same_size &&
-            (x->bytes == 0 || (signature_before(log, x->bytes) == x->tail_sig &&
-                               signature_head(log, x->bytes) == x->head_sig))) {
-          idx = std::move(*x);
-          loaded = true;
-        }
-      }
+  if (auto x = read_index()) {
+    // Still the same file, and the bytes folded are still there? (A file of the same size
+    // with another modification time was rewritten in place.)
+    const bool rewritten_same_size = x->bytes == size && x->mtime_ns != st.mtime_ns;
+    if (st.exists && x->inode == st.inode && x->bytes <= size && !rewritten_same_size &&
+        (x->bytes == 0 || (signature_before(log, x->bytes) == x->tail_sig &&
+                           signature_head(log, x->bytes) == x->head_sig))) {
+      idx = std::move(*x);
+      loaded = true;
     }
   }
   if (!loaded) {
@@ -427,7 +501,7 @@ std::vector<RoundRecord> Ledger::read_tsv(std::vector<std::string>* warnings) co
 void Ledger::rebuild_tsv_locked(const std::vector<RoundRecord>& records) const {
   std::string out = std::string(k_tsv_header) + "\n";
   for (const auto& r : records) out += tsv_row(r) + "\n";
-  atomic_write(m_ws.results_tsv(m_task), out, /*durable=*/false);
+  atomic_write(m_ws.results_tsv(m_task), out, /*durable=*/false, m_ws.root());
 }
 
 LedgerIndex Ledger::writable_state_locked(std::vector<RoundRecord>* legacy_rows) const {
@@ -492,9 +566,9 @@ void Ledger::check_tsv_in_step_locked(LedgerIndex& index, StoreOutcome& outcome)
   for (const auto& r : read_all().records) fresh += tsv_row(r) + "\n";
   if (text && !text->empty() && fresh.rfind(*text, 0) != 0) {
     // Not just a view that fell behind (a crash between the two appends): keep what was there.
-    atomic_write(tsv.string() + ".bak." + std::to_string(::time(nullptr)), *text);
+    atomic_write(tsv.string() + ".bak." + std::to_string(::time(nullptr)), *text, /*durable=*/true, m_ws.root());
   }
-  atomic_write(tsv, fresh, /*durable=*/false);  // a view: rebuilt from the records whenever it is out of step
+  atomic_write(tsv, fresh, /*durable=*/false, m_ws.root());  // a view: rebuilt from the records whenever it is out of step
   note_tsv_locked(index);
   outcome.tsv_rebuilt = true;
 }
@@ -503,11 +577,12 @@ Reservations Ledger::reservations() const {
   const fs::path path = m_ws.reservations(m_task);
   auto text = read_file(path);
   if (!text) return {};
+  std::string why = "not JSON";
   auto j = try_parse_json(*text);
   std::optional<Reservations> r;
-  if (j) r = Reservations::from_json(*j);
+  if (j) r = Reservations::from_json(*j, &why);
   if (!r) {
-    throw Error(ExitCode::corrupt, fmt::format("{} cannot be read", m_ws.display(path)),
+    throw Error(ExitCode::corrupt, fmt::format("{} cannot be read: {}", m_ws.display(path), why),
                 "run `croq session clean --invalid-only` (it sets the file aside; ids handed out but not yet "
                 "stored are then free again)");
   }
@@ -517,7 +592,7 @@ Reservations Ledger::reservations() const {
 void Ledger::write_reservations(const Reservations& r) const {
   // Atomic but not fsynced: a process crash never loses it; after a power loss it may revert,
   // and ids then come from the stored records again (which are fsynced).
-  atomic_write(m_ws.reservations(m_task), dump_compact(r.to_json()) + "\n", /*durable=*/false);
+  atomic_write(m_ws.reservations(m_task), dump_compact(r.to_json()) + "\n", /*durable=*/false, m_ws.root());
 }
 
 StoreOutcome Ledger::store(RoundRecord record, const StoreOptions& options, std::chrono::milliseconds lock_timeout) {
@@ -534,7 +609,8 @@ StoreOutcome Ledger::store(RoundRecord record, const StoreOptions& options, std:
   if (options.failure_to_attempt && is_failure(record.decision) && record.iter_number()) {
     outcome.planned_iter = record.iter;
     const std::string tag = record.kernel.substr(record.kernel.find('_') + 1);
-    int index = std::max(idx.attempts.max().value_or(-1), res.max_attempt) + 1;
+    int index = next_free_attempt(idx, res);
+    if (index >= k_max_attempts) refuse_exhausted("attempt id", "attemptZZZZ");
     AttemptId id{index, tag};
     record.iter = "attempt" + id.letters();
     record.kernel = id.name();
@@ -543,6 +619,7 @@ StoreOutcome Ledger::store(RoundRecord record, const StoreOptions& options, std:
     res_changed = true;
   }
   auto num = record.iter_number();
+  check_id_in_sequence(record, idx, res);
   if (num && !is_failure(record.decision) && idx.iters.contains(*num)) {
     throw Error(ExitCode::conflict, fmt::format("{} is already stored for this task", iter_number_name(*num)),
                 "get a fresh id with `croq next-iter`, or look at `croq resume` to see what is stored");
@@ -556,7 +633,14 @@ StoreOutcome Ledger::store(RoundRecord record, const StoreOptions& options, std:
   } else if (record.round >= 1 && idx.rounds.contains(record.round)) {
     throw Error(ExitCode::conflict, fmt::format("round {} is already stored for this task", record.round),
                 fmt::format("the next round is {}; omit --round to have croq number it", idx.max_round + 1));
+  } else if (record.round > idx.max_round + 1 + k_max_id_skip) {
+    throw Error(ExitCode::usage,
+                fmt::format("round {} skips {} rounds past the next one ({}): one record would use up this task's "
+                            "round numbers",
+                            record.round, record.round - idx.max_round - 1, idx.max_round + 1),
+                "omit --round to have croq number it");
   }
+  if (record.round > k_max_round_number) refuse_exhausted("round number", std::to_string(idx.max_round));
   if (record.timestamp.empty()) record.timestamp = now_iso8601();
   if (!record.extra.contains("schema")) record.extra["schema"] = k_round_schema;
   const std::string line = dump_compact(record.to_json());
@@ -581,7 +665,7 @@ StoreOutcome Ledger::store(RoundRecord record, const StoreOptions& options, std:
       r.extra["schema"] = k_round_schema;
       content += dump_compact(r.to_json()) + "\n";
     }
-    atomic_write(log, content);
+    atomic_write(log, content, /*durable=*/true, m_ws.root());
     outcome.imported_tsv = true;
     idx = refresh_index(false);
   }
@@ -590,7 +674,7 @@ StoreOutcome Ledger::store(RoundRecord record, const StoreOptions& options, std:
   check_tsv_in_step_locked(idx, outcome);
 
   // 4. The record: one write, fsynced. From here on the round is stored.
-  AppendOutcome app = append_line(log, line, /*durable=*/true, idea_log_tail_policy());
+  AppendOutcome app = append_line(log, line, /*durable=*/true, idea_log_tail_policy(), m_ws.root());
   outcome.offset = app.offset;
   outcome.repaired_torn_tail = app.repaired_torn_tail;
   outcome.torn_bytes = app.torn_bytes;
@@ -611,7 +695,7 @@ StoreOutcome Ledger::store(RoundRecord record, const StoreOptions& options, std:
   const fs::path tsv = m_ws.results_tsv(m_task);
   std::string row = tsv_row(record);
   if (size_of_file(tsv) == 0) row = std::string(k_tsv_header) + "\n" + row;
-  AppendOutcome tsv_app = append_line(tsv, row, /*durable=*/false, tsv_tail_policy());
+  AppendOutcome tsv_app = append_line(tsv, row, /*durable=*/false, tsv_tail_policy(), m_ws.root());
   if (tsv_app.repaired_torn_tail) {
     StoreOutcome ignored;
     idx.tsv_rows = -1;
@@ -635,6 +719,47 @@ StoreOutcome Ledger::store(RoundRecord record, const StoreOptions& options, std:
   outcome.record = std::move(record);
   outcome.index = std::move(idx);
   return outcome;
+}
+
+void Ledger::check_id_in_sequence(const RoundRecord& record, const LedgerIndex& idx, const Reservations& res) const {
+  const std::string repair =
+      "store it under the id `croq next-iter` hands out; a task never skips more than " + std::to_string(k_max_id_skip) +
+      " ids (`croq session clean --invalid-only` sets aside a record stored so before)";
+  if (auto num = record.iter_number(); num && !is_failure(record.decision)) {
+    const int next = next_free_iter(idx, res);
+    if (*num > next + k_max_id_skip) {
+      throw Error(ExitCode::usage,
+                  fmt::format("{} skips {} unused iteration numbers past the next free one ({}): one record would use "
+                              "up this task's iteration numbers",
+                              iter_number_name(*num), *num - next, iter_number_name(std::min(next, k_max_iter_number))),
+                  repair);
+    }
+  }
+  if (auto a = record.attempt_index()) {
+    const int next = next_free_attempt(idx, res);
+    if (*a > next + k_max_id_skip) {
+      throw Error(ExitCode::usage,
+                  fmt::format("attempt{} skips {} unused attempt ids past the next free one: one record would use up "
+                              "this task's attempt ids",
+                              attempt_letters(*a), *a - next),
+                  repair);
+    }
+  }
+}
+
+int Ledger::next_free_iter(const LedgerIndex& idx, const Reservations& res) {
+  return std::max(idx.iters.max().value_or(0), res.live_iters.max().value_or(0)) + 1;
+}
+
+int Ledger::next_free_attempt(const LedgerIndex& idx, const Reservations& res) {
+  return std::max(idx.attempts.max().value_or(-1), res.max_attempt) + 1;
+}
+
+void Ledger::refuse_exhausted(const char* what, const std::string& last) const {
+  throw Error(ExitCode::corrupt,
+              fmt::format("every {} of task {} is used: {} is stored or handed out", what, m_task.id(), last),
+              "if that id was never meant (a record or reservation far out of sequence), `croq session clean "
+              "--invalid-only` sets it aside; otherwise continue in a new task (another --model)");
 }
 
 int Ledger::peek_next_iter() const {
@@ -665,6 +790,7 @@ int Ledger::reserve_iter(std::chrono::milliseconds lock_timeout) {
     }
   }
   int next = std::max(idx.iters.max().value_or(0), live.max().value_or(0)) + 1;
+  if (next > k_max_iter_number) refuse_exhausted("iteration number", iter_number_name(k_max_iter_number));
   live.insert(next);
   res.live_iters = live;
   write_reservations(res);
@@ -676,8 +802,8 @@ int Ledger::reserve_attempt(std::chrono::milliseconds lock_timeout) {
   std::vector<RoundRecord> legacy;
   LedgerIndex idx = writable_state_locked(&legacy);
   Reservations res = reservations();
-  int next = std::max(idx.attempts.max().value_or(-1), res.max_attempt) + 1;
-  (void)attempt_letters(next);  // refuses past ZZZZ
+  int next = next_free_attempt(idx, res);
+  if (next >= k_max_attempts) refuse_exhausted("attempt id", "attemptZZZZ");
   res.max_attempt = next;
   write_reservations(res);
   return next;
@@ -703,7 +829,8 @@ json Ledger::append_attempt(json record, const std::string& tag, std::chrono::mi
   std::vector<RoundRecord> legacy;
   LedgerIndex idx = writable_state_locked(&legacy);
   Reservations res = reservations();
-  const int index = std::max(idx.attempts.max().value_or(-1), res.max_attempt) + 1;
+  const int index = next_free_attempt(idx, res);
+  if (index >= k_max_attempts) refuse_exhausted("attempt id", "attemptZZZZ");
   const AttemptId id{index, tag};
   json out = json::object();
   out["attempt"] = "attempt" + id.letters();
@@ -711,7 +838,7 @@ json Ledger::append_attempt(json record, const std::string& tag, std::chrono::mi
   for (auto it = record.begin(); it != record.end(); ++it) {
     if (!out.contains(it.key())) out[it.key()] = it.value();
   }
-  append_line(m_ws.attempt_log(m_task), dump_compact(out), /*durable=*/true, json_tail_policy());
+  append_line(m_ws.attempt_log(m_task), dump_compact(out), /*durable=*/true, json_tail_policy(), m_ws.root());
   res.max_attempt = index;
   write_reservations(res);
   return out;

@@ -9,7 +9,8 @@
 // bytes just before that offset. An index that still matches is extended with only the records
 // appended since; one that does not (the file was replaced or rewritten) is rebuilt from scratch.
 // The index is a cache: deleting it loses nothing, and any process may write it (a stale one is
-// still a correct fold of a prefix).
+// still a correct fold of a prefix). It is trusted only with a valid MAC under the workspace's key
+// (secret.hpp): an index edited by hand, even with its signature fields kept, is ignored and rebuilt.
 //
 // Writers refuse to add to a damaged ledger (unreadable lines other than a torn last line):
 // Error(corrupt), nothing changed; `croq session clean --invalid-only` repairs it.
@@ -104,8 +105,9 @@ struct Reservations {
   IntSet live_iters;   // handed out by next-iter, not yet stored or released
   int max_attempt = -1;
   json to_json() const;
-  // nullopt if `j` is not a reservations document.
-  static std::optional<Reservations> from_json(const json& j);
+  // nullopt (with `why`) if `j` is not a reservations document or holds an id outside the
+  // format's range (iter000..iter999999, AAAA..ZZZZ).
+  static std::optional<Reservations> from_json(const json& j, std::string* why = nullptr);
 };
 
 // Longest unterminated tail of idea-log.jsonl that a writer treats as a torn record and cuts off;
@@ -124,6 +126,9 @@ class Ledger {
 
   // The up-to-date index (incremental). Writes the index back when it had to be rebuilt.
   LedgerIndex index() const;
+  // The index file as it is, if its MAC (workspace/secret.hpp) checks out; nullopt otherwise
+  // (then index() ignores it and folds the records again).
+  std::optional<LedgerIndex> read_index() const;
   // Every record, tolerant (warnings for skipped lines).
   JsonlParse read_all() const;
   // The last `n` valid records, reading only the end of the file.
@@ -134,8 +139,11 @@ class Ledger {
   // The record that starts at `offset` of idea-log.jsonl (read-back after a store).
   std::optional<RoundRecord> record_at(uint64_t offset) const;
 
-  // Takes the task lock (throws Error(busy) after `timeout`).
+  // Takes the task lock (throws Error(busy) after `timeout`). Refuses (Error corrupt) a task whose
+  // ledger files are symbolic links, hard-linked or not regular files (linked_files()).
   FileLock lock(std::chrono::milliseconds timeout, std::string_view purpose) const;
+  // "<file> is a symbolic link" for each of the task's ledger files that is not its own regular file.
+  std::vector<std::string> linked_files() const;
 
   // Stores one round under the lock: one whole-line append to idea-log.jsonl (fsynced), then the
   // results.tsv row, the reservations and the index. Refuses, changing nothing: a round,
@@ -149,6 +157,9 @@ class Ledger {
   int peek_next_attempt() const;
   // Empty if there is no reservations.json; throws Error(corrupt) if it cannot be read.
   Reservations reservations() const;
+  // One more than the highest iteration number (attempt index) stored or handed out.
+  static int next_free_iter(const LedgerIndex& idx, const Reservations& res);
+  static int next_free_attempt(const LedgerIndex& idx, const Reservations& res);
   void release_iter(int number, std::chrono::milliseconds lock_timeout);
 
   // attempt-log.jsonl: under one lock, takes the next attempt id (as next-iter --attempt does),
@@ -163,6 +174,11 @@ class Ledger {
  private:
   LedgerIndex refresh_index(bool write_back) const;
   void write_index(const LedgerIndex& index) const;
+  std::string index_purpose() const;
+  // Refuses (Error usage) an id that skips more than k_max_id_skip free ids: one record must
+  // not be able to use up a task's iteration numbers or attempt ids.
+  void check_id_in_sequence(const RoundRecord& record, const LedgerIndex& idx, const Reservations& res) const;
+  [[noreturn]] void refuse_exhausted(const char* what, const std::string& last) const;
   void write_reservations(const Reservations& r) const;
   // The state writers decide from: the index of idea-log.jsonl, or (a legacy task with only a
   // results.tsv) a fold of its rows, returned in `legacy_rows`. Throws Error(corrupt) when the

@@ -7,6 +7,7 @@
 
 #include <fmt/format.h>
 
+#include "croq/util/number.hpp"
 #include "croq/util/text.hpp"
 #include "croq/workspace/ids.hpp"
 
@@ -86,6 +87,9 @@ std::optional<RoundRecord> RoundRecord::from_json(const json& o, std::string* wh
   if (!o.is_object()) return fail("not a JSON object");
   RoundRecord r;
   auto round = get_integer(o, "round");
+  if (round && (*round < 0 || *round > k_max_round_number)) {
+    return fail(fmt::format("round {} is outside 0..{}", *round, k_max_round_number));
+  }
   r.round = round ? static_cast<int>(*round) : 0;
   r.iter = get_string(o, "iter").value_or("");
   r.kernel = get_string(o, "kernel").value_or("");
@@ -142,17 +146,39 @@ std::string RoundRecord::source() const {
 std::string tsv_escape(const std::string& text) {
   std::string out;
   out.reserve(text.size());
-  for (char c : text) {
+  for (size_t i = 0; i < text.size(); ++i) {
+    const unsigned char c = static_cast<unsigned char>(text[i]);
     switch (c) {
       case '\t': out += "\\t"; break;
       case '\n': out += "\\n"; break;
       case '\r': out += "\\r"; break;
       case '\\': out += "\\\\"; break;
-      default: out += c;
+      default:
+        if (c < 0x20 || c == 0x7f) {
+          // Other control bytes (ESC starts terminal escape sequences) never reach the file raw.
+          out += fmt::format("\\x{:02x}", c);
+        } else if (c == 0xc2 && i + 1 < text.size() && static_cast<unsigned char>(text[i + 1]) >= 0x80 &&
+                   static_cast<unsigned char>(text[i + 1]) <= 0x9f) {
+          // The C1 controls U+0080..U+009F (UTF-8 C2 80..C2 9F): CSI (U+009B) is an escape too.
+          out += fmt::format("\\xc2\\x{:02x}", static_cast<unsigned char>(text[++i]));
+        } else {
+          out += static_cast<char>(c);
+        }
     }
   }
   return out;
 }
+
+namespace {
+
+int hex_digit(char c) {
+  if (c >= '0' && c <= '9') return c - '0';
+  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+  return -1;
+}
+
+}  // namespace
 
 std::string tsv_unescape(const std::string& text) {
   std::string out;
@@ -164,6 +190,11 @@ std::string tsv_unescape(const std::string& text) {
       if (n == 'n') { out += '\n'; ++i; continue; }
       if (n == 'r') { out += '\r'; ++i; continue; }
       if (n == '\\') { out += '\\'; ++i; continue; }
+      if (n == 'x' && i + 3 < text.size() && hex_digit(text[i + 2]) >= 0 && hex_digit(text[i + 3]) >= 0) {
+        out += static_cast<char>(hex_digit(text[i + 2]) * 16 + hex_digit(text[i + 3]));
+        i += 3;
+        continue;
+      }
     }
     out += text[i];
   }
@@ -274,19 +305,15 @@ std::vector<RoundRecord> parse_results_tsv(const std::string& content,
     }
     r.decision = *dec;
     if (std::string t = col(c_tflops); !t.empty() && t != "-" && t != "n/a") {
-      try {
-        size_t used = 0;
-        double v = std::stod(t, &used);
-        if (used != t.size() || !std::isfinite(v)) throw std::invalid_argument(t);
-        r.tflops = v;
-      } catch (...) {
-        if (warnings) warnings->push_back(fmt::format("results.tsv line {}: tflops '{}' is not a number", line_no, preview(t)));
+      if (auto v = parse_decimal_number(t)) {
+        r.tflops = *v;
+      } else if (warnings) {
+        warnings->push_back(fmt::format("results.tsv line {}: tflops '{}' is not a number", line_no, preview(t)));
       }
     }
     if (c_round >= 0) {
-      try {
-        r.round = std::stoi(col(c_round));
-      } catch (...) {
+      if (auto v = parse_decimal_integer(col(c_round)); v && *v >= 0 && *v <= k_max_round_number) {
+        r.round = static_cast<int>(*v);
       }
     } else {
       r.round = static_cast<int>(out.size());

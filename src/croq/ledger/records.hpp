@@ -35,6 +35,9 @@ inline constexpr const char* k_no_bottleneck = "n/a";
 const std::vector<std::string>& idea_categories();  // tiling pipeline memory compute misc
 
 inline constexpr const char* k_round_schema = "croq-round-v1";
+// Round numbers are 0 (preparation) .. k_max_round_number; larger ones are refused when written
+// and make a record unreadable when read (they would not fit the counters that hold them).
+inline constexpr int k_max_round_number = 1000000;
 
 struct RoundRecord {
   int round = 0;

@@ -24,7 +24,41 @@ void check_text(const std::string& value, const char* field, size_t max_bytes) {
   if (value.find('\0') != std::string::npos) throw_usage(fmt::format("--{} contains a NUL byte", field));
 }
 
+// The fields a plan gives its round (checkpoint write): copied into the record by store_round.
+const char* const k_plan_fields[] = {"base", "params", "structural", "change_kind", "combination", "structure",
+                                     "family", "levers"};
+
 }  // namespace
+
+namespace {
+
+void refuse_reserved(const json& extra, std::initializer_list<const char*> reserved, const char* hint) {
+  if (!extra.is_object()) throw_usage("--extra must be a JSON object");
+  std::string list;
+  int n = 0;
+  for (const char* f : reserved) {
+    if (!extra.contains(f)) continue;
+    list += (list.empty() ? "" : ", ") + std::string(f);
+    ++n;
+  }
+  if (n > 0) throw_usage(fmt::format("--extra may not set {}: croq writes {} itself", list, n == 1 ? "it" : "them"), hint);
+}
+
+}  // namespace
+
+void check_extra_fields(const json& extra) {
+  refuse_reserved(extra,
+                  {"round", "iter", "kernel", "tflops", "decision", "bottleneck", "idea", "idea_summary", "category",
+                   "expected_gain", "timestamp", "schema", "source", "measurement", "planned_iter", "task_uid",
+                   "closed_by"},
+                  "pass the figure with --measurement and the fields with their own options (--iter, --decision, "
+                  "--idea, ...); a failure of a planned iteration is stored with --iter iter<NNN>");
+}
+
+void check_attempt_extra_fields(const json& extra) {
+  refuse_reserved(extra, {"attempt", "kernel", "reason", "idea", "planned_iter", "build_log", "timestamp"},
+                  "use the options --reason, --idea, --planned-iter and --build-log");
+}
 
 RoundRecord make_round_record(const StoreRequest& q) {
   RoundRecord r;
@@ -92,7 +126,10 @@ RoundRecord make_round_record(const StoreRequest& q) {
 
   // Round.
   if (q.round) {
-    if (*q.round < 0 || *q.round > 1000000) throw_usage(fmt::format("--round {} is out of range", *q.round));
+    if (*q.round < 0 || *q.round > k_max_round_number) {
+      throw_usage(fmt::format("--round {} is out of range", *q.round),
+                  fmt::format("rounds are numbered 0 to {}; omit --round to have croq number it", k_max_round_number));
+    }
     r.round = *q.round;
   }
   const bool prep = (q.round && *q.round == 0) || r.decision == Decision::BASELINE;
@@ -166,18 +203,32 @@ StoreRoundResult store_round(Ledger& ledger, const StoreRequest& request, std::c
   // The idea plan of the round comes from its checkpoint (base, parameter set, structural change).
   // (A failure is renamed to an attempt id only inside Ledger::store; here record.iter is still
   // the planned iteration.)
+  std::optional<Checkpoint> cp;
   try {
-    if (auto cp = read_checkpoint(ledger.workspace(), ledger.task()); cp && cp->open()) {
-      std::string planned = get_string(record.extra, "planned_iter").value_or(record.iter);
-      if (cp->iter == planned || cp->iter == record.iter) {
-        if (!record.extra.contains("base") && !cp->base.empty()) record.extra["base"] = cp->base;
-        for (const char* key : {"params", "structural", "change_kind", "combination", "structure", "family", "levers"}) {
-          if (!record.extra.contains(key) && cp->extra.contains(key)) record.extra[key] = cp->extra[key];
+    cp = read_checkpoint(ledger.workspace(), ledger.task());
+  } catch (const Error&) {
+    // A damaged checkpoint does not block storing; session validate reports it.
+  }
+  if (cp && cp->open()) {
+    std::string planned = get_string(record.extra, "planned_iter").value_or(record.iter);
+    if (cp->iter == planned || cp->iter == record.iter) {
+      // The plan's fields are the plan's: an extra field that says otherwise is refused.
+      json plan = json::object();
+      for (const char* key : k_plan_fields) {
+        if (cp->extra.contains(key)) plan[key] = cp->extra[key];
+      }
+      if (!cp->base.empty()) plan["base"] = cp->base;
+      if (!cp->levers.empty() && !plan.contains("levers")) plan["levers"] = cp->levers;
+      for (auto it = plan.begin(); it != plan.end(); ++it) {
+        if (record.extra.contains(it.key()) && record.extra[it.key()] != it.value()) {
+          throw_usage(fmt::format("--extra's {} ({}) contradicts the plan of {} ({})", it.key(),
+                                  preview(dump_compact(record.extra[it.key()])), cp->iter,
+                                  preview(dump_compact(it.value()))),
+                      "the plan's fields come from its checkpoint; drop them from --extra, or write a new plan");
         }
-        if (!record.extra.contains("levers") && !cp->levers.empty()) record.extra["levers"] = cp->levers;
+        record.extra[it.key()] = it.value();
       }
     }
-  } catch (const Error&) {
   }
   StoreRoundResult result;
   result.outcome = ledger.store(record, options, lock_timeout);

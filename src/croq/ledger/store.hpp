@@ -27,6 +27,15 @@ struct StoreRequest {
 
 inline constexpr size_t k_max_idea_bytes = 16 * 1024;
 
+// A driver's --extra fields: refused (Error usage, naming them) if any is a field croq writes
+// itself — the seeds' fields, schema, source, measurement, planned_iter, task_uid, closed_by — so
+// that extra fields add to a record and never change what it says. The plan's fields (base,
+// params, structural, ...) come from the round's checkpoint; store_round refuses an --extra value
+// that contradicts it.
+void check_extra_fields(const json& extra);
+// The same for `croq attempt --extra`: attempt, kernel, reason, idea, planned_iter, build_log, timestamp.
+void check_attempt_extra_fields(const json& extra);
+
 // Validates and converts; throws Error(usage) naming the bad field. Nothing is written.
 RoundRecord make_round_record(const StoreRequest& request);
 

@@ -4,31 +4,18 @@
 #include <fmt/format.h>
 
 #include "croq/util/error.hpp"
+#include "croq/util/number.hpp"
 
 namespace croq {
 
 namespace {
 
 int64_t to_int(const std::string& flag, const std::string& v, int64_t lo, int64_t hi) {
-  try {
-    size_t used = 0;
-    long long x = std::stoll(v, &used);
-    if (used != v.size() || x < lo || x > hi) throw std::out_of_range("range");
-    return x;
-  } catch (const std::exception&) {
-    throw_usage(fmt::format("{} '{}' is not a whole number in [{}, {}]", flag, v, lo, hi));
-  }
+  return parse_integer_arg(v, flag, lo, hi);
 }
 
 double to_double(const std::string& flag, const std::string& v, double lo, double hi) {
-  try {
-    size_t used = 0;
-    double x = std::stod(v, &used);
-    if (used != v.size() || !(x >= lo && x <= hi)) throw std::out_of_range("range");
-    return x;
-  } catch (const std::exception&) {
-    throw_usage(fmt::format("{} '{}' is not a number in [{}, {}]", flag, v, lo, hi));
-  }
+  return parse_number_arg(v, flag, lo, hi);
 }
 
 std::string fmt_double(double v) {
@@ -60,15 +47,7 @@ RunnerOptions parse_runner_options(const std::vector<std::string>& args) {
         throw_usage(fmt::format("--b-layout '{}' is not row, col or auto", o.b_layout));
       }
     } else if (a == "--seed") {
-      std::string v = value();
-      try {
-        size_t used = 0;
-        unsigned long long s = std::stoull(v, &used);
-        if (used != v.size() || v.find('-') != std::string::npos) throw std::invalid_argument("seed");
-        o.seed = s;
-      } catch (const std::exception&) {
-        throw_usage(fmt::format("--seed '{}' is not a non-negative whole number", v));
-      }
+      o.seed = parse_unsigned_arg(value(), "--seed");
     } else if (a == "--mode") {
       std::string v = value();
       if (v == "measure") o.mode = RunMode::measure;

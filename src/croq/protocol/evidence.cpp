@@ -73,7 +73,7 @@ Evidence record_evidence(const Workspace& ws, const TaskRef& task, EvidenceKind 
   e.sha256 = sha256_file(abs);
   e.timestamp = now_iso8601();
   e.summary = summary.is_object() ? summary : json::object();
-  append_line(evidence_log_path(ws, task), dump_compact(e.to_json()), /*durable=*/true);
+  append_line(evidence_log_path(ws, task), dump_compact(e.to_json()), /*durable=*/true, {}, ws.root());
   return e;
 }
 

@@ -3,7 +3,9 @@
 
 #include <ctime>
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <map>
+#include <set>
 
 #include "croq/ledger/documents.hpp"
 #include "croq/ledger/ledger.hpp"
@@ -18,6 +20,64 @@ namespace croq {
 json TaskValidation::to_json() const {
   return {{"task", task.id()}, {"pass", errors.empty()}, {"errors", errors}, {"warnings", warnings}};
 }
+
+namespace {
+
+// Ids that lie after a gap of more than k_max_id_skip unused ids: what no croq writer hands out
+// (next-iter, attempts and rounds count on from the highest), so a record, a reservation or a
+// cache entry put there by hand or by an older croq. Such an id can use up a task's ids
+// (iter999999, attemptZZZZ, round 1000000); repair sets it aside.
+struct Strays {
+  std::optional<long long> iter, attempt, round;  // the first stray id of each kind
+  bool record(const RoundRecord& r) const {
+    auto n = r.iter_number();
+    auto a = r.attempt_index();
+    return (iter && n && !is_failure(r.decision) && *n >= *iter) || (attempt && a && *a >= *attempt) ||
+           (round && r.round >= *round);
+  }
+};
+
+std::optional<long long> first_stray(const std::set<long long>& ids, long long base) {
+  long long prev = base;
+  for (long long id : ids) {
+    if (id - prev - 1 > k_max_id_skip) return id;
+    prev = id;
+  }
+  return std::nullopt;
+}
+
+Strays find_strays(const std::vector<RoundRecord>& records, const std::vector<json>& attempt_log,
+                   const std::optional<Reservations>& res) {
+  std::set<long long> iters, attempts, rounds;
+  for (const auto& r : records) {
+    if (auto n = r.iter_number(); n && !is_failure(r.decision)) iters.insert(*n);
+    if (auto a = r.attempt_index()) attempts.insert(*a);
+    if (r.round >= 1) rounds.insert(r.round);
+  }
+  for (const auto& a : attempt_log) {
+    if (auto id = get_string(a, "attempt"); id && id->size() == 11) {
+      if (auto i = parse_attempt_letters(id->substr(7))) attempts.insert(*i);
+    }
+  }
+  if (res) {
+    for (const auto& [lo, hi] : res->live_iters.ranges()) {
+      iters.insert(lo);
+      iters.insert(hi);  // a range is one run of ids: its ends tell the gaps
+    }
+    if (res->max_attempt >= 0) attempts.insert(res->max_attempt);
+  }
+  return {first_stray(iters, 0), first_stray(attempts, -1), first_stray(rounds, 0)};
+}
+
+std::optional<Reservations> reservations_or_null(const Ledger& ledger) {
+  try {
+    return ledger.reservations();
+  } catch (const Error&) {
+    return std::nullopt;
+  }
+}
+
+}  // namespace
 
 TaskValidation validate_task(const Workspace& ws, const TaskRef& task) {
   TaskValidation v;
@@ -63,6 +123,35 @@ TaskValidation validate_task(const Workspace& ws, const TaskRef& task) {
                                   !find_primary_source(ws, task, r.iter)) {
       v.warnings.push_back(fmt::format("{}: no source in srcs/", r.kernel));
     }
+  }
+  {
+    const Strays strays = find_strays(records, ledger.read_attempts(nullptr), reservations_or_null(ledger));
+    for (const auto& r : records) {
+      if (strays.record(r)) {
+        v.errors.push_back(fmt::format("{} (round {}) lies more than {} ids past the ids before it: it would use up "
+                                       "this task's ids (`session clean --invalid-only` sets it aside)",
+                                       r.kernel, r.round, k_max_id_skip));
+      }
+    }
+    if (auto res = reservations_or_null(ledger)) {
+      if (strays.iter && res->live_iters.max() && *res->live_iters.max() >= *strays.iter) {
+        v.errors.push_back(fmt::format("reservations.json hands out {} far past the stored iterations "
+                                       "(`session clean --invalid-only` drops it)",
+                                       iter_number_name(*res->live_iters.max())));
+      }
+      if (strays.attempt && res->max_attempt >= *strays.attempt) {
+        v.errors.push_back(fmt::format("reservations.json's max_attempt (attempt{}) lies far past the attempts "
+                                       "used (`session clean --invalid-only` resets it)",
+                                       attempt_letters(res->max_attempt)));
+      }
+    }
+  }
+  for (const auto& l : ledger.linked_files()) {
+    v.errors.push_back(l + ": croq refuses to write through it (replace it with a real file)");
+  }
+  if (has_jsonl && fs::exists(ws.ledger_index(task), ec) && !ledger.read_index()) {
+    v.warnings.push_back("the ledger index fails its check (edited, or written with another workspace key): it is "
+                         "ignored and rebuilt from idea-log.jsonl");
   }
   if (has_jsonl) {
     std::vector<std::string> w;
@@ -128,17 +217,20 @@ std::vector<std::string> clean_task_invalid(const Workspace& ws, const TaskRef& 
   FileLock guard = ledger.lock(lock_timeout, "session clean");
   const std::string stamp = std::to_string(::time(nullptr));
   auto set_aside = [&](const fs::path& path, const std::string& content) {
-    atomic_write(path.string() + ".bak." + stamp, content);
+    atomic_write(path.string() + ".bak." + stamp, content, /*durable=*/true, ws.root());
   };
 
   // idea-log.jsonl: keep every line that is a round record, verbatim, dropping unreadable lines
   // (a torn last line included) and repeats of a round, iteration or attempt (the first is kept).
   auto text = read_file(ws.idea_log(task));
   std::vector<RoundRecord> records;
+  std::optional<Reservations> res = reservations_or_null(ledger);
   if (text) {
     KeptLines kept;
     std::map<std::string, bool> seen;
     int invalid = 0, dups = 0;
+    const Strays strays = find_strays(parse_idea_log(*text).records, ledger.read_attempts(nullptr), res);
+    std::vector<std::string> stray_kernels;
     for (const auto& line : split_lines(*text)) {
       if (trim(line).empty()) continue;
       auto j = try_parse_json(line);
@@ -146,6 +238,10 @@ std::vector<std::string> clean_task_invalid(const Workspace& ws, const TaskRef& 
       if (j) r = RoundRecord::from_json(*j);
       if (!r) {
         ++invalid;
+        continue;
+      }
+      if (strays.record(*r)) {
+        stray_kernels.push_back(r->kernel);
         continue;
       }
       std::string key = r->iter_number() && !is_failure(r->decision) ? r->iter : (r->attempt_index() ? r->iter : "");
@@ -161,10 +257,15 @@ std::vector<std::string> clean_task_invalid(const Workspace& ws, const TaskRef& 
     }
     if (kept.content != *text) {
       set_aside(ws.idea_log(task), *text);
-      atomic_write(ws.idea_log(task), kept.content);
-      actions.push_back(fmt::format("idea-log.jsonl: dropped {} unreadable and {} repeated line(s); old file kept as "
+      atomic_write(ws.idea_log(task), kept.content, /*durable=*/true, ws.root());
+      actions.push_back(fmt::format("idea-log.jsonl: dropped {} unreadable and {} repeated line(s){}; old file kept as "
                                     "idea-log.jsonl.bak.{}",
-                                    invalid, dups, stamp));
+                                    invalid, dups,
+                                    stray_kernels.empty()
+                                        ? std::string()
+                                        : fmt::format(" and {} record(s) far out of sequence ({})", stray_kernels.size(),
+                                                      fmt::join(stray_kernels, ", ")),
+                                    stamp));
     }
   } else {
     std::vector<std::string> w;
@@ -176,7 +277,7 @@ std::vector<std::string> clean_task_invalid(const Workspace& ws, const TaskRef& 
         r.extra["schema"] = k_round_schema;
         out += dump_compact(r.to_json()) + "\n";
       }
-      atomic_write(ws.idea_log(task), out);
+      atomic_write(ws.idea_log(task), out, /*durable=*/true, ws.root());
       actions.push_back(fmt::format("idea-log.jsonl: imported {} row(s) from results.tsv{}", records.size(),
                                     w.empty() ? "" : fmt::format(" ({} unreadable row(s) left out)", w.size())));
     }
@@ -190,7 +291,7 @@ std::vector<std::string> clean_task_invalid(const Workspace& ws, const TaskRef& 
     if (!old_tsv || *old_tsv != fresh) {
       // A view that only fell behind is simply completed; anything else is kept aside.
       if (old_tsv && fresh.rfind(*old_tsv, 0) != 0) set_aside(ws.results_tsv(task), *old_tsv);
-      atomic_write(ws.results_tsv(task), fresh);
+      atomic_write(ws.results_tsv(task), fresh, /*durable=*/true, ws.root());
       actions.push_back("results.tsv: rebuilt from idea-log.jsonl");
     }
   }
@@ -209,7 +310,7 @@ std::vector<std::string> clean_task_invalid(const Workspace& ws, const TaskRef& 
     }
     if (kept.dropped > 0) {
       set_aside(ws.attempt_log(task), *attempts);
-      atomic_write(ws.attempt_log(task), kept.content);
+      atomic_write(ws.attempt_log(task), kept.content, /*durable=*/true, ws.root());
       actions.push_back(fmt::format("attempt-log.jsonl: dropped {} unreadable line(s); old file kept as "
                                     "attempt-log.jsonl.bak.{}",
                                     kept.dropped, stamp));
@@ -218,13 +319,47 @@ std::vector<std::string> clean_task_invalid(const Workspace& ws, const TaskRef& 
 
   // reservations.json: unreadable means the ids handed out are unknown; set it aside (stored ids
   // stay taken, so nothing stored can be handed out again).
-  try {
-    (void)ledger.reservations();
-  } catch (const Error&) {
+  if (!res) {
     fs::path p = ws.reservations(task);
     std::error_code ec;
-    fs::rename(p, p.string() + ".bak." + stamp, ec);
-    actions.push_back("reservations.json: damaged file set aside as reservations.json.bak." + stamp);
+    if (fs::exists(p, ec)) {
+      fs::rename(p, p.string() + ".bak." + stamp, ec);
+      actions.push_back("reservations.json: damaged file set aside as reservations.json.bak." + stamp);
+    }
+  } else {
+    // Ids handed out far past everything else (they would use up the task's ids) are dropped.
+    const Strays strays = find_strays(records, ledger.read_attempts(nullptr), res);
+    Reservations fixed = *res;
+    if (strays.iter) {
+      IntSet live;
+      for (const auto& [lo, hi] : res->live_iters.ranges()) {
+        for (int v = lo; v <= std::min<long long>(hi, *strays.iter - 1); ++v) live.insert(v);
+      }
+      fixed.live_iters = live;
+    }
+    if (strays.attempt && res->max_attempt >= *strays.attempt) {
+      // Back to the highest attempt id in use below the gap (stored or logged).
+      fixed.max_attempt = -1;
+      auto keep = [&](int a) {
+        if (a < *strays.attempt) fixed.max_attempt = std::max(fixed.max_attempt, a);
+      };
+      for (const auto& r : records) {
+        if (auto a = r.attempt_index()) keep(*a);
+      }
+      for (const auto& a : ledger.read_attempts(nullptr)) {
+        if (auto id = get_string(a, "attempt"); id && id->size() == 11) {
+          if (auto i = parse_attempt_letters(id->substr(7))) keep(*i);
+        }
+      }
+    }
+    if (fixed.to_json() != res->to_json()) {
+      const fs::path p = ws.reservations(task);
+      if (auto old = read_file(p)) set_aside(p, *old);
+      atomic_write(p, dump_compact(fixed.to_json()) + "\n", /*durable=*/false, ws.root());
+      actions.push_back(fmt::format("reservations.json: dropped ids handed out far out of sequence; old file kept as "
+                                    "reservations.json.bak.{}",
+                                    stamp));
+    }
   }
 
   std::error_code ec;

@@ -41,11 +41,97 @@ void write_all(int fd, std::string_view data, const fs::path& path) {
   }
 }
 
-void fsync_dir(const fs::path& dir) {
-  int fd = ::open(dir.empty() ? "." : dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (fd < 0) return;
-  ::fsync(fd);
-  ::close(fd);
+// An open descriptor, closed when it goes out of scope.
+struct Fd {
+  int fd = -1;
+  explicit Fd(int f = -1) : fd(f) {}
+  ~Fd() {
+    if (fd >= 0) ::close(fd);
+  }
+  Fd(const Fd&) = delete;
+  Fd& operator=(const Fd&) = delete;
+  Fd(Fd&& o) noexcept : fd(o.fd) { o.fd = -1; }
+  Fd& operator=(Fd&& o) noexcept {
+    if (this != &o) {
+      if (fd >= 0) ::close(fd);
+      fd = o.fd;
+      o.fd = -1;
+    }
+    return *this;
+  }
+};
+
+[[noreturn]] void throw_link(const fs::path& path, const fs::path& at) {
+  throw Error(ExitCode::corrupt,
+              fmt::format("refusing to write {}: {} is a symbolic link or not a plain folder/file; croq writes only "
+                          "real files inside the workspace",
+                          path.string(), at.string()),
+              "replace the link with a real folder or file (move what it points to into place)");
+}
+
+// Where a write to `path` goes: the folder it lies in, opened (and created, folder by folder)
+// without following a symbolic link below `root`, and the file's name in it. Without a root, the
+// folder is opened as named.
+struct Target {
+  Fd dir;
+  std::string leaf;
+};
+
+Target open_target(const fs::path& path, const fs::path& root) {
+  Target t;
+  if (root.empty()) {
+    const fs::path dir = path.parent_path();
+    if (!dir.empty()) ensure_dir(dir);
+    t.dir = Fd(::open(dir.empty() ? "." : dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+    if (t.dir.fd < 0) throw_io("cannot open folder", dir, errno);
+    t.leaf = path.filename().string();
+    return t;
+  }
+  const fs::path abs_root = fs::absolute(root).lexically_normal();
+  const fs::path abs = fs::absolute(path).lexically_normal();
+  const fs::path rel = abs.lexically_relative(abs_root);
+  if (rel.empty() || rel == "." || *rel.begin() == ".." || !rel.has_filename()) {
+    throw Error(ExitCode::usage, fmt::format("refusing to write {}: it is outside the workspace {}", path.string(),
+                                             abs_root.string()),
+                "croq writes a task's files only inside its workspace");
+  }
+  ensure_dir(abs_root);
+  t.dir = Fd(::open(abs_root.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  if (t.dir.fd < 0) throw_io("cannot open folder", abs_root, errno);
+  fs::path at = abs_root;
+  for (const auto& part : rel.parent_path()) {
+    const std::string name = part.string();
+    at /= part;
+    if (::mkdirat(t.dir.fd, name.c_str(), 0755) != 0 && errno != EEXIST) throw_io("cannot create folder", at, errno);
+    int next = ::openat(t.dir.fd, name.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (next < 0) {
+      if (errno == ELOOP || errno == ENOTDIR) throw_link(path, at);
+      throw_io("cannot open folder", at, errno);
+    }
+    t.dir = Fd(next);
+  }
+  t.leaf = rel.filename().string();
+  return t;
+}
+
+// Opens the file `t.leaf` in its folder for appending or locking, never through a symbolic link,
+// and refuses anything but a regular file with one link.
+int open_own_file(const Target& t, const fs::path& path, int flags) {
+  int fd = ::openat(t.dir.fd, t.leaf.c_str(), flags | O_NOFOLLOW | O_CLOEXEC, 0644);
+  if (fd < 0) {
+    if (errno == ELOOP) throw_link(path, path);
+    throw_io("cannot open", path, errno);
+  }
+  struct stat st{};
+  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || st.st_nlink > 1) {
+    ::close(fd);
+    throw Error(ExitCode::corrupt,
+                fmt::format("refusing to write {}: it is {}", path.string(),
+                            S_ISREG(st.st_mode) ? "a file with other hard links (a write would change them too)"
+                                                : "not a regular file"),
+                "move it aside; croq creates its own files");
+  }
+  return fd;
 }
 
 std::string unique_suffix() {
@@ -123,34 +209,34 @@ void ensure_dir(const fs::path& dir) {
   }
 }
 
-void atomic_write(const fs::path& path, std::string_view content, bool durable) {
+void atomic_write(const fs::path& path, std::string_view content, bool durable, const fs::path& root) {
+  Target t = open_target(path, root);
   const fs::path dir = path.parent_path();
-  if (!dir.empty()) ensure_dir(dir);
-  const fs::path tmp = path.string() + unique_suffix();
-  int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+  const std::string tmp_name = t.leaf + unique_suffix();
+  const fs::path tmp = dir / tmp_name;
+  int fd = ::openat(t.dir.fd, tmp_name.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
   if (fd < 0) throw_io("cannot create", tmp, errno);
   try {
     write_all(fd, content, tmp);
     if (durable && ::fsync(fd) != 0) throw_io("cannot sync", tmp, errno);
   } catch (...) {
     ::close(fd);
-    ::unlink(tmp.c_str());
+    ::unlinkat(t.dir.fd, tmp_name.c_str(), 0);
     throw;
   }
   ::close(fd);
-  if (::rename(tmp.c_str(), path.c_str()) != 0) {
+  // rename(2) replaces the name: a symbolic link there is replaced, never followed.
+  if (::renameat(t.dir.fd, tmp_name.c_str(), t.dir.fd, t.leaf.c_str()) != 0) {
     int err = errno;
-    ::unlink(tmp.c_str());
+    ::unlinkat(t.dir.fd, tmp_name.c_str(), 0);
     throw_io("cannot replace", path, err);
   }
-  if (durable) fsync_dir(dir);
+  if (durable) ::fsync(t.dir.fd);
 }
 
-AppendOutcome append_line(const fs::path& path, std::string_view line, bool durable, const TailPolicy& tail) {
-  const fs::path dir = path.parent_path();
-  if (!dir.empty()) ensure_dir(dir);
-  int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
-  if (fd < 0) throw_io("cannot open", path, errno);
+AppendOutcome append_line(const fs::path& path, std::string_view line, bool durable, const TailPolicy& tail,
+                          const fs::path& root) {
+  int fd = open_own_file(open_target(path, root), path, O_RDWR | O_CREAT | O_APPEND);
   AppendOutcome outcome;
   struct stat st{};
   if (::fstat(fd, &st) != 0) {
@@ -226,8 +312,8 @@ AppendOutcome append_line(const fs::path& path, std::string_view line, bool dura
 }
 
 FileLock::FileLock(const fs::path& lock_path, std::chrono::milliseconds timeout,
-                   std::string_view purpose) {
-  if (!acquire(lock_path, timeout, purpose)) {
+                   std::string_view purpose, const fs::path& root) {
+  if (!acquire(lock_path, timeout, purpose, root)) {
     std::string holder = describe_holder(lock_path);
     throw Error(ExitCode::busy,
                 fmt::format("lock {} is held{} (waited {} ms)", lock_path.string(),
@@ -248,10 +334,8 @@ FileLock::~FileLock() {
 }
 
 bool FileLock::acquire(const fs::path& lock_path, std::chrono::milliseconds timeout,
-                       std::string_view purpose) {
-  if (!lock_path.parent_path().empty()) ensure_dir(lock_path.parent_path());
-  int fd = ::open(lock_path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
-  if (fd < 0) throw_io("cannot open lock", lock_path, errno);
+                       std::string_view purpose, const fs::path& root) {
+  int fd = open_own_file(open_target(lock_path, root), lock_path, O_RDWR | O_CREAT);
   const auto deadline = std::chrono::steady_clock::now() + timeout;
   auto pause = std::chrono::microseconds(200);
   for (;;) {
@@ -280,9 +364,9 @@ bool FileLock::acquire(const fs::path& lock_path, std::chrono::milliseconds time
 
 std::optional<FileLock> FileLock::try_acquire(const fs::path& lock_path,
                                               std::chrono::milliseconds timeout,
-                                              std::string_view purpose) {
+                                              std::string_view purpose, const fs::path& root) {
   FileLock lock;
-  if (!lock.acquire(lock_path, timeout, purpose)) return std::nullopt;
+  if (!lock.acquire(lock_path, timeout, purpose, root)) return std::nullopt;
   return std::optional<FileLock>(std::move(lock));
 }
 

@@ -22,8 +22,14 @@ std::optional<std::string> read_file(const fs::path& path);
 // Reads a whole file; throws croq::Error (not_found) if it is missing.
 std::string read_file_or_throw(const fs::path& path);
 
+// Confinement: the writers below take an optional `root` (a workspace root). With it, `path` must
+// lie below the root, and every component below the root is opened without following a symbolic
+// link (O_NOFOLLOW, folders created as needed): a link planted in the task's folders cannot send a
+// write outside the workspace. A violation throws Error(corrupt) naming the link, and nothing is
+// written. The root itself may be reached through links.
+//
 // Replaces `path` with `content` atomically. `durable` adds the fsyncs (file and folder).
-void atomic_write(const fs::path& path, std::string_view content, bool durable = true);
+void atomic_write(const fs::path& path, std::string_view content, bool durable = true, const fs::path& root = {});
 
 // Result of append_line: whether a torn tail (bytes after the last newline) was cut off first.
 struct AppendOutcome {
@@ -44,9 +50,11 @@ struct TailPolicy {
 };
 
 // Appends `line` (a newline is added if missing) as one write(2) on an O_APPEND descriptor. The
-// caller holds the lock that serialises writers of this file. `durable` fsyncs the data.
+// caller holds the lock that serialises writers of this file. `durable` fsyncs the data. The file
+// is never reached through a symbolic link (its own name included, with or without `root`), and
+// must be a regular file with no other hard link: an append never lands in a file elsewhere.
 AppendOutcome append_line(const fs::path& path, std::string_view line, bool durable = true,
-                          const TailPolicy& tail = {});
+                          const TailPolicy& tail = {}, const fs::path& root = {});
 
 // Temporary files atomic_write leaves behind when its process dies between creating and renaming
 // them ("<name>.tmp.<pid>.<hex>" whose pid is no longer running), in `dir` (not recursive).
@@ -58,8 +66,10 @@ void ensure_dir(const fs::path& dir);
 // Exclusive advisory lock on a lock file; waits up to `timeout` (zero: try once).
 class FileLock {
  public:
+  // The lock file is opened like append_line's files (no symbolic link, no other hard link):
+  // the holder's note is written into it.
   FileLock(const fs::path& lock_path, std::chrono::milliseconds timeout,
-           std::string_view purpose = {});
+           std::string_view purpose = {}, const fs::path& root = {});
   ~FileLock();
   FileLock(const FileLock&) = delete;
   FileLock& operator=(const FileLock&) = delete;
@@ -70,14 +80,14 @@ class FileLock {
   // Non-throwing attempt: nullopt if the lock is held by someone else (after `timeout`).
   static std::optional<FileLock> try_acquire(const fs::path& lock_path,
                                              std::chrono::milliseconds timeout,
-                                             std::string_view purpose = {});
+                                             std::string_view purpose = {}, const fs::path& root = {});
   // The holder's description written into the lock file ("pid 123: store-round"), if any.
   static std::string describe_holder(const fs::path& lock_path);
 
  private:
   FileLock() = default;
   bool acquire(const fs::path& lock_path, std::chrono::milliseconds timeout,
-               std::string_view purpose);
+               std::string_view purpose, const fs::path& root);
   fs::path m_path;
   int m_fd = -1;
 };

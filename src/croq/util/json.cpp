@@ -2,6 +2,7 @@
 #include "croq/util/json.hpp"
 
 #include <fmt/format.h>
+#include "croq/util/number.hpp"
 
 #include <cmath>
 #include <limits>
@@ -74,16 +75,8 @@ std::optional<double> get_number(const json& object, const char* key) {
   auto it = object.find(key);
   if (it == object.end()) return std::nullopt;
   if (it->is_number()) return it->get<double>();
-  if (it->is_string()) {
-    // Hand-written records sometimes quote numbers.
-    try {
-      size_t used = 0;
-      const std::string s = it->get<std::string>();
-      double v = std::stod(s, &used);
-      if (used == s.size()) return v;
-    } catch (...) {
-    }
-  }
+  // Hand-written records sometimes quote numbers: decimal text only ("0x10" is not 16).
+  if (it->is_string()) return parse_decimal_number(it->get_ref<const std::string&>());
   return std::nullopt;
 }
 
@@ -105,13 +98,7 @@ std::optional<long long> get_integer(const json& object, const char* key) {
     return static_cast<long long>(d);
   }
   if (it->is_string()) {
-    try {
-      size_t used = 0;
-      const std::string s = it->get<std::string>();
-      long long v = std::stoll(s, &used);
-      if (used == s.size()) return v;
-    } catch (...) {
-    }
+    if (auto v = parse_decimal_integer(it->get_ref<const std::string&>())) return static_cast<long long>(*v);
   }
   return std::nullopt;
 }

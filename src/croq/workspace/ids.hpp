@@ -51,6 +51,12 @@ struct IterId {
   std::string name() const;          // "iter007_stages4"
   std::string number_name() const;   // "iter007"
 };
+// iter<NNN> holds 3 to 6 digits: iter000 .. iter999999.
+inline constexpr int k_max_iter_number = 999999;
+// How far past the next free id (iteration or attempt) a stored id may lie: the seeds' rule "do
+// not skip large ranges", so that one record cannot use up the ids of a task (iter999999,
+// attemptZZZZ).
+inline constexpr int k_max_id_skip = 100;
 std::string iter_number_name(int number);  // 7 -> "iter007"
 IterId parse_iter_id(const std::string& text);              // throws usage
 std::optional<IterId> try_parse_iter_id(const std::string& text);
