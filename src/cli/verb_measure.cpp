@@ -24,6 +24,7 @@
 #include "croq/measure/store_measurement.hpp"
 #include "croq/protocol/evidence.hpp"
 #include "croq/protocol/protocol.hpp"
+#include "croq/protocol/provenance.hpp"
 #include "croq/util/build_info.hpp"
 #include "croq/util/fs.hpp"
 #include "croq/util/hash.hpp"
@@ -570,6 +571,10 @@ VerbRunner setup_baseline(CLI::App& app) {
       const std::string text = dump_pretty(m.to_json()) + "\n";
       atomic_write(measure_file, text);
       measured_now = true;
+      // Evidence: croq wrote this document for this task (what store-round trusts).
+      record_evidence(ws, t, EvidenceKind::measure, "iter000_" + lib_tag, measure_file,
+                      {{"verdict", verdict_name(m.verdict)}, {"reason", m.reason},
+                       {"tflops", m.tflops ? json(*m.tflops) : json(nullptr)}, {"kind", "baseline"}});
       if (!m.passed() || m.contended()) {
         // A failure, or a figure taken on a shared GPU: shown, neither stored nor written as the result.
         json doc = m.to_json();
@@ -585,9 +590,31 @@ VerbRunner setup_baseline(CLI::App& app) {
       mf = {measure_file, sha256_hex(text), m};
     }
     const Measurement& m = mf.measurement;
+    if (!m.passed() || !m.timing) {
+      throw Error(ExitCode::candidate_failed,
+                  fmt::format("{} is not a passed baseline measurement ({})", ws.display(mf.path), verdict_name(m.verdict)),
+                  "measure again with `croq baseline --force`");
+    }
     const Timing& tm = *m.timing;
     json lib = m.library.is_object() ? m.library : json::object();
     const std::string library = lib.value("name", lib_tag);
+
+    // The record of iter000. A document found on disk (an interrupted run) counts only if croq
+    // wrote it for this task: an enforced task refuses anything else before a file is written.
+    StoreRequest req;
+    req.iter = "iter000";
+    req.kernel = "iter000_" + lib_tag;
+    req.decision = "BASELINE";
+    req.tflops = m.tflops;
+    req.round = 0;
+    req.bottleneck = k_no_bottleneck;
+    req.idea = fmt::format("library baseline: {} ({}), {:.2f} TFLOPS, median {:.4f} ms", library,
+                           lib.value("chosen", "default"), m.tflops.value_or(0), tm.median_ms);
+    req.source = "measured";
+    req.extra["measurement"] = measurement_provenance(mf, ws.display(mf.path));
+    req.extra["task_uid"] = config.value("task_uid", "");
+    const MeasurementProvenance provenance = vet_measurement(ws, t, req, mf, req.kernel);
+    if (!provenance.trusted) ctx.note(fmt::format("croq baseline: source unverified: {}", provenance.problem));
 
     // The seeds' cublas_result.json fields, then croq's.
     json result;
@@ -611,6 +638,13 @@ VerbRunner setup_baseline(CLI::App& app) {
       }
     }
     result["libraries"] = libraries;
+    if (libraries.size() > 1) {
+      std::vector<std::string> each;
+      for (auto it = libraries.begin(); it != libraries.end(); ++it) {
+        each.push_back(fmt::format("{} {:.2f}", it.key(), it->value("tflops", 0.0)));
+      }
+      req.idea += fmt::format(" (fastest of: {} TFLOPS)", fmt::join(each, ", "));
+    }
     if (lib.contains("library_status")) result["library_status"] = lib["library_status"];
     result["c_type"] = m.problem.c_type;
     result["b_layout"] = m.problem.b_layout;
@@ -630,7 +664,7 @@ VerbRunner setup_baseline(CLI::App& app) {
     result["task_uid"] = config.value("task_uid", "");
     result["measurement"] = ws.display(mf.path);
     result["measurement_sha256"] = mf.sha256;
-    result["source"] = "measured";
+    result["source"] = req.source;
     result["created_at"] = m.created_at;
     atomic_write(result_path, dump_pretty(result) + "\n");
 
@@ -639,25 +673,6 @@ VerbRunner setup_baseline(CLI::App& app) {
     doc["measured_now"] = measured_now;
     doc["result"] = result;
     if (!stored) {
-      StoreRequest req;
-      req.iter = "iter000";
-      req.kernel = "iter000_" + lib_tag;
-      req.decision = "BASELINE";
-      req.tflops = m.tflops;
-      req.round = 0;
-      req.bottleneck = k_no_bottleneck;
-      req.idea = fmt::format("library baseline: {} ({}), {:.2f} TFLOPS, median {:.4f} ms", library,
-                             lib.value("chosen", "default"), m.tflops.value_or(0), tm.median_ms);
-      if (libraries.size() > 1) {
-        std::vector<std::string> each;
-        for (auto it = libraries.begin(); it != libraries.end(); ++it) {
-          each.push_back(fmt::format("{} {:.2f}", it.key(), it->value("tflops", 0.0)));
-        }
-        req.idea += fmt::format(" (fastest of: {} TFLOPS)", fmt::join(each, ", "));
-      }
-      req.source = "measured";
-      req.extra["measurement"] = measurement_provenance(mf, ws.display(mf.path));
-      req.extra["task_uid"] = config.value("task_uid", "");
       StoreRoundResult r = store_round(ledger, req, lock_timeout(o->task));
       doc["record"] = r.outcome.record.to_json();
       ctx.note(r.line);

@@ -7,6 +7,7 @@
 #include "croq/ledger/store.hpp"
 #include "croq/measure/store_measurement.hpp"
 #include "croq/protocol/protocol.hpp"
+#include "croq/protocol/provenance.hpp"
 #include "croq/util/number.hpp"
 #include "croq/util/text.hpp"
 #include "croq/util/time.hpp"
@@ -55,6 +56,9 @@ VerbRunner setup_store_round(CLI::App& app) {
     if (!o->measurement.empty()) {
       MeasurementFile mf = read_measurement_file(o->measurement);
       apply_measurement(req, mf, ctx.ws().display(fs::absolute(o->measurement)), t.shape);
+      // Only a document croq wrote for this task, of what croq built, is a measured figure.
+      const MeasurementProvenance p = vet_measurement(ctx.ws(), t, req, mf, make_round_record(req).kernel);
+      if (!p.trusted) ctx.note(fmt::format("store-round: stored as source unverified: {}", p.problem));
       measurement_doc = mf.measurement.to_json();
     } else if (req.decision.empty()) {
       throw_usage("--decision is required", "KEEP, DISCARD, COMPILE_FAIL, VERIFY_FAIL, RUNTIME_FAIL, SEGFAULT or HANG");

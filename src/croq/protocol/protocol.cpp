@@ -538,13 +538,19 @@ void guard_store(const Workspace& ws, const TaskRef& task, const RoundRecord& re
   Ledger ledger(ws, task);
   LedgerIndex idx = ledger.index();
   const std::string args = task_args(task);
-  if (record.decision == Decision::BASELINE) return;
   const bool prep = !idx.best && record.round == 0;
   if (is_measured(record.decision) && !measurement.is_object()) {
+    if (record.decision == Decision::BASELINE) {
+      refuse({Step::STORE, "measured_numbers_only",
+              "this task is enforced: the library baseline takes its figure from croq's own measurement, not a typed "
+              "number",
+              fmt::format("croq baseline {} --task-uid <uid>", args)});
+    }
     refuse({Step::STORE, "measured_numbers_only",
             "this task is enforced: a KEEP or DISCARD takes its figure from a measurement file, not a typed number",
             fmt::format("croq measure {} --iter {}; then store-round --measurement <file>", args, record.kernel)});
   }
+  if (record.decision == Decision::BASELINE) return;
   if (prep) return;
   auto cp = open_checkpoint(ws, task);
   std::string planned = get_string(record.extra, "planned_iter").value_or(record.iter);
