@@ -68,10 +68,16 @@ const std::vector<VerbSpec>& verbs() {
        "latency_bound, launch_bound or mixed (never unknown; `n/a` only for round 0). A failure "
        "given an iteration id is stored under a fresh attempt id and frees the iteration number. "
        "`--round` defaults to the next round (0 for BASELINE). The TFLOPS typed on the command line "
-       "is stored with `source: reported`. With `--measurement FILE` (from `croq measure`) the TFLOPS "
-       "and the verdict come from the file (source: measured, and `measurement` provenance in the "
-       "record): a failed verdict is stored as its failure decision, and KEEP or DISCARD with a failed "
-       "measurement is refused. Idea text of any content (quotes, tabs, newlines, "
+       "is stored with `source: reported` (an enforced task refuses it, the baseline's included). With "
+       "`--measurement FILE` (from `croq measure`) the TFLOPS and the verdict come from the file "
+       "(source: measured, and `measurement` provenance in the record): a failed verdict is stored as "
+       "its failure decision, and KEEP or DISCARD with a failed measurement is refused. The file must "
+       "be one croq wrote for this task and kernel, unchanged, of the binary `croq build` made: "
+       "anything else (written by hand, edited, copied, another task's) is refused in an enforced task "
+       "(rule measurement_from_croq) and stored as `source: unverified` otherwise. `--extra` adds "
+       "fields: it may not set the record's own fields (schema, source, measurement, planned_iter, "
+       "...) nor contradict the plan's (base, params, ...). Ids more than 100 past the next free one "
+       "are refused. Idea text of any content (quotes, tabs, newlines, "
        "non-ASCII; at most 16 KiB of UTF-8) is stored exactly; `--idea-file FILE` (or `-` for "
        "standard input) avoids shell quoting.\n\n"
        "The record is appended to idea-log.jsonl as one line with one write and fsynced, under the "
@@ -84,7 +90,8 @@ const std::vector<VerbSpec>& verbs() {
        "Exit 9 if the iteration, attempt or round is already stored; 2 on bad input; 4 if "
        "`--idea-file` is missing; 5 if the protocol refuses the round; 6 if the lock stays busy; 10 if "
        "the ledger is damaged (unreadable lines, a damaged reservations.json or a legacy results.tsv "
-       "with unreadable rows). On every error nothing is written.",
+       "with unreadable rows), its ids are used up, or one of its files is a symbolic or hard link. On "
+       "every error nothing is written.",
        setup_store_round},
       {"attempt", "log a failed attempt of the current idea (attempt-log.jsonl) without ending the round",
        "Reserves the next attempt id and appends `{attempt, kernel, reason, idea, planned_iter, "
