@@ -8,6 +8,7 @@
 #include <thread>
 
 #include "croq/search/family.hpp"
+#include "croq/search/gemm_family_common.hpp"
 #include "croq/util/fs.hpp"
 #include "croq/util/paths.hpp"
 
@@ -15,23 +16,9 @@ namespace croq {
 
 namespace {
 
-bool cpu_has_avx512() {
-  static const bool has = [] {
-    auto text = read_file("/proc/cpuinfo");
-    return text && text->find(" avx512f") != std::string::npos;
-  }();
-  return has;
-}
+using gemm::cpu_has_avx512;
 
-int to_int(const FamilyConfig& c, const std::string& k) {
-  auto it = c.find(k);
-  if (it == c.end()) return -1;
-  try {
-    return std::stoi(it->second);
-  } catch (...) {
-    return -1;
-  }
-}
+int to_int(const FamilyConfig& c, const std::string& k) { return gemm::int_param(c, k).value_or(-1); }
 
 class CppSparseFamily : public KernelFamily {
  public:

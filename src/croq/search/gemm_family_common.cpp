@@ -22,6 +22,14 @@ std::optional<int> int_param(const FamilyConfig& c, const std::string& name) {
   return v;
 }
 
+bool cpu_has_avx512() {
+  static const bool has = [] {
+    auto text = read_file("/proc/cpuinfo");
+    return text && text->find(" avx512f") != std::string::npos;
+  }();
+  return has;
+}
+
 std::optional<std::string> check_listed_values(const FamilyConfig& c, const std::vector<ParamSpec>& specs) {
   for (const auto& spec : specs) {
     auto it = c.find(spec.name);

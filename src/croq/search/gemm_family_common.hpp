@@ -16,6 +16,9 @@ namespace croq::gemm {
 // The integer value of parameter `name`; nullopt when missing or not an integer.
 std::optional<int> int_param(const FamilyConfig& c, const std::string& name);
 
+// Whether this machine's CPU has AVX-512 (the cpp families then offer a 16-wide SIMD width).
+bool cpu_has_avx512();
+
 // nullopt when `c` has every parameter of `specs`, each with one of its listed values, and no
 // other parameter; else the reason.
 std::optional<std::string> check_listed_values(const FamilyConfig& c, const std::vector<ParamSpec>& specs);
