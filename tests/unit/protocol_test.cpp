@@ -432,6 +432,25 @@ TEST_F(EnforcedTask, ACloseCallIsKeptOnlyOnItsPairs) {
   EXPECT_EQ(refusal_rule([&] { guard_store(*ws, task, keep, c0); }), "");
 }
 
+// A pair measurement that does not count (unstable under load, say) leaves its file; the renewed
+// plan asks for the same kernels but never overwrites a file already written.
+TEST_F(EnforcedTask, APairPlanNeverOverwritesAnEarlierPairFile) {
+  prepared();
+  const fs::path perf = ws->kind_dir(task, ArtifactKind::perf);
+  const auto first = pair_plan(*ws, task, "iter002_x", "iter001_start", 0, 3);
+  ASSERT_FALSE(first.empty());
+  EXPECT_EQ(first.front().out.filename(), "pair_iter002_1_iter001_start.json");
+  atomic_write(first.front().out, json{{"verdict", "UNSTABLE"}}.dump());
+  const auto again = pair_plan(*ws, task, "iter002_x", "iter001_start", 0, 3);
+  ASSERT_EQ(again.size(), first.size());
+  for (size_t i = 0; i < again.size(); ++i) {
+    EXPECT_EQ(again[i].kernel, first[i].kernel) << i;
+    EXPECT_FALSE(fs::exists(again[i].out)) << again[i].out;
+  }
+  EXPECT_EQ(again.front().out.filename(), "pair_iter002_2_iter001_start.json");
+  EXPECT_EQ(json::parse(*read_file(perf / "pair_iter002_1_iter001_start.json")).value("verdict", ""), "UNSTABLE");
+}
+
 TEST(ProtocolAdvisory, GuardsDoNothingWithoutProtocolFile) {
   TempDir dir;
   Workspace ws(dir.path());

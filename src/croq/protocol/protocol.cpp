@@ -518,8 +518,14 @@ std::vector<PairMeasurement> pair_plan(const Workspace& ws, const TaskRef& task,
   int n = static_cast<int>(measured);
   for (const auto& who : pair_order(measured, pairs)) {
     const std::string& k = who == "best" ? best : candidate;
-    const std::string name = fmt::format("pair_{}_{}_{}.json", candidate.substr(0, candidate.find('_')), ++n, k);
-    plan.push_back({k, ws.kind_dir(task, ArtifactKind::perf) / name});
+    // A pair file already written (an earlier plan whose measurement did not count) is never
+    // overwritten: the numbering moves past it.
+    fs::path out;
+    do {
+      out = ws.kind_dir(task, ArtifactKind::perf) /
+            fmt::format("pair_{}_{}_{}.json", candidate.substr(0, candidate.find('_')), ++n, k);
+    } while (fs::exists(out));
+    plan.push_back({k, out});
   }
   return plan;
 }

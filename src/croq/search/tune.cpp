@@ -499,21 +499,28 @@ struct Tuner::Impl {
   }
 
   // A close call (docs/protocol.md "Decisions"): the best and the candidate measured back to back
-  // until the rule's pairs are there, then decided on them.
+  // until the rule's pairs are there, then decided on them. A pair measurement that is not evidence
+  // (unstable under load, contended, failed) does not count, so the plan is renewed from what decide
+  // still asks for, a bounded number of times; a close call still open after that is stored as the
+  // DISCARD decide reports, with its reason.
   void measure_pairs(const std::string& kernel, const std::string& file, VerbResult& d) {
+    constexpr int k_pair_attempts = 3;
     const std::string base = d.doc.value("base_kernel", "");
     if (base.empty() || !d.doc.contains("pairs")) return;
-    const json& p = d.doc["pairs"];
-    const size_t have = p.contains("measured") ? p["measured"].size() : 0;
-    const int needed = p.value("needed", 0);
     event({{"event", "close_call"}, {"kernel", kernel}, {"best", base}, {"reason", d.doc.value("reason", "")}});
     ensure_built(base);
-    for (const auto& m : pair_plan(ws, task, kernel, base, have, needed)) {
-      measured("measure", {"measure", "--iter", m.kernel, "--out", m.out.string()}, false);
+    for (int attempt = 0; attempt < k_pair_attempts && d.doc.value("needs_pairs", false) && d.doc.contains("pairs");
+         ++attempt) {
+      const json& p = d.doc["pairs"];
+      const size_t have = p.contains("measured") ? p["measured"].size() : 0;
+      const int needed = p.value("needed", 0);
+      for (const auto& m : pair_plan(ws, task, kernel, base, have, needed)) {
+        measured("measure", {"measure", "--iter", m.kernel, "--out", m.out.string()}, false);
+      }
+      d = must("decide", {"decide", "--measurement", file, "--kernel", kernel});
+      event({{"event", "paired"}, {"kernel", kernel}, {"decision", d.doc.value("decision", "")},
+             {"reason", d.doc.value("reason", "")}});
     }
-    d = must("decide", {"decide", "--measurement", file, "--kernel", kernel});
-    event({{"event", "paired"}, {"kernel", kernel}, {"decision", d.doc.value("decision", "")},
-           {"reason", d.doc.value("reason", "")}});
   }
 
   void store(const Checkpoint& cp, const std::string& kernel, const std::string& decision, const std::string& file,
