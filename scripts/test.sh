@@ -3,7 +3,8 @@
 # crash-safety and concurrency tests and the cpp-backend end-to-end tests. GPU tests are labelled
 # `gpu` and skip themselves when no GPU is present. A fresh build folder is configured with the
 # fuzz targets (CROQ_FUZZ: clang and libFuzzer), which run for a few seconds each (label fuzz);
-# without clang's libFuzzer they are skipped with a message.
+# without clang's libFuzzer they are skipped with a message. CROQ_WERROR=ON (as CI sets it) makes a
+# warning in a fresh build an error.
 # Usage: scripts/test.sh [ctest arguments...]
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -17,7 +18,7 @@ if [ ! -f build/build.ninja ]; then
     echo "scripts/test.sh: clang++ with libFuzzer not found: the fuzz targets are skipped (install clang and libclang-rt-dev, as scripts/setup.sh does)" >&2
   fi
   rm -rf "$probe"
-  cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCROQ_FUZZ=$fuzz >/dev/null
+  cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCROQ_FUZZ=$fuzz -DCROQ_WERROR="${CROQ_WERROR:-OFF}" >/dev/null
 fi
 cmake --build build
 cd build
