@@ -46,7 +46,7 @@ open(os.path.join(kdir, "configs.tsv"), "w").write("\n".join(rows) + "\n")
 PY
   for f in "$KDIR"/*.cu; do
     /usr/local/cuda/bin/nvcc -O3 -std=c++17 --shared -Xcompiler -fPIC -I"$REPO/include" -gencode=arch=compute_90a,code=sm_90a \
-      -Xptxas -v "$f" -o "${f%.cu}.so" 2>&1 | grep -A2 "Compiling entry function '_ZN11croq_hopper11gemm_kernel" | grep -o "[0-9]* bytes stack frame, [0-9]* bytes spill stores, [0-9]* bytes spill loads" | head -1 > "${f%.cu}.ptxas" &
+      -Xptxas -v "$f" -o "${f%.cu}.so" 2>&1 | grep -A2 "Compiling entry function '_ZN11croq_hopper[0-9A-Za-z_]*11gemm_kernel" | grep -o "[0-9]* bytes stack frame, [0-9]* bytes spill stores, [0-9]* bytes spill loads" | head -1 > "${f%.cu}.ptxas" &
   done
   wait
   rm -f "$KDIR"/*.cu

@@ -91,6 +91,11 @@ VerbRunner setup_build(CLI::App& app) {
           std::lock_guard<std::mutex> lock(note_mutex);
           ctx.note(fmt::format("[build] {} {} in {:.0f} ms{}", targets[i].kernel, docs[i].value("verdict", ""),
                                docs[i].value("total_ms", 0.0), docs[i].value("cached", false) ? " (cached)" : ""));
+          if (docs[i].contains("warnings") && docs[i]["warnings"].is_array()) {
+            for (const auto& w : docs[i]["warnings"]) {
+              if (w.is_string()) ctx.note(fmt::format("[build] warning: {}", w.get<std::string>()));
+            }
+          }
         } catch (...) {
           failures[i] = std::current_exception();
         }

@@ -17,6 +17,7 @@
 #include "croq/build/purity.hpp"
 #include "croq/build/resources.hpp"
 #include "croq/build/scripts.hpp"
+#include "croq/build/symbols.hpp"
 #include "croq/util/error.hpp"
 #include "croq/util/fs.hpp"
 #include "croq/util/hash.hpp"
@@ -305,6 +306,17 @@ void apply_job(const JobOutcome& o, const CompileJob& job, const Workspace& ws, 
   }
 }
 
+// The symbol check of a built shared object: warnings (never a failure) for exported symbols
+// beyond the ABI and for unique symbols.
+void check_symbols(const JobOutcome& o, const CompileJob& job, BuildRecord& rec) {
+  std::error_code ec;
+  if (!o.ok || !fs::is_regular_file(job.dest, ec)) return;
+  SymbolReport r = scan_symbols(job.dest);
+  if (!r.is_elf) return;
+  rec.doc["symbols"] = r.to_json();
+  for (const auto& w : r.warnings()) rec.doc["warnings"].push_back(fs::path(job.dest).filename().string() + ": " + w);
+}
+
 // ---- adapters ----
 
 json build_cuda_or_cpp(const Workspace& ws, const BuildTarget& t, const BuildOptions& o, const Toolchain& tc,
@@ -324,15 +336,20 @@ json build_cuda_or_cpp(const Workspace& ws, const BuildTarget& t, const BuildOpt
     job.compiler = tc.nvcc;
     job.flags = {"-O3", "-std=c++17", "--shared", "-Xcompiler", "-fPIC", "-Xptxas", "-v", "-I" + inc.string(),
                  gencode_flag(arch)};
+    const auto& c = composable_nvcc_flags();
+    job.flags.insert(job.flags.end(), c.begin(), c.end());
   } else {
     job.label = "g++";
     job.compiler = tc.cxx;
     job.flags = {"-O3", "-march=native", "-std=c++20", "-shared", "-fPIC", "-I" + inc.string()};
+    const auto c = composable_cxx_flags(tc.cxx + " " + versions.version(tc.cxx, job.hint));
+    job.flags.insert(job.flags.end(), c.begin(), c.end());
     job.extra_key = cpu_identity();  // -march=native: the output belongs to this CPU
   }
   job.flags.insert(job.flags.end(), o.flags.begin(), o.flags.end());
   JobOutcome out = run_job(job, cache, versions, o.use_cache);
   apply_job(out, job, ws, rec, /*primary=*/true);
+  check_symbols(out, job, rec);
   rec.doc["cached"] = out.cached;
   return rec.doc;
 }
@@ -666,6 +683,7 @@ json build_croqtile(const Workspace& ws, const BuildTarget& t, const BuildOption
                                        "-I" + inc.string()}) {
         j.flags.push_back(extra);
       }
+      for (const auto& c : composable_nvcc_flags()) j.flags.push_back(c);
       j.flags.insert(j.flags.end(), o.flags.begin(), o.flags.end());
       j.inputs = {wrapper};
       j.output_name = t.kernel + ".so";
@@ -704,6 +722,7 @@ json build_croqtile(const Workspace& ws, const BuildTarget& t, const BuildOption
   if (abi_out) {
     apply_job(*abi_out, *abi, ws, rec, /*primary=*/!program);
     abi_doc["built"] = abi_out->ok;
+    check_symbols(*abi_out, *abi, rec);
     if (abi_out->ok) abi_doc["output"] = ws.display(abi->dest);
     else abi_doc["errors"] = abi_out->errors;
   }

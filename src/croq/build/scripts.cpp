@@ -3,6 +3,7 @@
 
 #include <fmt/format.h>
 
+#include "croq/build/symbols.hpp"
 #include "croq/build/toolchain.hpp"
 #include "croq/util/process.hpp"
 #include "croq/util/time.hpp"
@@ -52,12 +53,16 @@ std::string build_script_text(const ScriptInputs& in) {
   if (in.dsl == "cuda") {
     std::vector<std::string> argv{in.toolchain.nvcc, "-O3", "-std=c++17", "--shared", "-Xcompiler", "-fPIC",
                                   "-Xptxas", "-v", "-I" + in.include_dir.string(), gencode_flag(in.arch)};
+    const auto& c = composable_nvcc_flags();
+    argv.insert(argv.end(), c.begin(), c.end());
     argv.insert(argv.end(), in.extra_flags.begin(), in.extra_flags.end());
     argv.insert(argv.end(), {in.source.string(), "-o", so.string()});
     s += shell_join(argv) + " 2>&1 | tee " + q(in.log) + "\n";
   } else if (in.dsl == "cpp") {
     std::vector<std::string> argv{in.toolchain.cxx, "-O3", "-march=native", "-std=c++20", "-shared", "-fPIC",
                                   "-I" + in.include_dir.string()};
+    const auto c = composable_cxx_flags(in.toolchain.cxx);
+    argv.insert(argv.end(), c.begin(), c.end());
     argv.insert(argv.end(), in.extra_flags.begin(), in.extra_flags.end());
     argv.insert(argv.end(), {in.source.string(), "-o", so.string()});
     s += shell_join(argv) + " 2>&1 | tee " + q(in.log) + "\n";
@@ -103,7 +108,7 @@ std::string build_script_text(const ScriptInputs& in) {
         "\"$CUDA_HOME/bin/nvcc\" $CFLAGS -Xptxas -v -I\"$HEADERS\"{extra} \"$CU\" -o \"$BIN\" 2>&1 | tee -a \"$LOG\"\n"
         "if [ -f \"$WRAPPER\" ]; then  # the kernel bound to croq's ABI (written by croq build)\n"
         "  \"$CUDA_HOME/bin/nvcc\" ${{CFLAGS/-Xcompiler -static-libstdc++/}} --shared -Xcompiler -fPIC -Xptxas -v "
-        "-I\"$HEADERS\" -I{inc}{extra} \"$WRAPPER\" -o \"$BIN.so\" 2>&1 | tee -a \"$LOG\"\n"
+        "-Xcompiler -fvisibility=hidden -Xcompiler -fno-gnu-unique -I\"$HEADERS\" -I{inc}{extra} \"$WRAPPER\" -o \"$BIN.so\" 2>&1 | tee -a \"$LOG\"\n"
         "fi\n",
         fmt::arg("cuda", in.toolchain.cuda_home), fmt::arg("co", q(co)), fmt::arg("cu", q(cu)),
         fmt::arg("result", q(result)), fmt::arg("bin", q(bin)), fmt::arg("log", q(in.log)),

@@ -272,7 +272,7 @@ CROQ_EXPORT croq_status croq_gemm(const croq_gemm_desc* d, const croq_gemm_opera
   for (int t = 0; t < threads; ++t) {
     const int64_t b0 = blocks * t / threads, b1 = blocks * (t + 1) / threads;
     const int64_t r0 = b0 * BM, r1 = std::min<int64_t>(d->m, b1 * BM);
-    if (r0 < r1) pool.emplace_back(rows, d, o, B, r0, r1);
+    if (r0 < r1) pool.emplace_back([=] { rows(d, o, B, r0, r1); });  // a lambda: no exported std::thread state
   }
   for (auto& th : pool) th.join();
   return CROQ_OK;

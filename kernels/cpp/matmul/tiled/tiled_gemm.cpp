@@ -153,7 +153,7 @@ CROQ_EXPORT croq_status croq_matmul(const croq_matmul_problem* p, const void* a,
   for (int t = 0; t < threads; ++t) {
     int64_t b0 = blocks * t / threads, b1 = blocks * (t + 1) / threads;
     int64_t r0 = b0 * BM, r1 = std::min<int64_t>(p->m, b1 * BM);
-    if (r0 < r1) pool.emplace_back(rows, p, A, B, C, r0, r1);
+    if (r0 < r1) pool.emplace_back([=] { rows(p, A, B, C, r0, r1); });  // a lambda: no exported std::thread state
   }
   for (auto& th : pool) th.join();
   return CROQ_OK;

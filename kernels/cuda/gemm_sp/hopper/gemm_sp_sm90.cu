@@ -161,7 +161,11 @@
 #define CROQ_STR_(x) #x
 #define CROQ_STR(x) CROQ_STR_(x)
 
+// Everything but the ABI entry points has internal linkage (the unnamed namespace): two kernels of
+// this template with different configurations, loaded into one process or linked into one library
+// (croq export), never share a function or a cache.
 namespace croq_hopper_sp {
+namespace {
 
 struct e4m3_t {
   uint8_t bits;
@@ -1497,6 +1501,7 @@ inline croq_status check_desc(const croq_gemm_desc* d) {
   return CROQ_OK;
 }
 
+}  // namespace
 }  // namespace croq_hopper_sp
 
 CROQ_EXPORT croq_status croq_gemm(const croq_gemm_desc* d, const croq_gemm_operands* ops, void* stream_ptr) {

@@ -61,7 +61,11 @@
 #define CROQ_STR_(x) #x
 #define CROQ_STR(x) CROQ_STR_(x)
 
+// Everything but the ABI entry points has internal linkage (the unnamed namespace): two kernels of
+// this template with different configurations, loaded into one process or linked into one library
+// (croq export), never share a function or a launch cache.
 namespace croq_ampere {
+namespace {
 
 constexpr int BM = CROQ_BM, BN = CROQ_BN, BK = CROQ_BK;
 constexpr int WARPS_M = CROQ_WARPS_M, WARPS_N = CROQ_WARPS_N;
@@ -430,6 +434,7 @@ inline int dtype_bit(const croq_matmul_problem* p) {
   return 0;
 }
 
+}  // namespace
 }  // namespace croq_ampere
 
 CROQ_EXPORT croq_status croq_matmul(const croq_matmul_problem* p, const void* a, const void* b, void* c,

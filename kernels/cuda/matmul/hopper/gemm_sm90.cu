@@ -140,7 +140,11 @@
 #define CROQ_STR_(x) #x
 #define CROQ_STR(x) CROQ_STR_(x)
 
+// Everything but the ABI entry points has internal linkage (the unnamed namespace): two kernels of
+// this template with different configurations, loaded into one process or linked into one library
+// (croq export), never share a function, a launch cache or a tensor-map cache.
 namespace croq_hopper {
+namespace {
 
 constexpr int BM = CROQ_BM, BN = CROQ_BN, BK = CROQ_BK;
 constexpr int STAGES = CROQ_STAGES;
@@ -1362,6 +1366,7 @@ inline int dtype_bit(const croq_matmul_problem* p) {
   return 0;
 }
 
+}  // namespace
 }  // namespace croq_hopper
 
 CROQ_EXPORT croq_status croq_matmul(const croq_matmul_problem* p, const void* a, const void* b, void* c,
