@@ -8,7 +8,8 @@
 //   - with nvcc as well: `croq build` of every bundled kernel (dense and 2:4 sparse) and of the
 //     family's default (phase 1, phase 2, the ABI shared object), with no CHOREO_HOME or CUTE_HOME
 //     set; each shared object passes croq measure's purity scan (no vendor GEMM library, and no
-//     synchronising or host-reading call, which an enforced task refuses).
+//     synchronising or host-reading call, which an enforced task refuses) and exports only the
+//     ABI's entry points, with no STB_GNU_UNIQUE symbol (kernels that compose).
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -166,6 +167,12 @@ void expect_pure(const fs::path& root, const json& doc) {
   PurityReport scan = scan_candidate(root / doc["abi"]["output"].get<std::string>());
   EXPECT_TRUE(scan.clean()) << scan.summary();
   EXPECT_TRUE(scan.synchronising.empty()) << scan.synchronising_summary();
+  // And it composes: only the ABI's entry points are exported, no STB_GNU_UNIQUE symbol (croq build
+  // reads the shared object's symbols; two CroqTile kernels of one process share nothing).
+  ASSERT_TRUE(doc.contains("symbols")) << doc.dump();
+  EXPECT_TRUE(doc["symbols"]["unique"].empty()) << doc["symbols"].dump();
+  EXPECT_TRUE(doc["symbols"]["exported_extra"].empty()) << doc["symbols"].dump();
+  EXPECT_TRUE(doc["symbols"]["entry_points"].size() >= 2) << doc["symbols"].dump();
 }
 
 TEST(CroqtileCompile, CroqBuildsTheBundledDenseKernelsWithoutEnvironment) {

@@ -88,7 +88,7 @@ TEST(KernelSymbols, CroqBuildWarnsAboutExportedHelpersAndUniqueSymbols) {
   croq::atomic_write(src_dir(dir.path()) / "iter001_leaky.cpp", R"(#include <croq/kernel_abi.h>
 namespace mine {
 struct Info { int ready; };
-template <typename T> Info& info() { static Info i{0}; return i; }
+template <typename T> __attribute__((visibility("default"))) Info& info() { static Info i{0}; return i; }
 __attribute__((visibility("default"))) int shared_helper(int x) { return x + info<float>().ready; }
 }
 CROQ_EXPORT croq_status croq_matmul(const croq_matmul_problem* p, const void*, const void*, void*, void*, size_t, void*) {
@@ -109,3 +109,29 @@ CROQ_EXPORT croq_status croq_matmul(const croq_matmul_problem* p, const void*, c
 }
 
 }  // namespace
+
+// A kernel that writes with <iostream>: the standard library's inline members (std::ctype<char>::
+// do_widen, through std::endl) stay exported whatever -fvisibility says, since libstdc++ gives
+// namespace std default visibility. They are the same code in every kernel, so croq build lists them
+// (symbols.exported_std) without a warning; a helper of the kernel's own is still hidden.
+TEST(KernelSymbols, StandardLibraryInlineMembersAreListedNotWarnedAbout) {
+  TempDir dir;
+  fs::create_directories(src_dir(dir.path()));
+  croq::atomic_write(src_dir(dir.path()) / "iter001_chatty.cpp", R"(#include <croq/kernel_abi.h>
+#include <iostream>
+namespace mine {
+int helper(int x) { std::cerr << "croq_matmul " << x << std::endl; return x; }
+}
+CROQ_EXPORT croq_status croq_matmul(const croq_matmul_problem* p, const void*, const void*, void*, void*, size_t, void*) {
+  return p && mine::helper(0) == 0 ? CROQ_UNSUPPORTED : CROQ_INVALID_ARGUMENT;
+}
+)", false);
+  CroqRun build = run_croq(dir.path(), with({"build", "--iter", "iter001_chatty"}));
+  ASSERT_EQ(build.rc, 0) << build.out << build.err;
+  const json& s = build.doc["symbols"];
+  EXPECT_TRUE(s.value("clean", false)) << s.dump();
+  EXPECT_TRUE(s["exported_extra"].empty()) << s.dump();
+  EXPECT_NE(s["exported_std"].dump().find("_ZNKSt5ctypeIcE8do_widenEc"), std::string::npos) << s.dump();
+  EXPECT_TRUE(!build.doc.contains("warnings") || build.doc["warnings"].empty()) << build.doc["warnings"].dump();
+  EXPECT_EQ(build.err.find("beyond the kernel ABI"), std::string::npos) << build.err;
+}

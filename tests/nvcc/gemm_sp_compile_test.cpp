@@ -8,6 +8,8 @@
 #include <cstdlib>
 #include <regex>
 
+#include "croq/build/builder.hpp"
+#include "croq/build/symbols.hpp"
 #include "croq/measure/elf_scan.hpp"
 #include "croq/search/hopper_gemm_sp_family.hpp"
 #include "croq/util/fs.hpp"
@@ -188,27 +190,40 @@ TEST(GemmSpTemplatesCompile, ConfigurationsTheFamilyRefusesDoNotCompileEither) {
   EXPECT_NE(r.log.find("CROQ_PERSISTENT=1"), std::string::npos) << r.log;
 }
 
-// A rendered candidate passes croq's purity scan: no vendor library, and no synchronising or
-// host-reading CUDA call anywhere, croq_gemm_prepare included (it only enqueues its kernels).
-TEST(GemmSpTemplatesCompile, CandidatesPassThePurityScan) {
+// A rendered candidate built by croq build passes croq's purity scan: no vendor library, and no
+// synchronising or host-reading CUDA call anywhere, croq_gemm_prepare included (it only enqueues its
+// kernels). And it composes: it exports only the ABI's version-2 entry points and has no
+// STB_GNU_UNIQUE symbol (two sparse kernels of one process never share the template's statics).
+TEST(GemmSpTemplatesCompile, CandidatesPassThePurityScanAndExportOnlyTheAbi) {
   if (!nvcc_path()) GTEST_SKIP() << "nvcc not found (set CROQ_NVCC)";
   HopperGemmSpFamily f;
   auto p = problem(4096, 8192, 8192, "e4m3f16");
   auto c = f.default_config(p);
   test::TempDir dir;
-  const auto src = dir / "candidate.cu";
+  Workspace ws(dir.path());
+  const TaskRef task = make_task("sm90_NVIDIA_H200", "cuda", "gemm_sp_e4m3fp16_4096x8192x8192", "symbols");
+  const auto src = ws.kind_dir(task, ArtifactKind::srcs) / "iter001_sp.cu";
+  std::filesystem::create_directories(src.parent_path());
   atomic_write(src, f.render_source(c, p), false);
-  ProcessSpec spec;
-  spec.argv = {nvcc_path()->string(), "-O3"};
-  for (const auto& flag : f.build_flags(c, p)) spec.argv.push_back(flag);
-  spec.argv.insert(spec.argv.end(), {"-I" + find_project_dir("include").string(), "-shared", "-Xcompiler", "-fPIC",
-                                     "-o", (dir / "candidate.so").string(), src.string()});
-  spec.timeout = std::chrono::milliseconds(900000);
-  ProcessResult r = process_runner().run(spec);
-  ASSERT_TRUE(r.ok()) << r.out << r.err;
-  const PurityReport scan = scan_candidate(dir / "candidate.so");
+  BuildOptions o;
+  o.flags = f.build_flags(c, p);
+  o.use_cache = false;
+  Toolchain tc = Toolchain::from_env();
+  tc.nvcc = nvcc_path()->string();
+  CompilerVersions versions;
+  const json doc = build_target(ws, locate_build_target(ws, task, "iter001_sp"), o, tc, versions);
+  ASSERT_EQ(doc.value("verdict", ""), "OK") << doc.dump(2).substr(0, 3000);
+  const auto so = ws.kind_dir(task, ArtifactKind::bin) / "iter001_sp.so";
+  const PurityReport scan = scan_candidate(so);
   EXPECT_TRUE(scan.clean());
   EXPECT_TRUE(scan.synchronising.empty()) << scan.synchronising_summary();
+  ASSERT_TRUE(doc.contains("symbols")) << doc.dump(2).substr(0, 2000);
+  EXPECT_TRUE(doc["symbols"]["unique"].empty()) << doc["symbols"].dump();
+  EXPECT_TRUE(doc["symbols"]["exported_extra"].empty()) << doc["symbols"].dump();
+  EXPECT_EQ(doc["symbols"]["entry_points"], json::array({"croq_gemm", "croq_gemm_prepare", "croq_gemm_prepared_bytes",
+                                                         "croq_gemm_workspace_bytes", "croq_kernel_info"}));
+  EXPECT_FALSE(doc.contains("warnings") && !doc["warnings"].empty()) << doc["warnings"].dump();
+  EXPECT_TRUE(scan_symbols(so).clean());
 }
 
 // The prepared A (compressed values + metadata words) and the consumer's reading of it, played on

@@ -25,10 +25,19 @@ std::string list_some(const std::vector<std::string>& names) {
   std::string out;
   for (size_t i = 0; i < names.size() && i < 3; ++i) {
     if (i) out += ", ";
-    out += names[i].size() > 100 ? names[i].substr(0, 100) + "..." : names[i];
+    out += names[i].size() > 100 ? fmt::format("{}...", std::string_view(names[i]).substr(0, 100)) : names[i];
   }
   if (names.size() > 3) out += fmt::format(" and {} more", names.size() - 3);
   return out;
+}
+
+// A symbol of namespace std (functions, vtables, typeinfo, guard variables): _ZNSt, _ZNKSt, _ZSt, ...
+bool is_std_symbol(const std::string& name) {
+  for (const char* prefix : {"_ZNSt", "_ZNKSt", "_ZNVKSt", "_ZSt", "_ZTVNSt", "_ZTINSt", "_ZTSNSt", "_ZTVSt", "_ZTISt",
+                             "_ZTSSt", "_ZGVNSt", "_ZGVZNSt", "_ZGVZNKSt"}) {
+    if (name.rfind(prefix, 0) == 0) return true;
+  }
+  return false;
 }
 
 }  // namespace
@@ -74,7 +83,11 @@ std::vector<std::string> SymbolReport::warnings() const {
 }
 
 json SymbolReport::to_json() const {
-  json j{{"clean", clean()}, {"entry_points", entry_points}, {"exported_extra", exported_extra}, {"unique", unique}};
+  json j{{"clean", clean()},
+         {"entry_points", entry_points},
+         {"exported_extra", exported_extra},
+         {"exported_std", exported_std},
+         {"unique", unique}};
   if (!is_elf) j["error"] = error;
   return j;
 }
@@ -87,18 +100,20 @@ SymbolReport scan_symbols_bytes(std::string_view data) {
     return r;
   }
   r.is_elf = true;
-  std::set<std::string> extra, unique, entries;
+  std::set<std::string> extra, unique, entries, std_weak;
   for (const ElfSymbol& s : elf.symbols) {
     if (!s.defined) continue;
     if (s.bind == STB_GNU_UNIQUE) unique.insert(s.name);
     if (!s.dynamic || s.bind == STB_LOCAL) continue;
     if (s.visibility == STV_HIDDEN || s.visibility == STV_INTERNAL) continue;
     if (is_abi_entry_point(s.name)) entries.insert(s.name);
+    else if (s.bind == STB_WEAK && is_std_symbol(s.name)) std_weak.insert(s.name);
     else if (!is_linker_symbol(s.name)) extra.insert(s.name);
   }
   r.exported_extra.assign(extra.begin(), extra.end());
   r.unique.assign(unique.begin(), unique.end());
   r.entry_points.assign(entries.begin(), entries.end());
+  r.exported_std.assign(std_weak.begin(), std_weak.end());
   return r;
 }
 

@@ -32,6 +32,12 @@ struct SymbolReport {
   std::vector<std::string> exported_extra;  // defined, dynamic, default/protected visibility, not ABI
   std::vector<std::string> unique;          // STB_GNU_UNIQUE (either table)
   std::vector<std::string> entry_points;    // the ABI entry points it exports
+  // Weak definitions of the C++ standard library's own inline members (std::ctype<char>::do_widen
+  // from <iostream>): its headers give namespace std default visibility, so -fvisibility=hidden
+  // leaves them exported. Every copy in a process is the same libstdc++ code, so sharing one
+  // copy changes nothing; listed, not warned about. (A std template instantiated for a type of the
+  // kernel's own is hidden with that type.)
+  std::vector<std::string> exported_std;
 
   bool clean() const { return is_elf && exported_extra.empty() && unique.empty(); }
   // One warning per kind of finding, naming a few symbols ("" when clean).

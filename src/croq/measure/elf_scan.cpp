@@ -178,7 +178,7 @@ PurityReport scan_elf_bytes(std::string_view data) {
         }
       }
       for (const char* part : k_forbidden_symbol_parts) {
-        if (name.find(part) != std::string::npos) add("symbol", name.size() > 120 ? name.substr(0, 120) + "..." : name);
+        if (name.find(part) != std::string::npos) add("symbol", name.size() > 120 ? fmt::format("{}...", std::string_view(name).substr(0, 120)) : name);
       }
     }
   }
