@@ -165,7 +165,17 @@ DeviceChoice choose_device(const std::string& dsl, const std::string& device_fla
                            const std::string& op) {
   DeviceChoice d;
   if (dsl == "cpp") {
+    // One CPU lease, or a lease slot cpu<i> (--device, else CROQ_DEVICE: croq sweep's workers on
+    // fake devices each hold their own).
+    std::string slot = device_flag;
+    if (slot.empty()) {
+      if (const char* e = std::getenv("CROQ_DEVICE"); e && *e) slot = e;
+    }
     d.lease_id = "cpu";
+    if (slot.size() > 3 && slot.size() <= 7 && slot.rfind("cpu", 0) == 0 &&
+        slot.find_first_not_of("0123456789", 3) == std::string::npos) {
+      d.lease_id = slot;
+    }
     d.facts.key = cpu_device_key();
     d.facts.name = "host CPU";
     return d;

@@ -50,6 +50,8 @@ VerbRunner setup_report(CLI::App& app) {
   app.add_option("--task", o->tasks, "a task_uid, <gpu>/<dsl>/<shape_key>/<model>, or a shape key (repeatable)");
   app.add_flag("--all", o->all, "every task of the workspace");
   app.add_option("--out", o->out, "folder to write (created if missing; files in it are replaced)")->required();
+  app.add_flag("--sweep", o->sweep, "the report across the sweep (tuning/state.json): shapes x dtypes table, progress "
+                                    "over time, bottleneck mix");
   app.add_option("--window", o->window, "rounds per bar of the bottleneck distribution (0: automatic)")
       ->default_val(0)->check(CLI::Range(0, 100000));
   return [o](Context& ctx) -> ExitCode { return run_report(ctx, *o); };

@@ -65,6 +65,8 @@ struct TuneOpts {
   int step_timeout_s = 900;
   std::string profile_preset = "full";
   int jobs = 1;
+  std::string device;
+  std::string start_params, start_from;
 };
 
 // Runs each shape as `croq tune <shape>` in a child process, `jobs` at a time. Progress lines are
@@ -174,8 +176,28 @@ VerbRunner setup_tune(CLI::App& app) {
                  "Nsight Compute preset of each round's profile: full (every section) or quick (the sections the "
                  "classifier reads; much faster)")
       ->default_val("full")->check(CLI::IsMember({"full", "quick"}));
+  app.add_option("--device", o->device,
+                 "pin every step to this device: a GPU index or UUID (CUDA_VISIBLE_DEVICES and the device's lease), "
+                 "or for dsl cpp a CPU lease slot cpu<i> (CROQ_DEVICE)");
+  app.add_option("--start-params", o->start_params,
+                 "the starting kernel's configuration (a JSON object of the family's parameters, e.g. another shape's "
+                 "best record's `params`); default: the family's default");
+  app.add_option("--start-from", o->start_from, "what --start-params come from, for the record (\"<shape> <kernel>\")");
   return [o](Context& ctx) {
     validate_dsl(o->dsl);
+    json start_params;
+    if (!o->start_params.empty()) start_params = parse_json_object_arg(o->start_params, "--start-params");
+    if (!o->device.empty()) {
+      // The verbs this tune runs inherit the pin: measure, baseline and profile use this device and
+      // its lease, and a candidate's CUDA runtime sees no other GPU.
+      if (o->dsl == "cpp") {
+        if (o->device.rfind("cpu", 0) != 0) throw_usage("dsl cpp runs on the CPU: --device takes a CPU lease slot cpu<i>");
+        ::setenv("CROQ_DEVICE", o->device.c_str(), 1);
+      } else {
+        ::setenv("CROQ_DEVICE", o->device.c_str(), 1);
+        ::setenv("CUDA_VISIBLE_DEVICES", o->device.c_str(), 1);
+      }
+    }
     std::string gpu = resolve_device_key(o->gpu, o->dsl);
     auto exe = self_exe_dir() / "croq";
     for (const auto& key : o->shape_keys) (void)make_task(gpu, o->dsl, key, o->model);  // refuse bad keys first
@@ -205,6 +227,8 @@ VerbRunner setup_tune(CLI::App& app) {
       opt.git_commit = o->git_commit;
       opt.step_timeout = std::chrono::seconds(o->step_timeout_s);
       opt.profile_preset = o->profile_preset;
+      opt.start_params = start_params;
+      opt.start_from = o->start_from;
       auto progress = [&, tty](const json& e) {
         if (ctx.quiet) return;
         if (!tty) {

@@ -50,6 +50,34 @@ const std::vector<VerbSpec>& verbs() {
        "`{shapes: [...], jobs, failed, stopped}` (a shape that failed has `error`; the others go on). SIGINT or "
        "SIGTERM stops every shape's process; each resumes where it stopped on the next run. Exit 1 if any shape failed.",
        setup_tune},
+      {"sweep run", "tune a manifest of shapes x dtypes non-stop on every device, resumable (the from-scratch sweep)",
+       "The croq-tune-from-scratch skill's sweep, run by croq (docs/sweep.md). The shapes come from `--manifest`: "
+       "`typical` (built in: the skill's 14 typical shapes for each dtype of `--op`, gemm_sp by default), a croq "
+       "manifest in JSON (`croq-sweep-manifest-v1`: operator, dtypes, shapes, keys) or TOML, or the skill's "
+       "kernels/manifest.json as is (`typical_shapes_for_scratch`). `tuning/state.json` keeps each shape in the "
+       "skill's format (status, mode, current_iter, region, ...), written atomically by one writer: a shape done at "
+       "`--rounds` (default 150) is skipped, one closed below it reopened, one begun resumed (the active ones first), "
+       "then the far and needs_scratch shapes of state.json follow. From scratch the keys are the skill's "
+       "`<dtype>_<M>x<N>x<K>_fs`; `--mode from_current_best` starts each new shape from the best kernel of the nearest "
+       "tuned shape. One worker per device (`--gpus all|0,2`), pinned with `--device`, CUDA_VISIBLE_DEVICES and the "
+       "device's lease; the driver is croq's search (`croq tune`), an agent (`croq agent run`, one per shape, restarted "
+       "when it dies, `--max-restarts`) or `--command`. A device that fails its health check is skipped and reported, "
+       "never reset; its shape goes to another worker. SIGINT/SIGTERM (`croq sweep stop`) stops every driver; a sweep "
+       "killed at any moment loses no stored round and resumes on the next run. Events in tuning/sweep-log.jsonl.\n\n"
+       "Output: `{shapes: [{key, status, current_iter, best_tflops, baseline_tflops, outcome}], devices, done, failed, "
+       "pending, stopped, wall_s}`. Exit 1 if a shape failed; 6 if a sweep already runs on the workspace; 7 if no "
+       "device is (or stays) healthy; 2 on a bad manifest (nothing is run).",
+       setup_sweep_run},
+      {"sweep status", "the sweep's shapes: status, rounds, baseline, best; whether a sweep runs now",
+       "Reads tuning/state.json, each shape's rounds and TFLOPS refreshed from its ledger (nothing is written). "
+       "A table on stderr; output: `{state_file, shapes: [{key, status, mode, current_iter, target_rounds, "
+       "best_tflops, baseline_tflops, device, error}], counts, running, pid, sweep}`. Exit 10 if state.json is damaged.",
+       setup_sweep_status},
+      {"sweep stop", "stop the running sweep: its drivers stop and resume on the next run",
+       "Sends SIGTERM to the sweep that holds the workspace (tuning/sweep.json names it); it stops every driver and "
+       "writes its state. `--wait` waits until it has ended (exit 6 if it has not within `--timeout`). Output: "
+       "`{was_running, pid, stopped}`.",
+       setup_sweep_stop},
       {"next-iter", "reserve the next iteration id (or attempt id) for a task",
        "The seeds' next_iter. Reserves atomically: two callers at the same moment never get the same "
        "id. Iteration numbers are used only by measured rounds; `--attempt` hands out attempt ids "
@@ -382,7 +410,11 @@ const std::vector<VerbSpec>& verbs() {
        "bottlenecks.svg (bottleneck distribution over the run), rounds.csv, progression.csv and "
        "bottlenecks.csv. The figures are the dashboard's. A CSV cell that a spreadsheet would run as a "
        "formula (it starts with = + - @, tab or CR and is not a number) gets a leading '.\n\n"
-       "Output: `{ok, out, tasks, files, summary}`. Exit 4 if a --task matches nothing.",
+       "Output: `{ok, out, tasks, files, summary}`. Exit 4 if a --task matches nothing.\n\n"
+       "`--sweep` reports across the sweep instead (tuning/state.json, docs/sweep.md): index.html with the "
+       "shapes x dtypes table (best / baseline, rounds), sweep.csv (baseline, best, ratio, rounds, GPU hours and the "
+       "bottleneck mix per shape), progress.csv and progress.svg (rounds stored and shapes done over time), "
+       "bottlenecks.svg. Output: `{ok, out, files, shapes}`; exit 4 when the workspace has no sweep.",
        setup_report},
       {"help", "print the verb list, or the full reference as Markdown (--markdown)",
        "`croq help --markdown` prints docs/cli.md; `croq help --json` the verb table as "

@@ -42,6 +42,9 @@ VerbRunner setup_serve(CLI::App&);
 VerbRunner setup_report(CLI::App&);
 VerbRunner setup_init(CLI::App&);
 VerbRunner setup_agent_run(CLI::App&);
+VerbRunner setup_sweep_run(CLI::App&);
+VerbRunner setup_sweep_status(CLI::App&);
+VerbRunner setup_sweep_stop(CLI::App&);
 
 // The CPU runner's verified timing of a cpp candidate (or, with `library`, of the OpenBLAS
 // baseline) under the CPU lease: what `croq profile` classifies for the cpp dsl (verb_measure.cpp).

@@ -39,6 +39,7 @@ struct ReportVerbOptions {
   bool all = false;
   std::string out;
   int window = 0;
+  bool sweep = false;
 };
 
 ExitCode run_serve(Context& ctx, const ServeOptions& o);

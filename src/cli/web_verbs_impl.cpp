@@ -23,6 +23,7 @@
 #include "croq/web/ledger_sync.hpp"
 #include "croq/web/monitor.hpp"
 #include "croq/web/report.hpp"
+#include "croq/web/sweep_report.hpp"
 
 namespace croq::cli {
 
@@ -191,6 +192,14 @@ ExitCode run_serve(Context& ctx, const ServeOptions& opts) {
 
 ExitCode run_report(Context& ctx, const ReportVerbOptions& opts) {
   const ReportVerbOptions* o = &opts;
+    if (o->sweep) {
+      if (!o->tasks.empty() || o->all) throw_usage("--sweep reports the whole sweep: leave --task and --all out");
+      web::SweepReportResult r = web::write_sweep_report(ctx.ws(), fs::absolute(o->out));
+      ctx.emit(json{{"ok", true}, {"out", r.out.string()}, {"files", r.files}, {"shapes", r.rows}});
+      ctx.note(fmt::format("croq report --sweep: {} shapes, {} files in {} (open index.html)", r.rows.size(),
+                           r.files.size(), r.out.string()));
+      return ExitCode::ok;
+    }
     web::ReportOptions ro;
     ro.selectors = o->tasks;
     ro.all = o->all;

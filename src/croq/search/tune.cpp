@@ -226,7 +226,19 @@ struct Tuner::Impl {
     if (auto why = family->violation(cfg, problem)) {
       throw Error(ExitCode::internal, fmt::format("family {} default configuration is illegal: {}", family->name(), *why));
     }
+    std::string idea = fmt::format("starting kernel: {} default configuration", family->name());
     std::string tag = family->name() + "_default";
+    if (opt.start_params.is_object() && !opt.start_params.empty()) {
+      FamilyConfig from = recorded(opt.start_params);
+      if (auto why = family->violation(from, problem)) {
+        event({{"event", "start_params_illegal"}, {"from", opt.start_from}, {"reason", *why}});
+      } else {
+        cfg = from;
+        idea = fmt::format("starting kernel: the best kernel of {} ({}), its configuration on this shape", opt.start_from,
+                           family->name());
+        tag = "from_best";
+      }
+    }
     if (tag.size() > 31) tag.resize(31);
     VerbResult ni = must("next-iter", {"next-iter", "--tag", tag});
     std::string kernel = get_string(ni.doc, "kernel").value_or("");
@@ -244,8 +256,7 @@ struct Tuner::Impl {
     plan.structure = kernel;
     json extra = plan.to_json();
     must("store", {"store-round", "--iter", iter_of(kernel), "--kernel", kernel, "--round", "0", "--decision", "KEEP",
-                   "--measurement", measurement_file(kernel), "--idea",
-                   fmt::format("starting kernel: {} default configuration", family->name()), "--extra", dump_compact(extra)});
+                   "--measurement", measurement_file(kernel), "--idea", idea, "--extra", dump_compact(extra)});
     event({{"event", "starting_kernel"}, {"kernel", kernel}, {"tflops", me.doc.value("tflops", 0.0)}});
   }
 

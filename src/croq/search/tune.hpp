@@ -31,6 +31,11 @@ struct TuneOptions {
   bool git_commit = false;
   std::string profile_preset = "full";  // croq profile --preset: full or quick (GPU dsls)
   std::chrono::seconds step_timeout{900};
+  // The starting kernel's parameters (a family configuration as recorded in `params`), from the
+  // best kernel of another shape (croq sweep --mode from-current-best); empty: the family's
+  // default. An illegal configuration for this problem falls back to the default.
+  json start_params;
+  std::string start_from;  // what they come from, for the record's idea ("<shape> <kernel>")
 };
 
 // Picks the family for a problem (throws Error(usage) when none supports it).

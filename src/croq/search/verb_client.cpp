@@ -1,6 +1,8 @@
 // The self-exec verb client (verb_client.hpp).
 #include "croq/search/verb_client.hpp"
 
+#include <signal.h>
+
 #include "croq/util/process.hpp"
 
 namespace croq {
@@ -22,6 +24,9 @@ VerbResult SelfExecClient::call(const std::vector<std::string>& args, std::chron
   spec.argv = {m_exe.string(), "--root", m_root.string(), "-q"};
   spec.argv.insert(spec.argv.end(), args.begin(), args.end());
   spec.timeout = std::chrono::duration_cast<std::chrono::milliseconds>(timeout);
+  // A driver killed outright (croq sweep or croq tune under SIGKILL) takes its step with it; the
+  // records are crash-safe, and the next run resumes from the evidence.
+  spec.parent_death_signal = SIGKILL;
   ProcessResult r = process_runner().run(spec);
   VerbResult v;
   v.wall_ms = r.wall_ms;

@@ -6,6 +6,7 @@
 #include <poll.h>
 #include <signal.h>
 #include <sys/stat.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -138,6 +139,7 @@ ProcessResult SystemProcessRunner::run(const ProcessSpec& spec) {
   }
 
   Stopwatch clock;
+  const pid_t parent_pid = ::getpid();
   pid_t pid = ::fork();
   if (pid < 0) {
     result.spawn_error = std::string("fork: ") + std::strerror(errno);
@@ -150,6 +152,10 @@ ProcessResult SystemProcessRunner::run(const ProcessSpec& spec) {
   if (pid == 0) {
     // Child: only async-signal-safe calls from here on.
     if (spec.new_process_group) ::setpgid(0, 0);
+    if (spec.parent_death_signal != 0) {
+      ::prctl(PR_SET_PDEATHSIG, spec.parent_death_signal);
+      if (::getppid() != parent_pid) ::_exit(127);  // the parent died before prctl took effect
+    }
     ::dup2(in_pipe[0], 0);
     ::dup2(out_pipe[1], 1);
     ::dup2(err_pipe[1], 2);

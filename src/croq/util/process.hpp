@@ -28,6 +28,10 @@ struct ProcessSpec {
   // Supervisors (croq agent run) use it to end a stalled or finished session.
   std::function<bool()> should_stop;
   std::chrono::milliseconds stop_grace{5000};
+  // Non-zero: the signal the child gets when the thread that started it dies (prctl
+  // PR_SET_PDEATHSIG), so that a supervisor killed with SIGKILL (croq sweep, croq tune) leaves no
+  // orphan working on its tasks. The thread waits in run() while the child runs.
+  int parent_death_signal = 0;
 };
 
 struct ProcessResult {

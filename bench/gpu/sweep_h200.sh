@@ -1,0 +1,72 @@
+#!/usr/bin/env bash
+# H200 goal of `croq sweep` (issue 19): the 14 typical shapes of dense matmul f16 -> f32
+# (matmul_f16fp32_<M>x<N>x<K>_fs) swept from scratch to 30 rounds each with croq's own search,
+#   croq sweep run --manifest typical --op matmul --dtype f16fp32 --dsl cuda --rounds 30
+# resumed across device calls from the carried workspace, and the table written to
+# sweep-h200.md (shapes x dtype: baseline, best, ratio, rounds, GPU hours), with the report's
+# CSV/SVG/HTML beside it (croq report --sweep).
+#
+# A device call is limited to 10 minutes: the sweep runs under SWEEP_LIMIT_S (default 500 s), then
+# `croq sweep stop --wait` (every driver stops; a SIGKILL at the limit would lose nothing either),
+# and the workspace goes back as sweep-ws.tgz. Put that file at .carry/sweep/sweep-ws.tgz (carry
+# .carry/sweep) and call the script again: the sweep resumes the active shape first, skips the shapes
+# done at 30 rounds, and goes on. 14 shapes x 30 rounds take many calls (the large shapes spend
+# most of a round in ncu; SWEEP_PRESET=quick, the default, keeps that short).
+#
+# Needs croq's executables packed by bench/gpu/pack_device.sh into .carry/croq (carried), nvcc and
+# ncu. Environment: SWEEP_OP (matmul), SWEEP_DTYPE (f16fp32), SWEEP_ROUNDS (30), SWEEP_LIMIT_S
+# (500), SWEEP_PRESET (quick), SWEEP_SEED (1), SWEEP_GPUS (all).
+# Usage: bash bench/gpu/sweep_h200.sh       (results under $OUT, else docs/results)
+set -uo pipefail
+cd "$(dirname "$0")/../.."
+REPO=$(pwd)
+source bench/gpu/common.sh
+croq_executables
+OP=${SWEEP_OP:-matmul}
+DTYPE=${SWEEP_DTYPE:-f16fp32}
+ROUNDS=${SWEEP_ROUNDS:-30}
+LIMIT=${SWEEP_LIMIT_S:-500}
+PRESET=${SWEEP_PRESET:-quick}
+SEED=${SWEEP_SEED:-1}
+GPUS=${SWEEP_GPUS:-all}
+WS=/tmp/croq-sweep-ws
+DEST=${OUT:-$REPO/docs/results}
+mkdir -p "$DEST" "$WS/tuning"
+if [ -f "$REPO/.carry/sweep/sweep-ws.tgz" ] && [ -z "$(ls -A "$WS/tuning")" ]; then
+  tar xzf "$REPO/.carry/sweep/sweep-ws.tgz" -C "$WS" && echo "[sweep-h200] resumed the workspace from .carry/sweep/sweep-ws.tgz"
+fi
+echo "[sweep-h200] croq $(croq --version 2>&1), commit $(cat "$REPO/.carry/croq/commit.txt" 2>/dev/null || git rev-parse --short=12 HEAD)"
+nvidia-smi --query-gpu=index,name,driver_version,utilization.gpu,memory.used,temperature.gpu --format=csv,noheader
+croq --root "$WS" sweep run --manifest typical --op "$OP" --dtype "$DTYPE" --dsl cuda --rounds "$ROUNDS" \
+  --seed "$SEED" --profile-preset "$PRESET" --gpus "$GPUS" > "$DEST/sweep-summary.json" 2>> "$DEST/sweep-events.log" &
+pid=$!
+start=$SECONDS
+while kill -0 "$pid" 2>/dev/null && [ $((SECONDS - start)) -lt "$LIMIT" ]; do sleep 2; done
+if kill -0 "$pid" 2>/dev/null; then
+  echo "[sweep-h200] time limit: stopping the sweep (it resumes on the next call)"
+  croq --root "$WS" sweep stop --wait --timeout 60 || kill -9 "$pid"
+fi
+wait "$pid"; rc=$?
+echo "[sweep-h200] croq sweep exit $rc after $((SECONDS - start)) s"
+croq --root "$WS" sweep status > "$DEST/sweep-status.json" 2> "$DEST/sweep-status.txt"
+cat "$DEST/sweep-status.txt"
+croq --root "$WS" report --sweep --out "$DEST/sweep-report" > /dev/null 2>> "$DEST/sweep-events.log" || echo "[sweep-h200] croq report --sweep failed"
+tar czf "$DEST/sweep-ws.tgz" --exclude="*.ncu-rep" --exclude="*.so" -C "$WS" tuning
+python3 - "$DEST/sweep-status.json" "$(cat "$REPO/.carry/croq/commit.txt" 2>/dev/null)" "$ROUNDS" "$OP" "$DTYPE" > "$DEST/sweep-h200.md" <<'PY'
+import json, sys, subprocess, datetime
+st = json.load(open(sys.argv[1])); commit, rounds, op, dtype = sys.argv[2:6]
+gpu = subprocess.run(["nvidia-smi", "--query-gpu=name,driver_version", "--format=csv,noheader"], capture_output=True, text=True).stdout.strip()
+print(f"# croq sweep on the H200: the 14 typical shapes of {op} {dtype}, from scratch, {rounds} rounds each\n")
+print(f"- date: {datetime.datetime.utcnow().strftime('%Y-%m-%d %H:%M')} UTC")
+print(f"- device: {gpu}")
+print(f"- commit: {commit}")
+print(f"- command: `croq sweep run --manifest typical --op {op} --dtype {dtype} --dsl cuda --rounds {rounds}` (bench/gpu/sweep_h200.sh, resumed across device calls)\n")
+print("| shape | status | rounds | baseline TFLOPS | best TFLOPS | best / baseline | GPU hours |")
+print("|---|---|---|---|---|---|---|")
+for r in st["shapes"]:
+    b, t = r.get("baseline_tflops"), r.get("best_tflops")
+    ratio = f"{t/b:.3f}" if b and t else "-"
+    print(f"| {r['key']} | {r['status']} | {r['current_iter']}/{r.get('target_rounds') or rounds} | {b if b is not None else '-'} | {t if t is not None else '-'} | {ratio} | {r.get('worker_seconds', 0) / 3600:.2f} |")
+print(f"\nCounts: {st.get('counts')}. GPU hours: the worker's device time on the shape (its drivers' wall time). Progress over time and the bottleneck mix: sweep-report/ (croq report --sweep).")
+PY
+cat "$DEST/sweep-h200.md"
