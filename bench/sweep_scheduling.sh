@@ -65,16 +65,25 @@ for conf in ("pinned", "shared"):
                 spans.append((dev, opened.pop(e["pid"]), e["t_ms"]))
     busy = sum(b - a for _, a, b in spans) / 1000
     waiting = sum(b - a for _, a, b in waits) / 1000
-    # Idle while waiting: inside each wait, the time no holding of that device covers.
+    # Idle while a candidate waited: per device, the union of the wait intervals minus the union of
+    # the holdings (time in which someone waited and no one held the device).
     idle, worst = 0.0, 0.0
-    for dev, a, b in waits:
-        cover = sorted((max(a, s), min(b, t)) for d, s, t in spans if d == dev and t > a and s < b)
-        free, cur = 0.0, a
-        for s, t in cover:
-            if s > cur: free += s - cur; worst = max(worst, s - cur)
-            cur = max(cur, t)
-        if b > cur: free += b - cur; worst = max(worst, b - cur)
-        idle += free
+    for dev in {d for d, _, _ in waits}:
+        ws = sorted((a, b) for d, a, b in waits if d == dev)
+        merged = []
+        for a, b in ws:
+            if merged and a <= merged[-1][1]: merged[-1][1] = max(merged[-1][1], b)
+            else: merged.append([a, b])
+        hs = sorted((a, b) for d, a, b in spans if d == dev)
+        for a, b in merged:
+            cur = a
+            for s, t in hs:
+                if t <= cur or s >= b: continue
+                if s > cur: idle += s - cur; worst = max(worst, s - cur)
+                cur = max(cur, t)
+                if cur >= b: break
+            if b > cur: idle += b - cur; worst = max(worst, b - cur)
+    idle /= 1000
     gaps, last_exit = [], {}
     for l in open(f"{tmp}/{conf}/tuning/sweep-log.jsonl"):
         e = json.loads(l)

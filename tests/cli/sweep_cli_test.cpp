@@ -189,8 +189,8 @@ TEST(SweepCli, KillNineAtRandomMomentsLosesNoRoundAndResumesWhereItStopped) {
       rounds.push_back(r.value("round", -1));
       devices.insert(r.value("device", ""));
     }
-    std::vector<int> want = {0};
-    for (int r = 0; r <= k_rounds; ++r) want.push_back(r);
+    std::vector<int> want = {0};  // the baseline, then rounds 1..k_rounds
+    for (int r = 1; r <= k_rounds; ++r) want.push_back(r);
     EXPECT_EQ(rounds, want) << key;
   }
   // Every device was used (each worker pinned to its own), and none was shared.
@@ -222,14 +222,14 @@ TEST(SweepCli, SkipsShapesDoneAtTheBudgetAndReopensThoseClosedBelowIt) {
   auto log = jsonl(w.root() / "tuning" / "sweep-log.jsonl");
   for (size_t i = log_size; i < log.size(); ++i) launches += log[i].value("event", "") == "launch";
   EXPECT_EQ(launches, 0);
-  for (const auto& [key, recs] : ledgers(w.root())) EXPECT_EQ(recs.size(), 5u) << key;
+  for (const auto& [key, recs] : ledgers(w.root())) EXPECT_EQ(recs.size(), 4u) << key;  // baseline + 3 rounds
   // A larger budget reopens every shape (done below it) and tops it up to exactly that budget
   // (croq tune --rounds counts from the last round; the sweep's budget is the total).
   CroqRun more = run_croq(w.root(), w.args(5), w.env);
   ASSERT_EQ(more.rc, 0) << more.err;
   EXPECT_NE(more.err.find("reopened"), std::string::npos) << more.err;
   for (const auto& [key, recs] : ledgers(w.root())) {
-    EXPECT_EQ(recs.size(), 7u) << key;
+    EXPECT_EQ(recs.size(), 6u) << key;  // baseline + 5 rounds
     EXPECT_EQ(recs.back().value("round", 0), 5) << key;
   }
   CroqRun st = run_croq(w.root(), {"sweep", "status"}, w.env);

@@ -488,6 +488,12 @@ json Runner::run() {
     for (auto& q : plan_sweep(state, manifest, o.mode, o.rounds, rounds_of)) {
       json& e = entry(q.key);
       if (q.plan == Plan::skip_done) {
+        // Done at its budget (a sweep killed after the last round's store never wrote it so).
+        if (get_string(e, "status").value_or("") != "done") {
+          fill_entry(q, "done");
+          refresh_from_ledger(q.key);
+          if (!e.contains("finished_at")) e["finished_at"] = now_iso8601();
+        }
         results[q.key] = "skipped_done";
         continue;
       }
