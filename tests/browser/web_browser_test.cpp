@@ -304,3 +304,84 @@ TEST(WebBrowser, AddATaskWatchItsRoundsArriveThenCancelIt) {
   api.Post("/api/v1/tasks/" + waiting + "/cancel", "{}", "application/json");
   EXPECT_TRUE(wait_for([&] { return state_of(waiting) == "cancelled"; }, std::chrono::seconds(30)));
 }
+
+// Issue 23, point 5: the rounds table shows each round's time, spread and parameters; a kernel's
+// page shows its source and its diff against its base; the header names the device and how it is
+// measured; a task croq tune started says so (not "found on disk").
+TEST(WebBrowser, RoundsShowTimeSpreadParametersAndTheSourceWithItsDiff) {
+  auto chromium = find_executable("chromium");
+  if (!chromium) chromium = find_executable("chromium-browser");
+  auto driver = find_executable("chromedriver");
+  ASSERT_TRUE(chromium && driver) << "the browser test needs chromium and chromedriver (scripts/setup.sh)";
+  TempDir dir;
+  Workspace ws(dir.path());
+  const TaskRef t = make_task("cpu_x86_64", "cpp", "matmul_f32_512x512x512", "croq-search");
+  Ledger ledger(ws, t);
+  StoreRequest b;
+  b.iter = "iter000";
+  b.kernel = "iter000_openblas";
+  b.tflops = 0.08;
+  b.decision = "BASELINE";
+  store_round(ledger, b, std::chrono::seconds(5));
+  const fs::path srcs = ws.kind_dir(t, ArtifactKind::srcs);
+  ensure_dir(srcs);
+  atomic_write(srcs / "iter001_tiled.cpp", "// starting kernel\nconstexpr int BM = 64;\nconstexpr int BN = 64;\nint f() { return BM * BN; }\n");
+  atomic_write(srcs / "iter002_bm128.cpp", "// starting kernel\nconstexpr int BM = 128;\nconstexpr int BN = 64;\nint f() { return BM * BN; }\n");
+  for (int i = 1; i <= 2; ++i) {
+    StoreRequest r;
+    r.iter = i == 1 ? "iter001" : "iter002";
+    r.kernel = i == 1 ? "iter001_tiled" : "iter002_bm128";
+    r.tflops = i == 1 ? 0.05 : 0.061;
+    r.decision = "KEEP";
+    r.round = i - 1;
+    r.bottleneck = i == 1 ? "" : "memory_bound";
+    r.idea = i == 1 ? "" : "BM 64 -> 128";
+    r.extra = {{"measurement", {{"median_ms", i == 1 ? 5.3 : 4.4}, {"cv", 0.012}, {"robust_cv", 0.008}, {"verdict", "PASS"}}},
+               {"params", {{"BM", i == 1 ? 64 : 128}, {"BN", 64}}}};
+    if (i == 2) r.extra["base"] = "iter001_tiled";
+    store_round(ledger, r, std::chrono::seconds(5));
+  }
+  ensure_dir(ws.baseline_result(t).parent_path());
+  atomic_write(ws.baseline_result(t),
+               "{\"library\":\"openblas\",\"tflops\":0.08,\"device\":{\"name\":\"host CPU\",\"key\":\"cpu_x86_64\"},"
+               "\"statistics\":{\"method\":\"steady_clock\",\"warmup\":10,\"l2_flush\":true,\"reps\":40,\"cv\":0.004}}");
+  atomic_write(ws.kind_dir(t, ArtifactKind::logs) / "tune.json",
+               "{\"schema\":\"croq-tune-v1\",\"started_at\":\"2026-12-01T10:00:00.000Z\",\"finished_at\":"
+               "\"2026-12-01T10:02:30.000Z\",\"completed\":true}");
+  ServeProcess serve(dir.path(), dir.path(), {"--poll-ms", "150", "--token-file", test::write_token_file(dir.path())});
+  ASSERT_TRUE(serve.wait_ready()) << serve.err();
+  httplib::Client api("127.0.0.1", serve.port());
+  api.set_bearer_token_auth(test::k_test_token);
+  auto list = try_parse_json(api.Get("/api/v1/tasks")->body);
+  ASSERT_TRUE(list);
+  std::string uid;
+  for (const auto& task : (*list)["tasks"]) uid = task.value("uid", "");
+  ASSERT_FALSE(uid.empty()) << list->dump();
+  const std::string base = "http://127.0.0.1:" + std::to_string(serve.port());
+  Browser br(*chromium, *driver, dir);
+  br.go(base + "/?token=" + test::k_test_token);
+  std::string rows = br.script("return document.getElementById('task-rows').textContent;");
+  EXPECT_NE(rows.find("started by croq tune"), std::string::npos) << rows;
+  EXPECT_EQ(rows.find("found on disk"), std::string::npos) << rows;
+
+  br.go(base + "/tasks/" + uid);
+  std::string table = br.script("return document.getElementById('rounds').textContent;");
+  for (const char* s : {"4.40 ms", "0.80 %", "BM=128 BN=64", "61.0 GFLOPS"}) {
+    EXPECT_NE(table.find(s), std::string::npos) << s << " in " << table;
+  }
+  std::string head = br.script("return document.getElementById('task-head').textContent;");
+  EXPECT_NE(head.find("Running time"), std::string::npos);
+  EXPECT_NE(head.find(" min"), std::string::npos) << "croq tune's run time (150 s), not 0 s: " << head;
+  EXPECT_NE(head.find("device host CPU"), std::string::npos) << head;
+  EXPECT_NE(head.find("L2 flush on"), std::string::npos) << head;
+  br.window(1280, 900);
+  br.screenshot(screenshots_dir() / "rounds-params.png");
+
+  br.go(base + "/tasks/" + uid + "/source/iter002_bm128");
+  std::string diff = br.script("return document.getElementById('diff').textContent;");
+  EXPECT_NE(diff.find("- constexpr int BM = 64;"), std::string::npos) << diff;
+  EXPECT_NE(diff.find("+ constexpr int BM = 128;"), std::string::npos) << diff;
+  EXPECT_NE(br.script("return document.getElementById('source').textContent;").get<std::string>().find("BM * BN"),
+            std::string::npos);
+  br.screenshot(screenshots_dir() / "source-diff.png");
+}

@@ -666,6 +666,15 @@ struct HttpServer::Impl {
       }
       send_html(res, page_task(monitor, *row, req.get_param_value("rounds") == "all"));
     }));
+    svr.Get(std::string("/tasks/") + k_uid + "/source/(iter[0-9]{3,6}_[a-z][a-z0-9_]{0,40})",
+            guarded([this](const Request& req, Response& res) {
+              auto row = monitor.db().task(req.matches[1]);
+              if (!row) {
+                send_html(res, page_message("No such task", "There is no task with that uid. <a href=\"/\">All tasks</a>"), 404);
+                return;
+              }
+              send_html(res, page_source(monitor, *row, req.matches[2]));
+            }));
     svr.Get("/add", guarded([this](const Request&, Response& res) { send_html(res, page_add(monitor)); }));
     svr.Get("/system", guarded([this](const Request&, Response& res) { send_html(res, page_system(monitor)); }));
     svr.Get("/static/([A-Za-z0-9._-]{1,64})", guarded([this](const Request& req, Response& res) {
@@ -706,7 +715,7 @@ struct HttpServer::Impl {
       q.after_seq = int_param(req, "after_seq", -1, -1, 1 << 30);
       auto rows = monitor.db().rounds(row.uid, q);
       res.set_header("X-Last-Seq", std::to_string(rows.empty() ? q.after_seq : rows.back().seq));
-      send_html(res, fragment_rounds(rows));
+      send_html(res, fragment_rounds(rows, row.uid));
     }));
     svr.Get("/fragments/system", guarded([this](const Request&, Response& res) {
       send_html(res, fragment_system(monitor));

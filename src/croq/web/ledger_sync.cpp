@@ -178,6 +178,22 @@ TaskRow LedgerSync::adopt(const TaskRef& task, SyncStats* stats) {
   row.origin = "adopted";
   row.state = run_state_name(RunState::external);
   row.reason = "found on disk";
+  // A task `croq tune` started says so in logs/tune.json: shown as croq tune's, with its times.
+  if (auto text = read_file(m_ws.kind_dir(task, ArtifactKind::logs) / "tune.json")) {
+    if (auto tj = try_parse_json(*text); tj && tj->is_object()) {
+      row.origin = "croq tune";
+      const bool done = tj->value("completed", false);
+      const std::string started = get_string(*tj, "started_at").value_or("");
+      const std::string finished = get_string(*tj, "finished_at").value_or("");
+      row.reason = done ? fmt::format("started by croq tune; finished {}", finished)
+                        : fmt::format("started by croq tune at {}; not finished (croq tune resumes it)", started);
+      if (!started.empty() && !finished.empty()) {
+        auto a = parse_iso8601(started), b = parse_iso8601(finished);
+        if (a && b && *b >= *a) row.run_seconds = std::chrono::duration<double>(*b - *a).count();
+      }
+      row.run_started_at = started;
+    }
+  }
   // A task a monitor created carries its spec in task_config.json (and its state beside it), so a
   // lost database loses no task definition.
   bool has_spec = false;

@@ -8,6 +8,9 @@
 #include <fmt/format.h>
 
 #include "croq/util/text.hpp"
+#include "croq/util/units.hpp"
+#include "croq/util/fs.hpp"
+#include "croq/workspace/sources.hpp"
 #include "croq/web/charts.hpp"
 
 namespace croq::web {
@@ -179,7 +182,10 @@ std::string options_html(const std::string& filter, const std::string& all_label
 
 std::string show_tflops(const json& v) {
   if (!v.is_number()) return "<span class=\"muted\">—</span>";
-  return fmt::format("{:.1f}", v.get<double>());
+  const double x = v.get<double>();
+  // A CPU's figures are fractions of a TFLOPS: shown in a unit that fits.
+  if (x != 0 && std::fabs(x) < 1.0) return format_rate(x);
+  return fmt::format("{:.1f}", x);
 }
 
 std::string show_pct(const json& v) {
@@ -277,6 +283,30 @@ std::string fragment_task_head(Monitor& m, const TaskRow& r) {
   s += fmt::format("<div class=\"sub\">{} · {} · {} · mode {} · task_uid <code>{}</code> · {}</div>", esc(r.model),
                    esc(r.dsl), esc(r.gpu), esc(r.spec.value("mode", "")), esc(r.uid), esc(r.origin));
   s += "<div>" + badge_state(r.state) + " <span class=\"muted\">" + esc(r.reason) + "</span></div>";
+  // The device and how it is measured, from the baseline's result (every ratio is against it).
+  try {
+    TaskRef task = make_task(r.gpu, r.dsl, r.shape_key, r.model);
+    if (auto text = read_file(m.workspace().baseline_result(task))) {
+      if (auto b = try_parse_json(*text); b && b->is_object()) {
+        const json dev = b->value("device", json::object());
+        const json stat = b->value("statistics", json::object());
+        std::string clock = dev.contains("sm_clock_mhz") && dev["sm_clock_mhz"].is_number()
+                                ? fmt::format(", SM clock {} MHz", dev["sm_clock_mhz"].get<double>())
+                                : "";
+        std::string peak = dev.contains("peak_tflops") && dev["peak_tflops"].is_number() && dev["peak_tflops"].get<double>() > 0
+                               ? ", peak " + format_rate(dev["peak_tflops"].get<double>())
+                               : "";
+        s += fmt::format("<div class=\"small muted\" id=\"device\">device <b>{}</b> ({}{}{}{}) · measured {} with warm-up {}, "
+                         "L2 flush {}, {} repetitions, CV {:.2f} % · baseline {} {}</div>",
+                         esc(dev.value("name", "?")), esc(dev.value("key", r.gpu)), esc(clock), esc(peak),
+                         dev.value("driver", "").empty() ? "" : ", driver " + esc(dev.value("driver", "")),
+                         esc(stat.value("method", "")), stat.value("warmup", 0), stat.value("l2_flush", false) ? "on" : "off",
+                         stat.value("reps", 0), stat.value("cv", 0.0) * 100, esc(b->value("library", "")),
+                         b->contains("tflops") && (*b)["tflops"].is_number() ? format_rate((*b)["tflops"].get<double>()) : "");
+      }
+    }
+  } catch (const std::exception&) {
+  }
   s += action_buttons(r);
   s += "<div class=\"cards\">";
   std::string best_kernel;
@@ -301,7 +331,7 @@ std::string fragment_task_head(Monitor& m, const TaskRow& r) {
   return s;
 }
 
-std::string fragment_rounds(const std::vector<RoundRow>& rows) {
+std::string fragment_rounds(const std::vector<RoundRow>& rows, const std::string& uid) {
   std::string s;
   s.reserve(rows.size() * 400);
   for (auto it = rows.rbegin(); it != rows.rend(); ++it) {
@@ -309,8 +339,29 @@ std::string fragment_rounds(const std::vector<RoundRow>& rows) {
     s += fmt::format("<tr data-decision=\"{}\" data-bottleneck=\"{}\" data-category=\"{}\">", esc(r.decision),
                      esc(r.bottleneck), esc(r.category));
     s += fmt::format("<td class=\"num\">{}</td>", r.round);
-    s += "<td class=\"mono\">" + esc(r.kernel.empty() ? r.iter : r.kernel) + "</td>";
-    s += "<td class=\"num\">" + (r.tflops ? fmt::format("{:.1f}", *r.tflops) : std::string("—")) + "</td>";
+    const std::string kname = r.kernel.empty() ? r.iter : r.kernel;
+    // The kernel links to its source and its diff against the base it was derived from.
+    if (!uid.empty() && !r.kernel.empty() && r.kernel.rfind("iter000", 0) != 0) {
+      s += fmt::format("<td class=\"mono\"><a href=\"/tasks/{}/source/{}\">{}</a></td>", esc(uid), esc(r.kernel), esc(kname));
+    } else {
+      s += "<td class=\"mono\">" + esc(kname) + "</td>";
+    }
+    s += "<td class=\"num\">" + (r.tflops ? show_tflops(*r.tflops) : std::string("—")) + "</td>";
+    // Time and spread of the measurement, and the kernel's parameters, from the record itself.
+    json rec = try_parse_json(r.record).value_or(json::object());
+    const json meas = rec.is_object() && rec.contains("measurement") && rec["measurement"].is_object() ? rec["measurement"] : json::object();
+    auto median = get_number(meas, "median_ms");
+    auto spread = get_number(meas, "robust_cv");
+    if (!spread) spread = get_number(meas, "cv");
+    s += "<td class=\"num hide-sm\">" + (median ? format_ms(*median) : std::string("—")) + "</td>";
+    s += "<td class=\"num hide-sm\">" + (spread ? fmt::format("{:.2f} %", *spread * 100) : std::string("—")) + "</td>";
+    std::string params;
+    if (rec.is_object() && rec.contains("params") && rec["params"].is_object()) {
+      for (auto p = rec["params"].begin(); p != rec["params"].end(); ++p) {
+        params += (params.empty() ? "" : " ") + p.key() + "=" + (p.value().is_string() ? p.value().get<std::string>() : p.value().dump());
+      }
+    }
+    s += "<td class=\"mono small hide-sm\" title=\"" + esc(params) + "\">" + esc(preview(params, 60)) + "</td>";
     s += "<td>" + badge_decision(r.decision) + "</td>";
     s += fmt::format("<td class=\"b-{0} hide-sm\">{0}</td>", esc(r.bottleneck));
     s += "<td class=\"hide-sm\">" + esc(r.category) + "</td>";
@@ -420,11 +471,13 @@ std::string page_task(Monitor& m, const TaskRow& r, bool all_rounds) {
   main += "<input type=\"search\" data-filter=\"text\" placeholder=\"search ideas and kernels\" aria-label=\"search\">";
   main += "</div>";
   main += fmt::format("<div class=\"scroll\"><table class=\"grid\" id=\"rounds\" data-last-seq=\"{}\"><thead><tr>"
-                      "<th class=\"num\">Round</th><th>Kernel</th><th class=\"num\">TFLOPS</th><th>Decision</th>"
+                      "<th class=\"num\">Round</th><th>Kernel</th><th class=\"num\">TFLOPS</th>"
+                      "<th class=\"num hide-sm\">Time</th><th class=\"num hide-sm\">Spread</th><th class=\"hide-sm\">Parameters</th>"
+                      "<th>Decision</th>"
                       "<th class=\"hide-sm\">Bottleneck</th><th class=\"hide-sm\">Category</th><th>Idea</th>"
                       "</tr></thead><tbody>",
                       rows.empty() ? -1 : rows.back().seq);
-  main += fragment_rounds(shown);
+  main += fragment_rounds(shown, r.uid);
   main += "</tbody></table></div>";
   main += "<div class=\"row2\"><div><h2>Idea log</h2><ul class=\"ideas\" id=\"ideas\">" + fragment_ideas(m, r) + "</ul></div>";
   main += fmt::format("<div><h2>Live log <span class=\"muted small\">run {}</span></h2>", r.runs);
@@ -607,6 +660,81 @@ std::string page_message(const std::string& title, const std::string& message_ht
          esc(title) +
          "</title><link rel=\"stylesheet\" href=\"/static/app.css\"></head><body><main><h1>" + esc(title) + "</h1><p>" +
          message_html + "</p></main></body></html>";
+}
+
+namespace {
+
+// An ordered line diff (longest common subsequence), as unified-diff lines: ' ', '-', '+'.
+std::vector<std::pair<char, std::string>> ordered_diff(const std::vector<std::string>& a, const std::vector<std::string>& b) {
+  const size_t n = a.size(), m = b.size();
+  std::vector<std::vector<uint32_t>> l(n + 1, std::vector<uint32_t>(m + 1, 0));
+  for (size_t i = n; i-- > 0;) {
+    for (size_t j = m; j-- > 0;) l[i][j] = a[i] == b[j] ? l[i + 1][j + 1] + 1 : std::max(l[i + 1][j], l[i][j + 1]);
+  }
+  std::vector<std::pair<char, std::string>> out;
+  size_t i = 0, j = 0;
+  while (i < n || j < m) {
+    if (i < n && j < m && a[i] == b[j]) out.push_back({' ', a[i++]}), ++j;
+    else if (j < m && (i == n || l[i][j + 1] >= l[i + 1][j])) out.push_back({'+', b[j++]});
+    else out.push_back({'-', a[i++]});
+  }
+  return out;
+}
+
+}  // namespace
+
+std::string page_source(Monitor& m, const TaskRow& r, const std::string& kernel) {
+  const Workspace& ws = m.workspace();
+  TaskRef task = make_task(r.gpu, r.dsl, r.shape_key, r.model);
+  auto src = find_primary_source(ws, task, kernel);
+  std::string main = fmt::format("<h1><a href=\"/tasks/{}\">{}</a> · <span class=\"mono\">{}</span></h1>", esc(r.uid),
+                                 breakable(r.shape_key), esc(kernel));
+  if (!src) return layout(kernel, "task", r.uid, main + "<p>No source of this kernel in srcs/.</p>");
+  const std::string text = read_file(*src).value_or("");
+  // The base it was derived from: the record's `base` (its plan's), else none.
+  std::string base;
+  for (const auto& row : m.db().rounds(r.uid)) {
+    if (row.kernel != kernel) continue;
+    if (auto rec = try_parse_json(row.record); rec && rec->is_object()) base = get_string(*rec, "base").value_or("");
+  }
+  auto base_src = base.empty() ? std::nullopt : find_primary_source(ws, task, base);
+  main += fmt::format("<div class=\"sub\">{}</div>", esc(ws.display(*src)));
+  if (base_src) {
+    auto lines = [](const std::string& t) {
+      std::vector<std::string> v;
+      for (const auto& l : split_lines(t)) v.push_back(l);
+      if (v.size() > 4000) v.resize(4000);
+      return v;
+    };
+    const auto diff = ordered_diff(lines(read_file(*base_src).value_or("")), lines(text));
+    size_t added = 0, removed = 0;
+    for (const auto& d : diff) added += d.first == '+', removed += d.first == '-';
+    main += fmt::format("<h2>Diff against its base <span class=\"mono\">{}</span> <span class=\"muted small\">+{} −{}</span></h2>",
+                        esc(base), added, removed);
+    main += "<pre class=\"diff\" id=\"diff\">";
+    // Changed lines with three lines of context around them.
+    std::vector<bool> show(diff.size(), false);
+    for (size_t i = 0; i < diff.size(); ++i) {
+      if (diff[i].first == ' ') continue;
+      for (size_t k = i >= 3 ? i - 3 : 0; k < std::min(diff.size(), i + 4); ++k) show[k] = true;
+    }
+    bool gap = false;
+    for (size_t i = 0; i < diff.size(); ++i) {
+      if (!show[i]) {
+        gap = true;
+        continue;
+      }
+      if (gap) main += "<span class=\"muted\">⋯</span>\n";
+      gap = false;
+      const char* cls = diff[i].first == '+' ? "add" : diff[i].first == '-' ? "del" : "ctx";
+      main += fmt::format("<span class=\"{}\">{} {}</span>\n", cls, diff[i].first, esc(diff[i].second));
+    }
+    main += "</pre>";
+  } else {
+    main += "<p class=\"muted\">No base recorded for this kernel (the starting kernel, or a round stored without a plan).</p>";
+  }
+  main += "<h2>Source</h2><pre class=\"source\" id=\"source\">" + esc(text) + "</pre>";
+  return layout(kernel, "task", r.uid, main);
 }
 
 }  // namespace croq::web

@@ -19,7 +19,10 @@ std::string fragment_task_rows(Monitor& m, const ListQuery& q);
 std::string page_task(Monitor& m, const TaskRow& row, bool all_rounds);
 std::string fragment_task_head(Monitor& m, const TaskRow& row);
 // Rows of the rounds table, newest first.
-std::string fragment_rounds(const std::vector<RoundRow>& rows_oldest_first);
+// (`uid`: the kernels link to their source page.)
+std::string fragment_rounds(const std::vector<RoundRow>& rows_oldest_first, const std::string& uid = {});
+// A kernel's source and its ordered diff against the base it was derived from.
+std::string page_source(Monitor& m, const TaskRow& row, const std::string& kernel);
 std::string fragment_ideas(Monitor& m, const TaskRow& row);
 
 std::string page_add(Monitor& m);
