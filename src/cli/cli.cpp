@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <iostream>
 #include <sstream>
 
@@ -24,7 +25,13 @@ Workspace& Context::ws() {
   return *workspace;
 }
 
-void Context::emit(const json& doc) { out << (pretty ? doc.dump(2) : dump_compact(doc)) << "\n"; }
+void Context::emit(const json& doc) {
+  if (text) {
+    out << render_text(verb, doc);
+    return;
+  }
+  out << (pretty ? doc.dump(2) : dump_compact(doc)) << "\n";
+}
 
 void Context::note(const std::string& line) {
   if (!quiet) err << line << "\n";
@@ -33,20 +40,126 @@ void Context::note(const std::string& line) {
 void add_task_options(CLI::App& app, TaskOptions& o, bool gpu_required) {
   auto* g = app.add_option("--gpu", o.gpu, "device key (default: CROQ_GPU, else detected; cpu_<arch> for dsl cpp)");
   if (gpu_required) g->required();
-  app.add_option("--dsl", o.dsl, "cuda | croqtile | triton | cpp")->required();
-  app.add_option("--shape-key", o.shape_key, "<operator>_<dtype>_<M>x<N>x<K>, used exactly as given")->required();
-  app.add_option("--model", o.model, "model (driver) name: lowercase, digits, '-', '.', '_'")->required();
+  app.add_option("--dsl", o.dsl, "cuda | croqtile | triton | cpp (default: the task context)");
+  app.add_option("--shape-key", o.shape_key, "<operator>_<dtype>_<M>x<N>x<K>, used exactly as given (default: the task context)");
+  app.add_option("--model", o.model, "model (driver) name: lowercase, digits, '-', '.', '_' (default: the task context)");
   app.add_option("--lock-timeout", o.lock_timeout_ms, "milliseconds to wait for the task lock")
       ->default_val(30000)->check(CLI::Range(0, 3600000));
+  app.add_flag("--new", o.is_new, "start a task whose shape key or model is close to an existing one's (not a typo)");
 }
 
+fs::path current_task_file(const Workspace& ws) { return ws.root() / ".croq" / "current-task.json"; }
+
+std::optional<TaskContext> task_context(Context& ctx) {
+  Workspace& ws = ctx.ws();
+  // The working directory inside a task folder: tuning/<gpu>/<dsl>/<kind>/<key>/<model>/...
+  std::error_code ec;
+  const fs::path cwd = fs::weakly_canonical(fs::current_path(ec), ec);
+  const fs::path tuning = fs::weakly_canonical(ws.tuning_dir(), ec);
+  const fs::path rel = cwd.lexically_relative(tuning);
+  std::vector<std::string> parts;
+  for (const auto& p : rel) parts.push_back(p.string());
+  if (!rel.empty() && parts.front() != ".." && parts.size() >= 5) {
+    bool kind_ok = false;
+    for (ArtifactKind k : all_artifact_kinds()) kind_ok = kind_ok || parts[2] == artifact_kind_name(k);
+    if (kind_ok) return TaskContext{parts[0], parts[1], parts[3], parts[4], "cwd"};
+  }
+  if (auto text = read_file(current_task_file(ws))) {
+    if (auto j = try_parse_json(*text); j && j->is_object()) {
+      TaskContext c{get_string(*j, "gpu").value_or(""), get_string(*j, "dsl").value_or(""),
+                    get_string(*j, "shape_key").value_or(""), get_string(*j, "model").value_or(""), "croq use"};
+      if (!c.dsl.empty() && !c.shape_key.empty() && !c.model.empty()) return c;
+    }
+  }
+  return std::nullopt;
+}
+
+namespace {
+
+// A task that does not exist yet, next to one that does with a shape key or model a typo away.
+void refuse_near_miss(Context& ctx, const TaskRef& t) {
+  Workspace& ws = ctx.ws();
+  std::error_code ec;
+  if (fs::is_directory(ws.kind_dir(t, ArtifactKind::logs), ec)) return;
+  // A shape key cut short (a dimension left out) is a typo; another dtype or other numbers name
+  // another shape.
+  auto near_key = [](const std::string& a, const std::string& b) {
+    return a != b && (a.rfind(b, 0) == 0 || b.rfind(a, 0) == 0);
+  };
+  // Model names that differ only in their numbers are distinct (model-2); a letter or separator
+  // more, less or different is a typo.
+  auto near = [](const std::string& a, const std::string& b) {
+    auto letters = [](const std::string& x) {
+      std::string r;
+      for (char c : x) {
+        if (!std::isdigit(static_cast<unsigned char>(c))) r += c;
+      }
+      return r;
+    };
+    const std::string la = letters(a), lb = letters(b);
+    return a != b && la != lb && std::max(la.size(), lb.size()) >= 3 && edit_distance(la, lb) <= 1;
+  };
+  std::vector<std::string> names;
+  for (const auto& other : ws.list_tasks({}, t.dsl)) {
+    const bool same_key = other.shape.text == t.shape.text;
+    const bool same_model = other.model == t.model;
+    if ((same_key && near(t.model, other.model)) || (same_model && near_key(t.shape.text, other.shape.text)) ||
+        (near(t.model, other.model) && near_key(t.shape.text, other.shape.text))) {
+      names.push_back(fmt::format("--shape-key {} --model {}", other.shape.text, other.model));
+    }
+  }
+  if (names.empty()) return;
+  std::string list;
+  for (const auto& n : names) list += (list.empty() ? "" : "; ") + n;
+  throw Error(ExitCode::not_found,
+              fmt::format("no task {} yet, and its name is close to an existing task's ({}): a typo?", t.id(), list),
+              fmt::format("use the existing task ({}), or pass --new to start this one", names.front()));
+}
+
+}  // namespace
+
 TaskRef resolve_task(Context& ctx, const TaskOptions& o) {
-  validate_dsl(o.dsl);
-  std::string gpu = resolve_device_key(o.gpu, o.dsl);
-  TaskRef t = make_task(gpu, o.dsl, o.shape_key, o.model);
+  TaskOptions v = o;
+  if (v.dsl.empty() || v.shape_key.empty() || v.model.empty()) {
+    auto c = task_context(ctx);
+    if (!c) {
+      std::string missing = v.dsl.empty() ? "--dsl" : v.shape_key.empty() ? "--shape-key" : "--model";
+      throw_usage(missing + " is required (no task context)",
+                  "name the task with --dsl, --shape-key and --model, run `croq use --dsl <dsl> --shape-key <key> "
+                  "--model <model>` once, or run croq from inside one of the task's folders");
+    }
+    // The context fills only what was not given; a given part that differs names another task.
+    const bool partial = !v.dsl.empty() || !v.shape_key.empty() || !v.model.empty();
+    if (v.dsl.empty()) v.dsl = c->dsl;
+    if (v.shape_key.empty()) v.shape_key = c->shape_key;
+    if (v.model.empty()) v.model = c->model;
+    if (v.gpu.empty() && !partial) v.gpu = c->gpu;
+    ctx.trace_extra["task_context"] = c->origin;
+  }
+  validate_dsl(v.dsl);
+  std::string gpu = resolve_device_key(v.gpu, v.dsl);
+  TaskRef t = make_task(gpu, v.dsl, v.shape_key, v.model);
   ctx.ws();
+  if (!v.is_new) refuse_near_miss(ctx, t);
   ctx.task = t;
   return t;
+}
+
+fs::path input_path(Context& ctx, const std::string& path) {
+  fs::path p(path);
+  std::error_code ec;
+  if (p.is_absolute() || fs::exists(p, ec)) return fs::absolute(p);
+  fs::path under_root = ctx.ws().root() / p;
+  if (fs::exists(under_root, ec)) return under_root;
+  return fs::absolute(p);
+}
+
+std::string kernel_of_measurement(const json& m) {
+  if (!m.is_object() || !m.contains("candidate") || !m["candidate"].is_object()) return {};
+  if (auto k = get_string(m["candidate"], "kernel"); k && !k->empty()) return *k;
+  const std::string path = get_string(m["candidate"], "path").value_or("");
+  if (path.empty() || path.rfind("library:", 0) == 0) return {};
+  return fs::path(path).stem().string();
 }
 
 std::chrono::milliseconds lock_timeout(const TaskOptions& o) { return std::chrono::milliseconds(o.lock_timeout_ms); }
@@ -94,8 +207,6 @@ std::string read_text_arg(const std::string& path, const char* flag, size_t max_
   return text;
 }
 
-namespace {
-
 size_t edit_distance(const std::string& a, const std::string& b) {
   std::vector<size_t> prev(b.size() + 1), cur(b.size() + 1);
   for (size_t j = 0; j <= b.size(); ++j) prev[j] = j;
@@ -109,10 +220,12 @@ size_t edit_distance(const std::string& a, const std::string& b) {
   return prev[b.size()];
 }
 
+namespace {
+
 std::string verb_list_text() {
   std::string s = "verbs:\n";
   for (const auto& v : verbs()) s += fmt::format("  {:<22} {}\n", v.name, v.summary);
-  s += "\nRun `croq <verb> --help` for a verb's options, JSON output and exit codes.\n";
+  s += "\nRun `croq help <verb>` (or `croq <verb> --help`) for a verb's options, examples, JSON output and exit codes.\n";
   return s;
 }
 
@@ -186,6 +299,7 @@ void setup_app(CLI::App& app, Context& ctx, std::vector<std::pair<CLI::App*, Ver
   app.add_option("--root", ctx.root_flag, "workspace root (default: CROQ_ROOT, else the folder above holding tuning/, else the git root)");
   app.add_flag("--pretty", ctx.pretty, "indent the JSON output");
   app.add_flag("-q,--quiet", ctx.quiet, "no human messages on stderr");
+  app.add_flag("--json", ctx.json_flag, "JSON on a terminal too (a pipe always gets JSON)");
   app.add_flag_callback("--version", [&ctx]() {
     throw CLI::Success();
   }, "print the version");
@@ -211,7 +325,9 @@ void setup_app(CLI::App& app, Context& ctx, std::vector<std::pair<CLI::App*, Ver
       name = name.substr(sp + 1);
     }
     CLI::App* sub = parent->add_subcommand(name, v.summary);
-    sub->footer(std::string("\n") + v.details);
+    std::string examples;
+    for (const auto& e : verb_examples(v.name)) examples += "\n  " + e;
+    sub->footer(std::string("\n") + v.details + (examples.empty() ? "" : "\n\nExamples:" + examples));
     if (named == v.name) {
       runners.emplace_back(sub, v.setup(*sub));
       strict_numbers(*sub);
@@ -262,11 +378,97 @@ void append_trace(Context& ctx, ExitCode code, double ms) {
   }
 }
 
+// "croq checkpoint write": the usage line's name of a subcommand.
+std::string full_name(const CLI::App* sub) {
+  std::string name = sub->get_name();
+  for (auto* p = sub->get_parent(); p && p->get_parent(); p = p->get_parent()) name = p->get_name() + " " + name;
+  return name;
+}
+
+// Help of one subcommand (or the top), with `croq <verb>` in its usage line.
+std::string help_of(const CLI::App* target) {
+  if (!target->get_parent()) return target->help();
+  std::string prev = "croq";
+  const std::string name = full_name(target);
+  if (auto sp = name.rfind(' '); sp != std::string::npos) prev += " " + name.substr(0, sp);
+  return target->help(prev);
+}
+
+// The option names of a subcommand ("--iter", "-q"), for "did you mean".
+std::vector<std::string> option_names(const CLI::App* sub) {
+  std::vector<std::string> names;
+  for (const CLI::Option* opt : sub->get_options()) {
+    for (const auto& l : opt->get_lnames()) names.push_back("--" + l);
+  }
+  return names;
+}
+
+// "did you mean --iter?" for each unknown --flag among `extras`.
+std::string flag_suggestions(const CLI::App* sub, const std::vector<std::string>& extras) {
+  std::string hint;
+  const auto names = option_names(sub);
+  for (const auto& e : extras) {
+    if (e.rfind("--", 0) != 0) continue;
+    const std::string flag = e.substr(0, e.find('='));
+    std::string best;
+    size_t best_d = 99;
+    for (const auto& n : names) {
+      size_t d = edit_distance(flag, n);
+      if (d < best_d) best_d = d, best = n;
+    }
+    if (!best.empty() && best_d <= std::max<size_t>(2, flag.size() / 4)) {
+      hint += (hint.empty() ? "" : "; ") + fmt::format("{}: did you mean {}?", flag, best);
+    } else {
+      hint += (hint.empty() ? "" : "; ") + fmt::format("{} is not an option of croq {}", flag, full_name(sub));
+    }
+  }
+  return hint;
+}
+
+// The first word that is neither an option nor an option's value.
+std::string first_word(int argc, char** argv) {
+  for (int i = 1; i < argc; ++i) {
+    std::string a = argv[i];
+    if (a == "--root") {
+      ++i;
+      continue;
+    }
+    if (!a.empty() && a[0] == '-') continue;
+    return a;
+  }
+  return {};
+}
+
+// The verbs nearest to an unknown word, nearest first.
+std::vector<std::string> near_verbs(const std::string& word) {
+  std::vector<std::pair<size_t, std::string>> near;
+  for (const auto& v : verbs()) {
+    std::string first = std::string(v.name).substr(0, std::string(v.name).find(' '));
+    size_t d = edit_distance(word, first);
+    if (d <= 3 && std::none_of(near.begin(), near.end(), [&](auto& p) { return p.second == first; })) near.emplace_back(d, first);
+  }
+  std::sort(near.begin(), near.end());
+  std::vector<std::string> out;
+  for (auto& [d, n] : near) out.push_back(n);
+  return out;
+}
+
 }  // namespace
+
+std::string verb_help(const std::string& verb) {
+  Context scratch_ctx{std::cout, std::cerr, {}, false, false, false, false, {}, {}, std::nullopt, std::nullopt, {}, json::object()};
+  CLI::App app(top_description(), "croq");
+  std::vector<std::pair<CLI::App*, VerbRunner>> runners;
+  setup_app(app, scratch_ctx, runners, verb);
+  for (auto& [sub, runner] : runners) {
+    if (full_name(sub) == verb) return help_of(sub);
+  }
+  return {};
+}
 
 int run(int argc, char** argv, std::ostream& out, std::ostream& err) {
   Stopwatch clock;
-  Context ctx{out, err, {}, false, false, {}, {}, std::nullopt, std::nullopt, {}, json::object()};
+  Context ctx{out, err, {}, false, false, false, false, {}, {}, std::nullopt, std::nullopt, {}, json::object()};
   for (int i = 1; i < argc; ++i) ctx.argv.emplace_back(argv[i]);
   CLI::App app(top_description(), "croq");
   std::vector<std::pair<CLI::App*, VerbRunner>> runners;
@@ -281,7 +483,7 @@ int run(int argc, char** argv, std::ostream& out, std::ostream& err) {
     if (details.is_object()) {
       for (auto it = details.begin(); it != details.end(); ++it) doc["error"][it.key()] = it.value();
     }
-    out << dump_compact(doc) << "\n";
+    if (!ctx.text) out << dump_compact(doc) << "\n";  // a terminal has the message on stderr
     return static_cast<int>(code);
   };
 
@@ -299,45 +501,38 @@ int run(int argc, char** argv, std::ostream& out, std::ostream& err) {
       if (subs.empty()) break;
       target = subs.front();
     }
-    out << target->help();
+    const std::string word = first_word(argc, argv);
+    if (target == &app && !word.empty()) {
+      // `croq sweeps --help`: a verb croq does not have is refused, help or not.
+      auto near = near_verbs(word);
+      return fail(ExitCode::usage, "unknown verb '" + word + "'",
+                  near.empty() ? "run `croq help` for the list of verbs" : "did you mean `croq " + near.front() + "`?");
+    }
+    out << help_of(target);
     if (target == &app) out << "\n" << verb_list_text();
     return 0;
   } catch (const CLI::Success&) {
     out << dump_compact({{"croq", build_info::k_version}, {"git", build_info::git_sha()}}) << "\n";
     return 0;
   } catch (const CLI::ExtrasError& e) {
-    // An unknown verb: suggest the nearest names.
-    // The first word that is neither an option nor an option's value.
-    std::string word;
-    for (int i = 1; i < argc; ++i) {
-      std::string a = argv[i];
-      if (a == "--root") {
-        ++i;
-        continue;
-      }
-      if (!a.empty() && a[0] == '-') continue;
-      word = a;
-      break;
+    // An unknown verb (suggest the nearest names), or an argument the verb does not take
+    // (suggest the nearest option).
+    const std::string word = first_word(argc, argv);
+    auto near = near_verbs(word);
+    CLI::App* deepest = &app;
+    for (;;) {
+      auto subs = deepest->get_subcommands();
+      if (subs.empty()) break;
+      deepest = subs.front();
     }
-    std::vector<std::pair<size_t, std::string>> near;
-    for (const auto& v : verbs()) {
-      std::string first = std::string(v.name).substr(0, std::string(v.name).find(' '));
-      size_t d = edit_distance(word, first);
-      if (d <= 3 && std::none_of(near.begin(), near.end(), [&](auto& p) { return p.second == first; })) near.emplace_back(d, first);
-    }
-    std::sort(near.begin(), near.end());
-    std::string hint = "run `croq --help` for the list of verbs";
-    if (!near.empty() && near.front().first == 0) {
-      // The verb exists: an argument it does not take.
-      for (CLI::App* a = &app;;) {
-        auto subs = a->get_subcommands();
-        if (subs.empty()) break;
-        a = subs.front();
-        ctx.verb += (ctx.verb.empty() ? "" : " ") + a->get_name();
-      }
-      hint = "run `croq " + (ctx.verb.empty() ? near.front().second : ctx.verb) + " --help` for its options";
+    std::string hint = "run `croq help` for the list of verbs";
+    if (deepest != &app) {
+      ctx.verb = full_name(deepest);
+      std::vector<std::string> extras = app.remaining(true);
+      std::string flags = flag_suggestions(deepest, extras);
+      hint = (flags.empty() ? "" : flags + "; ") + "run `croq help " + ctx.verb + "` for its options";
     } else if (!near.empty()) {
-      hint = "did you mean `croq " + near.front().second + "`?";
+      hint = "did you mean `croq " + near.front() + "`?";
     }
     return fail(ExitCode::usage, e.what(), hint);
   } catch (const CLI::ParseError& e) {
@@ -347,7 +542,7 @@ int run(int argc, char** argv, std::ostream& out, std::ostream& err) {
       a = subs.front();
       ctx.verb += (ctx.verb.empty() ? "" : " ") + a->get_name();
     }
-    return fail(ExitCode::usage, e.what(), "run `croq " + ctx.verb + (ctx.verb.empty() ? "" : " ") + "--help` for the options");
+    return fail(ExitCode::usage, e.what(), "run `croq help" + (ctx.verb.empty() ? "" : " " + ctx.verb) + "` for the options");
   }
 
   // Find the verb that was chosen.
@@ -371,11 +566,23 @@ int run(int argc, char** argv, std::ostream& out, std::ostream& err) {
       if (subs.empty()) break;
       target = subs.front();
     }
-    out << target->help();
+    out << help_of(target);
     if (target == &app) out << "\n" << verb_list_text();
     return target == &app && argc <= 1 ? 0 : static_cast<int>(ExitCode::usage);
   }
 
+  // A person at a terminal gets text; a pipe (agents, the tuner, scripts), --json or CROQ_JSON=1
+  // the JSON document.
+  {
+    const char* env_json = std::getenv("CROQ_JSON");
+    ctx.text = &out == &std::cout && ::isatty(STDOUT_FILENO) && !ctx.json_flag && !ctx.pretty &&
+               !(env_json && std::string(env_json) == "1");
+  }
+  if (const char* p = std::getenv("CROQ_PARSE_ONLY"); p && std::string(p) == "1") {
+    // The command line parsed: tests run every command croq suggests through here.
+    out << dump_compact({{"ok", true}, {"parse_only", true}, {"verb", ctx.verb}}) << "\n";
+    return 0;
+  }
   ExitCode code = ExitCode::ok;
   int rc;
   try {
@@ -456,6 +663,11 @@ std::string cli_reference_markdown() {
     if (rows.empty()) md << "No options.\n";
     else md << "| option | description |\n|---|---|\n" << rows;
     md << "\n" << v.details << "\n\n";
+    if (!verb_examples(v.name).empty()) {
+      md << "Examples:\n\n```\n";
+      for (const auto& e : verb_examples(v.name)) md << e << "\n";
+      md << "```\n\n";
+    }
   }
   return md.str();
 }

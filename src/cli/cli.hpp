@@ -26,6 +26,8 @@ struct Context {
   std::string root_flag;        // --root
   bool pretty = false;          // --pretty
   bool quiet = false;           // --quiet
+  bool json_flag = false;       // --json
+  bool text = false;            // a person at a terminal: emit() prints text (render_text)
   std::vector<std::string> argv;
   std::string verb;
 
@@ -51,27 +53,52 @@ struct VerbSpec {
 };
 
 const std::vector<VerbSpec>& verbs();
+// The text a terminal shows for a verb's JSON document (text_output.cpp).
+std::string render_text(const std::string& verb, const json& doc);
+// Example command lines of a verb, for its help and docs/cli.md (a test parses each).
+const std::vector<std::string>& verb_examples(const std::string& name);
 
 // Entry point: parses, dispatches, maps errors to exit codes. Never exits the process itself.
 int run(int argc, char** argv, std::ostream& out, std::ostream& err);
 
 // The reference of every verb in Markdown (docs/cli.md).
 std::string cli_reference_markdown();
+// One verb's --help text ("store-round", "checkpoint write"); empty for an unknown verb.
+std::string verb_help(const std::string& verb);
 
 // ---- helpers shared by verb files ----
 
 // The options that name one task: --gpu --dsl --shape-key --model.
+// --dsl, --shape-key and --model may be left out inside a task context: the working directory in
+// one of the task's folders (tuning/<gpu>/<dsl>/<kind>/<key>/<model>/...), else the task chosen
+// with `croq use` (.croq/current-task.json). A task that does not exist yet whose shape key or
+// model is a near miss of an existing task's (a typo) is refused unless --new.
 struct TaskOptions {
   std::string gpu;
   std::string dsl;
   std::string shape_key;
   std::string model;
   int lock_timeout_ms = 30000;
+  bool is_new = false;  // --new
 };
 void add_task_options(CLI::App& app, TaskOptions& o, bool gpu_required = false);
 // Validates the options, resolves the gpu key (flag, CROQ_GPU, detection, or the CPU key for
 // dsl cpp), records the task in the context for the trace, and returns it.
 TaskRef resolve_task(Context& ctx, const TaskOptions& o);
+// The task context (see TaskOptions): the cwd's task, else `croq use`'s; nullopt without one.
+struct TaskContext {
+  std::string gpu, dsl, shape_key, model;
+  std::string origin;  // "cwd" or "croq use"
+};
+std::optional<TaskContext> task_context(Context& ctx);
+fs::path current_task_file(const Workspace& ws);
+// A path given on the command line: as given when it exists (relative to the working directory),
+// else relative to the workspace root (croq prints paths relative to the root).
+fs::path input_path(Context& ctx, const std::string& path);
+// The kernel a measurement document is of (its candidate file's stem); empty if unknown.
+std::string kernel_of_measurement(const json& measurement);
+// Edit distance (did-you-mean suggestions).
+size_t edit_distance(const std::string& a, const std::string& b);
 std::chrono::milliseconds lock_timeout(const TaskOptions& o);
 
 // Splits "a,b, c" into items (empty items dropped).

@@ -43,7 +43,7 @@ VerbRunner setup_init(CLI::App& app) {
   auto o = std::make_shared<Opts>();
   app.add_option("--agent", o->agents, "claude | cursor | opencode | codex (repeatable or comma-separated; default claude)")
       ->delimiter(',');
-  app.add_flag("--compat", o->compat, "also install the seeds' tools as shims: .claude/skills/croq-tune/tools/*.sh, fsm-engine");
+  app.add_flag("--compat", o->compat, "also install the original croq-tune skill's tools as shims: .claude/skills/croq-tune/tools/*.sh, fsm-engine");
   app.add_flag("--force", o->force, "overwrite croq's files even where they were edited");
   app.add_flag("--dry-run", o->dry_run, "show what would change; write nothing");
   return [o](Context& ctx) {

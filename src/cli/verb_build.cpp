@@ -42,7 +42,7 @@ VerbRunner setup_build(CLI::App& app) {
   app.add_option("--flags", o->flags, "extra compiler flags, appended to croq's (one string, shell words)");
   app.add_option("--choreo-flags", o->choreo_flags, "croqtile: phase-1 choreo flags, e.g. \"--use-warpspec\"");
   app.add_flag("--no-cache", o->no_cache, "compile even when the build cache holds the result");
-  app.add_option("--phase", o->phase, "croqtile: auto (default: phase 1 when the .cu is missing or stale), 1 (.co -> .cu only: the seeds' co2cu), 2 (build the .cu as it is), all (both)")
+  app.add_option("--phase", o->phase, "croqtile: auto (default: phase 1 when the .cu is missing or stale), 1 (.co -> .cu only: the original skill's co2cu), 2 (build the .cu as it is), all (both)")
       ->check(CLI::IsMember({"auto", "1", "2", "all"}));
   app.add_flag("--force", o->force, "croqtile: let phase 1 overwrite a hand-edited .cu");
   app.add_flag("--no-abi", o->no_abi, "croqtile: do not build the ABI-bound shared object");
@@ -95,6 +95,11 @@ VerbRunner setup_build(CLI::App& app) {
             for (const auto& w : docs[i]["warnings"]) {
               if (w.is_string()) ctx.note(fmt::format("[build] warning: {}", w.get<std::string>()));
             }
+          }
+          // The compiler's errors, where a person sees them (the JSON has them as `errors`).
+          if (docs[i].value("verdict", "") != "OK" && docs[i].contains("errors") && docs[i]["errors"].is_array()) {
+            for (const auto& e : docs[i]["errors"]) ctx.note("  " + (e.is_string() ? e.get<std::string>() : e.dump()));
+            if (docs[i].contains("log")) ctx.note("  (whole log: " + docs[i].value("log", "") + ")");
           }
         } catch (...) {
           failures[i] = std::current_exception();

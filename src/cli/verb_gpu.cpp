@@ -101,8 +101,8 @@ VerbRunner setup_gpu_check(CLI::App& app) {
   app.add_flag("--wait", o->wait, "poll until the GPU is idle (or --timeout)");
   app.add_option("--timeout", o->timeout_s, "seconds to wait with --wait")->default_val(120)->check(CLI::Range(0.0, 86400.0));
   app.add_option("--interval", o->interval_s, "seconds between polls")->default_val(2)->check(CLI::Range(0.05, 600.0));
-  app.add_flag("--reset", o->reset, "(the seeds' option; refused: croq never resets a GPU)");
-  app.add_flag("--kill-others", o->kill_others, "(the seeds' option; refused: croq never ends another's process)");
+  app.add_flag("--reset", o->reset, "(the original skill's option; refused: croq never resets a GPU)");
+  app.add_flag("--kill-others", o->kill_others, "(the original skill's option; refused: croq never ends another's process)");
   return [o](Context& ctx) {
     if (o->reset) {
       throw_usage("croq never resets a GPU: it needs root and ends every user's work on it",
@@ -169,10 +169,10 @@ VerbRunner setup_gpu_contention(CLI::App& app) {
   };
   auto o = std::make_shared<Opts>();
   app.add_option("--device", o->device, "only this GPU (index or UUID; default: every GPU)");
-  app.add_flag("--json", o->json_flag, "(the seeds' option: the output is always one JSON document)");
+  app.add_flag("--json", o->json_flag, "(the original skill's option: the output is always one JSON document)");
   app.add_flag("--kill", o->kill, "end croq's own stale processes (orphaned runners and candidate binaries) only");
   app.add_option("--except", o->except, "a pid never to end (repeatable)");
-  app.add_flag("--kill-ours", o->kill_ours, "(the seeds' option; refused: croq ends only its stale processes)");
+  app.add_flag("--kill-ours", o->kill_ours, "(the original skill's option; refused: croq ends only its stale processes)");
   return [o](Context& ctx) {
     if (o->kill_ours) {
       throw_usage("--kill-ours is not available: a croq process that is still waited for is never ended",

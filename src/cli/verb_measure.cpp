@@ -31,6 +31,7 @@
 #include "croq/util/number.hpp"
 #include "croq/util/paths.hpp"
 #include "croq/util/time.hpp"
+#include "croq/util/units.hpp"
 #include "croq/workspace/operators.hpp"
 
 namespace croq::cli {
@@ -238,9 +239,10 @@ std::string summary_line(const Measurement& m, const std::string& name) {
     // large gap between them means a few repetitions were far from the rest.
     const std::string robust =
         m.timing->robust_cv ? fmt::format(", robust cv {:.2f} %", *m.timing->robust_cv * 100) : std::string();
-    return fmt::format("{}: PASS{} {:.2f} TFLOPS (median {:.4f} ms, cv {:.2f} %{}, {} reps, {}){}", name,
+    return fmt::format("{}: PASS{} {} (median {}, cv {:.2f} %{}, {} reps, {}){}", name,
                        m.contended() ? " (CONTENDED)" : "",
-                       m.tflops.value_or(0), m.timing->median_ms, m.timing->cv * 100, robust, m.timing->reps,
+                       format_rate(m.tflops.value_or(0)), format_ms(m.timing->median_ms), m.timing->cv * 100, robust,
+                       m.timing->reps,
                        m.source, m.flags.empty() ? "" : " flags: " + fmt::format("{}", fmt::join(m.flags, ",")));
   }
   return fmt::format("{}: {} ({}) {}", name, verdict_name(m.verdict), m.reason, m.detail);
@@ -331,10 +333,14 @@ VerbRunner setup_measure(CLI::App& app) {
     bool legacy = false;
     std::string out;
     std::string mode = "measure";
+    bool pairs = false;
   };
   auto o = std::make_shared<Opts>();
   add_task_options(app, o->task);
   app.add_option("--iter", o->iter, "iter<NNN>[_tag]: the built candidate of that iteration");
+  app.add_flag("--pairs", o->pairs,
+               "measure what the decision needs, in one command: the candidate (if not measured yet), a back-to-back "
+               "re-run of a suspicious change, the close call's pairs; then print croq decide's result");
   app.add_option("--candidate", o->candidate, "a candidate file (.so, or a program with --legacy)");
   app.add_flag("--legacy", o->legacy, "run a self-timed program and parse its output (source: reported)");
   app.add_option("--out", o->out, "measurement file (default: perf/<key>/<model>/measure_<kernel>.json)");
@@ -344,6 +350,12 @@ VerbRunner setup_measure(CLI::App& app) {
   return [o](Context& ctx) {
     if (o->iter.empty() == o->candidate.empty()) throw_usage("give exactly one of --iter and --candidate");
     TaskRef t = resolve_task(ctx, o->task);
+    if (o->pairs) {
+      if (o->iter.empty() || !o->out.empty() || o->legacy) {
+        throw_usage("--pairs measures a built candidate by its --iter name (no --candidate, --out or --legacy)");
+      }
+      return run_measure_pairs(ctx, t, o->iter);
+    }
     const std::string op = check_measurable_shape(t.shape);
     Workspace& ws = ctx.ws();
     CandidateRef c = resolve_candidate(ws, t, o->iter, o->candidate, o->legacy);
@@ -480,7 +492,8 @@ VerbRunner setup_baseline(CLI::App& app) {
   };
   auto o = std::make_shared<Opts>();
   add_task_options(app, o->task);
-  app.add_option("--task-uid", o->task_uid, "the task's uid (written to task_config.json first)")->required();
+  app.add_option("--task-uid", o->task_uid,
+                 "the task's uid, written to task_config.json first (default: the uid the task already has, else a new one)");
   app.add_option("--library", o->library,
                  "auto: the fastest library for the problem (GPU: cuBLAS and cuBLASLt; for gemm_sp also "
                  "cuSPARSELt, every library measured on the same pruned inputs; cpp: OpenBLAS), or one of "
@@ -490,9 +503,9 @@ VerbRunner setup_baseline(CLI::App& app) {
                  "libcusparseLt.so.0 or the folder holding it (default: CROQ_CUSPARSELT, the loader's search "
                  "path, then the nvidia-cusparselt Python package)");
   app.add_flag("--force", o->force, "measure again even if a baseline exists");
-  app.add_option("--iters", o->iters, "timed repetitions at least (the seeds' --iters; same as --min-reps)")
+  app.add_option("--iters", o->iters, "timed repetitions at least (the original skill's --iters; same as --min-reps)")
       ->check(CLI::Range(1, 1000000));
-  app.add_option("--dtype", o->dtype, "the seeds' argument: checked against the shape key");
+  app.add_option("--dtype", o->dtype, "the original skill's argument: checked against the shape key");
   app.add_option("--m", o->m, "checked against the shape key");
   app.add_option("--n", o->n, "checked against the shape key");
   app.add_option("--k", o->k, "checked against the shape key");
@@ -693,8 +706,28 @@ VerbRunner setup_baseline(CLI::App& app) {
     const std::filesystem::path timing = ws.kind_dir(t, ArtifactKind::perf) / "timing_iter000.txt";
     atomic_write(timing, timing_text(m, "iter000_" + lib_tag, ws.display(mf.path)));
     doc["files"] = {{"result", ws.display(result_path)}, {"measurement", ws.display(mf.path)}, {"timing", ws.display(timing)}};
+    // A baseline every ratio is taken against: flag one that is noisy (its spread above the
+    // measurement's CV target) or implausible (far below the device's peak).
+    json warnings = json::array();
+    if (tm.cv > o->run.cv_target) {
+      warnings.push_back({{"flag", "noisy"},
+                          {"message", fmt::format("the baseline's spread (CV {:.2f}%) is above the target {:.2f}%: ratios "
+                                                  "against it move by as much; measure it again on a quieter machine "
+                                                  "(croq baseline --force)",
+                                                  tm.cv * 100, o->run.cv_target * 100)}});
+    }
+    if (m.device.peak_tflops > 0 && m.tflops && *m.tflops < 0.01 * m.device.peak_tflops) {
+      warnings.push_back({{"flag", "implausible"},
+                          {"message", fmt::format("the baseline reaches {} of the device's {} peak ({:.2f}%): a library "
+                                                  "should do far better on this device; check the device is idle and "
+                                                  "the shape is what you meant",
+                                                  format_rate(*m.tflops), format_rate(m.device.peak_tflops),
+                                                  *m.tflops / m.device.peak_tflops * 100)}});
+    }
+    doc["warnings"] = warnings;
     ctx.emit(doc);
     ctx.note(summary_line(m, "croq baseline " + library));
+    for (const auto& w : warnings) ctx.note("croq baseline: WARNING " + w["flag"].get<std::string>() + ": " + w["message"].get<std::string>());
     return ExitCode::ok;
   };
 }

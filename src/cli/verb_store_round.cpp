@@ -4,7 +4,10 @@
 #include <fmt/format.h>
 
 #include "cli/verbs.hpp"
+#include "croq/ledger/documents.hpp"
 #include "croq/ledger/store.hpp"
+#include "croq/protocol/command.hpp"
+#include "croq/workspace/ids.hpp"
 #include "croq/measure/store_measurement.hpp"
 #include "croq/protocol/protocol.hpp"
 #include "croq/protocol/provenance.hpp"
@@ -13,6 +16,49 @@
 #include "croq/util/time.hpp"
 
 namespace croq::cli {
+
+namespace {
+
+// What croq already holds is the default: the kernel and iteration from the measurement, the
+// bottleneck, idea, category and expected gain from the round's plan (its checkpoint), and the
+// decision from `croq decide` on the measurement.
+void fill_defaults(Context& ctx, const TaskRef& t, StoreRequest& req, const std::optional<MeasurementFile>& mf) {
+  if (req.kernel.empty() && mf) {
+    json m = mf->measurement.to_json();
+    std::string k = kernel_of_measurement(m);
+    if (try_parse_iter_id(k)) req.kernel = k;
+  }
+  if (req.iter.empty() && !req.kernel.empty()) {
+    if (auto id = try_parse_iter_id(req.kernel)) req.iter = id->number_name();
+  }
+  if (req.iter.empty()) {
+    throw_usage("--iter is required", "pass --iter iter<NNN> (or --kernel iter<NNN>_<tag>, or --measurement FILE)");
+  }
+  std::optional<Checkpoint> cp;
+  try {
+    cp = read_checkpoint(ctx.ws(), t);
+  } catch (const Error&) {
+  }
+  const std::string planned = req.iter.substr(0, req.iter.find('_'));
+  if (cp && cp->open() && cp->iter == planned) {
+    if (req.bottleneck.empty()) req.bottleneck = cp->bottleneck;
+    if (req.idea.empty()) req.idea = cp->idea;
+    if (req.expected_gain.empty()) req.expected_gain = cp->expected_gain;
+    if (req.category.empty()) req.category = get_string(cp->extra, "category").value_or("");
+  }
+  if (req.decision.empty() && mf && mf->measurement.passed() && !req.kernel.empty()) {
+    DecisionContext d = decide_for(ctx.ws(), t, req.kernel, PerfSample::from_measurement(mf->measurement.to_json()), false);
+    if (d.result.needs_rerun || d.result.needs_pairs) {
+      throw_usage("--decision is required: croq decide has no decision yet (" + d.result.reason + ")",
+                  CroqCommand("measure").task(t).opt("--iter", req.kernel).flag("--pairs").text() +
+                      " measures what it needs; then store again");
+    }
+    req.decision = decision_name(d.result.decision);
+    ctx.note("store-round: decision " + req.decision + " (croq decide: " + d.result.reason + ")");
+  }
+}
+
+}  // namespace
 
 VerbRunner setup_store_round(CLI::App& app) {
   struct Opts {
@@ -26,16 +72,17 @@ VerbRunner setup_store_round(CLI::App& app) {
   };
   auto o = std::make_shared<Opts>();
   add_task_options(app, o->task);
-  app.add_option("--iter", o->req.iter, "iter<NNN> (or attempt<AAAA> for a failure)")->required();
+  app.add_option("--iter", o->req.iter, "iter<NNN> (or attempt<AAAA> for a failure; default: from --kernel or the measurement)");
   app.add_option("--measurement", o->measurement,
                  "measurement file from `croq measure`: TFLOPS and verdict come from it (source: measured)");
   app.add_option("--kernel", o->req.kernel, "iter<NNN>_<tag>: the kernel's canonical name");
   app.add_option("--tflops", o->tflops_text, "measured TFLOPS (stored as source: reported)");
   app.add_option("--decision", o->req.decision,
                  "KEEP DISCARD COMPILE_FAIL VERIFY_FAIL RUNTIME_FAIL SEGFAULT HANG (BASELINE for iter000); "
-                 "with --measurement, derived from a failed verdict");
-  app.add_option("--bottleneck", o->req.bottleneck, "memory_bound compute_bound latency_bound launch_bound mixed");
-  auto* idea = app.add_option("--idea", o->req.idea, "one human-readable sentence: what changed and why");
+                 "with --measurement, derived from a failed verdict, else croq decide's decision");
+  app.add_option("--bottleneck", o->req.bottleneck,
+                 "memory_bound compute_bound latency_bound launch_bound mixed (default: the plan's, from its checkpoint)");
+  auto* idea = app.add_option("--idea", o->req.idea, "one human-readable sentence: what changed and why (default: the plan's)");
   app.add_option("--idea-file", o->idea_file, "read the idea from this file ('-': standard input), for text a shell would mangle")
       ->excludes(idea);
   app.add_option("--round", o->round_text, "round number (default: the next one)");
@@ -53,9 +100,12 @@ VerbRunner setup_store_round(CLI::App& app) {
     if (!o->extra_text.empty()) req.extra = parse_json_object_arg(o->extra_text, "--extra");
     check_extra_fields(req.extra);  // extra fields add to a record, never change what it says
     json measurement_doc = nullptr;
-    if (!o->measurement.empty()) {
-      MeasurementFile mf = read_measurement_file(o->measurement);
-      apply_measurement(req, mf, ctx.ws().display(fs::absolute(o->measurement)), t.shape);
+    std::optional<MeasurementFile> measured;
+    if (!o->measurement.empty()) measured = read_measurement_file(input_path(ctx, o->measurement));
+    fill_defaults(ctx, t, req, measured);
+    if (measured) {
+      MeasurementFile& mf = *measured;
+      apply_measurement(req, mf, ctx.ws().display(mf.path), t.shape);
       // Only a document croq wrote for this task, of what croq built, is a measured figure.
       const MeasurementProvenance p = vet_measurement(ctx.ws(), t, req, mf, make_round_record(req).kernel);
       if (!p.trusted) ctx.note(fmt::format("store-round: stored as source unverified: {}", p.problem));

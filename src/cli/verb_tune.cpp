@@ -18,6 +18,7 @@
 #include "croq/search/tune.hpp"
 #include "croq/util/paths.hpp"
 #include "croq/util/process.hpp"
+#include "croq/util/units.hpp"
 
 namespace croq::cli {
 
@@ -31,19 +32,24 @@ extern "C" void on_sweep_signal(int) { g_stop_sweep = true; }
 std::string progress_line(const json& e, const std::string& shape, int rounds) {
   std::string ev = e.value("event", "");
   if (ev == "round") {
-    std::string best = e.value("best", json()).is_number() ? fmt::format("{:.2f}", e["best"].get<double>()) : "-";
+    std::string best = e.value("best", json()).is_number() ? format_rate(e["best"].get<double>()) : "-";
     std::string pct = e.contains("pct_of_baseline") ? fmt::format(" ({:.1f}% of baseline)", e["pct_of_baseline"].get<double>()) : "";
-    std::string tf = e.value("tflops", json()).is_number() ? fmt::format("{:.2f}", e["tflops"].get<double>()) : "-";
-    return fmt::format("[{} round {}/{}] best {} TFLOPS{} | last {} {} {} TFLOPS {}", shape, e.value("round", 0), rounds, best,
+    std::string tf = e.value("tflops", json()).is_number() ? format_rate(e["tflops"].get<double>()) : "-";
+    return fmt::format("[{} round {}/{}] best {}{} | last {} {} {} {}", shape, e.value("round", 0), rounds, best,
                        pct, e.value("kernel", ""), e.value("decision", ""), tf, e.value("bottleneck", ""));
   }
   if (ev == "done") {
     const json& sm = e.value("summary", json::object());
-    std::string best = sm.value("best", json::object()).value("tflops", json()).is_number()
-                           ? fmt::format("{:.2f}", sm["best"]["tflops"].get<double>())
-                           : "-";
-    return fmt::format("[{}] done: {} rounds, best {} TFLOPS{}", shape, sm.value("rounds", 0), best,
-                       sm.contains("pct_of_baseline") ? fmt::format(" ({:.1f}% of baseline)", sm["pct_of_baseline"].get<double>()) : "");
+    const json best = sm.value("best", json::object());
+    std::string rate = best.is_object() && best.value("tflops", json()).is_number() ? format_rate(best["tflops"].get<double>()) : "-";
+    std::string s = fmt::format("[{}] done: {} rounds, best {}{}", shape, sm.value("rounds", 0), rate,
+                                sm.contains("pct_of_baseline")
+                                    ? fmt::format(" ({:.2f}x the baseline)", sm["pct_of_baseline"].get<double>() / 100)
+                                    : "");
+    if (best.is_object()) s += "\n  best kernel  " + best.value("kernel", "");
+    if (sm.contains("best_params")) s += "\n  parameters   " + dump_compact(sm["best_params"]);
+    if (sm.contains("best_source")) s += "\n  source       " + sm.value("best_source", "");
+    return s;
   }
   if (ev == "close_call") {
     return fmt::format("[{}] close call: {} against {}, measuring back-to-back pairs", shape, e.value("kernel", ""),
@@ -166,7 +172,7 @@ VerbRunner setup_tune(CLI::App& app) {
   app.add_option("--task-uid", o->task_uid, "the monitor's task id (new if omitted)");
   app.add_option("--explore", o->explore, "probability of a random legal move instead of the best-ranked one")
       ->default_val(0.15)->check(CLI::Range(0.0, 1.0));
-  app.add_flag("--git-commit", o->git_commit, "commit each KEEP locally with the seeds' message format");
+  app.add_flag("--git-commit", o->git_commit, "commit each KEEP locally with the original skill's message format");
   app.add_option("--step-timeout", o->step_timeout_s, "seconds a single step may take")->default_val(900);
   app.add_option("--jobs,-j", o->jobs,
                  "shapes tuned at once, each in its own croq process (builds overlap; the GPU lease keeps "
@@ -235,11 +241,11 @@ VerbRunner setup_tune(CLI::App& app) {
           ctx.err << dump_compact(e) << "\n";
           return;
         }
+        // A scrolling log: one line per round, the steps in between overwritten on the last line,
+        // and a summary at the end.
         std::string ev = e.value("event", "");
-        if (ev == "round") {
-          ctx.err << "\r\033[K" << progress_line(e, t.shape.text, o->rounds) << std::flush;
-        } else if (ev == "done") {
-          ctx.err << "\n";
+        if (ev == "round" || ev == "done" || ev == "close_call" || ev == "paired") {
+          ctx.err << "\r\033[K" << progress_line(e, t.shape.text, o->rounds) << "\n" << std::flush;
         } else {
           ctx.err << fmt::format("\r\033[K[{}] {}", t.shape.text, ev) << std::flush;
         }

@@ -25,16 +25,45 @@ VerbRunner setup_where(CLI::App&) {
 VerbRunner setup_help(CLI::App& app) {
   auto markdown = std::make_shared<bool>(false);
   auto as_json = std::make_shared<bool>(false);
+  auto words = std::make_shared<std::vector<std::string>>();
   auto* md = app.add_flag("--markdown", *markdown, "print the whole reference as Markdown (docs/cli.md)");
-  app.add_flag("--json", *as_json, "print the verb table as JSON: [{name, summary, details}]")->excludes(md);
-  return [markdown, as_json](Context& ctx) {
+  app.add_flag("--json", *as_json, "print the verb table as JSON: [{name, summary, details, options}]")->excludes(md);
+  app.add_option("verb", *words, "the verb to explain (`croq help store-round`, `croq help checkpoint write`)");
+  return [markdown, as_json, words](Context& ctx) {
+    if (!words->empty()) {
+      std::string name;
+      for (const auto& w : *words) name += (name.empty() ? "" : " ") + w;
+      std::string text = verb_help(name);
+      if (text.empty()) {
+        std::string best;
+        size_t best_d = 99;
+        for (const auto& v : verbs()) {
+          size_t d = edit_distance(name, v.name);
+          if (d < best_d) best_d = d, best = v.name;
+        }
+        throw_usage("unknown verb '" + name + "'",
+                    best_d <= 3 ? "did you mean `croq help " + best + "`?" : "run `croq help` for the list of verbs");
+      }
+      ctx.out << text;
+      return ExitCode::ok;
+    }
     if (*markdown) {
       ctx.out << cli_reference_markdown();
       return ExitCode::ok;
     }
     if (*as_json) {
       json table = json::array();
-      for (const auto& v : verbs()) table.push_back({{"name", v.name}, {"summary", v.summary}, {"details", v.details}});
+      for (const auto& v : verbs()) {
+        // Each verb's options, built in a scratch parser (for tools and the suggestion test).
+        CLI::App scratch("", "croq");
+        CLI::App& sub = *scratch.add_subcommand("x", "");
+        (void)v.setup(sub);
+        json options = json::array();
+        for (const CLI::Option* opt : sub.get_options()) {
+          for (const auto& l : opt->get_lnames()) options.push_back("--" + l);
+        }
+        table.push_back({{"name", v.name}, {"summary", v.summary}, {"details", v.details}, {"options", options}});
+      }
       ctx.emit(table);
       return ExitCode::ok;
     }

@@ -2,6 +2,8 @@
 // Parsing, --help, "did you mean" and docs/cli.md all come from here.
 #include "cli/verbs.hpp"
 
+#include <map>
+
 namespace croq::cli {
 
 const std::vector<VerbSpec>& verbs() {
@@ -12,7 +14,20 @@ const std::vector<VerbSpec>& verbs() {
        "Output: `{root, origin, tuning_dir, tasks}` (`tasks`: every `<gpu>/<dsl>/<shape_key>/<model>` "
        "with a logs folder). Exit 2 when no root can be found or the root is not a folder.",
        setup_where},
-      {"task init", "create a task's logs/task_config.json (task_uid first, as the seeds require)",
+      {"use", "choose the task the next commands act on (then --dsl, --shape-key and --model may be left out)",
+       "Writes `.croq/current-task.json` with the task; every verb that names a task takes the parts not given from "
+       "it. Inside one of a task's folders (`tuning/<gpu>/<dsl>/<kind>/<key>/<model>/...`) that folder's task is the "
+       "context instead. `croq use` alone shows the context, `--clear` forgets it. A task that does not exist yet "
+       "whose shape key or model is one letter away from an existing task's (a typo) is refused, here and in every "
+       "verb, unless `--new`.\n\n"
+       "Output: `{ok, task, gpu, dsl, shape_key, model, file}`; alone `{task, ..., origin}` (origin `cwd` or "
+       "`croq use`). Exit 4 when no task is chosen, or for a near-miss name without --new.",
+       setup_use},
+      {"status", "a table of the workspace's tasks: best, baseline, ratio, rounds, step",
+       "On a terminal a table (figures in a unit that fits: TFLOPS, GFLOPS); `--json` or a pipe gives "
+       "`{root, tasks:[{task, gpu, dsl, shape_key, model, best, baseline, ratio, rounds, step, next_action}]}`.",
+       setup_status},
+      {"task init", "create a task's logs/task_config.json (task_uid first, before anything else of the task)",
        "Writes `logs/<key>/<model>/task_config.json` (`croq-task-v1`) with the given `--task-uid` (or "
        "a new one) before anything else of the task exists. Idempotent.\n\n"
        "Output: the task config document `{schema, task_uid, gpu, dsl, shape_key, model, created_at}`. "
@@ -36,8 +51,12 @@ const std::vector<VerbSpec>& verbs() {
        "needs a back-to-back re-run first (`needs_rerun`). A close call -- a gain inside the margin but above 0.3 % -- "
        "is settled on 3 back-to-back pairs of the best and the candidate (`needs_pairs`; `pairs.next` lists the "
        "`croq measure ... --out perf/<key>/<model>/pair_<iter>_<n>_<kernel>.json` commands still to run): KEEP only "
-       "when every pair favours the candidate and the median ratio beats 1.5 x max(0.2 %, its standard error). Output: "
-       "`{decision, reason, needs_rerun, needs_pairs, gain, margin, pairs, best, base_kernel, candidate}`.",
+       "when every pair favours the candidate and the median ratio beats 1.5 x max(0.2 %, its standard error). "
+       "A re-run or a close call is not a decision yet: `pending: true` (and `decision` the safe fallback, DISCARD); "
+       "`croq measure --iter <kernel> --pairs` measures what it needs in one command. `next` lists the command to run "
+       "next (that one, or the store-round of the decision). Without `--measurement`, the candidate's own "
+       "measurement file (of `--kernel`, else of the open plan's candidate). Output: "
+       "`{decision, pending, next, reason, needs_rerun, needs_pairs, gain, margin, pairs, best, base_kernel, candidate, kernel}`.",
        setup_decide},
       {"tune", "tune a shape automatically with croq's own search (no LLM)",
        "Runs PREPARE (task, protocol, env validate, baseline, starting kernel from the family's default) and then "
@@ -78,8 +97,20 @@ const std::vector<VerbSpec>& verbs() {
        "writes its state. `--wait` waits until it has ended (exit 6 if it has not within `--timeout`). Output: "
        "`{was_running, pid, stopped}`.",
        setup_sweep_stop},
+      {"round", "run a round's mechanical steps after IMPLEMENT: build, verify, measure, decide, store",
+       "For the open plan's candidate (its source in srcs/, or `--iter`), runs as child processes, in order, the "
+       "verbs an agent would: `croq build`, `croq checkpoint verify`, `croq measure`, what the decision needs "
+       "(`croq measure --pairs`: a back-to-back re-run, the close call's pairs) and `croq decide`, then "
+       "`croq store-round` with the decision, the measurement and the plan's bottleneck and idea. Every verb's "
+       "guard applies as when it is run by hand; the first step that fails stops the round (a failed verdict of "
+       "the candidate is stored as the round's decision). In PREPARE it builds, measures and stores the starting "
+       "kernel iter001 as round 0.\n\n"
+       "Output: `{ok, kernel, prepare, steps:[{step, exit_code, command, error}], build, measurement, decide, store, "
+       "decision, stopped_at, error, next_action}`. Exit: 0 when the round was stored; otherwise the failed step's "
+       "exit code (8 for a candidate that did not build, 3 for drift, 5 for a refusal).",
+       setup_round},
       {"next-iter", "reserve the next iteration id (or attempt id) for a task",
-       "The seeds' next_iter. Reserves atomically: two callers at the same moment never get the same "
+       "Replaces the original croq-tune skill's `next_iter` tool (docs/agents.md). Reserves atomically: two callers at the same moment never get the same "
        "id. Iteration numbers are used only by measured rounds; `--attempt` hands out attempt ids "
        "(attemptAAAA, attemptAAAB, ...) that never consume an iteration number.\n\n"
        "Output: `{iter, kernel, number, reserved}` or, with `--attempt`, `{attempt, kernel, index, "
@@ -91,7 +122,7 @@ const std::vector<VerbSpec>& verbs() {
        "(nothing is changed; `croq session clean --invalid-only` repairs).",
        setup_next_iter},
       {"store-round", "store one round: idea-log.jsonl record and results.tsv row, atomically",
-       "The seeds' store_round. Decisions: BASELINE (iter000), KEEP, DISCARD, COMPILE_FAIL, "
+       "Replaces the original croq-tune skill's `store_round` tool (docs/agents.md). Decisions: BASELINE (iter000), KEEP, DISCARD, COMPILE_FAIL, "
        "VERIFY_FAIL, RUNTIME_FAIL, SEGFAULT, HANG. Bottleneck: memory_bound, compute_bound, "
        "latency_bound, launch_bound or mixed (never unknown; `n/a` only for round 0). A failure "
        "given an iteration id is stored under a fresh attempt id and frees the iteration number. "
@@ -148,15 +179,15 @@ const std::vector<VerbSpec>& verbs() {
        "candidate, base}`; the checkpoint's status becomes VERIFIED or DRIFT. Exit 3 on significant "
        "drift, 4 without a checkpoint, 10 if the checkpoint cannot be read.",
        setup_checkpoint_verify},
-      {"init", "install the skills a coding agent loads (and, with --compat, the seeds' tool shims)",
+      {"init", "install the skills a coding agent loads (and, with --compat, shims of the original skill's tools)",
        "Writes the croq skills into the workspace at the path each agent loads them from: claude "
        "`.claude/skills/`, cursor `.cursor/skills/`, opencode `.opencode/skills/`, codex `.agents/skills/` "
        "(`--agent`, repeatable; default claude). Skills: croq-tune (the loop), croq-dsl-cuda, croq-dsl-croqtile, "
        "croq-dsl-triton, croq-dsl-cpp, base-tune (a folder of kernels) and croq-tune-from-scratch (the shape "
        "sweep); each step names the croq verb to call, what its JSON says and what to do when croq refuses. "
-       "`--compat` also installs `.claude/skills/croq-tune/tools/<tool>.sh` (and .py) for every tool the seeds "
-       "name, plus `.claude/skills/fsm-engine/scripts/{state-transition,pre-step-check,post-step-check}.sh`: "
-       "each takes the seeds' arguments and calls croq, so existing skills run unchanged (docs/agents.md). "
+       "`--compat` also installs `.claude/skills/croq-tune/tools/<tool>.sh` (and .py) for every tool the original croq-tune skill "
+       "names, plus `.claude/skills/fsm-engine/scripts/{state-transition,pre-step-check,post-step-check}.sh`: "
+       "each takes the original tool's arguments and calls croq, so existing skills run unchanged (docs/agents.md). "
        "Creates `tuning/` and, when absent, `.croq/agents.json` (the agent command templates of `croq agent run`).\n\n"
        "Re-running init updates croq's files in place: `.croq/init-manifest.json` records the hash of every file "
        "croq wrote; a file edited since (or not written by croq) is left alone and reported as `kept_modified` "
@@ -184,8 +215,8 @@ const std::vector<VerbSpec>& verbs() {
        "first, 127 when the agent cannot be started, 2 for an unknown agent. Usable as the monitor's `agent` "
        "driver (`croq agent run --dsl ... --shape-key ... --model ... --task-uid ... --agent NAME`).",
        setup_agent_run},
-      {"resume", "where a task stands: the seeds' resume JSON",
-       "The seeds' resume_state. Fields: dsl, shape_key, current_best_tflops, current_best_kernel, "
+      {"resume", "where a task stands: its resume JSON",
+       "Replaces the original croq-tune skill's `resume_state` tool (docs/agents.md). Fields: dsl, shape_key, current_best_tflops, current_best_kernel, "
        "current_best_iter, last_round, last_iter, last_decision, last_bottleneck, next_iter_number, "
        "src_count, open_checkpoint, memory_files_ok, warnings; plus gpu, model, task_uid, "
        "baseline_tflops, pct_of_baseline, rounds, decisions, fresh_start and similar_keys. "
@@ -202,7 +233,7 @@ const std::vector<VerbSpec>& verbs() {
        "also goes to stderr. Exit 4 if the task has no stored rounds.",
        setup_reinforce},
       {"session validate", "check the ledgers of one task or every task of a dsl",
-       "The seeds' validate_tuning_session. Checks that records parse, ids and rounds are unique, "
+       "Replaces the original croq-tune skill's `validate_tuning_session` tool (docs/agents.md). Checks that records parse, ids and rounds are unique, "
        "bottlenecks are valid, results.tsv is in step with idea-log.jsonl, measured iterations "
        "have sources, and checkpoints, task configs, reservations and attempt logs read; temporary "
        "files left by interrupted writes are reported. `--shape-key`/`--model` narrow it to one task.\n\n"
@@ -210,7 +241,7 @@ const std::vector<VerbSpec>& verbs() {
        "Exit 1 if any error.",
        setup_session_validate},
       {"session clean", "repair (--invalid-only) or set aside (--reset-all --yes) a dsl's work state",
-       "The seeds' clean_kernel_work_state. `--invalid-only` drops unreadable records (the old file "
+       "Replaces the original croq-tune skill's `clean_kernel_work_state` tool (docs/agents.md). `--invalid-only` drops unreadable records (the old file "
        "is kept as `.bak.<time>`; repeated rounds or ids keep their first record), imports a legacy "
        "TSV-only ledger, rebuilds results.tsv and the index, sets a damaged checkpoint or "
        "reservations.json aside and removes temporary files of dead writers. `--reset-all` moves the "
@@ -218,7 +249,7 @@ const std::vector<VerbSpec>& verbs() {
        "deleted outright.\n\nOutput: `{actions}` (per task) or `{actions, moved_to}`. Exit 2 without "
        "exactly one of the two flags or without `--yes`; 4 if there is nothing to reset.",
        setup_session_clean},
-      {"gpu key", "the device key of the GPU (the seeds' detect_gpu): sm90_NVIDIA_H200",
+      {"gpu key", "the device key of the GPU (the original skill's `detect_gpu`): sm90_NVIDIA_H200",
        "The GPU is `--device` (index or UUID), else the first entry of CUDA_VISIBLE_DEVICES, else 0; "
        "read from nvidia-smi. Output: `{index, name, uuid, key, compute_cap, driver, memory_total_mib, "
        "memory_used_mib, utilization_pct, temperature_c, sm_clock_mhz, max_sm_clock_mhz}`; the key also "
@@ -227,7 +258,7 @@ const std::vector<VerbSpec>& verbs() {
       {"gpu check", "GPU health: idle, memory, clocks (--wait until idle)",
        "Idle means no compute process on the GPU and utilization at most 5 %. Output: `{idle, device, "
        "reasons, warnings, processes, lease:{held, holder, file}, waited_ms}`. Exit 0 when idle, 1 when "
-       "busy, 6 when `--wait` ran out of time, 7 without a GPU. The seeds' `--reset` and `--kill-others` "
+       "busy, 6 when `--wait` ran out of time, 7 without a GPU. The original skill's `--reset` and `--kill-others` "
        "are refused: croq never resets a GPU or ends another user's process.",
        setup_gpu_check},
       {"gpu contention", "processes on the GPU, ours and foreign (--kill ends only croq's own stale ones)",
@@ -235,7 +266,7 @@ const std::vector<VerbSpec>& verbs() {
        "whose croq parent is gone. `--kill` sends SIGTERM (then SIGKILL after 3 s) to stale processes "
        "only, never to a foreign one, and never uses sudo. Output: `{processes:[{pid, name, "
        "used_memory_mib, gpu_uuid, ours, stale, why, uid, exe, killed}], ours, foreign, stale, killed, "
-       "idle}`. `--json` is accepted for the seeds' scripts (the output is always JSON).",
+       "idle}`. `--json` is accepted for the original skill's scripts (the output is always JSON).",
        setup_gpu_contention},
       {"gpu lease", "run a command while holding the device's lease (scripts, GPU tests); --history: who held it when",
        "The device's one lease (`/tmp/croq-gpu-<uuid>.lock`, CROQ_LEASE_DIR overrides the folder) is the lock that "
@@ -247,8 +278,8 @@ const std::vector<VerbSpec>& verbs() {
        "waited_ms|held_ms}], state}` -- every acquisition and release, appended while the lease was held. Exit 0 "
        "when the command succeeded, 1 when it failed, 6 when the lease was not free in time.",
        setup_gpu_lease},
-      {"env validate", "check the toolchain for a dsl (the seeds' validate_env)",
-       "The seeds' validate_env. GPU dsls: nvcc (12+), a visible GPU (nvidia-smi), ncu, and whether GPU "
+      {"env validate", "check the toolchain for a dsl (the original skill's `validate_env`)",
+       "Replaces the original croq-tune skill's `validate_env` tool (docs/agents.md). GPU dsls: nvcc (12+), a visible GPU (nvidia-smi), ncu, and whether GPU "
        "counters are readable (the driver's RmProfilingAdminOnly unless root; perf_event_paranoid as a warning). "
        "croqtile: CHOREO_HOME, `choreo --help`, CUTE_HOME with CuTe/CUTLASS headers (4.2.1 expected). triton: "
        "python3, `import torch` with CUDA, `import triton` (in a child process with a time limit). cpp: g++ and "
@@ -256,7 +287,7 @@ const std::vector<VerbSpec>& verbs() {
        "`{check, message, fix}`. Exit 1 when there is an error.",
        setup_env_validate},
       {"baseline", "measure and store the library baseline (iter000) with the candidates' harness",
-       "The seeds' store_baseline + cublas_baseline. Writes logs/.../task_config.json with `--task-uid` "
+       "Replaces the original croq-tune skill's `store_baseline` + `cublas_baseline` tool (docs/agents.md). Writes logs/.../task_config.json with `--task-uid` "
        "first, then measures the library with the same runner and statistics as a candidate: on a GPU "
        "the cuBLAS default (cublasGemmEx) and the cuBLASLt heuristic algorithms, screened and the best "
        "re-measured; the baseline is the faster of the default and the best (both are recorded); on "
@@ -274,7 +305,7 @@ const std::vector<VerbSpec>& verbs() {
        "`{skipped, result, record, files}`; exit 8 when the library run failed.",
        setup_baseline},
       {"discover", "find a starting kernel: bundled (tier A), earlier sessions (tier B), or scratch (tier C)",
-       "The seeds' discover_baseline. Tier A: croq's bundled kernels in kernels/<dsl>/<operator>/ (never files "
+       "Replaces the original croq-tune skill's `discover_baseline` tool (docs/agents.md). Tier A: croq's bundled kernels in kernels/<dsl>/<operator>/ (never files "
        "named *_aitune_*), filtered by --dtype and ordered by their `croq-kernel:` rank. Tier B: every other task "
        "of the operator in the workspace offers its best KEEP (highest TFLOPS in its ledger, not its "
        "highest-numbered file), same GPU first. Tier C: a from-scratch recommendation with references.\n\n"
@@ -288,7 +319,7 @@ const std::vector<VerbSpec>& verbs() {
        "Output: `{iter, kernel, source, files, from, scripts, next}`. Exit 4 when nothing is found (tier C).",
        setup_prepare},
       {"build", "build an iteration's source into the candidate the runner loads (cached)",
-       "The seeds' build_iter and co2cu. Adapters: cuda (.cu -> nvcc --shared -> bin/.../<kernel>.so, arch from "
+       "Replaces the original croq-tune skill's `build_iter` and `co2cu` tool (docs/agents.md). Adapters: cuda (.cu -> nvcc --shared -> bin/.../<kernel>.so, arch from "
        "--arch or the device key, sm90_* -> sm_90a), cpp (.cpp -> g++ -O3 -march=native -> .so), triton (.py: parse, "
        "AST purity and import check in a child process), croqtile (phase 1: choreo -gs -t cute -> .cute.result -> "
        "the .cu next to the .co; phase 2: nvcc with the script's CFLAGS -> bin/.../<kernel> with choreo's harness "
@@ -327,7 +358,7 @@ const std::vector<VerbSpec>& verbs() {
        "time or the PASS is contended.",
        setup_measure},
       {"profile", "profile exactly one launch of the candidate with Nsight Compute",
-       "The seeds' ncu_profile. Runs `ncu --nvtx --nvtx-include croq_candidate/ --clock-control none --set full "
+       "Replaces the original croq-tune skill's `ncu_profile` tool (docs/agents.md). Runs `ncu --nvtx --nvtx-include croq_candidate/ --clock-control none --set full "
        "--launch-count 1 --target-processes all --export ...` on `croq-gpu-runner --mode profile` (the runner "
        "warms up, then launches the candidate once inside the NVTX range `croq_candidate`), so only the "
        "candidate's launch is captured: never the input initialisation, the reference or a warm-up. "
@@ -349,7 +380,7 @@ const std::vector<VerbSpec>& verbs() {
        "profiled program itself failed.",
        setup_profile},
       {"classify", "classify an Nsight Compute CSV: bottleneck, confidence, evidence, hints",
-       "The seeds' profile_extract. Reads the raw page (`ncu --import R --page raw --csv`) or the "
+       "Replaces the original croq-tune skill's `profile_extract` tool (docs/agents.md). Reads the raw page (`ncu --import R --page raw --csv`) or the "
        "per-section form (`--section X --csv`, `--page details --csv`); numbers with thousands separators "
        "(\"1,234.5\") are read, files written with a decimal comma are refused. With several kernels in the "
        "file, `--kernel REGEX` chooses, else the longest kernel that is not a library or harness kernel (the "
@@ -375,7 +406,7 @@ const std::vector<VerbSpec>& verbs() {
        "cuobjdump or ncu is missing.",
        setup_sass_dump},
       {"sass compare", "compare candidate and baseline SASS; divergences ranked by severity",
-       "The seeds' sass_compare. Compares the candidate's instruction mix with the baseline's: tensor-core "
+       "Replaces the original croq-tune skill's `sass_compare` tool (docs/agents.md). Compares the candidate's instruction mix with the baseline's: tensor-core "
        "instructions (HGMMA/QGMMA/HMMA/IMMA vs FFMA), local memory (LDL/STL), TMA, global load width, "
        "ldmatrix use, registers, barrier density and instruction count; each divergence has a severity "
        "(high/medium/low) and a one-line reason (rules in docs/classifier.md).\n\n"
@@ -421,6 +452,64 @@ const std::vector<VerbSpec>& verbs() {
        "`[{name, summary, details}]`.", setup_help},
   };
   return table;
+}
+
+}  // namespace croq::cli
+
+namespace croq::cli {
+
+// Examples shown in each verb's help and in docs/cli.md. A test runs every one through the parser.
+// T is a task named in full; inside a task context (`croq use`) its options may be left out.
+const std::vector<std::string>& verb_examples(const std::string& name) {
+#define T " --dsl cpp --shape-key matmul_f32_512x512x512 --model me"
+  static const std::map<std::string, std::vector<std::string>> table = {
+      {"where", {"croq where"}},
+      {"use", {"croq use" T, "croq use", "croq use --clear"}},
+      {"status", {"croq status", "croq status --dsl cpp --json"}},
+      {"task init", {"croq task init" T " --task-uid run-42"}},
+      {"protocol begin", {"croq protocol begin" T " --rounds 20"}},
+      {"state", {"croq state" T, "croq state   # in a task context"}},
+      {"decide", {"croq decide" T " --kernel iter002_kc64", "croq decide --measurement tuning/cpu_x86_64/cpp/perf/matmul_f32_512x512x512/me/measure_iter002_kc64.json"}},
+      {"tune", {"croq tune matmul_f32_512x512x512 --dsl cpp --rounds 10", "croq tune matmul_f16fp32_4096x4096x4096 matmul_bf16fp32_4096x4096x4096 --dsl cuda --jobs 2"}},
+      {"round", {"croq round" T, "croq round --iter iter002_kc64 --no-store"}},
+      {"next-iter", {"croq next-iter" T " --tag kc64", "croq next-iter --tag kc64 --peek"}},
+      {"store-round", {"croq store-round" T " --kernel iter002_kc64 --measurement tuning/cpu_x86_64/cpp/perf/matmul_f32_512x512x512/me/measure_iter002_kc64.json",
+                       "croq store-round --iter iter003 --kernel iter003_unroll --decision COMPILE_FAIL --bottleneck compute_bound --idea 'unroll by 8'"}},
+      {"attempt", {"croq attempt" T " --tag unroll --reason code_bug --idea 'unroll by 8'"}},
+      {"checkpoint write", {"croq checkpoint write" T " --iter iter002 --base iter001_blocked --bottleneck memory_bound --idea 'halve the K panel so B stays in L1' --levers k_kc --params '{\"k_kc\":64}'"}},
+      {"checkpoint read", {"croq checkpoint read" T}},
+      {"checkpoint verify", {"croq checkpoint verify" T " --iter iter002_kc64"}},
+      {"init", {"croq init", "croq init --agent claude --agent codex --compat"}},
+      {"agent run", {"croq agent run matmul_f32_512x512x512 --dsl cpp --model claude-1 --agent claude --rounds 10"}},
+      {"resume", {"croq resume" T " --summary"}},
+      {"reinforce", {"croq reinforce" T}},
+      {"session validate", {"croq session validate" T, "croq session validate --dsl cpp"}},
+      {"session clean", {"croq session clean --dsl cpp --invalid-only"}},
+      {"gpu key", {"croq gpu key"}},
+      {"gpu check", {"croq gpu check", "croq gpu check --wait"}},
+      {"gpu contention", {"croq gpu contention"}},
+      {"gpu lease", {"croq gpu lease -- nvidia-smi", "croq gpu lease --history"}},
+      {"env validate", {"croq env validate --dsl cpp"}},
+      {"baseline", {"croq baseline" T " --task-uid run-42"}},
+      {"discover", {"croq discover --dsl cpp --operator matmul"}},
+      {"prepare", {"croq prepare" T, "croq prepare" T " --pick 2", "croq prepare" T " --from my_kernel.cpp --tag mine"}},
+      {"build", {"croq build" T " --iter iter002_kc64"}},
+      {"measure", {"croq measure" T " --iter iter002_kc64", "croq measure --iter iter002_kc64 --pairs", "croq measure" T " --candidate ./my_kernel.so"}},
+      {"profile", {"croq profile" T " --iter iter001_blocked", "croq profile" T " --baseline"}},
+      {"classify", {"croq classify --csv ncu_iter001_round1.csv --dsl cuda"}},
+      {"sass dump", {"croq sass dump --candidate bin/iter003_tma.so"}},
+      {"sass compare", {"croq sass compare --dsl cuda --shape-key matmul_f16fp32_4096x4096x4096 --model me --iter iter003_tma"}},
+      {"serve", {"croq serve", "croq serve --check"}},
+      {"report", {"croq report --out report/"}},
+      {"help", {"croq help", "croq help store-round", "croq help --markdown"}},
+      {"sweep run", {"croq sweep run --manifest typical --dsl cpp --rounds 20", "croq sweep run --manifest typical --dsl cuda --gpus 0,2"}},
+      {"sweep status", {"croq sweep status"}},
+      {"sweep stop", {"croq sweep stop --wait"}},
+  };
+#undef T
+  static const std::vector<std::string> none;
+  auto it = table.find(name);
+  return it == table.end() ? none : it->second;
 }
 
 }  // namespace croq::cli

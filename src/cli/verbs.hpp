@@ -45,6 +45,12 @@ VerbRunner setup_agent_run(CLI::App&);
 VerbRunner setup_sweep_run(CLI::App&);
 VerbRunner setup_sweep_status(CLI::App&);
 VerbRunner setup_sweep_stop(CLI::App&);
+VerbRunner setup_round(CLI::App&);
+VerbRunner setup_use(CLI::App&);
+VerbRunner setup_status(CLI::App&);
+
+// croq measure --pairs: measures what the decision of `kernel` needs and prints decide's JSON.
+ExitCode run_measure_pairs(Context& ctx, const TaskRef& t, const std::string& kernel);
 
 // The CPU runner's verified timing of a cpp candidate (or, with `library`, of the OpenBLAS
 // baseline) under the CPU lease: what `croq profile` classifies for the cpp dsl (verb_measure.cpp).

@@ -38,10 +38,12 @@ std::string join_quoted(const std::vector<std::string>& words) {
   return s;
 }
 
-std::string measure_line(const ScriptInputs& in, const fs::path& candidate, bool legacy) {
-  return fmt::format("{} measure --gpu {} --dsl {} --shape-key {} --model {} --iter {}{} --candidate {} \"$@\"\n",
-                     croq_cmd(in), q(in.task.gpu), q(in.dsl), q(in.task.shape.text), q(in.task.model),
-                     q(in.kernel), legacy ? " --legacy" : "", q(candidate));
+// `croq measure` of the iteration by its name (croq finds bin/<kernel>.so, the program, or the
+// .py itself); measure takes --iter or --candidate, never both.
+std::string measure_line(const ScriptInputs& in, const fs::path&, bool legacy) {
+  return fmt::format("{} measure --gpu {} --dsl {} --shape-key {} --model {} --iter {}{} \"$@\"\n", croq_cmd(in),
+                     q(in.task.gpu), q(in.dsl), q(in.task.shape.text), q(in.task.model), q(in.kernel),
+                     legacy ? " --legacy" : "");
 }
 
 }  // namespace

@@ -1,5 +1,6 @@
 // The noise-aware decision (decide.hpp).
 #include "croq/protocol/decide.hpp"
+#include "croq/util/units.hpp"
 
 #include "croq/measure/measurement.hpp"
 
@@ -106,7 +107,7 @@ DecisionResult decide(const PerfSample& c, const std::optional<PerfSample>& best
     r.needs_rerun = true;
     r.decision = Decision::DISCARD;
     r.reason = fmt::format("a change of {:+.1f}% is suspicious: re-measure the candidate and the best back to back "
-                           "(`croq measure --rerun`) and decide on the re-run figures",
+                           "(`croq measure --iter <candidate> --pairs` measures both) and decide on the re-run figures",
                            r.gain * 100);
     return r;
   }
@@ -116,18 +117,19 @@ DecisionResult decide(const PerfSample& c, const std::optional<PerfSample>& best
   }
   if (r.gain > r.margin) {
     r.decision = Decision::KEEP;
-    r.reason = fmt::format("{:.2f} vs best {:.2f} TFLOPS: {:+.2f}% beats the noise margin {:.2f}%", c.tflops,
-                           best->tflops, r.gain * 100, r.margin * 100);
+    r.reason = fmt::format("{} vs best {}: {:+.2f}% beats the noise margin {:.2f}%", format_rate(c.tflops),
+                           format_rate(best->tflops), r.gain * 100, r.margin * 100);
   } else if (rule.pairs > 0 && r.gain > rule.close_call()) {
     r.decision = Decision::DISCARD;
     r.needs_pairs = true;
-    r.reason = fmt::format("{:.2f} vs best {:.2f} TFLOPS: {:+.2f}% is inside the noise margin {:.2f}% but above {:.2f}%: "
+    r.reason = fmt::format("{} vs best {}: {:+.2f}% is inside the noise margin {:.2f}% but above {:.2f}%: "
                            "a close call, settled on {} back-to-back pairs of the best and the candidate",
-                           c.tflops, best->tflops, r.gain * 100, r.margin * 100, rule.close_call() * 100, rule.pairs);
+                           format_rate(c.tflops), format_rate(best->tflops), r.gain * 100, r.margin * 100,
+                           rule.close_call() * 100, rule.pairs);
   } else {
     r.decision = Decision::DISCARD;
-    r.reason = fmt::format("{:.2f} vs best {:.2f} TFLOPS: {:+.2f}% is within the noise margin {:.2f}% or worse",
-                           c.tflops, best->tflops, r.gain * 100, r.margin * 100);
+    r.reason = fmt::format("{} vs best {}: {:+.2f}% is within the noise margin {:.2f}% or worse",
+                           format_rate(c.tflops), format_rate(best->tflops), r.gain * 100, r.margin * 100);
   }
   return r;
 }

@@ -5,12 +5,14 @@
 #include <fmt/ranges.h>
 
 #include "croq/ledger/ledger.hpp"
+#include "croq/protocol/command.hpp"
 #include "croq/util/error.hpp"
 #include "croq/util/fs.hpp"
 #include "croq/util/hash.hpp"
 #include "croq/util/time.hpp"
 #include "croq/workspace/ids.hpp"
 #include "croq/workspace/operators.hpp"
+#include "croq/workspace/sources.hpp"
 
 namespace croq {
 
@@ -94,8 +96,32 @@ json TaskState::to_json() const {
 
 namespace {
 
-std::string task_args(const TaskRef& t) {
-  return fmt::format("--gpu {} --dsl {} --shape-key {} --model {}", t.gpu, t.dsl, t.shape.text, t.model);
+// A suggested command for this task: `croq <verb> --gpu .. --dsl .. --shape-key .. --model ..`.
+CroqCommand cmd(const std::string& verb, const TaskRef& t,
+                std::source_location site = std::source_location::current()) {
+  CroqCommand c(verb, site);
+  c.task(t);
+  return c;
+}
+
+// The task's uid from its task_config.json, else a placeholder.
+std::string task_uid_or_placeholder(const Workspace& ws, const TaskRef& task) {
+  try {
+    if (auto cfg = read_task_config(ws, task)) {
+      if (auto uid = get_string(*cfg, "task_uid"); uid && !uid->empty()) return *uid;
+    }
+  } catch (const Error&) {
+  }
+  return "<uid>";
+}
+
+// The iteration's source in srcs/ (iter<NNN>_<tag>.<ext>), as its kernel name; empty if none.
+std::string source_kernel(const Workspace& ws, const TaskRef& task, const std::string& iter) {
+  try {
+    if (auto p = find_primary_source(ws, task, iter)) return p->stem().string();
+  } catch (const Error&) {
+  }
+  return {};
 }
 
 bool enforced(const Workspace& ws, const TaskRef& task) {
@@ -147,6 +173,48 @@ std::optional<Checkpoint> open_checkpoint(const Workspace& ws, const TaskRef& ta
   return std::nullopt;
 }
 
+// A source as croq compares it for repeats: comments and all white space removed, so that a
+// candidate re-declared under another idea, or re-spaced, is recognised as the same code.
+std::string normalised_source(const std::string& text, bool hash_comments) {
+  std::string out;
+  out.reserve(text.size());
+  for (size_t i = 0; i < text.size(); ++i) {
+    const char c = text[i];
+    if (c == '"' || c == '\'') {
+      // A literal is kept as it is (its spaces matter).
+      const size_t start = i;
+      for (++i; i < text.size() && text[i] != c; ++i) {
+        if (text[i] == '\\') ++i;
+      }
+      out.append(text, start, i - start + 1);
+      continue;
+    }
+    if (hash_comments && c == '#') {
+      while (i < text.size() && text[i] != '\n') ++i;
+      continue;
+    }
+    if (!hash_comments && c == '/' && i + 1 < text.size() && text[i + 1] == '/') {
+      while (i < text.size() && text[i] != '\n') ++i;
+      continue;
+    }
+    if (!hash_comments && c == '/' && i + 1 < text.size() && text[i + 1] == '*') {
+      const size_t e = text.find("*/", i + 2);
+      i = e == std::string::npos ? text.size() : e + 1;
+      continue;
+    }
+    if (std::isspace(static_cast<unsigned char>(c))) continue;
+    out += c;
+  }
+  return out;
+}
+
+std::string normalised_source_hash(const fs::path& file) {
+  auto text = read_file(file);
+  if (!text) return {};
+  const std::string ext = file.extension().string();
+  return sha256_hex(normalised_source(*text, ext == ".py"));
+}
+
 }  // namespace
 
 TaskState derive_state(const Workspace& ws, const TaskRef& task) {
@@ -154,7 +222,6 @@ TaskState derive_state(const Workspace& ws, const TaskRef& task) {
   Ledger ledger(ws, task);
   LedgerIndex idx = ledger.index();
   ProtocolConfig cfg = config_or_default(ws, task);
-  const std::string args = task_args(task);
   const int completed = std::max(0, idx.max_round - cfg.start_round);
   s.details["mode"] = cfg.enforced ? "enforced" : "advisory";
   s.details["round"] = idx.max_round;
@@ -167,27 +234,57 @@ TaskState derive_state(const Workspace& ws, const TaskRef& task) {
   s.details["discard_streak"] = idx.discard_streak;
   if (!idx.baseline) {
     s.step = Step::PREPARE;
-    s.next_action = fmt::format("croq baseline {} --task-uid <uid>", args);
-    s.notes.push_back("no library baseline (iter000) yet");
-    return s;
-  }
-  if (!idx.best) {
-    s.step = Step::PREPARE;
-    s.next_action = fmt::format("croq discover --dsl {} --operator {}; croq prepare {}; then build, measure and store "
-                                "iter001 with --round 0",
-                                task.dsl, operator_name(task.shape), args);
-    s.notes.push_back("no starting kernel (iter001) stored yet");
+    CroqCommand baseline = cmd("baseline", task);
+    if (const std::string uid = task_uid_or_placeholder(ws, task); uid != "<uid>") baseline.opt("--task-uid", uid);
+    s.next_action = baseline;
+    s.notes.push_back("no library baseline (iter000) yet (the task's uid: the one it has, else a new one; pass "
+                      "--task-uid to tie it to a monitor's task)");
     return s;
   }
   const auto evidence = read_evidence(ws, task);
+  if (!idx.best) {
+    // PREPARE's starting kernel: prepare (copy it as iter001), build, measure, store as round 0.
+    s.step = Step::PREPARE;
+    const std::string kernel = source_kernel(ws, task, "iter001");
+    if (kernel.empty()) {
+      s.next_action = cmd("prepare", task);
+      s.notes.push_back("no starting kernel (iter001) yet: `prepare` copies the recommended one (`" +
+                        CroqCommand("discover").opt("--dsl", task.dsl).opt("--operator", operator_name(task.shape)).text() +
+                        "` lists them; pass --pick N or --from FILE to choose)");
+      return s;
+    }
+    auto build = latest_of(evidence, EvidenceKind::build, kernel);
+    if (!build || get_string(build->summary, "verdict").value_or("OK") != "OK") {
+      s.next_action = cmd("build", task).opt("--iter", kernel);
+      s.notes.push_back(build ? "the starting kernel's last build failed: fix it and build again"
+                              : "the starting kernel " + kernel + " is not built yet");
+      return s;
+    }
+    auto meas = latest_of(evidence, EvidenceKind::measure, kernel, build->timestamp);
+    if (!meas || get_string(meas->summary, "verdict").value_or("") != "PASS" || meas->summary.value("contended", false)) {
+      s.next_action = cmd("measure", task).opt("--iter", kernel);
+      if (meas) s.notes.push_back("the last measurement of " + kernel + " did not pass: fix the kernel, build and measure again");
+      return s;
+    }
+    // Still PREPARE (drivers key on the step): its last command stores the starting kernel.
+    s.next_action = cmd("store-round", task)
+                        .opt("--iter", "iter001")
+                        .opt("--kernel", kernel)
+                        .opt("--measurement", meas->file)
+                        .opt("--decision", "KEEP")
+                        .opt("--round", 0);
+    s.notes.push_back("the starting kernel is measured: store it as round 0 (PREPARE; not counted against the budget)");
+    return s;
+  }
   if (auto cp = open_checkpoint(ws, task)) {
     s.details["checkpoint"] = {{"iter", cp->iter}, {"status", checkpoint_status_name(cp->status)}, {"idea", cp->idea}};
     int attempts = attempts_for(ledger, cp->iter, cp->created_at);
     s.details["attempts"] = attempts;
+    const std::string planned_kernel = source_kernel(ws, task, cp->iter);
+    const std::string kernel_or_tag = planned_kernel.empty() ? cp->iter + "_<tag>" : planned_kernel;
     if (attempts >= cfg.max_attempts) {
       s.step = Step::STORE;
-      s.next_action = fmt::format("croq store-round {} --iter {} --kernel {}_<tag> --decision COMPILE_FAIL ...", args,
-                                  cp->iter, cp->iter);
+      s.next_action = cmd("store-round", task).opt("--iter", cp->iter).opt("--kernel", kernel_or_tag).opt("--decision", "COMPILE_FAIL");
       s.notes.push_back(fmt::format("{} failed attempts: abandon the idea", attempts));
       return s;
     }
@@ -195,57 +292,109 @@ TaskState derive_state(const Workspace& ws, const TaskRef& task) {
     const bool built_ok = build && get_string(build->summary, "verdict").value_or("OK") == "OK";
     if (cp->status == CheckpointStatus::DRIFT) {
       s.step = Step::IMPLEMENT;
-      s.next_action = "fix the implementation to match the plan, rebuild, then `croq checkpoint verify` again";
+      s.next_action = then({"fix the implementation to match the plan",
+                            cmd("build", task).opt("--iter", kernel_or_tag),
+                            cmd("checkpoint verify", task).opt("--iter", kernel_or_tag)});
       s.notes.push_back("checkpoint verify found significant drift");
       return s;
     }
     if (!built_ok) {
       s.step = Step::IMPLEMENT;
-      s.next_action = fmt::format("croq next-iter {} --tag <tag>; write srcs/.../{}_<tag>.<ext>; croq build {} --iter {}_<tag>",
-                                  args, cp->iter, args, cp->iter);
-      if (build) s.notes.push_back("the last build failed: fix it (or log an attempt) and rebuild");
+      if (planned_kernel.empty()) {
+        s.next_action = then({cmd("next-iter", task).opt("--tag", "<tag>"),
+                              "write srcs/.../" + cp->iter + "_<tag>" + source_extensions(task.dsl).front(),
+                              cmd("build", task).opt("--iter", kernel_or_tag)});
+      } else {
+        s.next_action = cmd("build", task).opt("--iter", planned_kernel);
+      }
+      if (build) {
+        s.notes.push_back("the last build failed: fix it (or log an attempt with `" +
+                          cmd("attempt", task).opt("--tag", "<tag>").opt("--reason", "code_bug").text() + "`) and rebuild");
+      }
       return s;
     }
     if (cp->status != CheckpointStatus::VERIFIED) {
       s.step = Step::VERIFY;
-      s.next_action = fmt::format("croq checkpoint verify {} --iter {}", args, build->kernel);
+      s.next_action = cmd("checkpoint verify", task).opt("--iter", build->kernel);
       return s;
     }
     auto meas = latest_of(evidence, EvidenceKind::measure, build->kernel, build->timestamp);
     if (!meas) {
       s.step = Step::MEASURE;
-      s.next_action = fmt::format("croq measure {} --iter {}", args, build->kernel);
+      s.next_action = cmd("measure", task).opt("--iter", build->kernel);
       return s;
     }
     s.step = Step::DECIDE;
-    s.next_action = fmt::format("croq decide {} --measurement {}; then croq store-round {} --measurement {} ...", args,
-                                meas->file, args, meas->file);
+    const std::string verdict = get_string(meas->summary, "verdict").value_or("");
+    CroqCommand store = cmd("store-round", task).opt("--iter", cp->iter).opt("--kernel", build->kernel).opt("--measurement", meas->file);
+    if (verdict != "PASS") {
+      // A failed candidate: its verdict is the round's decision (store-round derives it).
+      s.next_action = store;
+      s.notes.push_back("the measurement's verdict is " + verdict + ": store it as the round's decision, or fix and rebuild");
+      return s;
+    }
+    // The decision croq would make now, so the next action is the one command to run.
+    std::optional<std::string> decision;
+    try {
+      if (auto text = read_file(ws.root() / meas->file)) {
+        if (auto j = try_parse_json(*text)) {
+          DecisionContext d = decide_for(ws, task, build->kernel, PerfSample::from_measurement(*j), false);
+          s.details["decision"] = d.to_json();
+          if (d.result.needs_rerun) {
+            s.next_action = cmd("measure", task).opt("--iter", build->kernel).flag("--pairs");
+            s.notes.push_back(d.result.reason);
+            return s;
+          }
+          if (d.result.needs_pairs) {
+            s.next_action = cmd("measure", task).opt("--iter", build->kernel).flag("--pairs");
+            s.notes.push_back(d.result.reason);
+            return s;
+          }
+          decision = decision_name(d.result.decision);
+        }
+      }
+    } catch (const Error&) {
+    }
+    // Still DECIDE (drivers key on the step); the next action stores the decision croq made.
+    s.next_action = store.opt("--decision", decision.value_or("<KEEP|DISCARD>"));
     return s;
   }
   if (completed >= cfg.target_rounds) {
     s.step = Step::SHAPE_COMPLETE;
-    s.next_action = "the round budget is met: stop, or raise it with `croq protocol begin --rounds N`";
+    s.next_action = "the round budget is met: stop, or raise it with `" +
+                    cmd("protocol begin", task).opt("--rounds", "<N>").text() + "`";
     return s;
   }
   History history = History::load(ledger);
   auto bases = history.active_bases(static_cast<size_t>(cfg.max_active_bases));
   json jb = json::array();
   std::optional<ActiveBase> profiled;
+  std::optional<Evidence> profile;
   for (const auto& b : bases) {
     jb.push_back(b.to_json());
-    if (!profiled && latest_of(evidence, EvidenceKind::profile, b.kernel, b.timestamp)) profiled = b;
+    if (!profiled) {
+      if (auto p = latest_of(evidence, EvidenceKind::profile, b.kernel, b.timestamp)) {
+        profiled = b;
+        profile = p;
+      }
+    }
   }
   s.details["active_bases"] = jb;
   if (profiled) {
     s.step = Step::IDEA;
-    s.next_action = fmt::format("croq checkpoint write {} --iter {} --base {} --bottleneck <from the profile> --idea \"...\" "
-                                "--levers ... [--params JSON] [--structural \"...\"]",
-                                args, iter_number_name(ledger.peek_next_iter()), profiled->kernel);
+    const std::string bottleneck = get_string(profile->summary, "bottleneck").value_or("<from the profile>");
+    s.next_action = cmd("checkpoint write", task)
+                        .opt("--iter", iter_number_name(ledger.peek_next_iter()))
+                        .opt("--base", profiled->kernel)
+                        .opt("--bottleneck", bottleneck)
+                        .opt("--idea", "<what changes and why>")
+                        .opt("--levers", "<macros>");
+    s.notes.push_back("add --params '{...}' for the parameter set and --structural \"...\" for a structural change");
     return s;
   }
   s.step = Step::PROFILE;
   const std::string target = bases.empty() ? idx.best->kernel : bases.front().kernel;
-  s.next_action = fmt::format("croq profile {} --iter {}", args, target);
+  s.next_action = cmd("profile", task).opt("--iter", target);
   return s;
 }
 
@@ -264,7 +413,6 @@ void guard_idea(const Workspace& ws, const TaskRef& task, const Checkpoint& cp) 
   ProtocolConfig cfg = *read_protocol(ws, task);
   Ledger ledger(ws, task);
   LedgerIndex idx = ledger.index();
-  const std::string args = task_args(task);
   if (!idx.baseline || !idx.best) {
     refuse({Step::IDEA, "prepare_first", "PREPARE is not complete: the baseline (iter000) and the starting kernel (iter001) must be stored first",
             derive_state(ws, task).next_action});
@@ -299,7 +447,7 @@ void guard_idea(const Workspace& ws, const TaskRef& task, const Checkpoint& cp) 
   if (!prof) {
     refuse({Step::IDEA, "profile_before_idea",
             fmt::format("no profile of {} newer than its KEEP: every idea stands on a profile of the kernel it changes", base->kernel),
-            fmt::format("croq profile {} --iter {}", args, base->kernel)});
+            cmd("profile", task).opt("--iter", base->kernel)});
   }
   if (auto b = get_string(prof->summary, "bottleneck"); b && *b != cp.bottleneck) {
     refuse({Step::IDEA, "bottleneck_from_profile",
@@ -333,8 +481,8 @@ void guard_idea(const Workspace& ws, const TaskRef& task, const Checkpoint& cp) 
                          : fmt::format("{} consecutive rounds on base {} were not kept: a fresh baseline profile is "
                                        "required before the next idea",
                                        base->discard_streak, base->kernel),
-              needs_sass ? fmt::format("croq sass compare {} --iter {}; croq profile {} --baseline", args, base->kernel, args)
-                         : fmt::format("croq profile {} --baseline", args)});
+              needs_sass ? then({cmd("sass compare", task).opt("--iter", base->kernel), cmd("profile", task).flag("--baseline")})
+                         : cmd("profile", task).flag("--baseline").text()});
     }
   }
   if (base->discard_streak >= 8 && !plan.is_structural()) {
@@ -354,7 +502,6 @@ void guard_implement(const Workspace& ws, const TaskRef& task, int iter_number, 
   if (!idx.best) return;  // PREPARE: the starting kernel is built without a plan
   ProtocolConfig cfg = *read_protocol(ws, task);
   auto cp = open_checkpoint(ws, task);
-  const std::string args = task_args(task);
   if (!cp) {
     refuse({Step::IMPLEMENT, "checkpoint_before_implement",
             "there is no open plan: IMPLEMENT starts from the checkpoint written at the end of IDEA",
@@ -369,8 +516,10 @@ void guard_implement(const Workspace& ws, const TaskRef& task, int iter_number, 
   if (attempts >= cfg.max_attempts) {
     refuse({Step::IMPLEMENT, "abandon_after_5",
             fmt::format("the idea for {} has failed {} times: abandon it", cp->iter, attempts),
-            fmt::format("croq store-round {} --iter {} --kernel {}_<tag> --decision COMPILE_FAIL --bottleneck {} --idea \"...\"",
-                        args, cp->iter, cp->iter, cp->bottleneck)});
+            cmd("store-round", task)
+                .opt("--iter", cp->iter)
+                .opt("--kernel", source_kernel(ws, task, cp->iter).empty() ? cp->iter + "_<tag>" : source_kernel(ws, task, cp->iter))
+                .opt("--decision", "COMPILE_FAIL")});
   }
 }
 
@@ -387,10 +536,28 @@ void guard_measure(const Workspace& ws, const TaskRef& task, const std::string& 
     refuse({Step::MEASURE, "measure_the_plan", fmt::format("{} is not the candidate of the open plan", kernel),
             derive_state(ws, task).next_action});
   }
+  // No repeats, by what croq sees: the candidate's source (comments and spacing aside) is not one
+  // an earlier round already measured, whatever the plan declared.
+  if (auto src = find_primary_source(ws, task, kernel)) {
+    const std::string mine = normalised_source_hash(*src);
+    for (const auto& r : ledger.read_all().records) {
+      if (r.kernel == kernel || !is_measured(r.decision) || r.decision == Decision::BASELINE) continue;
+      auto other = find_primary_source(ws, task, r.kernel);
+      if (!mine.empty() && other && normalised_source_hash(*other) == mine) {
+        refuse({Step::MEASURE, "no_repeat",
+                fmt::format("{}'s source is the same code as {} (round {}, {}): the candidate repeats a tried one, "
+                            "whatever its plan says",
+                            kernel, r.kernel, r.round, decision_name(r.decision)),
+                "plan a different idea (" + cmd("checkpoint write", task).opt("--iter", cp->iter).opt("--base", cp->base)
+                    .opt("--bottleneck", cp->bottleneck).opt("--idea", "<what changes and why>").text() +
+                    ") and implement it"});
+      }
+    }
+  }
   if (cp->status != CheckpointStatus::VERIFIED) {
     refuse({Step::MEASURE, "verify_before_measure",
             fmt::format("the plan for {} is {}: verify the build against the plan first", cp->iter, checkpoint_status_name(cp->status)),
-            fmt::format("croq checkpoint verify {} --iter {}", task_args(task), kernel)});
+            cmd("checkpoint verify", task).opt("--iter", kernel)});
   }
 }
 
@@ -534,7 +701,7 @@ json pair_commands(const Workspace& ws, const TaskRef& task, const std::string& 
                    size_t measured, int pairs) {
   json cmds = json::array();
   for (const auto& m : pair_plan(ws, task, candidate, best, measured, pairs)) {
-    cmds.push_back(fmt::format("croq measure {} --iter {} --out {}", task_args(task), m.kernel, ws.display(m.out)));
+    cmds.push_back(cmd("measure", task).opt("--iter", m.kernel).opt("--out", ws.display(m.out)).text());
   }
   return cmds;
 }
@@ -543,18 +710,18 @@ void guard_store(const Workspace& ws, const TaskRef& task, const RoundRecord& re
   if (!enforced(ws, task)) return;
   Ledger ledger(ws, task);
   LedgerIndex idx = ledger.index();
-  const std::string args = task_args(task);
   const bool prep = !idx.best && record.round == 0;
   if (is_measured(record.decision) && !measurement.is_object()) {
     if (record.decision == Decision::BASELINE) {
       refuse({Step::STORE, "measured_numbers_only",
               "this task is enforced: the library baseline takes its figure from croq's own measurement, not a typed "
               "number",
-              fmt::format("croq baseline {} --task-uid <uid>", args)});
+              cmd("baseline", task)});
     }
     refuse({Step::STORE, "measured_numbers_only",
             "this task is enforced: a KEEP or DISCARD takes its figure from a measurement file, not a typed number",
-            fmt::format("croq measure {} --iter {}; then store-round --measurement <file>", args, record.kernel)});
+            then({cmd("measure", task).opt("--iter", record.kernel),
+                  cmd("store-round", task).opt("--iter", record.iter).opt("--kernel", record.kernel).opt("--measurement", "<file>")})});
   }
   if (record.decision == Decision::BASELINE) return;
   if (prep) return;
@@ -571,7 +738,7 @@ void guard_store(const Workspace& ws, const TaskRef& task, const RoundRecord& re
     auto build = latest_of(evidence, EvidenceKind::build, record.kernel, cp->created_at);
     if (!build) {
       refuse({Step::STORE, "measured_what_was_built", fmt::format("no build of {} since the plan was written", record.kernel),
-              fmt::format("croq build {} --iter {}", args, record.kernel)});
+              cmd("build", task).opt("--iter", record.kernel)});
     }
     std::string cand_sha = measurement.contains("candidate") ? get_string(measurement["candidate"], "sha256").value_or("") : "";
     std::string built_sha = get_string(build->summary, "output_sha256").value_or("");
@@ -609,8 +776,8 @@ void guard_store(const Workspace& ws, const TaskRef& task, const RoundRecord& re
       (void)first;
       if (!rerun_done) {
         refuse({Step::STORE, "rerun_suspicious", d0.result.reason,
-                fmt::format("croq measure {} --iter {}; croq measure {} --iter {}; then store with the new candidate measurement",
-                            args, record.kernel, args, d0.base_kernel)});
+                then({cmd("measure", task).opt("--iter", record.kernel).flag("--pairs"),
+                      "store with the new candidate measurement"})});
       }
     }
     DecisionContext d = rerun_done ? decide_for(ws, task, record.kernel, cand, true) : d0;
@@ -636,14 +803,15 @@ void guard_store(const Workspace& ws, const TaskRef& task, const RoundRecord& re
     if (!failed_build && attempts_for(ledger, planned, cp->created_at) == 0) {
       refuse({Step::STORE, "failure_needs_evidence",
               "COMPILE_FAIL needs a failed build (or logged attempts) of the planned iteration",
-              fmt::format("croq build {} --iter {}_<tag>", args, planned)});
+              cmd("build", task).opt("--iter", planned + "_<tag>")});
     }
     return;
   }
   if (!measurement.is_object() || get_string(measurement, "verdict").value_or("") != decision_name(record.decision)) {
     refuse({Step::STORE, "failure_needs_evidence",
             fmt::format("{} needs a measurement file with that verdict", decision_name(record.decision)),
-            fmt::format("croq measure {} --iter {}; store with --measurement <file>", args, record.kernel)});
+            then({cmd("measure", task).opt("--iter", record.kernel),
+                  cmd("store-round", task).opt("--iter", record.iter).opt("--kernel", record.kernel).opt("--measurement", "<file>")})});
   }
 }
 

@@ -652,6 +652,13 @@ struct Tuner::Impl {
     if (idx.best && idx.best->tflops && idx.baseline && idx.baseline->tflops && *idx.baseline->tflops > 0) {
       summary["pct_of_baseline"] = std::round(*idx.best->tflops / *idx.baseline->tflops * 1000.0) / 10.0;
     }
+    if (idx.best) {
+      // The best kernel's source and parameters, for the final summary.
+      if (auto src = find_primary_source(ws, task, idx.best->kernel)) summary["best_source"] = ws.display(*src);
+      for (const auto& r : Ledger(ws, task).read_all().records) {
+        if (r.kernel == idx.best->kernel && r.extra.contains("params")) summary["best_params"] = r.extra["params"];
+      }
+    }
     event({{"event", "done"}, {"summary", summary}});
     return summary;
   }

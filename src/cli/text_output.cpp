@@ -1,0 +1,108 @@
+// What a person at a terminal sees instead of the JSON document (cli.hpp, Context::emit): the
+// verb's result in a few lines, figures in a unit that fits. A pipe, `--json` or CROQ_JSON=1 gives
+// the JSON document as before.
+#include <fmt/format.h>
+
+#include "cli/cli.hpp"
+#include "croq/util/units.hpp"
+
+namespace croq::cli {
+
+namespace {
+
+std::string str(const json& j, const char* key) {
+  if (!j.is_object() || !j.contains(key)) return {};
+  const json& v = j[key];
+  if (v.is_string()) return v.get<std::string>();
+  if (v.is_null()) return {};
+  return v.dump();
+}
+
+std::optional<double> num(const json& j, const char* key) {
+  if (!j.is_object() || !j.contains(key) || !j[key].is_number()) return std::nullopt;
+  return j[key].get<double>();
+}
+
+std::string rate_of(const json& j, const char* key = "tflops") {
+  auto v = num(j, key);
+  return v ? format_rate(*v) : "-";
+}
+
+// A generic view: scalar fields as `key: value` (rates and times scaled), others summarised.
+std::string generic(const json& doc) {
+  if (!doc.is_object()) return doc.dump(2) + "\n";
+  std::vector<std::vector<std::string>> rows;
+  for (auto it = doc.begin(); it != doc.end(); ++it) {
+    const std::string& k = it.key();
+    const json& v = it.value();
+    std::string text;
+    if (v.is_number() && k.find("tflops") != std::string::npos) text = format_rate(v.get<double>());
+    else if (v.is_number() && k.size() > 3 && k.compare(k.size() - 3, 3, "_ms") == 0) text = format_ms(v.get<double>());
+    else if (v.is_string()) text = v.get<std::string>();
+    else if (v.is_object()) text = fmt::format("{{{} fields}}", v.size());
+    else if (v.is_array()) text = fmt::format("[{} items]", v.size());
+    else text = v.dump();
+    if (text.size() > 160) text = text.substr(0, 157) + "...";
+    rows.push_back({k + ":", text});
+  }
+  return format_table(rows);
+}
+
+}  // namespace
+
+std::string render_text(const std::string& verb, const json& doc) {
+  std::string s;
+  if (verb == "state" && doc.is_object()) {
+    s += fmt::format("{}  step {}\n", str(doc, "task"), str(doc, "step"));
+    const json& d = doc.value("details", json::object());
+    if (d.contains("best") && d["best"].is_object()) {
+      s += fmt::format("best      {} {}\n", str(d["best"], "kernel"), rate_of(d["best"]));
+    }
+    if (d.contains("budget") && d["budget"].is_object()) {
+      s += fmt::format("rounds    {} of {} done\n", d["budget"].value("completed", 0), d["budget"].value("target_rounds", 0));
+    }
+    for (const auto& n : doc.value("notes", json::array())) s += "note      " + n.get<std::string>() + "\n";
+    s += "next      " + str(doc, "next_action") + "\n";
+    return s;
+  }
+  if ((verb == "measure" || verb == "baseline") && doc.is_object() && doc.contains("verdict")) {
+    const json& t = doc.value("timing", json::object());
+    s += fmt::format("{}  {}  {}", str(doc, "verdict"), rate_of(doc), num(t, "median_ms") ? format_ms(*num(t, "median_ms")) : "-");
+    if (auto cv = num(t, "cv")) s += fmt::format("  cv {:.2f}%", *cv * 100);
+    s += "\n";
+    if (!str(doc, "detail").empty()) s += "detail    " + str(doc, "detail") + "\n";
+    if (doc.contains("files")) s += "file      " + str(doc["files"], "measurement") + "\n";
+    return s;
+  }
+  if (verb == "decide" && doc.is_object() && doc.contains("decision")) {
+    s += fmt::format("{}  {}\n", doc.value("pending", false) ? std::string("PENDING") : str(doc, "decision"), str(doc, "reason"));
+    for (const auto& n : doc.value("next", json::array())) s += "next      " + n.get<std::string>() + "\n";
+    return s;
+  }
+  if (verb == "store-round" && doc.is_object() && doc.contains("record")) {
+    const json& r = doc["record"];
+    s += fmt::format("stored round {}  {}  {}  {}  {}\n", r.value("round", 0), str(r, "kernel"), str(r, "decision"),
+                     rate_of(r), str(r, "bottleneck"));
+    return s;
+  }
+  if (verb == "build" && doc.is_object() && doc.contains("verdict")) {
+    s += fmt::format("{}  {}  {} ms{}\n", str(doc, "verdict"), str(doc, "kernel"), str(doc, "compile_ms"),
+                     doc.value("cached", false) ? " (cached)" : "");
+    for (const auto& e : doc.value("errors", json::array())) {
+      s += "  " + (e.is_string() ? e.get<std::string>() : e.dump()) + "\n";
+    }
+    return s;
+  }
+  if (verb == "round" && doc.is_object()) {
+    for (const auto& st : doc.value("steps", json::array())) {
+      s += fmt::format("{:<13} exit {}  {}\n", str(st, "step"), st.value("exit_code", 0), str(st, "error"));
+    }
+    s += doc.value("ok", false) ? fmt::format("round stored: {} {}\n", str(doc, "kernel"), str(doc, "decision"))
+                                : fmt::format("stopped at {}\n", str(doc, "stopped_at"));
+    if (!str(doc, "next_action").empty()) s += "next      " + str(doc, "next_action") + "\n";
+    return s;
+  }
+  return generic(doc);
+}
+
+}  // namespace croq::cli
