@@ -84,7 +84,9 @@ void refuse_near_miss(Context& ctx, const TaskRef& t) {
   // A shape key cut short (a dimension left out) is a typo; another dtype or other numbers name
   // another shape.
   auto near_key = [](const std::string& a, const std::string& b) {
-    return a != b && (a.rfind(b, 0) == 0 || b.rfind(a, 0) == 0);
+    const std::string& shorter = a.size() < b.size() ? a : b;
+    const std::string& longer = a.size() < b.size() ? b : a;
+    return a != b && longer.rfind(shorter, 0) == 0 && longer[shorter.size()] == 'x';  // "..._64x64" of "..._64x64x64"
   };
   // Model names that differ only in their numbers are distinct (model-2); a letter or separator
   // more, less or different is a typo.
