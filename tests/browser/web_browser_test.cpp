@@ -374,8 +374,9 @@ TEST(WebBrowser, RoundsShowTimeSpreadParametersAndTheSourceWithItsDiff) {
   EXPECT_NE(head.find(" min"), std::string::npos) << "croq tune's run time (150 s), not 0 s: " << head;
   EXPECT_NE(head.find("device host CPU"), std::string::npos) << head;
   EXPECT_NE(head.find("L2 flush on"), std::string::npos) << head;
-  br.window(1280, 900);
+  br.window(1280, 1700);
   br.screenshot(screenshots_dir() / "rounds-params.png");
+  br.window(1280, 900);
 
   br.go(base + "/tasks/" + uid + "/source/iter002_bm128");
   std::string diff = br.script("return document.getElementById('diff').textContent;");

@@ -191,7 +191,6 @@ TaskRow LedgerSync::adopt(const TaskRef& task, SyncStats* stats) {
         auto a = parse_iso8601(started), b = parse_iso8601(finished);
         if (a && b && *b >= *a) row.run_seconds = std::chrono::duration<double>(*b - *a).count();
       }
-      row.run_started_at = started;
     }
   }
   // A task a monitor created carries its spec in task_config.json (and its state beside it), so a
