@@ -356,6 +356,38 @@ TEST_F(EnforcedTask, SevenDiscardsRequireSassAndABaselineProfile) {
   EXPECT_EQ(refusal_rule([&] { guard_idea(*ws, task, p); }), "");
 }
 
+// The streak thresholds are the task's protocol.json, not numbers in the code: with the
+// escalation at 3 and the structural reset at 4, the guards refuse after 3 and 4 rounds not kept.
+TEST_F(EnforcedTask, StreakThresholdsComeFromTheProtocolConfig) {
+  ProtocolConfig cfg = *read_protocol(*ws, task);
+  cfg.escalate_streak = 3;
+  cfg.structural_reset_streak = 4;
+  write_protocol(*ws, task, cfg);
+  EXPECT_EQ(ProtocolConfig::from_json(cfg.to_json()).escalate_streak, 3);
+  EXPECT_EQ(ProtocolConfig::from_json(json::object()).structural_reset_streak, 8) << "the default";
+  prepared();
+  auto discard = [&](int i) {
+    json extra = {{"base", "iter001_start"}, {"params", {{"K", std::to_string(i)}}}, {"structural", "s" + std::to_string(i)}};
+    store(rec(i, "iter0" + std::to_string(10 + i) + "_s" + std::to_string(i), Decision::DISCARD, 9, extra));
+  };
+  for (int i = 1; i <= 2; ++i) discard(i);
+  profile_evidence("iter001_start");
+  const auto structural = plan("iter020", "iter001_start", {{"params", {{"Z", "1"}}}, {"structural", "new tiling"}});
+  const auto macro = plan("iter020", "iter001_start", {{"params", {{"Z", "2"}}}});
+  EXPECT_EQ(refusal_rule([&] { guard_idea(*ws, task, structural); }), "") << "2 rounds not kept";
+  discard(3);
+  EXPECT_EQ(refusal_rule([&] { guard_idea(*ws, task, structural); }), "escalate_at_7") << "3 rounds not kept";
+  fs::path f = ws->kind_dir(task, ArtifactKind::perf) / "sass.json";
+  atomic_write(f, "{}");
+  record_evidence(*ws, task, EvidenceKind::sass_compare, "iter001_start", f);
+  record_evidence(*ws, task, EvidenceKind::baseline_profile, "iter000_openblas", f);
+  EXPECT_EQ(refusal_rule([&] { guard_idea(*ws, task, macro); }), "");
+  discard(4);
+  record_evidence(*ws, task, EvidenceKind::sass_compare, "iter001_start", f);
+  record_evidence(*ws, task, EvidenceKind::baseline_profile, "iter000_openblas", f);
+  EXPECT_EQ(refusal_rule([&] { guard_idea(*ws, task, macro); }), "structural_reset_at_8") << "4 rounds not kept";
+}
+
 TEST_F(EnforcedTask, ImplementNeedsTheCheckpointAndStopsAfterFiveAttempts) {
   prepared();
   EXPECT_EQ(refusal_rule([&] { guard_implement(*ws, task, 2, false); }), "checkpoint_before_implement");

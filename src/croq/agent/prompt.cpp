@@ -44,14 +44,18 @@ ResumeSummary resume_summary(const Workspace& ws, const TaskRef& task) {
   json bases_json = json::array();
   if (ledger.exists()) {
     History history = History::load(ledger);
-    auto bases = history.active_bases();
+    const ProtocolConfig cfg = config_or_default(ws, task);
+    auto bases = history.active_bases(static_cast<size_t>(cfg.max_active_bases));
     if (!bases.empty()) t += "Active bases (derive every candidate from one of them):\n";
     for (const auto& b : bases) {
       bases_json.push_back(b.to_json());
       t += fmt::format("  {} at {:.2f} TFLOPS, {} round(s) not kept since its last KEEP\n", b.kernel, b.tflops,
                        b.discard_streak);
     }
-    if (history.macro_streak() >= 2) t += "  strategy: the last 2 rounds were macro-only; the next must be structural\n";
+    if (history.macro_streak() >= cfg.macro_streak_limit) {
+      t += fmt::format("  strategy: the last {} rounds were macro-only; the next must be structural\n",
+                       history.macro_streak());
+    }
     auto records = ledger.tail(10);
     if (!records.empty()) t += "Recent rounds:\n";
     for (size_t i = 0; i < records.size(); ++i) {

@@ -41,6 +41,8 @@ json ProtocolConfig::to_json() const {
           {"max_attempts", max_attempts},
           {"max_active_bases", max_active_bases},
           {"macro_streak_limit", macro_streak_limit},
+          {"escalate_streak", escalate_streak},
+          {"structural_reset_streak", structural_reset_streak},
           {"decision_rule", rule.to_json()}};
 }
 
@@ -53,6 +55,8 @@ ProtocolConfig ProtocolConfig::from_json(const json& j) {
   c.max_attempts = static_cast<int>(get_integer(j, "max_attempts").value_or(5));
   c.max_active_bases = static_cast<int>(get_integer(j, "max_active_bases").value_or(2));
   c.macro_streak_limit = static_cast<int>(get_integer(j, "macro_streak_limit").value_or(2));
+  c.escalate_streak = static_cast<int>(get_integer(j, "escalate_streak").value_or(7));
+  c.structural_reset_streak = static_cast<int>(get_integer(j, "structural_reset_streak").value_or(8));
   if (j.contains("decision_rule") && j["decision_rule"].is_object()) {
     const json& r = j["decision_rule"];
     c.rule.noise_floor = get_number(r, "noise_floor").value_or(c.rule.noise_floor);
@@ -94,6 +98,14 @@ json TaskState::to_json() const {
               json{{"step", step_name(r.step)}, {"rule", r.rule}, {"reason", r.reason}, {"next_action", r.next_action}});
 }
 
+ProtocolConfig config_or_default(const Workspace& ws, const TaskRef& task) {
+  auto cfg = read_protocol(ws, task);
+  if (cfg) return *cfg;
+  ProtocolConfig c;
+  c.enforced = false;
+  return c;
+}
+
 namespace {
 
 // A suggested command for this task: `croq <verb> --gpu .. --dsl .. --shape-key .. --model ..`.
@@ -127,14 +139,6 @@ std::string source_kernel(const Workspace& ws, const TaskRef& task, const std::s
 bool enforced(const Workspace& ws, const TaskRef& task) {
   auto cfg = read_protocol(ws, task);
   return cfg && cfg->enforced;
-}
-
-ProtocolConfig config_or_default(const Workspace& ws, const TaskRef& task) {
-  auto cfg = read_protocol(ws, task);
-  if (cfg) return *cfg;
-  ProtocolConfig c;
-  c.enforced = false;
-  return c;
 }
 
 // Build evidence of the planned iteration made after the plan was written.
@@ -468,7 +472,7 @@ void guard_idea(const Workspace& ws, const TaskRef& task, const Checkpoint& cp) 
             "plan a structural change (tiling, pipeline structure, warp specialisation, memory hierarchy, ...) and pass "
             "--structural \"<what changes>\""});
   }
-  if (base->discard_streak >= 7) {
+  if (base->discard_streak >= cfg.escalate_streak) {
     // The cpp dsl has no SASS: its escalation is the fresh baseline profile alone.
     const bool needs_sass = task.dsl != "cpp";
     auto sass = latest_of(evidence, EvidenceKind::sass_compare, "", base->streak_since);
@@ -485,7 +489,7 @@ void guard_idea(const Workspace& ws, const TaskRef& task, const Checkpoint& cp) 
                          : cmd("profile", task).flag("--baseline").text()});
     }
   }
-  if (base->discard_streak >= 8 && !plan.is_structural()) {
+  if (base->discard_streak >= cfg.structural_reset_streak && !plan.is_structural()) {
     bool other_base = bases.size() > 1;
     refuse({Step::IDEA, "structural_reset_at_8",
             fmt::format("{} consecutive rounds on base {} were not kept: make a structural reset{}", base->discard_streak,
@@ -578,7 +582,7 @@ DecisionContext decide_for(const Workspace& ws, const TaskRef& task, const std::
   std::string base;
   if (auto cp = open_checkpoint(ws, task); cp && !cp->base.empty()) base = cp->base;
   if (base.empty()) {
-    auto bases = history.active_bases();
+    auto bases = history.active_bases(static_cast<size_t>(cfg.max_active_bases));
     if (!bases.empty()) base = bases.front().kernel;
   }
   ctx.base_kernel = base;

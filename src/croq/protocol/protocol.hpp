@@ -34,6 +34,8 @@ struct ProtocolConfig {
   int max_attempts = 5;     // failed attempts per idea before COMPILE_FAIL
   int max_active_bases = 2;
   int macro_streak_limit = 2;
+  int escalate_streak = 7;         // rounds not kept on a base before SASS comparison + fresh baseline profile
+  int structural_reset_streak = 8; // rounds not kept on a base before a structural reset or the other base
   DecisionRule rule;
   json to_json() const;
   static ProtocolConfig from_json(const json& j);
@@ -41,6 +43,8 @@ struct ProtocolConfig {
 
 // nullopt when the task has no protocol.json (advisory: nothing is enforced).
 std::optional<ProtocolConfig> read_protocol(const Workspace& ws, const TaskRef& task);
+// The task's protocol.json, or the defaults for a task without one.
+ProtocolConfig config_or_default(const Workspace& ws, const TaskRef& task);
 void write_protocol(const Workspace& ws, const TaskRef& task, const ProtocolConfig& cfg);
 fs::path protocol_path(const Workspace& ws, const TaskRef& task);
 

@@ -281,10 +281,14 @@ struct Tuner::Impl {
   }
 
   // ---- the rounds ----
+  // The task's protocol thresholds (protocol.json; the defaults for a task without one), the same
+  // ones the guards apply.
+  ProtocolConfig rules_cfg() const { return config_or_default(ws, task); }
+
   std::optional<ActiveBase> pick_base(const History& h) {
-    auto bases = h.active_bases(2);
+    auto bases = h.active_bases(static_cast<size_t>(rules_cfg().max_active_bases));
     if (bases.empty()) return std::nullopt;
-    if (bases.front().discard_streak >= 8 && bases.size() > 1) return bases[1];
+    if (bases.front().discard_streak >= rules_cfg().structural_reset_streak && bases.size() > 1) return bases[1];
     return bases.front();
   }
 
@@ -308,7 +312,7 @@ struct Tuner::Impl {
       profile(base->kernel);
       return;  // the next pass of the loop plans the idea
     }
-    if (base->discard_streak >= 7 && escalate(*base)) return;
+    if (base->discard_streak >= rules_cfg().escalate_streak && escalate(*base)) return;
     std::string bottleneck = get_string(prof->summary, "bottleneck").value_or("mixed");
     FamilyConfig base_cfg;
     for (auto it = records.rbegin(); it != records.rend(); ++it) {
@@ -328,7 +332,8 @@ struct Tuner::Impl {
       }
     }
     rules.measured = [measured](const FamilyConfig& c) { return measured->count(config_to_json(c).dump()) > 0; };
-    rules.must_be_structural = h.macro_streak() >= 2 || base->discard_streak >= 8;
+    rules.must_be_structural = h.macro_streak() >= rules_cfg().macro_streak_limit ||
+                               base->discard_streak >= rules_cfg().structural_reset_streak;
     auto tried = [&](const std::string& c) { return h.tried(c); };
     auto p = search->propose(base->kernel, base_cfg, bottleneck, tried, rules);
     if (!p && !rules.must_be_structural) p = std::nullopt;
