@@ -8,7 +8,9 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <atomic>
 #include <thread>
+#include <vector>
 
 #include "croq/gpu/lease.hpp"
 #include "croq/util/error.hpp"
@@ -56,6 +58,38 @@ TEST_F(Lease, AWaiterGetsTheLeaseWhenTheHolderReleasesIt) {
   EXPECT_TRUE(waited);
   EXPECT_GE(got.waited().count(), 100);
   EXPECT_NE(DeviceLease::holder("gpu0").find("waiter"), std::string::npos);
+}
+
+// A waiter blocks in flock until the release (no polling); one that gave up at its timeout must
+// not keep the device: its blocked call lets the lock go as soon as it gets it.
+TEST_F(Lease, AWaiterThatGaveUpDoesNotKeepTheDevice) {
+  std::optional<DeviceLease> holder = DeviceLease::try_acquire("gpu1", "holder");
+  ASSERT_TRUE(holder);
+  EXPECT_THROW(DeviceLease::acquire("gpu1", "impatient", std::chrono::milliseconds(50)), Error);
+  holder.reset();
+  std::optional<DeviceLease> next;
+  for (int i = 0; i < 400 && !next; ++i) {
+    if (auto l = DeviceLease::try_acquire("gpu1", "next")) {
+      next.emplace(std::move(*l));
+    } else {
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    }
+  }
+  ASSERT_TRUE(next) << "the lease stayed taken after its waiter gave up";
+  EXPECT_NE(DeviceLease::holder("gpu1").find("next"), std::string::npos);
+  // Several waiters in turn: each gets it when the one before releases.
+  std::vector<std::thread> waiters;
+  std::atomic<int> served{0};
+  for (int i = 0; i < 4; ++i) {
+    waiters.emplace_back([&] {
+      DeviceLease l = DeviceLease::acquire("gpu1", "waiter", std::chrono::seconds(30));
+      ++served;
+    });
+  }
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  next.reset();
+  for (auto& t : waiters) t.join();
+  EXPECT_EQ(served.load(), 4);
 }
 
 TEST_F(Lease, ADeadHoldersLeaseIsFree) {

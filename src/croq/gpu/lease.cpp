@@ -8,6 +8,9 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <condition_variable>
+#include <memory>
+#include <mutex>
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
@@ -164,6 +167,11 @@ std::optional<DeviceLease> DeviceLease::try_take(const std::string& device_id, c
     ::close(fd);
     return std::nullopt;
   }
+  return held(device_id, purpose, fd);
+}
+
+// A lease from a lock file descriptor this process has just locked: the holder line is written.
+DeviceLease DeviceLease::held(const std::string& device_id, const std::string& purpose, int fd) {
   std::string line = fmt::format("pid {} user {} since {}: {}", ::getpid(), user_name(), now_iso8601(), purpose);
   if (::ftruncate(fd, 0) == 0) (void)!::pwrite(fd, line.data(), line.size(), 0);
   DeviceLease lease;
@@ -172,38 +180,73 @@ std::optional<DeviceLease> DeviceLease::try_take(const std::string& device_id, c
   lease.m_fd = fd;
   lease.m_acquired_at = now_iso8601();
   lease.m_acquired_ms = epoch_ms();
-  return std::optional<DeviceLease>(std::move(lease));
+  return lease;
 }
 
 DeviceLease DeviceLease::acquire(const std::string& device_id, const std::string& purpose,
                                  std::chrono::milliseconds timeout,
                                  const std::function<void(const std::string&)>& on_wait) {
   Stopwatch clock;
-  bool told = false;
-  // A waiter polls every few milliseconds: the device must not stay idle while a candidate waits
-  // for it (bench/sweep_scheduling.sh measures the handoff; a backoff to 200 ms left the device idle
-  // for up to 290 ms between holders). A try is an open and a non-blocking flock: cheap.
-  auto pause = std::chrono::milliseconds(1);
-  for (;;) {
-    if (auto lease = try_take(device_id, purpose)) {
-      lease->m_waited = std::chrono::milliseconds(static_cast<long long>(clock.elapsed_ms()));
-      lease->record("acquire");
-      return std::move(*lease);
-    }
-    if (!told) {
-      told = true;
-      if (on_wait) on_wait(holder(device_id));
-    }
-    if (clock.elapsed_ms() >= static_cast<double>(timeout.count())) {
-      std::string who = holder(device_id);
-      throw Error(ExitCode::busy,
-                  fmt::format("the device {} is leased{} (waited {:.0f} s)", device_id,
-                              who.empty() ? "" : " by " + who, clock.elapsed_ms() / 1000.0),
-                  "wait for that measurement to finish, or pass a longer --lease-timeout");
-    }
-    std::this_thread::sleep_for(pause);
-    if (pause < std::chrono::milliseconds(4)) pause *= 2;
+  if (auto lease = try_take(device_id, purpose)) {
+    lease->record("acquire");
+    return std::move(*lease);
   }
+  if (on_wait) on_wait(holder(device_id));
+  // The device must not stay idle while a candidate waits for it (bench/sweep_scheduling.sh
+  // measures the handoff): a waiter blocks in flock(2), which the kernel wakes the moment the holder
+  // releases, instead of polling. The blocking call runs on a thread of its own so that the timeout
+  // holds; a waiter that gives up leaves that thread to release the lock at once if it ever gets it.
+  struct Waiter {
+    std::mutex m;
+    std::condition_variable cv;
+    int fd = -1;
+    bool locked = false;
+    bool failed = false;
+    bool abandoned = false;
+    int error = 0;
+  };
+  auto w = std::make_shared<Waiter>();
+  const auto path = lock_path(device_id);
+  w->fd = open_lock(path);
+  std::thread([w] {
+    int rc;
+    do {
+      rc = ::flock(w->fd, LOCK_EX);
+    } while (rc != 0 && errno == EINTR);
+    const int error = rc == 0 ? 0 : errno;
+    std::lock_guard<std::mutex> g(w->m);
+    if (w->abandoned) {
+      if (rc == 0) ::flock(w->fd, LOCK_UN);
+      ::close(w->fd);
+      return;
+    }
+    (rc == 0 ? w->locked : w->failed) = true;
+    w->error = error;
+    w->cv.notify_all();
+  }).detach();
+  std::unique_lock<std::mutex> lk(w->m);
+  const auto left = timeout - std::chrono::milliseconds(static_cast<long long>(clock.elapsed_ms()));
+  w->cv.wait_for(lk, std::max(left, std::chrono::milliseconds(0)), [&] { return w->locked || w->failed; });
+  if (w->locked) {
+    DeviceLease lease = held(device_id, purpose, w->fd);
+    lease.m_waited = std::chrono::milliseconds(static_cast<long long>(clock.elapsed_ms()));
+    lease.record("acquire");
+    return lease;
+  }
+  const bool failed = w->failed;
+  const int error = w->error;
+  if (failed) ::close(w->fd);
+  else w->abandoned = true;  // the thread closes the file when its flock returns
+  lk.unlock();
+  if (failed) {
+    throw Error(ExitCode::failure, fmt::format("cannot lock the lease file {}: {}", path.string(), std::strerror(error)),
+                "set CROQ_LEASE_DIR to a folder every croq user can write");
+  }
+  std::string who = holder(device_id);
+  throw Error(ExitCode::busy,
+              fmt::format("the device {} is leased{} (waited {:.0f} s)", device_id, who.empty() ? "" : " by " + who,
+                          clock.elapsed_ms() / 1000.0),
+              "wait for that measurement to finish, or pass a longer --lease-timeout");
 }
 
 LeaseState DeviceLease::state(const std::string& device_id) {

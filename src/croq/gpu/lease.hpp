@@ -79,6 +79,7 @@ class DeviceLease {
  private:
   DeviceLease() = default;
   static std::optional<DeviceLease> try_take(const std::string& device_id, const std::string& purpose);
+  static DeviceLease held(const std::string& device_id, const std::string& purpose, int fd);
   void record(const char* event) const;
   std::string m_device_id;
   std::string m_purpose;
