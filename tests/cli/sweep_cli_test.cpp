@@ -153,10 +153,13 @@ TEST(SweepCli, KillNineAtRandomMomentsLosesNoRoundAndResumesWhereItStopped) {
   std::mt19937 rng(20261202);
   std::map<std::string, std::vector<json>> before;
   int kills = 0;
+  // Each measurement holds its device 30 ms, so the whole sweep takes well over a second even on
+  // an idle machine, and a kill lands every 50-200 ms of it.
+  constexpr int k_hold_ms = 30;
   for (int i = 0; i < 6; ++i) {
-    pid_t pid = spawn(w.root(), w.args(k_rounds), w.env);
+    pid_t pid = spawn(w.root(), w.args(k_rounds, k_hold_ms), w.env);
     ASSERT_GT(pid, 0);
-    std::this_thread::sleep_for(std::chrono::milliseconds(std::uniform_int_distribution<int>(120, 600)(rng)));
+    std::this_thread::sleep_for(std::chrono::milliseconds(std::uniform_int_distribution<int>(50, 200)(rng)));
     int status = 0;
     if (::waitpid(pid, &status, WNOHANG) == pid) break;  // finished before the kill
     ::kill(pid, SIGKILL);
