@@ -49,31 +49,6 @@ std::vector<std::string> skill_commands(const std::string& md) {
   return out;
 }
 
-// Words of a command line (quotes honoured).
-std::vector<std::string> words_of(const std::string& line) {
-  std::vector<std::string> w;
-  std::string cur;
-  bool any = false;
-  for (size_t i = 0; i < line.size(); ++i) {
-    char c = line[i];
-    if (c == '"' || c == '\'') {
-      size_t e = line.find(c, i + 1);
-      cur += line.substr(i + 1, e - i - 1);
-      i = e;
-      any = true;
-    } else if (c == ' ') {
-      if (any) w.push_back(cur);
-      cur.clear();
-      any = false;
-    } else {
-      cur += c;
-      any = true;
-    }
-  }
-  if (any) w.push_back(cur);
-  return w;
-}
-
 }  // namespace
 
 TEST(SkillLiterally, TheInstalledCroqTuneSkillRunsPrepareAndARoundWithoutARefusal) {
@@ -108,7 +83,7 @@ TEST(SkillLiterally, TheInstalledCroqTuneSkillRunsPrepareAndARoundWithoutARefusa
       for (size_t p; (p = cmd.find(k)) != std::string::npos;) cmd.replace(p, k.size(), val);
     }
     std::vector<std::string> args;
-    for (const auto& w : words_of(cmd)) {
+    for (const auto& w : croq::test::shell_words(cmd)) {
       if (w == "<task>") args.insert(args.end(), task.begin(), task.end());
       else args.push_back(w);
     }

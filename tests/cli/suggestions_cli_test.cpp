@@ -43,39 +43,6 @@ std::map<std::string, std::set<std::string>> verb_table() {
   return table;
 }
 
-// Splits a command line into words as a POSIX shell would (quotes; no expansions).
-std::vector<std::string> shell_words(const std::string& line) {
-  std::vector<std::string> words;
-  std::string cur;
-  bool in_word = false;
-  for (size_t i = 0; i < line.size(); ++i) {
-    char c = line[i];
-    if (c == '\'') {
-      size_t e = line.find('\'', i + 1);
-      cur += line.substr(i + 1, e - i - 1);
-      i = e;
-      in_word = true;
-    } else if (c == '"') {
-      size_t e = i + 1;
-      while (e < line.size() && line[e] != '"') {
-        if (line[e] == '\\' && e + 1 < line.size()) ++e;
-        cur += line[e++];
-      }
-      i = e;
-      in_word = true;
-    } else if (c == ' ') {
-      if (in_word) words.push_back(cur);
-      cur.clear();
-      in_word = false;
-    } else {
-      cur += c;
-      in_word = true;
-    }
-  }
-  if (in_word) words.push_back(cur);
-  return words;
-}
-
 // Placeholders filled in the way a user would.
 std::string fill(std::string w) {
   static const std::vector<std::pair<std::string, std::string>> subs = {
@@ -102,7 +69,7 @@ std::vector<std::string> commands_in(const std::string& text) {
 
 // Runs one suggested command through croq's parser; "" when it parses.
 std::string parse_problem(const std::string& command) {
-  auto words = shell_words(command);
+  auto words = croq::test::shell_words(command);
   if (words.empty() || words[0] != "croq") return "not a croq command: " + command;
   std::vector<std::string> args;
   for (size_t i = 1; i < words.size(); ++i) args.push_back(fill(words[i]));
@@ -202,7 +169,7 @@ TEST(Suggestions, FollowingStateLiterallyDrivesATaskAndEverySuggestionParses) {
   };
   // Runs a suggested command line as written (placeholders filled).
   auto run_line = [&](const std::string& line) {
-    auto words = shell_words(line);
+    auto words = croq::test::shell_words(line);
     EXPECT_FALSE(words.empty());
     EXPECT_EQ(words[0], "croq") << line;
     std::vector<std::string> args;
