@@ -27,6 +27,7 @@
 #                                                .carry/hardening (PyTorch for the foreign job; without
 #                                                it a second croq-gpu-runner stands in)
 # Environment: HARDENING_BUDGET_S (default 480): parts that no longer fit are reported as not run;
+# HARDENING_PARTS (default "a b c"): the parts to run (the others are reported as not run);
 # CROQ_BUILD (default build) and JOBS (default 2) for the build step.
 set -uo pipefail
 cd "$(dirname "$0")/../.."
@@ -74,6 +75,8 @@ mkdir -p "$RAW"
 exec > >(tee "$DEST/hardening-evidence.log") 2>&1
 START=$(date +%s)
 BUDGET_S=${HARDENING_BUDGET_S:-480}
+PARTS=${HARDENING_PARTS:-"a b c"}
+has_part() { case " $PARTS " in *" $1 "*) return 0 ;; esac; return 1; }
 say() { echo "[hardening $(($(date +%s) - START))s] $*"; }
 left() { echo $((BUDGET_S - ($(date +%s) - START))); }
 # A lease folder of this run's own: its history is this run's alone (the lease still excludes
@@ -146,6 +149,7 @@ stop_foreign() {
 
 GPU=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["key"])' "$RAW/gpu_key.json" 2>/dev/null || echo sm90_NVIDIA_H200)
 
+if has_part a; then
 # ---- (a) contention ------------------------------------------------------------------------------
 # The honest kernel is the task's own binary (bin/<key>/<model>/iter001_hopper.so), measured by
 # --iter as a tuning round would be: the contended measurement is refused for being contended, not
@@ -180,6 +184,9 @@ run_step a_measure_waits "$RAW/a_measure_waits.json" croq --root "$WS" measure "
   --idle-timeout 120 --out "$RAW/a_measure_waits_file.json"
 stop_foreign
 
+fi
+
+if has_part b; then
 # ---- (b) cheating candidates ---------------------------------------------------------------------
 WS=$W/ws-b
 mkdir -p "$WS/tuning"
@@ -217,6 +224,9 @@ else
   step b_gpu_tests skipped 0
 fi
 
+fi
+
+if has_part c; then
 # ---- (c) one lease: a profile and a measurement at once ------------------------------------------
 WS=$W/ws-c
 TC=(--dsl cuda --shape-key "$KEY_B" --model lease)
@@ -251,6 +261,7 @@ for order in profile_first measure_first; do
   step "c_${order}_gputest" "$rc3" 0
   say "(c) $order: profile exit $rc1, measure exit $rc2, GPU test exit $rc3"
 done
+fi
 croq gpu lease --history > "$RAW/c_lease_history.json" 2> "$RAW/c_lease_history.err"
 
 # ---- report ----------------------------------------------------------------------------------------
