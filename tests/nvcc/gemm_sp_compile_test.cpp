@@ -5,8 +5,12 @@
 // from the template). Label nvcc; skipped where no nvcc is installed.
 #include <gtest/gtest.h>
 
+#include <array>
 #include <cstdlib>
 #include <regex>
+#include <set>
+
+#include <fmt/format.h>
 
 #include "croq/build/builder.hpp"
 #include "croq/build/symbols.hpp"
@@ -100,7 +104,7 @@ TEST(GemmSpTemplatesCompile, AccumulatorLimitsCompileWithoutSpills) {
                           {"CONSUMERS", "2"},  {"PINGPONG", "0"},   {"PERSISTENT", "1"}, {"RASTER", "1"},
                           {"GROUP", "8"},      {"CLUSTER_M", "1"},  {"CLUSTER_N", "1"},  {"EPILOGUE", "2"},
                           {"SWIZZLE_A", "64"}, {"SWIZZLE_B", "128"}, {"MMA_DEPTH", "1"}, {"META", "2"},
-                          {"SPLIT_K", "1"}};
+                          {"SPLIT_K", "1"},    {"PROMOTE", "0"},    {"PROMOTE_SUB", "0"}};
   struct Case {
     FamilyConfig config;
     const char* dtype;
@@ -150,6 +154,68 @@ TEST(GemmSpTemplatesCompile, AccumulatorLimitsCompileWithoutSpills) {
   }
 }
 
+// Promotion (PROMOTE, e4m3 two-level accumulation): every configuration the family's defaults and
+// alternatives choose for e4m3 at long K compiles without spills, as do the variants holding the
+// most registers beside the promoted accumulators (metadata from L2, the TMA and register
+// epilogues, split-K, a ping-pong kernel), and a tile whose promoted accumulators exceed the limit is
+// refused by the family and the template alike.
+TEST(GemmSpTemplatesCompile, PromotedConfigurationsCompileWithoutSpills) {
+  if (!nvcc_path()) GTEST_SKIP() << "nvcc not found (set CROQ_NVCC)";
+  HopperGemmSpFamily f;
+  std::vector<std::pair<FamilyConfig, FamilyProblem>> todo;
+  std::set<std::string> seen;
+  auto take = [&](const FamilyConfig& c, const FamilyProblem& p) {
+    if (c.at("PROMOTE") == "0") return;
+    if (seen.insert(config_to_json(c).dump()).second) todo.emplace_back(c, p);
+  };
+  // The from-scratch sweep's typical shapes with K > 1024, and the shapes of the H200 finding.
+  const std::vector<std::array<int64_t, 3>> shapes = {
+      {12288, 12288, 12288}, {512, 8192, 8192}, {16384, 8192, 8192}, {4096, 1024, 8192}, {4096, 32768, 8192},
+      {4096, 8192, 32768},   {1024, 1024, 4096}, {12288, 12288, 4096}, {12288, 8192, 12288}, {12288, 4096, 4096},
+      {4096, 8192, 8192},    {4096, 8192, 4096}, {256, 512, 32768}};
+  for (const auto& s : shapes) {
+    const auto p = problem(s[0], s[1], s[2], "e4m3f16");
+    const auto def = f.default_config(p);
+    EXPECT_NE(def.at("PROMOTE"), "0") << s[0] << "x" << s[1] << "x" << s[2];
+    take(def, p);
+    for (const auto& a : f.alternatives(p)) take(a.config, p);
+  }
+  const auto p = problem(4096, 8192, 32768, "e4m3f16");
+  FamilyConfig whole = f.default_config(p);
+  for (const auto& [k, v] : std::map<std::string, std::string>{{"BM", "128"}, {"BN", "192"}, {"PROMOTE", "1"},
+                                                               {"PROMOTE_SUB", "0"}, {"MMA_DEPTH", "1"},
+                                                               {"PINGPONG", "0"}, {"CONSUMERS", "2"}, {"STAGES", "4"}})
+    whole[k] = v;
+  take(with(whole, {{"META", "2"}, {"EPILOGUE", "1"}, {"CLUSTER_M", "2"}}), p);
+  take(with(whole, {{"META", "1"}, {"EPILOGUE", "2"}, {"PROMOTE", "4"}}), p);
+  take(with(whole, {{"BN", "160"}, {"SPLIT_K", "2"}, {"PROMOTE", "2"}}), p);
+  take(with(whole, {{"BM", "64"}, {"PINGPONG", "1"}, {"EPILOGUE", "1"}, {"META", "1"}}), p);
+  const FamilyConfig sub = with(whole, {{"BN", "256"}, {"PROMOTE_SUB", "1"}, {"MMA_DEPTH", "0"}});
+  take(with(sub, {{"META", "2"}, {"EPILOGUE", "2"}}), p);
+  take(with(sub, {{"META", "0"}, {"EPILOGUE", "1"}, {"BN", "192"}}), p);
+  take(with(sub, {{"BM", "256"}, {"BN", "128"}, {"SPLIT_K", "2"}}), p);
+  EXPECT_GE(todo.size(), 8u);
+  for (const auto& [c, prob] : todo) {
+    SCOPED_TRACE(fmt::format("{}x{}x{} {}", prob.m, prob.n, prob.k, config_to_json(c).dump()));
+    ASSERT_FALSE(f.violation(c, prob)) << *f.violation(c, prob);
+    auto r = compile(f, c, prob);
+    ASSERT_TRUE(r.ok) << r.log;
+    expect_no_spills(r);
+  }
+  // Beyond the limit: twice 128 accumulators (128x256 promoted whole), 192 + 48 (256x192 per
+  // sub-tile), twice 96 with META 0 (limit 160).
+  for (const auto& c : {with(sub, {{"PROMOTE_SUB", "0"}, {"MMA_DEPTH", "1"}}),
+                        with(sub, {{"BM", "256"}, {"BN", "192"}}), with(whole, {{"META", "0"}})}) {
+    SCOPED_TRACE(config_to_json(c).dump());
+    auto why = f.violation(c, p);
+    ASSERT_TRUE(why);
+    EXPECT_NE(why->find("accumulators"), std::string::npos) << *why;
+    auto r = compile(f, c, p);
+    EXPECT_FALSE(r.ok);
+    EXPECT_NE(r.log.find("too many accumulators per consumer thread"), std::string::npos) << r.log;
+  }
+}
+
 TEST(GemmSpTemplatesCompile, SmallTilesOneConsumerNarrowSwizzles) {
   if (!nvcc_path()) GTEST_SKIP() << "nvcc not found (set CROQ_NVCC)";
   HopperGemmSpFamily f;
@@ -158,7 +224,7 @@ TEST(GemmSpTemplatesCompile, SmallTilesOneConsumerNarrowSwizzles) {
                  {"CONSUMERS", "1"},  {"PINGPONG", "0"},   {"PERSISTENT", "0"}, {"RASTER", "2"},
                  {"GROUP", "2"},      {"CLUSTER_M", "2"},  {"CLUSTER_N", "2"},  {"EPILOGUE", "1"},
                  {"SWIZZLE_A", "32"}, {"SWIZZLE_B", "64"}, {"MMA_DEPTH", "0"},  {"META", "0"},
-                 {"SPLIT_K", "1"}};
+                 {"SPLIT_K", "1"},    {"PROMOTE", "0"},    {"PROMOTE_SUB", "0"}};
   ASSERT_FALSE(f.violation(c, p)) << *f.violation(c, p);
   auto r = compile(f, c, p);
   ASSERT_TRUE(r.ok) << r.log;

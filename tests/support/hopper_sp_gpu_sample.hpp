@@ -3,7 +3,8 @@
 // cover what they promise: for each odd-shaped case, the family's default, random legal
 // configurations drawn with a fixed seed, the deepest pipeline, the widest consumers (cooperative
 // 256x192 and ping-pong 128x192 at the accumulator limit), every metadata mode, split-K, a cluster
-// along each dimension, one consumer, and the TMA-store epilogue.
+// along each dimension, one consumer, and the TMA-store epilogue; for e4m3, promotion (two-level
+// accumulation) of the whole tile every block and every two blocks, and per sub-tile.
 #pragma once
 #include <cstdint>
 #include <map>
@@ -84,6 +85,16 @@ inline std::vector<FamilyConfig> hopper_sp_gpu_sample(const HopperGemmSpFamily& 
       // one consumer, narrow swizzles, no persistence, all k blocks waited for
       {{"BM", "64"}, {"BN", "96"}, {"CONSUMERS", "1"}, {"PERSISTENT", "0"}, {"SWIZZLE_A", "32"}, {"SWIZZLE_B", "64"},
        {"MMA_DEPTH", "0"}, {"RASTER", odd ? "2" : "3"}, {"GROUP", "2"}},
+      // e4m3 only (refused for 16-bit inputs, so left out there): promotion of the whole tile
+      // (128x192: 96 + 96 accumulators) every k block with a WGMMA group in flight, in a 2x1 cluster
+      // (the TMA-store epilogue every other case)
+      {{"BM", "128"}, {"BN", "192"}, {"BK", "128"}, {"SWIZZLE_A", "64"}, {"PROMOTE", "1"}, {"CLUSTER_M", "2"},
+       {"EPILOGUE", odd ? "1" : reg_epi}, {"META", "1"}, {"MMA_DEPTH", "1"}},
+      // per sub-tile (128x256: 128 + 64), metadata from L2 every other case
+      {{"BM", "128"}, {"BN", "256"}, {"BK", "128"}, {"SWIZZLE_A", "64"}, {"PROMOTE", "1"}, {"PROMOTE_SUB", "1"},
+       {"MMA_DEPTH", "0"}, {"META", odd ? "2" : "1"}},
+      // every two k blocks (BK 64: every 128 of K), split-K
+      {{"BM", "128"}, {"BN", "128"}, {"BK", "64"}, {"PROMOTE", "2"}, {"SPLIT_K", "2"}, {"META", "1"}}
   };
   for (const auto& changes : covered) {
     FamilyConfig c = f.default_config(p);
@@ -93,6 +104,8 @@ inline std::vector<FamilyConfig> hopper_sp_gpu_sample(const HopperGemmSpFamily& 
     c["SPLIT_K"] = "1";
     c["CLUSTER_M"] = "1";
     c["CLUSTER_N"] = "1";
+    c["PROMOTE"] = "0";
+    c["PROMOTE_SUB"] = "0";
     for (const auto& [k, v] : changes) c[k] = v;
     bool added = false;
     for (int stages = std::stoi(c["STAGES"]) > 6 ? std::stoi(c["STAGES"]) : 6; stages >= 2 && !added; --stages) {

@@ -22,7 +22,8 @@ long long ceil_div(long long a, long long b) { return (a + b - 1) / b; }
 
 const char* k_order[] = {"BM",        "BN",        "BK",       "STAGES",    "CONSUMERS", "PINGPONG",
                          "PERSISTENT", "RASTER",    "GROUP",    "CLUSTER_M", "CLUSTER_N", "EPILOGUE",
-                         "SWIZZLE_A",  "SWIZZLE_B", "MMA_DEPTH", "META",     "SPLIT_K"};
+                         "SWIZZLE_A",  "SWIZZLE_B", "MMA_DEPTH", "META",     "SPLIT_K",   "PROMOTE",
+                         "PROMOTE_SUB"};
 
 constexpr long long k_max_split_workspace = 512LL << 20;
 
@@ -85,6 +86,16 @@ std::vector<ParamSpec> HopperGemmSpFamily::params() const {
       {"SPLIT_K", {"1", "2", "3", "4", "6", "8"}, true, "tiling",
        "k slices per output tile, each its own work unit, reduced in slice order through the workspace "
        "(fills the GPU when there are fewer tiles than SMs and K is long)"},
+      {"PROMOTE", {"0", "1", "2", "4"}, true, "compute",
+       "e4m3 only: every PROMOTE k blocks the WGMMA accumulators are added into separate f32 registers and the "
+       "next WGMMA starts afresh (0: off). An FP8 WGMMA accumulates with reduced precision, so without this the "
+       "error grows with K; it doubles the accumulator registers",
+       "0"},
+      {"PROMOTE_SUB", {"0", "1"}, true, "compute",
+       "with PROMOTE=1 (e4m3): 1 computes each k block one m64 x BN/2 sub-tile at a time into a small WGMMA "
+       "accumulator added into the f32 tile sums at once (1.25-1.5 x the tile's accumulator registers instead of "
+       "2 x; needs MMA_DEPTH=0 and two consumers, each waiting for its sub-tile while the other computes)",
+       "0"},
   };
 }
 
@@ -101,6 +112,31 @@ long long HopperGemmSpFamily::smem_bytes(const FamilyConfig& c, int es) {
 int HopperGemmSpFamily::accumulator_registers(const FamilyConfig& c) {
   const int split = get(c, "PINGPONG") == 1 ? 1 : std::max(1, get(c, "CONSUMERS"));
   return (get(c, "BM") / split / 64) * get(c, "BN") / 2;
+}
+
+int HopperGemmSpFamily::accumulator_registers(const FamilyConfig& c, const DtypePair& d) {
+  const int tile = accumulator_registers(c);
+  if (input_bytes(d) != 1 || get(c, "PROMOTE") == 0) return tile;
+  return get(c, "PROMOTE_SUB") == 1 ? tile + get(c, "BN") / 4 : 2 * tile;
+}
+
+bool HopperGemmSpFamily::needs_promotion(const FamilyProblem& p, int split) {
+  if (input_bytes(p.dtype) != 1) return false;
+  return ceil_div(p.k, std::max(1, split)) > k_promote_above_k;
+}
+
+std::optional<FamilyConfig> HopperGemmSpFamily::with_promotion(FamilyConfig c, const DtypePair& d) {
+  if (input_bytes(d) != 1) return std::nullopt;
+  const int bk = std::max(64, get(c, "BK"));
+  c["PROMOTE"] = std::to_string(std::max(1, k_promote_interval_k / bk));
+  c["PROMOTE_SUB"] = "0";
+  if (accumulator_registers(c, d) <= max_accumulators(c, d)) return c;
+  c["PROMOTE"] = "1";
+  c["PROMOTE_SUB"] = "1";
+  c["MMA_DEPTH"] = "0";
+  const bool two = get(c, "CONSUMERS") == 2;
+  if (two && (get(c, "BN") / 2) % 32 == 0 && accumulator_registers(c, d) <= max_accumulators(c, d)) return c;
+  return std::nullopt;
 }
 
 bool HopperGemmSpFamily::metadata_squeezes(const FamilyConfig& c, const DtypePair& d) {
@@ -150,10 +186,28 @@ std::optional<std::string> HopperGemmSpFamily::violation(const FamilyConfig& c, 
   if (pingpong && consumers != 2) return "PINGPONG=1 alternates tiles between two consumers: it needs CONSUMERS=2";
   if (!pingpong && bm % (64 * consumers) != 0)
     return fmt::format("BM={} cannot be split into {} consumer warpgroups of m64 WGMMA atoms", bm, consumers);
-  if (accumulator_registers(c) > max_accumulators(c, p.dtype)) {
-    return fmt::format("{} f32 accumulators per consumer thread (rows per consumer / 64 x BN/2) exceed {}{}{}: the "
+  const int promote = get(c, "PROMOTE");
+  if (promote > 0 && es != 1)
+    return "PROMOTE applies to e4m3 inputs (16-bit inputs accumulate in full f32 precision): PROMOTE=0";
+  if (get(c, "PROMOTE_SUB") == 1) {
+    if (promote != 1)
+      return "PROMOTE_SUB=1 promotes each sub-tile after every k block: it needs PROMOTE=1";
+    if (get(c, "MMA_DEPTH") != 0)
+      return "PROMOTE_SUB=1 waits for each sub-tile's WGMMAs before the next: the same kernel needs MMA_DEPTH=0";
+    if (consumers != 2 || pingpong)
+      return "PROMOTE_SUB=1 leaves the tensor cores idle while a consumer waits for its sub-tile: it needs two "
+             "cooperative consumers (CONSUMERS=2, PINGPONG=0) so that the other one computes meanwhile";
+    if ((bn / 2) % 32 != 0) return fmt::format("PROMOTE_SUB=1 computes BN/2={} columns per WGMMA: BN/2 must be a multiple of 32", bn / 2);
+  }
+  if (accumulator_registers(c, p.dtype) > max_accumulators(c, p.dtype)) {
+    return fmt::format("{} f32 accumulators per consumer thread (rows per consumer / 64 x BN/2{}) exceed {}{}{}: the "
                        "consumer would spill",
-                       accumulator_registers(c), max_accumulators(c, p.dtype),
+                       accumulator_registers(c, p.dtype),
+                       promote == 0 ? ""
+                       : get(c, "PROMOTE_SUB") == 1
+                           ? ", plus BN/4 for the promoted sub-tile (PROMOTE_SUB=1)"
+                           : ", twice with PROMOTE (or PROMOTE_SUB=1 with 1.25-1.5 times, where BN/2 is a multiple of 32)",
+                       max_accumulators(c, p.dtype),
                        get(c, "SPLIT_K") > 1 ? " with split-K" : "",
                        metadata_squeezes(c, p.dtype)
                            ? " (metadata words in registers beside them: 16-bit inputs at BK=128, a ping-pong kernel "
@@ -216,8 +270,10 @@ struct TileChoice {
 // within 1 % at 4096 x 8192 x 8192 and 4096^3 and 256 x 192 9-12 % ahead at 8192^3,
 // 12288 x 12288 x 4096 and 12288 x 4096 x 4096, as measured. Units run in
 // waves of `sms`, each wave pays a pipeline fill; split-K adds the partial-sum traffic and a flag
-// round trip.
-double estimate_clocks(const TileChoice& t, int split, const FamilyProblem& p, int sms, int cm = 1, int cn = 1) {
+// round trip. `promo`: the clocks promotion adds to the tensor-core side per k block of 64
+// (promotion_clocks below).
+double estimate_clocks(const TileChoice& t, int split, const FamilyProblem& p, int sms, int cm = 1, int cn = 1,
+                       double promo = 0) {
   const int es = HopperGemmSpFamily::input_bytes(p.dtype);
   const double kb = std::ceil(static_cast<double>(p.k) / 64.0);
   const double tiles = std::ceil(static_cast<double>(p.m) / t.bm) * std::ceil(static_cast<double>(p.n) / t.bn);
@@ -226,13 +282,31 @@ double estimate_clocks(const TileChoice& t, int split, const FamilyProblem& p, i
   const double kb_slice = std::ceil(kb / split);
   const double rate = es == 1 ? 16384 : 8192;
   const double bytes = t.bm * 32.0 * es / cn + t.bn * 64.0 * es / cm + t.bm * 8.0;
-  const double per_kb = std::max(t.bm * t.bn * 64.0 * 2 / rate / 0.7, bytes / 31);
+  const double per_kb = std::max(t.bm * t.bn * 64.0 * 2 / rate / 0.7 + promo, bytes / 31);
   const double out_bytes = p.dtype.output == ScalarType::f32 ? 4 : 2;
   const double epilogue = t.bm * t.bn * out_bytes / 64;
   const double fill = 1500;
   const double reduce = split > 1 ? 2000 + (split - 1) * t.bm * t.bn * 4.0 / 31 + t.bm * t.bn * 4.0 / 64 : 0;
   const bool hidden = t.pingpong && units >= 2.0 * sms;
   return waves * (kb_slice * per_kb + fill + (hidden ? 0 : epilogue) + reduce);
+}
+
+// What promotion (PROMOTE, e4m3) costs per k block of 64, in SM clocks, an estimate until measured:
+// each promotion adds every WGMMA accumulator into the f32 sums, one FADD per accumulator and
+// consumer thread, so each SM sub-partition issues CONSUMERS x (tile accumulators) of them (one
+// warp of each consumer warpgroup runs there), and drains the warpgroup's WGMMA pipeline first
+// (once for the whole tile, once per sub-tile with PROMOTE_SUB: 2 x the m64 atoms), ~64 clocks
+// each. With two consumers the other warpgroup's WGMMAs keep the tensor cores busy meanwhile, so a
+// quarter of that shows; with one consumer all of it.
+double promotion_clocks(const FamilyConfig& c, const DtypePair& d) {
+  const int promote = get(c, "PROMOTE");
+  if (HopperGemmSpFamily::input_bytes(d) != 1 || promote == 0) return 0;
+  const int consumers = std::max(1, get(c, "CONSUMERS"));
+  const double acc = HopperGemmSpFamily::accumulator_registers(c);
+  const double atoms = acc / (get(c, "BN") / 2.0);
+  const bool sub = get(c, "PROMOTE_SUB") == 1;
+  const double per_promotion = (consumers * acc + 64.0 * (sub ? 2 * atoms : 1)) * (consumers == 2 ? 0.25 : 1.0);
+  return per_promotion * 64.0 / (promote * std::max(64, get(c, "BK")));
 }
 
 // A configuration of the given arrangement with the family's usual settings: persistent, grouped
@@ -262,6 +336,8 @@ FamilyConfig arrangement(const TileChoice& t, int split, int cluster_m, int epil
   c["MMA_DEPTH"] = std::to_string(mma_depth);
   c["META"] = "1";
   c["SPLIT_K"] = std::to_string(split);
+  c["PROMOTE"] = "0";
+  c["PROMOTE_SUB"] = "0";
   c["STAGES"] = "2";
   for (int s = max_stages; s >= 2; --s) {
     c["STAGES"] = std::to_string(s);
@@ -291,14 +367,22 @@ FamilyConfig HopperGemmSpFamily::default_config(const FamilyProblem& p) const {
   // GPU.
   TileChoice t{256, 192, 2, 0};
   int split = 1;
-  auto cheapest = [&](const std::vector<TileChoice>& choices, bool with_split, int cm) {
+  // e4m3 with long k slices promotes (needs_promotion): only tiles where promotion fits are
+  // candidates, charged its cost.
+  auto cheapest = [&](const std::vector<TileChoice>& choices, bool with_split, int cm, int epilogue) {
     double best = -1;
     for (const auto& ch : choices) {
       for (int s : {1, 2, 3, 4, 6, 8}) {
         if (s > 1 && !with_split) break;
         if (s > ceil_div(p.k, 64)) break;
         if (s > 1 && tiles(ch.bm, ch.bn) * s > 2LL * sms) break;  // enough units already
-        const double est = estimate_clocks(ch, s, p, sms, cm);
+        double promo = 0;
+        if (needs_promotion(p, s)) {
+          const auto promoted = with_promotion(arrangement(ch, s, cm, epilogue, p), p.dtype);
+          if (!promoted) continue;
+          promo = promotion_clocks(*promoted, p.dtype);
+        }
+        const double est = estimate_clocks(ch, s, p, sms, cm, 1, promo);
         if (best < 0 || est < best * 0.97) {  // a clear gain, else keep the earlier choice
           best = est;
           t = ch;
@@ -307,19 +391,32 @@ FamilyConfig HopperGemmSpFamily::default_config(const FamilyProblem& p) const {
       }
     }
   };
+  // Promotion where the configuration's k slices need it (and it fits; else the fallback below).
+  auto finish = [&](FamilyConfig c) {
+    if (needs_promotion(p, effective_split(c, p)))
+      if (auto promoted = with_promotion(c, p.dtype)) c = *promoted;
+    return c;
+  };
   FamilyConfig c;
   if (tiles(256, 128) >= sms) {
-    cheapest({{128, 256, 2, 0}, {256, 192, 2, 0}, {256, 128, 2, 0}}, false, 2);
-    c = arrangement(t, 1, 2, 1, p);
+    // Promoted (e4m3, long K): 256 x 192 does not fit twice its accumulators nor a sub-tile beside
+    // them; 128 x 192 does (96 + 96), 128 x 256 and 256 x 128 per sub-tile (128 + 64, 128 + 32).
+    if (needs_promotion(p, 1)) {
+      t = {128, 256, 2, 0};
+      cheapest({{128, 256, 2, 0}, {128, 192, 2, 0}, {256, 128, 2, 0}}, false, 2, 1);
+    } else {
+      cheapest({{128, 256, 2, 0}, {256, 192, 2, 0}, {256, 128, 2, 0}}, false, 2, 1);
+    }
+    c = finish(arrangement(t, 1, 2, 1, p));
   } else if (tiles(128, 128) >= sms) {
-    c = arrangement({128, 256, 2, 0}, 1, 2, 1, p);
+    c = finish(arrangement({128, 256, 2, 0}, 1, 2, 1, p));
   } else {
-    cheapest(std::vector<TileChoice>(std::begin(k_small_choices), std::end(k_small_choices)), true, 1);
-    c = arrangement(t, split, 1, reg_epilogue, p);
+    cheapest(std::vector<TileChoice>(std::begin(k_small_choices), std::end(k_small_choices)), true, 1, reg_epilogue);
+    c = finish(arrangement(t, split, 1, reg_epilogue, p));
   }
-  if (violation(c, p)) {
-    // The smallest configuration, legal for every supported problem.
-    c = arrangement({64, 64, 1, 0}, 1, 1, 0, p, 4);
+  if (violation(c, p) || (needs_promotion(p, effective_split(c, p)) && get(c, "PROMOTE") == 0)) {
+    // The smallest configuration, legal for every supported problem (and promotion fits it).
+    c = finish(arrangement({64, 64, 1, 0}, 1, 1, 0, p, 4));
   }
   return c;
 }
@@ -332,6 +429,13 @@ std::vector<Alternative> HopperGemmSpFamily::alternatives(const FamilyProblem& p
   std::vector<Alternative> out;
   const FamilyConfig def = default_config(p);
   auto add = [&](std::string name, std::string tag, FamilyConfig c) {
+    if (needs_promotion(p, effective_split(c, p))) {  // e4m3 at long K: promoted, where it fits
+      auto promoted = with_promotion(c, p.dtype);
+      if (!promoted) return;
+      c = *promoted;
+      name += ", promoted";
+      tag += "_pr";
+    }
     if (c == def || violation(c, p)) return;
     for (const auto& a : out)
       if (a.config == c) return;
@@ -351,6 +455,10 @@ std::vector<Alternative> HopperGemmSpFamily::alternatives(const FamilyProblem& p
     add("ping-pong 128x192, 2x1 cluster, TMA stores", "pp128x192_c21_tma", arrangement({128, 192, 2, 1}, 1, 2, 1, p));
     add("ping-pong 128x128, 2x1 cluster, TMA stores", "pp128x128_c21_tma", arrangement({128, 128, 2, 1}, 1, 2, 1, p));
     add("cooperative 256x192, TMA stores", "co256x192_tma", arrangement({256, 192, 2, 0}, 1, 1, 1, p));
+    // Promoted (e4m3 at long K), where the wider tiles above do not fit promotion: 128 x 192, twice
+    // its accumulators (96 + 96) with a WGMMA group in flight.
+    if (needs_promotion(p, 1))
+      add("cooperative 128x192, 2x1 cluster, TMA stores", "co128x192_c21_tma", arrangement({128, 192, 2, 0}, 1, 2, 1, p));
   } else {
     // Fewer 128 x 128 tiles than SMs: the tile and split-K choices the cost model ranks next
     // after the default, and small tiles paired with a cluster.
@@ -364,7 +472,13 @@ std::vector<Alternative> HopperGemmSpFamily::alternatives(const FamilyProblem& p
       for (int s : {1, 2, 3, 4, 6, 8}) {
         if (s > ceil_div(p.k, 64)) break;
         if (s > 1 && tiles(ch.bm, ch.bn) * s > 2LL * sms) break;
-        ranked.push_back({estimate_clocks(ch, s, p, sms), ch, s});
+        double promo = 0;
+        if (needs_promotion(p, s)) {
+          const auto promoted = with_promotion(arrangement(ch, s, 1, reg_epilogue, p), p.dtype);
+          if (!promoted) continue;
+          promo = promotion_clocks(*promoted, p.dtype);
+        }
+        ranked.push_back({estimate_clocks(ch, s, p, sms, 1, 1, promo), ch, s});
       }
     }
     std::sort(ranked.begin(), ranked.end(), [](const Ranked& a, const Ranked& b) { return a.clocks < b.clocks; });

@@ -36,8 +36,23 @@ class HopperGemmSpFamily : public KernelFamily {
   // Shared memory the configuration's kernel requests for inputs of `elem_bytes` bytes, as the
   // template computes it.
   static long long smem_bytes(const FamilyConfig& c, int elem_bytes);
-  // f32 accumulator registers per consumer thread.
+  // f32 accumulator registers per consumer thread: the tile's (rows per consumer / 64 x BN/2), and
+  // for the problem's dtype with promotion (PROMOTE > 0, e4m3 only) the WGMMA accumulators beside
+  // the f32 tile sums: twice the tile's, or with PROMOTE_SUB=1 the tile's plus one m64 x BN/2
+  // sub-tile's (BN/4).
   static int accumulator_registers(const FamilyConfig& c);
+  static int accumulator_registers(const FamilyConfig& c, const DtypePair& d);
+  // Two-level accumulation for e4m3 (PROMOTE): an FP8 WGMMA keeps about 14 bits of its running sum,
+  // so the error grows with K (measured on the H200 against cuSPARSELt, docs/gemm_sp.md). A k slice
+  // longer than k_promote_above_k promotes, every k_promote_interval_k of K (as DeepGEMM and CUTLASS).
+  static constexpr int k_promote_above_k = 1024;
+  static constexpr int k_promote_interval_k = 128;
+  // Whether the problem's k slices (K / split) are long enough to need promotion (e4m3 only).
+  static bool needs_promotion(const FamilyProblem& p, int split);
+  // The configuration with promotion every k_promote_interval_k of K: the whole tile where twice its
+  // accumulators fit, else per sub-tile (PROMOTE_SUB=1, MMA_DEPTH 0) where that fits; nullopt where
+  // neither fits or the inputs are not e4m3.
+  static std::optional<FamilyConfig> with_promotion(FamilyConfig c, const DtypePair& d);
   // The most a consumer thread may hold without spilling (ptxas of CUDA 13.0): 192, 160 with
   // split-K, 32 fewer when metadata_squeezes(); the template asserts the same.
   static int max_accumulators(const FamilyConfig& c, const DtypePair& d);

@@ -49,6 +49,19 @@
  *                               WGMMAs run
  *   CROQ_SPLIT_K                k slices per output tile (1: none), reduced in slice order through
  *                               the workspace by the last slice (deterministic); needs PERSISTENT
+ *   CROQ_PROMOTE                e4m3 inputs only (16-bit inputs ignore it): two-level accumulation.
+ *                               An FP8 WGMMA adds into its f32 accumulators with reduced precision
+ *                               (the tensor core keeps about 14 bits of the running sum), so the
+ *                               error grows with K. 0: off (the WGMMAs accumulate the whole k
+ *                               range); N > 0: every N k blocks the WGMMA accumulators are added
+ *                               into separate f32 registers and the next WGMMA starts afresh
+ *                               (scale-d 0), which needs twice the accumulator registers
+ *   CROQ_PROMOTE_SUB            with CROQ_PROMOTE 1 (and MMA_DEPTH 0): 1 computes each k block one
+ *                               sub-tile at a time (one m64 atom x BN/2 columns) into a small
+ *                               WGMMA accumulator that is added into the f32 tile accumulators
+ *                               right after it: 1.25 x (M_ATOMS 2) or 1.5 x (M_ATOMS 1) the
+ *                               accumulator registers instead of 2 x; each sub-tile waits for its
+ *                               WGMMAs, the other consumer warpgroup keeps the tensor cores busy
  *   CROQ_DTYPES                 which instantiations to compile (bit mask; default all): 1 f16->f32,
  *                               2 f16->f16, 4 bf16->f32, 8 bf16->bf16, 16 e4m3->f16, 32 e4m3->bf16,
  *                               64 e4m3->f32
@@ -154,6 +167,12 @@
 #ifndef CROQ_SPLIT_K
 #define CROQ_SPLIT_K 1
 #endif
+#ifndef CROQ_PROMOTE
+#define CROQ_PROMOTE 0
+#endif
+#ifndef CROQ_PROMOTE_SUB
+#define CROQ_PROMOTE_SUB 0
+#endif
 #ifndef CROQ_DTYPES
 #define CROQ_DTYPES 127
 #endif
@@ -178,6 +197,8 @@ constexpr int CM = CROQ_CLUSTER_M, CN = CROQ_CLUSTER_N, CS = CM * CN;
 constexpr bool PINGPONG = CROQ_PINGPONG != 0;
 constexpr int META = CROQ_META;
 constexpr int SPLIT_K = CROQ_SPLIT_K;
+constexpr int PROMOTE = CROQ_PROMOTE;          // e4m3: k blocks between promotions (0: off)
+constexpr bool PROMOTE_SUB = CROQ_PROMOTE_SUB != 0;
 constexpr int WG_M = PINGPONG ? BM : BM / CONSUMERS;  // rows of C per consumer warpgroup
 constexpr int M_ATOMS = WG_M / 64;                    // m64 WGMMA per consumer per k step
 constexpr int THREADS = (CONSUMERS + 1) * 128;
@@ -239,6 +260,10 @@ static_assert(CROQ_RASTER >= 0 && CROQ_RASTER <= 3, "CROQ_RASTER must be in [0, 
 static_assert(SPLIT_K >= 1 && SPLIT_K <= 16, "CROQ_SPLIT_K must be in [1, 16]");
 static_assert(SPLIT_K == 1 || CROQ_PERSISTENT == 1,
               "split-K waits for other CTAs' partial sums, which needs every CTA resident: CROQ_PERSISTENT=1");
+static_assert(PROMOTE == 0 || PROMOTE == 1 || PROMOTE == 2 || PROMOTE == 4, "CROQ_PROMOTE must be 0, 1, 2 or 4");
+static_assert(!PROMOTE_SUB || (PROMOTE == 1 && CROQ_MMA_DEPTH == 0 && (BN / 2) % 32 == 0),
+              "CROQ_PROMOTE_SUB=1 promotes after every k block (CROQ_PROMOTE=1), waits for each sub-tile's WGMMAs "
+              "(CROQ_MMA_DEPTH=0) and needs BN/2 a multiple of 32");
 
 struct Params {
   int m, n, k;
@@ -678,6 +703,15 @@ __global__ void build_meta(const uint8_t* meta, int m, int k, int kp, uint32_t* 
 // of the template): 192, 160 with split-K's reduction; 32 fewer when the metadata register sets
 // crowd them: 16-bit inputs at BK 128 (four k32 steps' words per m64 atom), a ping-pong kernel with
 // the quad-transposed 16-bit epilogue or with META 2, or META 0 (words loaded between the WGMMAs).
+// f32 registers a consumer thread holds for its accumulators: the WGMMA accumulators of its tile,
+// and with promotion (e4m3 only) the f32 tile accumulators beside them (CROQ_PROMOTE_SUB: the
+// WGMMA accumulators of one m64 x BN/2 sub-tile).
+template <typename TIn>
+__host__ __device__ constexpr int accumulator_registers() {
+  constexpr int tile = M_ATOMS * BN / 2;
+  return kind_of<TIn>() != 2 || PROMOTE == 0 ? tile : PROMOTE_SUB ? tile + BN / 4 : 2 * tile;
+}
+
 template <typename TIn, typename TOut>
 __host__ __device__ constexpr int max_accumulators() {
   const bool meta_regs = (sizeof(TIn) == 2 && BK == 128) || (PINGPONG && CROQ_EPILOGUE == 2 && sizeof(TOut) == 2) ||
@@ -693,9 +727,10 @@ __global__ void __launch_bounds__(THREADS, 1)
   using S = Shape<TIn>;
   constexpr int KIND = kind_of<TIn>();
 #if !defined(CROQ_ACC_UNCHECKED) || CROQ_ACC_UNCHECKED == 0
-  static_assert(M_ATOMS * BN / 2 <= max_accumulators<TIn, TOut>(),
+  static_assert(accumulator_registers<TIn>() <= max_accumulators<TIn, TOut>(),
                 "too many accumulators per consumer thread: at most 192 (160 with split-K; 32 fewer with 16-bit "
-                "inputs at BK=128, a ping-pong kernel with the quad-transposed epilogue or META=2, or META=0)");
+                "inputs at BK=128, a ping-pong kernel with the quad-transposed epilogue or META=2, or META=0; "
+                "twice the tile's with CROQ_PROMOTE, 1.25-1.5 times with CROQ_PROMOTE_SUB)");
 #endif
   extern __shared__ uint8_t smem_raw[];
   const uint32_t raw = smem_u32(smem_raw);
@@ -813,6 +848,15 @@ __global__ void __launch_bounds__(THREADS, 1)
     constexpr bool WIDE = S::ES == 2;  // 16-bit inputs: two k32 steps per chunk, read as a pair
     const int meta_word = consumer_meta_word(tid, S::ES, 0);
     float acc[M_ATOMS][BN / 2];
+    // Promotion (e4m3, CROQ_PROMOTE > 0): acc holds the f32 tile sums, added to by the consumer
+    // only. Whole tile (WHOLE): the WGMMAs accumulate PROM k blocks into wacc, which is then added
+    // into acc (and after the unit's last block). Sub-tiles (SUB): the WGMMAs of one m64 x BN/2
+    // sub-tile accumulate one k block into sub, which is added into acc at once.
+    constexpr int PROM = KIND == 2 ? PROMOTE : 0;
+    constexpr bool SUB = PROM > 0 && PROMOTE_SUB;
+    constexpr bool WHOLE = PROM > 0 && !SUB;
+    [[maybe_unused]] float wacc[WHOLE ? M_ATOMS : 1][WHOLE ? BN / 2 : 16];
+    [[maybe_unused]] float sub[SUB ? BN / 4 : 16];
     const float alpha = (p.a_scale ? *p.a_scale : 1.f) * (p.b_scale ? *p.b_scale : 1.f);
 
     [[maybe_unused]] auto publish_partial = [&](float* slot, unsigned long long* flag, int rb0) {
@@ -929,6 +973,12 @@ __global__ void __launch_bounds__(THREADS, 1)
         }
       };
       if constexpr (META == 2) fetch_meta(kb0, meta_a);
+      if constexpr (PROM > 0) {
+#pragma unroll
+        for (int ma = 0; ma < M_ATOMS; ++ma)
+#pragma unroll
+          for (int i = 0; i < BN / 2; ++i) acc[ma][i] = 0.f;
+      }
 
       int prev_stage = 0;
       // One k block: its words in `cur`; `prev` holds the previous block's (MMA_DEPTH 1: still in
@@ -957,31 +1007,78 @@ __global__ void __launch_bounds__(THREADS, 1)
               }
             }
         }
-#pragma unroll
-        for (int ma = 0; ma < M_ATOMS; ++ma) fence_acc(acc[ma]);
-        wgmma_fence();
-#pragma unroll
-        for (int ks = 0; ks < S::KSTEPS; ++ks) {
-          // One sparse WGMMA reads 32 bytes of each compressed A row and 64 bytes of each B row.
-          const int a_off = ks * 32, b_off = ks * 64;
-          const uint64_t db = make_desc<S::MODE_B>(sb + (b_off / S::SWB) * BN * S::SWB + (b_off % S::SWB), 16,
-                                                   8 * S::SWB);
+        if constexpr (SUB) {
+          // Sub-tiles: for each m64 atom and half of the columns, this block's WGMMAs into `sub`
+          // (starting afresh), waited for, and added into the f32 tile accumulators.
           if constexpr (META == 0) {
 #pragma unroll
-            for (int ma = 0; ma < M_ATOMS; ++ma) {
-              const int c = ks / (S::KSTEPS / KCHUNKS), j = ks % (S::KSTEPS / KCHUNKS);
-              cur[ma][ks] = ld_shared_u32(meta_addr(ma, c) + 4 * (consumer_meta_word(tid, S::ES, j) - meta_word));
-            }
-            if (ks > 0) wgmma_fence();
+            for (int ks = 0; ks < S::KSTEPS; ++ks)
+#pragma unroll
+              for (int ma = 0; ma < M_ATOMS; ++ma) {
+                const int c = ks / (S::KSTEPS / KCHUNKS), j = ks % (S::KSTEPS / KCHUNKS);
+                cur[ma][ks] = ld_shared_u32(meta_addr(ma, c) + 4 * (consumer_meta_word(tid, S::ES, j) - meta_word));
+              }
           }
 #pragma unroll
+          for (int ma = 0; ma < M_ATOMS; ++ma)
+#pragma unroll
+            for (int half = 0; half < 2; ++half) {
+              fence_acc(sub);
+              wgmma_fence();
+#pragma unroll
+              for (int ks = 0; ks < S::KSTEPS; ++ks) {
+                const int a_off = ks * 32, b_off = ks * 64;
+                const uint64_t db = make_desc<S::MODE_B>(
+                    sb + ((b_off / S::SWB) * BN + half * (BN / 2)) * S::SWB + (b_off % S::SWB), 16, 8 * S::SWB);
+                const uint64_t da = make_desc<S::MODE_A>(
+                    sa + ((a_off / S::SWA) * BM + row0 + ma * 64) * S::SWA + (a_off % S::SWA), 16, 8 * S::SWA);
+                wgmma_sp<BN / 2, KIND>(sub, da, db, cur[ma][ks], ks != 0 ? 1 : 0);
+              }
+              wgmma_commit();
+              wgmma_wait<0>();
+              fence_acc(sub);
+#pragma unroll
+              for (int i = 0; i < BN / 4; ++i) acc[ma][half * (BN / 4) + i] += sub[i];
+            }
+        } else {
+          // The first WGMMA of a unit, and with promotion of every PROM k blocks, starts afresh.
+          const bool fresh = PROM > 0 ? (kb - kb0) % (PROM > 0 ? PROM : 1) == 0 : kb == kb0;
+#pragma unroll
           for (int ma = 0; ma < M_ATOMS; ++ma) {
-            const uint64_t da = make_desc<S::MODE_A>(
-                sa + ((a_off / S::SWA) * BM + row0 + ma * 64) * S::SWA + (a_off % S::SWA), 16, 8 * S::SWA);
-            wgmma_sp<BN, KIND>(acc[ma], da, db, cur[ma][ks], (kb != kb0 || ks != 0) ? 1 : 0);
+            if constexpr (WHOLE) {
+              fence_acc(wacc[ma]);
+            } else {
+              fence_acc(acc[ma]);
+            }
           }
+          wgmma_fence();
+#pragma unroll
+          for (int ks = 0; ks < S::KSTEPS; ++ks) {
+            // One sparse WGMMA reads 32 bytes of each compressed A row and 64 bytes of each B row.
+            const int a_off = ks * 32, b_off = ks * 64;
+            const uint64_t db = make_desc<S::MODE_B>(sb + (b_off / S::SWB) * BN * S::SWB + (b_off % S::SWB), 16,
+                                                     8 * S::SWB);
+            if constexpr (META == 0) {
+#pragma unroll
+              for (int ma = 0; ma < M_ATOMS; ++ma) {
+                const int c = ks / (S::KSTEPS / KCHUNKS), j = ks % (S::KSTEPS / KCHUNKS);
+                cur[ma][ks] = ld_shared_u32(meta_addr(ma, c) + 4 * (consumer_meta_word(tid, S::ES, j) - meta_word));
+              }
+              if (ks > 0) wgmma_fence();
+            }
+#pragma unroll
+            for (int ma = 0; ma < M_ATOMS; ++ma) {
+              const uint64_t da = make_desc<S::MODE_A>(
+                  sa + ((a_off / S::SWA) * BM + row0 + ma * 64) * S::SWA + (a_off % S::SWA), 16, 8 * S::SWA);
+              if constexpr (WHOLE) {
+                wgmma_sp<BN, KIND>(wacc[ma], da, db, cur[ma][ks], (!fresh || ks != 0) ? 1 : 0);
+              } else {
+                wgmma_sp<BN, KIND>(acc[ma], da, db, cur[ma][ks], (!fresh || ks != 0) ? 1 : 0);
+              }
+            }
+          }
+          wgmma_commit();
         }
-        wgmma_commit();
 #if CROQ_MMA_DEPTH == 1
         wgmma_wait<1>();  // the previous block's WGMMAs are done: its stage and its words are free
         if (kb > kb0) {
@@ -994,6 +1091,19 @@ __global__ void __launch_bounds__(THREADS, 1)
         keep_alive(cur);
         release(stage);
 #endif
+        if constexpr (WHOLE) {
+          // Promotion, every PROM k blocks and after the unit's last: the WGMMAs retired (this
+          // block's too), their sums added into acc; the next block starts afresh.
+          if ((kb - kb0 + 1) % (WHOLE ? PROM : 1) == 0 || kb + 1 == kb1) {
+            if constexpr (CROQ_MMA_DEPTH == 1) wgmma_wait<0>();
+#pragma unroll
+            for (int ma = 0; ma < M_ATOMS; ++ma) {
+              fence_acc(wacc[ma]);
+#pragma unroll
+              for (int i = 0; i < BN / 2; ++i) acc[ma][i] += wacc[ma][i];
+            }
+          }
+        }
 #pragma unroll
         for (int ma = 0; ma < M_ATOMS; ++ma) fence_acc(acc[ma]);
         prev_stage = stage;
@@ -1583,5 +1693,5 @@ CROQ_EXPORT size_t croq_gemm_workspace_bytes(const croq_gemm_desc* d) {
 
 CROQ_EXPORT const char* croq_kernel_info(void) {
   return "{\"name\":\"hopper_gemm_sp\",\"params\":{\"BM\":" CROQ_STR(CROQ_BM) ",\"BN\":" CROQ_STR(
-      CROQ_BN) ",\"BK\":" CROQ_STR(CROQ_BK) ",\"STAGES\":" CROQ_STR(CROQ_STAGES) ",\"CONSUMERS\":" CROQ_STR(CROQ_CONSUMERS) ",\"PINGPONG\":" CROQ_STR(CROQ_PINGPONG) ",\"PERSISTENT\":" CROQ_STR(CROQ_PERSISTENT) ",\"RASTER\":" CROQ_STR(CROQ_RASTER) ",\"GROUP\":" CROQ_STR(CROQ_GROUP) ",\"CLUSTER_M\":" CROQ_STR(CROQ_CLUSTER_M) ",\"CLUSTER_N\":" CROQ_STR(CROQ_CLUSTER_N) ",\"EPILOGUE\":" CROQ_STR(CROQ_EPILOGUE) ",\"SWIZZLE_A\":" CROQ_STR(CROQ_SWIZZLE_A) ",\"SWIZZLE_B\":" CROQ_STR(CROQ_SWIZZLE_B) ",\"MMA_DEPTH\":" CROQ_STR(CROQ_MMA_DEPTH) ",\"META\":" CROQ_STR(CROQ_META) ",\"SPLIT_K\":" CROQ_STR(CROQ_SPLIT_K) ",\"DTYPES\":" CROQ_STR(CROQ_DTYPES) "}}";
+      CROQ_BN) ",\"BK\":" CROQ_STR(CROQ_BK) ",\"STAGES\":" CROQ_STR(CROQ_STAGES) ",\"CONSUMERS\":" CROQ_STR(CROQ_CONSUMERS) ",\"PINGPONG\":" CROQ_STR(CROQ_PINGPONG) ",\"PERSISTENT\":" CROQ_STR(CROQ_PERSISTENT) ",\"RASTER\":" CROQ_STR(CROQ_RASTER) ",\"GROUP\":" CROQ_STR(CROQ_GROUP) ",\"CLUSTER_M\":" CROQ_STR(CROQ_CLUSTER_M) ",\"CLUSTER_N\":" CROQ_STR(CROQ_CLUSTER_N) ",\"EPILOGUE\":" CROQ_STR(CROQ_EPILOGUE) ",\"SWIZZLE_A\":" CROQ_STR(CROQ_SWIZZLE_A) ",\"SWIZZLE_B\":" CROQ_STR(CROQ_SWIZZLE_B) ",\"MMA_DEPTH\":" CROQ_STR(CROQ_MMA_DEPTH) ",\"META\":" CROQ_STR(CROQ_META) ",\"SPLIT_K\":" CROQ_STR(CROQ_SPLIT_K) ",\"PROMOTE\":" CROQ_STR(CROQ_PROMOTE) ",\"PROMOTE_SUB\":" CROQ_STR(CROQ_PROMOTE_SUB) ",\"DTYPES\":" CROQ_STR(CROQ_DTYPES) "}}";
 }
