@@ -110,7 +110,8 @@ void expect_invariants(const FamilyConfig& c, const FamilyProblem& p) {
   if ((es == 2 && bk == 128) || (pingpong && iv(c, "EPILOGUE") == 2 && out16) || meta == 0 || (meta == 2 && pingpong))
     limit -= 32;
   // Promotion (e4m3 only): twice the tile's accumulators, or per sub-tile the tile's plus BN/4
-  // (BN/2 a multiple of 32, MMA_DEPTH 0, two cooperative consumers, every k block).
+  // (BN/2 a multiple of 32, one m64 atom per consumer, MMA_DEPTH 0, two cooperative consumers,
+  // every k block).
   int held = acc;
   if (iv(c, "PROMOTE") > 0) {
     EXPECT_EQ(es, 1) << what;
@@ -120,6 +121,7 @@ void expect_invariants(const FamilyConfig& c, const FamilyProblem& p) {
       EXPECT_EQ(consumers, 2) << what;
       EXPECT_FALSE(pingpong) << what;
       EXPECT_EQ(bn / 2 % 32, 0) << what;
+      EXPECT_EQ(bm, 128) << what;  // one m64 atom per consumer
       held = acc + bn / 4;
     } else {
       held = 2 * acc;
@@ -332,6 +334,8 @@ TEST(HopperGemmSpFamily, DefaultPromotesE4m3AtLongKOnly) {
   c["BM"] = "256";
   c["BN"] = "192";
   EXPECT_FALSE(HopperGemmSpFamily::with_promotion(c, parse_dtype_pair_or_throw("e4m3f16")));
+  c["BN"] = "128";  // 128 + 32 would fit, but two m64 atoms per consumer spill
+  EXPECT_FALSE(HopperGemmSpFamily::with_promotion(c, parse_dtype_pair_or_throw("e4m3f16")));
   EXPECT_FALSE(HopperGemmSpFamily::with_promotion(big, parse_dtype_pair_or_throw("f16")));
 }
 
@@ -350,8 +354,10 @@ TEST(HopperGemmSpFamily, RefusesImpossiblePromotionSayingWhy) {
   ASSERT_FALSE(f.violation(co128x256, p8)) << *f.violation(co128x256, p8);
   const std::vector<std::tuple<FamilyConfig, FamilyProblem, std::string>> cases = {
       {with(co128x256, {{"PROMOTE", "1"}}), p8, "accumulators"},  // 2 x 128
-      {with(co128x256, {{"BM", "256"}, {"BN", "192"}, {"PROMOTE", "1"}, {"PROMOTE_SUB", "1"}, {"MMA_DEPTH", "0"}}), p8,
-       "accumulators"},  // 192 + 48
+      {with(co128x256, {{"META", "0"}, {"PROMOTE", "1"}, {"PROMOTE_SUB", "1"}, {"MMA_DEPTH", "0"}}), p8,
+       "accumulators"},  // 128 + 64 beside per-WGMMA metadata loads (limit 160)
+      {with(co128x256, {{"BM", "256"}, {"BN", "128"}, {"PROMOTE", "1"}, {"PROMOTE_SUB", "1"}, {"MMA_DEPTH", "0"}}), p8,
+       "one m64 atom"},
       {with(co128x256, {{"PROMOTE", "2"}, {"PROMOTE_SUB", "1"}, {"MMA_DEPTH", "0"}}), p8, "PROMOTE=1"},
       {with(co128x256, {{"PROMOTE", "1"}, {"PROMOTE_SUB", "1"}}), p8, "MMA_DEPTH=0"},
       {with(co128x256, {{"BN", "160"}, {"PROMOTE", "1"}, {"PROMOTE_SUB", "1"}, {"MMA_DEPTH", "0"}}), p8,
@@ -659,6 +665,50 @@ TEST(HopperGemmSpFamily, BenchScriptConfigurationsAreLegal) {
     }
   }
   EXPECT_GE(checked, 30);
+}
+
+// bench/gpu/gemm_sp_promote.sh's configurations (COMMON plus each line's macros) are legal for e4m3
+// at its shapes, and its promoted 128x256 is the family's default there, so the script measures the
+// kernel croq starts from.
+TEST(HopperGemmSpFamily, PromoteScriptConfigurationsAreLegalAndHoldTheDefault) {
+  HopperGemmSpFamily f;
+  std::ifstream in(find_project_dir("bench") / "gpu" / "gemm_sp_promote.sh");
+  ASSERT_TRUE(in.good());
+  std::string line, common;
+  std::map<std::string, FamilyConfig> configs;
+  bool inside = false;
+  auto parse = [](const std::string& text, FamilyConfig& c) {
+    std::istringstream ls(text);
+    std::string kv;
+    while (ls >> kv) {
+      const auto eq = kv.find('=');
+      if (eq != std::string::npos) c[kv.substr(0, eq)] = kv.substr(eq + 1);
+    }
+  };
+  while (std::getline(in, line)) {
+    if (line.rfind("COMMON=\"", 0) == 0) common = line.substr(8, line.size() - 9);
+    if (line == "CONFIGS=\"") {
+      inside = true;
+      continue;
+    }
+    if (inside && line == "\"") break;
+    if (!inside || line.empty()) continue;
+    const auto bar = line.find('|');
+    ASSERT_NE(bar, std::string::npos) << line;
+    FamilyConfig c;
+    parse(common, c);
+    parse(line.substr(bar + 1), c);
+    configs[line.substr(0, bar)] = c;
+  }
+  ASSERT_GE(configs.size(), 5u);
+  for (const Shape s : {Shape{4096, 8192, 32768}, Shape{4096, 8192, 8192}}) {
+    const auto p = problem(s, "e4m3f16");
+    for (const auto& [name, c] : configs) {
+      auto why = f.violation(c, p);
+      EXPECT_FALSE(why) << name << ": " << why.value_or("");
+    }
+    EXPECT_EQ(configs.at("co128x256_sub"), f.default_config(p));
+  }
 }
 
 }  // namespace

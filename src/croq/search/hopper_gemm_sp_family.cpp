@@ -134,8 +134,10 @@ std::optional<FamilyConfig> HopperGemmSpFamily::with_promotion(FamilyConfig c, c
   c["PROMOTE"] = "1";
   c["PROMOTE_SUB"] = "1";
   c["MMA_DEPTH"] = "0";
-  const bool two = get(c, "CONSUMERS") == 2;
-  if (two && (get(c, "BN") / 2) % 32 == 0 && accumulator_registers(c, d) <= max_accumulators(c, d)) return c;
+  const bool two = get(c, "CONSUMERS") == 2 && get(c, "PINGPONG") == 0;
+  const bool one_atom = accumulator_registers(c) == get(c, "BN") / 2;
+  if (two && one_atom && (get(c, "BN") / 2) % 32 == 0 && accumulator_registers(c, d) <= max_accumulators(c, d))
+    return c;
   return std::nullopt;
 }
 
@@ -198,6 +200,10 @@ std::optional<std::string> HopperGemmSpFamily::violation(const FamilyConfig& c, 
       return "PROMOTE_SUB=1 leaves the tensor cores idle while a consumer waits for its sub-tile: it needs two "
              "cooperative consumers (CONSUMERS=2, PINGPONG=0) so that the other one computes meanwhile";
     if ((bn / 2) % 32 != 0) return fmt::format("PROMOTE_SUB=1 computes BN/2={} columns per WGMMA: BN/2 must be a multiple of 32", bn / 2);
+    if (bm != 128)
+      return fmt::format("PROMOTE_SUB=1 needs one m64 atom per consumer (BM=128 with two consumers, not {}): with two "
+                         "atoms ptxas spills (92-116 bytes at 128 + 32 accumulators)",
+                         bm);
   }
   if (accumulator_registers(c, p.dtype) > max_accumulators(c, p.dtype)) {
     return fmt::format("{} f32 accumulators per consumer thread (rows per consumer / 64 x BN/2{}) exceed {}{}{}: the "
@@ -399,11 +405,12 @@ FamilyConfig HopperGemmSpFamily::default_config(const FamilyProblem& p) const {
   };
   FamilyConfig c;
   if (tiles(256, 128) >= sms) {
-    // Promoted (e4m3, long K): 256 x 192 does not fit twice its accumulators nor a sub-tile beside
-    // them; 128 x 192 does (96 + 96), 128 x 256 and 256 x 128 per sub-tile (128 + 64, 128 + 32).
+    // Promoted (e4m3, long K): 256 x 192 and 256 x 128 fit neither twice their accumulators nor
+    // sub-tiles (two m64 atoms per consumer spill); 128 x 192 does (96 + 96), 128 x 256 per
+    // sub-tile (128 + 64).
     if (needs_promotion(p, 1)) {
       t = {128, 256, 2, 0};
-      cheapest({{128, 256, 2, 0}, {128, 192, 2, 0}, {256, 128, 2, 0}}, false, 2, 1);
+      cheapest({{128, 256, 2, 0}, {128, 192, 2, 0}}, false, 2, 1);
     } else {
       cheapest({{128, 256, 2, 0}, {256, 192, 2, 0}, {256, 128, 2, 0}}, false, 2, 1);
     }

@@ -59,9 +59,10 @@
  *   CROQ_PROMOTE_SUB            with CROQ_PROMOTE 1 (and MMA_DEPTH 0): 1 computes each k block one
  *                               sub-tile at a time (one m64 atom x BN/2 columns) into a small
  *                               WGMMA accumulator that is added into the f32 tile accumulators
- *                               right after it: 1.25 x (M_ATOMS 2) or 1.5 x (M_ATOMS 1) the
- *                               accumulator registers instead of 2 x; each sub-tile waits for its
- *                               WGMMAs, the other consumer warpgroup keeps the tensor cores busy
+ *                               right after it: 1.5 x the accumulator registers instead of 2 x;
+ *                               each sub-tile waits for its WGMMAs, the other consumer warpgroup
+ *                               keeps the tensor cores busy; one m64 atom per consumer (with two,
+ *                               ptxas spilled 92-116 bytes at 128 + 32 accumulators)
  *   CROQ_DTYPES                 which instantiations to compile (bit mask; default all): 1 f16->f32,
  *                               2 f16->f16, 4 bf16->f32, 8 bf16->bf16, 16 e4m3->f16, 32 e4m3->bf16,
  *                               64 e4m3->f32
@@ -261,9 +262,9 @@ static_assert(SPLIT_K >= 1 && SPLIT_K <= 16, "CROQ_SPLIT_K must be in [1, 16]");
 static_assert(SPLIT_K == 1 || CROQ_PERSISTENT == 1,
               "split-K waits for other CTAs' partial sums, which needs every CTA resident: CROQ_PERSISTENT=1");
 static_assert(PROMOTE == 0 || PROMOTE == 1 || PROMOTE == 2 || PROMOTE == 4, "CROQ_PROMOTE must be 0, 1, 2 or 4");
-static_assert(!PROMOTE_SUB || (PROMOTE == 1 && CROQ_MMA_DEPTH == 0 && (BN / 2) % 32 == 0),
+static_assert(!PROMOTE_SUB || (PROMOTE == 1 && CROQ_MMA_DEPTH == 0 && (BN / 2) % 32 == 0 && M_ATOMS == 1),
               "CROQ_PROMOTE_SUB=1 promotes after every k block (CROQ_PROMOTE=1), waits for each sub-tile's WGMMAs "
-              "(CROQ_MMA_DEPTH=0) and needs BN/2 a multiple of 32");
+              "(CROQ_MMA_DEPTH=0), needs BN/2 a multiple of 32 and one m64 atom per consumer (ptxas spills with two)");
 
 struct Params {
   int m, n, k;
@@ -1008,7 +1009,7 @@ __global__ void __launch_bounds__(THREADS, 1)
             }
         }
         if constexpr (SUB) {
-          // Sub-tiles: for each m64 atom and half of the columns, this block's WGMMAs into `sub`
+          // Sub-tiles: for each m64 atom (one) and half of the columns, this block's WGMMAs into `sub`
           // (starting afresh), waited for, and added into the f32 tile accumulators.
           if constexpr (META == 0) {
 #pragma unroll
