@@ -29,6 +29,8 @@ packages=(
   clang libclang-rt-dev  # the fuzz targets (libFuzzer; ctest -L fuzz, bench/fuzz.sh)
   python3
   chromium chromium-driver curl  # the dashboard's browser test (ctest -L browser); bench/monitor.sh
+  slurmctld slurmd slurm-client munge  # croq sweep submit --slurm's test on a one-node cluster (tests/slurm)
+  libpq-dev postgresql  # croq serve --db postgresql://...; its tests on a throwaway server (tests/postgres)
 )
 [ "$choreo" = 1 ] && packages+=(flex bison)  # the CroqTile compiler's scanner and parser
 missing=()

@@ -12,7 +12,8 @@ VerbRunner setup_serve(CLI::App& app) {
   auto o = std::make_shared<ServeOptions>();
   app.add_option("--bind", o->bind, "HOST:PORT to listen on (default 127.0.0.1:8642; env CROQ_SERVE_BIND); "
                                     "anything but loopback needs a token");
-  app.add_option("--db", o->db, "the database: a SQLite file (default <root>/.croq/monitor.db; env CROQ_SERVE_DB)");
+  app.add_option("--db", o->db, "the database: a SQLite file (default <root>/.croq/monitor.db; env CROQ_SERVE_DB), or "
+                                  "postgresql://user@host:port/database for one database several machines write");
   app.add_option("--token-file", o->token_file, "file holding the access token (env CROQ_SERVE_TOKEN_FILE); "
                                                 "without it a non-loopback bind generates one and shows it once");
   app.add_option("--poll-ms", o->poll_ms, "how often the ledgers are checked for changes")->default_val(500)

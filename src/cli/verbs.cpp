@@ -87,15 +87,43 @@ const std::vector<VerbSpec>& verbs() {
        "pending, stopped, wall_s}`. Exit 1 if a shape failed; 6 if a sweep already runs on the workspace; 7 if no "
        "device is (or stays) healthy; 2 on a bad manifest (nothing is run).",
        setup_sweep_run},
-      {"sweep status", "the sweep's shapes: status, rounds, baseline, best; whether a sweep runs now",
+      {"sweep submit", "submit the sweep to Slurm: a job array, one task per shape, on a shared workspace",
+       "`--slurm` (required): plans the shapes as `croq sweep run` does (the same manifest and options; tuning/state.json "
+       "and the ledgers: a shape done at `--rounds` is left out, one closed below it reopened, one begun resumed), "
+       "writes tuning/slurm/<stamp>/ (submission.json, job.sh with `--array=0-<n-1>`, `--gres=gpu:1`, logs/) and "
+       "submits it with sbatch; tuning/slurm.json names the job. Each task runs `croq sweep task` on the workspace, "
+       "which must be on a file system the nodes share, with the croq executable at the same path. `--partition`, "
+       "`--account`, `--time`, `--cpus-per-task`, `--max-parallel` (`%M`) and any `--sbatch-arg` are passed through "
+       "to sbatch. `--dry-run` writes the script and submits nothing (docs/sweep.md).\n\n"
+       "Output: `{job_id, dir, script, tasks: [{index, key, plan, stored_rounds}], skipped_done, dry_run}`. Exit 6 "
+       "while a local sweep runs on the workspace or the previous job still has tasks queued or running; 1 when "
+       "sbatch refuses the job (nothing is kept); 7 when sbatch cannot be started; 2 on a bad option or manifest.",
+       setup_sweep_submit},
+      {"sweep task", "run one shape of a Slurm submission (what each task of the job array runs)",
+       "Run by the job script `croq sweep submit --slurm` writes: the sweep of the shape at `--index` (default "
+       "SLURM_ARRAY_TASK_ID) of `--submission`, on the GPU Slurm gave the task (SLURM_STEP_GPUS / SLURM_JOB_GPUS, "
+       "else CUDA_VISIBLE_DEVICES), with the driver and options of the submission. Many tasks share the workspace: "
+       "each works under its shape's lock (a shape another process holds is left to it) and writes its own entry "
+       "of tuning/state.json; the events go to tuning/sweep-log.jsonl with `slurm_job` and `slurm_task`. SIGTERM "
+       "(scancel, the time limit) stops the driver; the shape resumes on the next run or submission.\n\n"
+       "Output: `croq sweep run`'s, with `slurm_job`, `slurm_task` and `key`. Exit 1 if the shape failed; 7 if the "
+       "device is not healthy; 10 if the submission is damaged.",
+       setup_sweep_task},
+      {"sweep status", "the sweep's shapes: status, rounds, baseline, best; whether a sweep runs now; its Slurm job",
        "Reads tuning/state.json, each shape's rounds and TFLOPS refreshed from its ledger (nothing is written). "
+       "Where a Slurm job was submitted (tuning/slurm.json), joins its array tasks as squeue (queued, running), sacct "
+       "(ended) or, where accounting is off, `scontrol show job` see them. "
        "A table on stderr; output: `{state_file, shapes: [{key, status, mode, current_iter, target_rounds, "
-       "best_tflops, baseline_tflops, device, error}], counts, running, pid, sweep}`. Exit 10 if state.json is damaged.",
+       "best_tflops, baseline_tflops, device, error, slurm}], counts, running, pid, sweep, slurm: {job_id, "
+       "submitted_at, dir, accounting, tasks: [{index, key, state, reason, node, exit_code, elapsed}], counts, live, "
+       "notes}}`. A Slurm command that fails is a note, not an error. Exit 10 if state.json is damaged.",
        setup_sweep_status},
-      {"sweep stop", "stop the running sweep: its drivers stop and resume on the next run",
+      {"sweep stop", "stop the running sweep (its drivers stop and resume on the next run) and cancel its Slurm job",
        "Sends SIGTERM to the sweep that holds the workspace (tuning/sweep.json names it); it stops every driver and "
-       "writes its state. `--wait` waits until it has ended (exit 6 if it has not within `--timeout`). Output: "
-       "`{was_running, pid, stopped}`.",
+       "writes its state. Where the workspace's Slurm job (tuning/slurm.json) still has tasks queued or running, "
+       "cancels it (scancel): each task stops its driver. `--wait` waits until both have ended (exit 6 if not within "
+       "`--timeout`). Output: `{was_running, pid, stopped, slurm: {job_id, was_live, live_tasks, cancelled, "
+       "stopped}}`.",
        setup_sweep_stop},
       {"round", "run a round's mechanical steps after IMPLEMENT: build, verify, measure, decide, store",
        "For the open plan's candidate (its source in srcs/, or `--iter`), runs as child processes, in order, the "
@@ -503,6 +531,10 @@ const std::vector<std::string>& verb_examples(const std::string& name) {
       {"report", {"croq report --out report/"}},
       {"help", {"croq help", "croq help store-round", "croq help --markdown"}},
       {"sweep run", {"croq sweep run --manifest typical --dsl cpp --rounds 20", "croq sweep run --manifest typical --dsl cuda --gpus 0,2"}},
+      {"sweep submit", {"croq sweep submit --slurm --manifest typical --op matmul --dtype f16fp32 --dsl cuda --rounds 150 "
+                        "--partition gpu --account proj42 --time 2-00:00:00",
+                        "croq sweep submit --slurm --dsl cuda --sbatch-arg=--constraint=h200 --dry-run"}},
+      {"sweep task", {"croq sweep task --submission tuning/slurm/20261202T050812-4242/submission.json --index 3"}},
       {"sweep status", {"croq sweep status"}},
       {"sweep stop", {"croq sweep stop --wait"}},
   };

@@ -43,6 +43,8 @@ VerbRunner setup_report(CLI::App&);
 VerbRunner setup_init(CLI::App&);
 VerbRunner setup_agent_run(CLI::App&);
 VerbRunner setup_sweep_run(CLI::App&);
+VerbRunner setup_sweep_submit(CLI::App&);
+VerbRunner setup_sweep_task(CLI::App&);
 VerbRunner setup_sweep_status(CLI::App&);
 VerbRunner setup_sweep_stop(CLI::App&);
 VerbRunner setup_round(CLI::App&);

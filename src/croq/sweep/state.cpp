@@ -35,6 +35,14 @@ void StateFile::write(const json& doc) const {
   atomic_write(m_path, dump_pretty(doc) + "\n", true, m_root);
 }
 
+void StateFile::update(const std::function<void(json& doc)>& change) const {
+  ensure_dir(m_path.parent_path());
+  FileLock lock(lock_path(), std::chrono::milliseconds(30000), "croq sweep: state.json", m_root);
+  json doc = read();
+  change(doc);
+  atomic_write(m_path, dump_pretty(doc) + "\n", true, m_root);
+}
+
 const char* plan_name(Plan p) {
   switch (p) {
     case Plan::skip_done: return "skip_done";

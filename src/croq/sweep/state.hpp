@@ -9,11 +9,14 @@
 // ledgers (a crash between a round's store and the state's write) loses nothing.
 //
 // One writer at a time: every write takes tuning/.state.lock and replaces the file atomically
-// (util/fs.hpp); `croq sweep run` also holds tuning/.sweep.lock while it runs, so two sweeps never
-// run on one workspace at once.
+// (util/fs.hpp), and a sweep writes back only the entries of the shapes it works on (read, merge and
+// replace under the lock), so the tasks of a Slurm job array share the file; `croq sweep run` also
+// holds tuning/.sweep.lock while it runs, so two local sweeps never run on one workspace at once,
+// and each shape is worked on under its own lock (tuning/.sweep-shape.<key>.lock).
 #pragma once
 #include <chrono>
 #include <filesystem>
+#include <functional>
 #include <optional>
 #include <string>
 
@@ -34,6 +37,9 @@ class StateFile {
   json read() const;
   // Replaces the file atomically under its lock.
   void write(const json& doc) const;
+  // Reads the file, applies `change` and replaces it, all under its lock: the read-modify-write of
+  // writers that share the file (the tasks of a Slurm job array each update their own shape).
+  void update(const std::function<void(json& doc)>& change) const;
 
  private:
   std::filesystem::path m_root;

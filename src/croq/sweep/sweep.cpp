@@ -28,6 +28,9 @@ namespace croq::sweep {
 std::filesystem::path sweep_log_path(const std::filesystem::path& root) { return root / "tuning" / "sweep-log.jsonl"; }
 std::filesystem::path sweep_doc_path(const std::filesystem::path& root) { return root / "tuning" / "sweep.json"; }
 std::filesystem::path sweep_lock_path(const std::filesystem::path& root) { return root / "tuning" / ".sweep.lock"; }
+std::filesystem::path shape_lock_path(const std::filesystem::path& root, const std::string& key) {
+  return root / "tuning" / (".sweep-shape." + key + ".lock");
+}
 
 json QueueItem::to_json() const {
   return {{"key", key}, {"plan", plan_name(plan)}, {"stored_rounds", stored_rounds}, {"origin", origin},
@@ -163,6 +166,7 @@ class Runner {
 
   std::mutex mu;  // state, queue, log, results
   json state;
+  std::set<std::string> touched;  // the shapes whose entries this sweep writes
   std::deque<QueueItem> queue;
   json results = json::object();  // key -> outcome
   json device_report = json::array();
@@ -171,6 +175,9 @@ class Runner {
   TaskRef task_of(const std::string& key) const { return make_task(o.gpu_key, o.dsl, key, o.model); }
 
   void log_event(json e) {  // under mu
+    if (o.log_fields.is_object()) {
+      for (auto it = o.log_fields.begin(); it != o.log_fields.end(); ++it) e[it.key()] = it.value();
+    }
     e["at"] = now_iso8601();
     e["t_ms"] = std::round(clock.elapsed_ms() * 10) / 10;
     try {
@@ -181,14 +188,20 @@ class Runner {
   }
 
   json& entry(const std::string& key) {  // under mu
+    touched.insert(key);
     json& shapes = state["shapes"];
     if (!shapes.contains(key) || !shapes[key].is_object()) shapes[key] = json::object();
     return shapes[key];
   }
 
+  // Writes back the entries of this sweep's shapes into the file as it is now (other processes,
+  // the tasks of a Slurm job array, write theirs), under the file's lock.
   void save_state() {  // under mu
     state["updated_at"] = now_iso8601();
-    state_file.write(state);
+    state_file.update([&](json& disk) {
+      for (const auto& key : touched) disk["shapes"][key] = state["shapes"][key];
+      disk["updated_at"] = state["updated_at"];
+    });
   }
 
   void fill_entry(const QueueItem& q, const std::string& status) {  // under mu
@@ -433,6 +446,18 @@ void Runner::worker(Device dev) {
     }
     auto q = next_item();
     if (!q) return;
+    auto shape_lock = FileLock::try_acquire(shape_lock_path(o.root, q->key), std::chrono::milliseconds(0),
+                                            fmt::format("croq sweep (pid {}): {}", ::getpid(), q->key), o.root);
+    if (!shape_lock) {
+      std::lock_guard<std::mutex> lock(mu);
+      --busy_workers;
+      touched.erase(q->key);  // its entry is the holder's to write
+      results[q->key] = "held_elsewhere";
+      const std::string holder = FileLock::describe_holder(shape_lock_path(o.root, q->key));
+      log_event({{"event", "shape_held"}, {"key", q->key}, {"device", dev.id}, {"holder", holder}});
+      note(fmt::format("croq sweep: {} is being tuned by another process ({}); left to it", q->key, holder));
+      continue;
+    }
     {
       std::lock_guard<std::mutex> lock(mu);
       log_event({{"event", "take"}, {"key", q->key}, {"device", dev.id}, {"plan", plan_name(q->plan)},
@@ -467,9 +492,11 @@ void Runner::worker(Device dev) {
 
 json Runner::run() {
   ensure_dir(o.root / "tuning");
-  auto run_lock = FileLock::try_acquire(sweep_lock_path(o.root), std::chrono::milliseconds(0),
-                                        fmt::format("croq sweep run (pid {})", ::getpid()), o.root);
-  if (!run_lock) {
+  std::optional<FileLock> run_lock =
+      o.exclusive ? FileLock::try_acquire(sweep_lock_path(o.root), std::chrono::milliseconds(0),
+                                          fmt::format("croq sweep run (pid {})", ::getpid()), o.root)
+                  : std::optional<FileLock>();
+  if (o.exclusive && !run_lock) {
     throw Error(ExitCode::busy,
                 "a sweep already runs on this workspace: " + FileLock::describe_holder(sweep_lock_path(o.root)),
                 "`croq sweep status` shows it; `croq sweep stop` ends it");
@@ -485,7 +512,18 @@ json Runner::run() {
     std::lock_guard<std::mutex> lock(mu);
     state = state_file.read();
     auto rounds_of = [&](const std::string& key) { return stored_rounds_of(ws, task_of(key)); };
+    std::set<std::string> manifest_keys;
+    for (const auto& s : manifest.shapes) manifest_keys.insert(shape_key_for(s, o.mode));
     for (auto& q : plan_sweep(state, manifest, o.mode, o.rounds, rounds_of)) {
+      if (o.manifest_only && !manifest_keys.count(q.key)) continue;
+      // A shape another process works on now (a Slurm task) is left to it, its entry untouched.
+      if (!FileLock::try_acquire(shape_lock_path(o.root, q.key), std::chrono::milliseconds(0), "croq sweep: probe",
+                                 o.root)) {
+        results[q.key] = "held_elsewhere";
+        note(fmt::format("croq sweep: {} is being tuned by another process ({}); left to it", q.key,
+                         FileLock::describe_holder(shape_lock_path(o.root, q.key))));
+        continue;
+      }
       json& e = entry(q.key);
       if (q.plan == Plan::skip_done) {
         // Done at its budget (a sweep killed after the last round's store never wrote it so).
@@ -518,7 +556,7 @@ json Runner::run() {
                 {"model", o.model},
                 {"devices", json::array()}};
     for (const auto& d : chosen) doc["devices"].push_back(d.to_json());
-    atomic_write(sweep_doc_path(o.root), dump_pretty(doc) + "\n", true, o.root);
+    if (o.exclusive) atomic_write(sweep_doc_path(o.root), dump_pretty(doc) + "\n", true, o.root);
     save_state();
     log_event({{"event", "sweep_start"}, {"pid", ::getpid()}, {"devices", doc["devices"]}, {"queue", queue.size()},
                {"skipped", results.size()}});
@@ -561,12 +599,14 @@ json Runner::run() {
   summary["pending"] = pending;
   summary["wall_s"] = std::round(clock.elapsed_ms() / 100.0) / 10.0;
   log_event({{"event", "sweep_end"}, {"done", done}, {"failed", failed}, {"pending", pending}, {"stopped", stop.load()}});
-  json doc = try_parse_json(read_file(sweep_doc_path(o.root)).value_or("{}")).value_or(json::object());
-  doc["running"] = false;
-  doc["finished_at"] = now_iso8601();
-  doc["stopped"] = stop.load();
-  doc["device_health"] = summary["devices"];
-  atomic_write(sweep_doc_path(o.root), dump_pretty(doc) + "\n", true, o.root);
+  if (o.exclusive) {
+    json doc = try_parse_json(read_file(sweep_doc_path(o.root)).value_or("{}")).value_or(json::object());
+    doc["running"] = false;
+    doc["finished_at"] = now_iso8601();
+    doc["stopped"] = stop.load();
+    doc["device_health"] = summary["devices"];
+    atomic_write(sweep_doc_path(o.root), dump_pretty(doc) + "\n", true, o.root);
+  }
   if (!stop && pending > 0 && queue.size() > 0) {
     summary["error"] = "no healthy device is left for the shapes still queued";
   }

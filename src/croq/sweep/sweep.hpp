@@ -53,6 +53,12 @@ struct SweepOptions {
   int step_timeout_s = 900;
   int max_restarts = 3;           // consecutive driver deaths without progress before a shape fails
   std::string gpus = "all";
+  // false: one task of a Slurm job array (slurm_sweep.hpp), one of many processes working on the
+  // workspace at once: no workspace-wide lock (tuning/.sweep.lock) and no tuning/sweep.json; the
+  // per-shape locks and state.json's merged writes keep the tasks apart.
+  bool exclusive = true;
+  bool manifest_only = false;  // the manifest's shapes only (not state.json's far/needs_scratch shapes too)
+  json log_fields = json::object();  // added to every event of tuning/sweep-log.jsonl (slurm_job, slurm_task)
 };
 
 // One shape of the sweep's queue and what the skill's rules say of it.
@@ -108,5 +114,8 @@ json stop_sweep(const std::filesystem::path& root, bool wait, std::chrono::milli
 std::filesystem::path sweep_log_path(const std::filesystem::path& root);
 std::filesystem::path sweep_doc_path(const std::filesystem::path& root);
 std::filesystem::path sweep_lock_path(const std::filesystem::path& root);
+// The lock a sweep holds while it works on a shape (tuning/.sweep-shape.<key>.lock): a shape held
+// by another process (a Slurm task, another sweep) is left to it.
+std::filesystem::path shape_lock_path(const std::filesystem::path& root, const std::string& key);
 
 }  // namespace croq::sweep
