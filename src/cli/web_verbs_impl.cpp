@@ -22,6 +22,7 @@
 #include "croq/web/http_server.hpp"
 #include "croq/web/ledger_sync.hpp"
 #include "croq/web/monitor.hpp"
+#include "croq/web/postgres_database.hpp"
 #include "croq/web/report.hpp"
 #include "croq/web/sweep_report.hpp"
 
@@ -80,14 +81,19 @@ ExitCode run_serve(Context& ctx, const ServeOptions& opts) {
       return rep.clean() ? ExitCode::ok : ExitCode::failure;
     }
 
-    // One server per database: the lock is released by the kernel if the server dies.
+    // One server per database: the lock is released by the kernel if the server dies. A
+    // PostgreSQL database is shared by the servers of several machines: one server per workspace.
     std::string lock_path = db_location;
     if (starts_with(lock_path, "sqlite:")) lock_path = lock_path.substr(7);
+    if (web::is_postgres_location(db_location)) lock_path = (ws.root() / ".croq" / "monitor-postgresql").string();
     if (fs::path(lock_path).has_parent_path()) ensure_dir(fs::path(lock_path).parent_path());
     auto lock = FileLock::try_acquire(lock_path + ".lock", std::chrono::milliseconds(0), o->once ? "croq serve --once" : "croq serve");
     if (!lock) {
       throw Error(ExitCode::busy,
-                  fmt::format("another croq serve uses {} ({})", db_location, FileLock::describe_holder(lock_path + ".lock")),
+                  fmt::format("another croq serve uses {} ({})", web::is_postgres_location(db_location)
+                                                                   ? web::redact_postgres_location(db_location)
+                                                                   : db_location,
+                              FileLock::describe_holder(lock_path + ".lock")),
                   "stop it first, or pass another --db");
     }
     auto db = web::open_database(db_location);

@@ -129,7 +129,7 @@ struct DatabaseOptions {
 };
 
 // Opens (creating and migrating as needed) the database at `location`: a file path or
-// "sqlite:<path>". "postgresql://..." is recognised and refused until that backend exists.
+// "sqlite:<path>" (SQLite), or "postgresql://..." (PostgreSQL: postgres_database.hpp).
 // Throws Error(usage) for an unknown scheme, Error(corrupt) for a newer or damaged schema.
 std::unique_ptr<Database> open_database(const std::string& location, const DatabaseOptions& options = {});
 

@@ -16,6 +16,7 @@
 #include "croq/util/text.hpp"
 #include "croq/util/time.hpp"
 #include "croq/web/database.hpp"
+#include "croq/web/postgres_database.hpp"
 
 namespace croq::web {
 
@@ -553,11 +554,7 @@ int newest_schema_version() { return migrations().back().version; }
 
 std::unique_ptr<Database> open_database(const std::string& location, const DatabaseOptions& options) {
   if (location.empty()) throw_usage("no database location given", "pass --db PATH");
-  if (starts_with(location, "postgresql://") || starts_with(location, "postgres://")) {
-    throw Error(ExitCode::usage, "this croq is built with the SQLite backend only",
-                "pass --db PATH (a SQLite file); the PostgreSQL backend implements the same "
-                "Database interface (src/croq/web/database.hpp)");
-  }
+  if (is_postgres_location(location)) return open_postgres_database(location, options);
   std::string path = location;
   if (starts_with(location, "sqlite:")) path = location.substr(7);
   else if (location.find("://") != std::string::npos) {
