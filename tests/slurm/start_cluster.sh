@@ -116,7 +116,7 @@ MinJobAge=600
 KillWait=5
 Waittime=0
 MaxArraySize=10001
-NodeName=croqnode NodeHostname=$(hostname) NodeAddr=127.0.0.1 CPUs=$cpus Gres=gpu:2 State=UNKNOWN
+NodeName=croqnode NodeHostname=$(hostname 2>/dev/null || cat /proc/sys/kernel/hostname) NodeAddr=127.0.0.1 CPUs=$cpus Gres=gpu:2 State=UNKNOWN
 PartitionName=debug Nodes=croqnode Default=YES MaxTime=INFINITE State=UP
 CONF
 cat > "$dir/gres.conf" <<CONF
