@@ -60,13 +60,16 @@ if [ -z "$CROQ" ]; then
   note "no carried build: configuring and building croq ($JOBS jobs)"
   cmake -S . -B build-gpu -G Ninja -DCMAKE_BUILD_TYPE=Release -DCROQ_TESTS=OFF -DCROQ_WITH_WEB=OFF >/dev/null 2>&1 \
     || cmake -S . -B build-gpu -DCMAKE_BUILD_TYPE=Release -DCROQ_TESTS=OFF -DCROQ_WITH_WEB=OFF >/dev/null 2>&1
-  cmake --build build-gpu -j "$JOBS" --target croq 2>&1 | tail -3
+  cmake --build build-gpu -j "$JOBS" --target croq croq-cpu-runner 2>&1 | tail -3
   CROQ=$REPO/build-gpu/bin/croq
 fi
 if [ ! -x "$CROQ" ]; then echo "FATAL: no croq binary"; exit 1; fi
 note "croq: $CROQ"
 export CROQ_HOME=$REPO
 RUNNER=$REPO/src/python/croq_runner.py
+# croq's measurement rules (dtypes, tolerances, timing defaults, peak table): the Python runner has
+# no copy of them.
+RULES=$("$(dirname "$CROQ")/croq-cpu-runner" --print-rules 2>/dev/null || true)
 croq() { "$CROQ" --root "$WS" "$@"; }
 jget() { python3 -c 'import json,sys
 d=json.load(sys.stdin)
@@ -86,7 +89,7 @@ measure() {  # key dtype m n k candidate label -> appends JSON to $WORK/<label>.
     timeout 120 "$CROQ" --root "$WS" measure --dsl "$dsl" --shape-key "$key" --model "$model" --candidate "$cand" > "$out" 2> "$WORK/$label.err"
   fi
   if [ -z "$(jget verdict < "$out")" ]; then  # no croq measure (yet), or it gave no document
-    timeout 150 python3 "$RUNNER" --candidate "$cand" --m "$m" --n "$n" --k "$k" --dtype "$dtype" \
+    timeout 150 python3 "$RUNNER" --rules "$RULES" --candidate "$cand" --m "$m" --n "$n" --k "$k" --dtype "$dtype" \
       --b-layout "${BLAYOUT:-row}" --seed 1234 --time-budget-ms 2000 --timeout-s 120 --croq-git "$COMMIT" > "$out" 2> "$WORK/$label.err"
   fi
   local v t cv

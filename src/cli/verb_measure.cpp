@@ -21,6 +21,7 @@
 #include "croq/measure/invoke.hpp"
 #include "croq/measure/peak.hpp"
 #include "croq/measure/problem.hpp"
+#include "croq/measure/rules.hpp"
 #include "croq/measure/store_measurement.hpp"
 #include "croq/protocol/evidence.hpp"
 #include "croq/protocol/protocol.hpp"
@@ -418,7 +419,9 @@ VerbRunner setup_measure(CLI::App& app) {
                         "the triton dsl needs src/python/croq_runner.py (part of the croq tree)");
           }
           job.program = "python3";
-          job.prefix = {script.string()};
+          // The measurement rules (dtypes, tolerances, timing defaults, peak table) come from
+          // croq's own tables: the Python runner holds no copy of them (measure/rules.hpp).
+          job.prefix = {script.string(), "--rules", dump_compact(measurement_rules())};
         } else {
           job.program = runner_program(t.dsl);
         }

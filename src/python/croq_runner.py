@@ -54,48 +54,213 @@ SCHEMA = "croq-measurement-v1"
 EXIT_OK, EXIT_USAGE, EXIT_FORBIDDEN_CHECK, EXIT_CANDIDATE = 0, 2, 3, 8
 
 # ---------------------------------------------------------------------------------------------
-# Data types: the shape keys' dtype tokens (same table as src/croq/workspace/dtype.hpp)
+# The measurement rules: dtypes, tolerances, timing defaults and the peak table come from croq's
+# C++ tables (src/croq/measure/rules.hpp), passed as `--rules JSON` (croq measure does; by hand:
+# --rules "$(croq-cpu-runner --print-rules)"). This file holds no copy of them.
 
-DTYPES = {
-    # canonical: (input, output, compute)
-    "f16f32": ("f16", "f32", "f32"),
-    "f16": ("f16", "f16", "f32"),
-    "bf16f32": ("bf16", "f32", "f32"),
-    "bf16": ("bf16", "bf16", "f32"),
-    "e4m3f16": ("e4m3", "f16", "f32"),
-    "e4m3bf16": ("e4m3", "bf16", "f32"),
-    "f32": ("f32", "f32", "f32"),
-    "tf32": ("f32", "f32", "tf32"),
-}
-DTYPE_ALIASES = {
-    "fp16fp32": "f16f32", "f16fp32": "f16f32", "fp16f32": "f16f32", "hgemm32": "f16f32",
-    "fp16": "f16", "half": "f16", "bf16fp32": "bf16f32",
-    "e4m3": "e4m3f16", "fp8": "e4m3f16", "fp8e4m3": "e4m3f16", "e4m3fp16": "e4m3f16",
-    "fp32": "f32", "float": "f32",
-}
+RULES_SCHEMA = "croq-measurement-rules-v1"
 
 
-def canonical_dtype(token):
-    t = token.lower()
-    t = DTYPE_ALIASES.get(t, t)
-    if t not in DTYPES:
-        raise ValueError("unknown dtype %r (known: %s)" % (token, ", ".join(sorted(set(DTYPES) | set(DTYPE_ALIASES)))))
-    return t
+class Rules:
+    def __init__(self, doc):
+        if not isinstance(doc, dict) or doc.get("schema") != RULES_SCHEMA:
+            raise ValueError("the rules are not a %s document" % RULES_SCHEMA)
+        for part in ("dtypes", "timing", "peak"):
+            if not isinstance(doc.get(part), dict):
+                raise ValueError("the rules have no %r table" % part)
+        self.doc = doc
+        self.dtypes = doc["dtypes"]
+        self.timing = doc["timing"]
+        self.peak = doc["peak"]
+
+    def dtype(self, token):
+        """The dtype entry of a spelling: {canonical, input, output, compute, peak_column, tolerance}."""
+        entry = self.dtypes.get(str(token).lower())
+        if entry is None:
+            raise ValueError("unknown dtype %r (known: %s)" % (token, ", ".join(self.dtypes)))
+        return entry
+
+    def tolerance(self, token):
+        t = self.dtype(token)["tolerance"]
+        return {"base_tol": t["base_tol"], "rel_tol": t["rel_tol"], "normwise": t["normwise"], "rule": t["rule"]}
+
+    def peak_tflops(self, name, cc_major, cc_minor, sm_count, max_clock_mhz, token):
+        """The device's dense peak for the dtype (the same rows and estimate as measure/peak.cpp)."""
+        column = self.dtype(token)["peak_column"]
+        lower = (name or "").lower()
+        for row in self.peak["rows"]:
+            if row["contains"] not in lower:
+                continue
+            if row["excludes"] and row["excludes"] in lower:
+                continue
+            if row["cc_major"] != cc_major or row["cc_minor"] != cc_minor:
+                continue
+            return row["tflops"][column]
+        est = self.peak["estimate"]
+        per = self.peak["f16_flop_per_sm_clock"].get("%d.%d" % (cc_major, cc_minor),
+                                                     self.peak["f16_flop_per_sm_clock_default"])
+        clock_ghz = (max_clock_mhz if max_clock_mhz and max_clock_mhz > 0 else est["default_clock_mhz"]) / 1000.0
+        if column == "f32":
+            return (sm_count or 0) * clock_ghz * est["f32_flop_per_sm_clock"] / 1000.0
+        return (sm_count or 0) * clock_ghz * per / 1000.0 * est["factor"][column]
 
 
-def tolerance_for(canon):
-    """The seeds' table (base_tol, rel_tol) plus croq's normwise bound."""
-    # Every croq dtype accumulates in f32, so the seeds' f16-accumulator row (16.0 / 0.05) does
-    # not arise; e4m3 inputs get their own row.
-    inp, out, compute = DTYPES[canon]
-    base, rel = (0.5, 0.01) if inp == "e4m3" else (1.0, 0.01)
-    if compute == "tf32" or out in ("f16", "bf16") or inp == "e4m3":
-        normwise = 1e-2
-    elif inp in ("f16", "bf16"):
-        normwise = 5e-3
+def load_rules(text):
+    """--rules: the JSON document itself, or the path of a file holding it."""
+    text = (text or "").strip()
+    if not text.startswith("{"):
+        with open(text, encoding="utf-8") as f:
+            text = f.read()
+    return Rules(json.loads(text))
+
+
+# ---------------------------------------------------------------------------------------------
+# Verification: the figures and the verdict, one formula for every array kind (torch tensors on
+# the device, plain Python lists in croq's tests), the same as measure/tolerance.cpp's
+# compare_host: an element fails when !(|got - want| <= base_tol + rel_tol * |want|); a NaN or
+# infinite output is counted apart; the normwise error ||got - want|| / ||want|| sums the finite
+# elements; max_rel_err is taken where |want| >= base_tol; passed = no mismatch, no NaN and a
+# finite normwise error within the limit.
+
+class ListOps:
+    """Flat lists of floats."""
+
+    def size(self, x):
+        return len(x)
+
+    def abs(self, x):
+        return [abs(v) for v in x]
+
+    def sub(self, a, b):
+        return [u - v if math.isfinite(u) else float("nan") for u, v in zip(a, b)]
+
+    def affine(self, x, scale, offset):
+        return [offset + scale * v for v in x]
+
+    def isfinite(self, x):
+        return [math.isfinite(v) for v in x]
+
+    def le(self, a, b):
+        return [u <= v for u, v in zip(a, b)]
+
+    def ge(self, a, b_scalar):
+        return [u >= b_scalar for u in a]
+
+    def and_(self, a, b):
+        return [u and v for u, v in zip(a, b)]
+
+    def count(self, mask):
+        return sum(1 for v in mask if v)
+
+    def where(self, mask, a, fill):
+        return [u if m else fill for m, u in zip(mask, a)]
+
+    def div(self, a, b):
+        return [u / v if v != 0 else (0.0 if u == 0 else float("inf")) for u, v in zip(a, b)]
+
+    def max(self, x):
+        return max(x) if x else 0.0
+
+    def sumsq(self, x):
+        return math.fsum(v * v for v in x)
+
+    def topk(self, x, k):
+        order = sorted(range(len(x)), key=lambda i: (-x[i], i))[:k]
+        return order
+
+    def item(self, x, i):
+        return x[i]
+
+
+class TorchOps:
+    """torch tensors (flat, float64) on any device."""
+
+    def __init__(self, torch):
+        self.torch = torch
+
+    def size(self, x):
+        return int(x.numel())
+
+    def abs(self, x):
+        return x.abs()
+
+    def sub(self, a, b):
+        return a - b
+
+    def affine(self, x, scale, offset):
+        return x * scale + offset
+
+    def isfinite(self, x):
+        return self.torch.isfinite(x)
+
+    def le(self, a, b):
+        return a <= b
+
+    def ge(self, a, b_scalar):
+        return a >= b_scalar
+
+    def and_(self, a, b):
+        return a & b
+
+    def count(self, mask):
+        return int(mask.sum().item())
+
+    def where(self, mask, a, fill):
+        return self.torch.where(mask, a, self.torch.full_like(a, fill))
+
+    def div(self, a, b):
+        return a / b
+
+    def max(self, x):
+        return float(x.max().item()) if x.numel() else 0.0
+
+    def sumsq(self, x):
+        return float((x * x).sum().item())
+
+    def topk(self, x, k):
+        k = min(k, int(x.numel()))
+        if k == 0:
+            return []
+        vals, idx = self.torch.topk(x, k)
+        pairs = sorted(zip(vals.tolist(), idx.tolist()), key=lambda p: (-p[0], p[1]))
+        return [int(i) for _, i in pairs]
+
+    def item(self, x, i):
+        return float(x[i].item())
+
+
+def verification_figures(ops, got, want, tol, cols, worst_n=8):
+    """got, want: flat arrays (row-major, `cols` columns) of the output as read back and of the f32
+    reference. Returns the verification fields of the measurement document."""
+    base, rel = tol["base_tol"], tol["rel_tol"]
+    n = ops.size(got)
+    aw = ops.abs(want)
+    limit = ops.affine(aw, rel, base)
+    finite = ops.isfinite(got)
+    d = ops.abs(ops.sub(got, want))
+    mismatches = n - ops.count(ops.le(d, limit))  # the negated test: a NaN fails
+    nan_count = n - ops.count(finite)
+    d_finite = ops.where(finite, d, 0.0)
+    max_abs = ops.max(d_finite)
+    max_rel = ops.max(ops.where(ops.and_(finite, ops.ge(aw, base)), ops.div(d_finite, aw), 0.0))
+    sum_d2, sum_w2 = ops.sumsq(d_finite), ops.sumsq(want)
+    if sum_w2 > 0:
+        normwise = math.sqrt(sum_d2 / sum_w2)
     else:
-        normwise = 1e-3
-    return {"base_tol": base, "rel_tol": rel, "normwise": normwise}
+        normwise = float("inf") if sum_d2 > 0 else 0.0
+    score = ops.where(finite, ops.div(d_finite, limit), float("inf"))
+    worst = []
+    for i in ops.topk(score, worst_n):
+        r, col = divmod(int(i), cols)
+        worst.append({"i": r, "j": col, "got": _num(ops.item(got, i)), "want": _num(ops.item(want, i))})
+    fig = {"elements": n, "mismatches": mismatches, "max_abs_err": _num(max_abs), "max_rel_err": _num(max_rel),
+           "normwise_rel_err": _num(normwise), "worst": worst, "nan_count": nan_count}
+    fig["passed"] = verdict_passed(mismatches, nan_count, normwise, tol)
+    return fig
+
+
+def verdict_passed(mismatches, nan_count, normwise, tol):
+    return mismatches == 0 and nan_count == 0 and math.isfinite(normwise) and normwise <= tol["normwise"]
 
 
 # ---------------------------------------------------------------------------------------------
@@ -507,31 +672,6 @@ def run_import_only(path):
 # ---------------------------------------------------------------------------------------------
 # Measuring
 
-PEAK_TFLOPS = {
-    # dense tensor-core figures per input type (SXM parts)
-    "H200": {"f16": 989.4, "bf16": 989.4, "e4m3": 1978.9, "tf32": 494.7, "f32": 66.9},
-    "H100": {"f16": 989.4, "bf16": 989.4, "e4m3": 1978.9, "tf32": 494.7, "f32": 66.9},
-    "H800": {"f16": 989.4, "bf16": 989.4, "e4m3": 1978.9, "tf32": 494.7, "f32": 66.9},
-    "H20": {"f16": 148.0, "bf16": 148.0, "e4m3": 296.0, "tf32": 74.0, "f32": 44.0},
-    "A100": {"f16": 312.0, "bf16": 312.0, "tf32": 156.0, "f32": 19.5},
-    "A800": {"f16": 312.0, "bf16": 312.0, "tf32": 156.0, "f32": 19.5},
-}
-# Dense f16 tensor FLOPs per SM per clock by compute capability (fallback for unlisted devices).
-F16_FLOPS_PER_SM_CLOCK = {9: 4096, 8: 2048, 7: 1024, 10: 8192, 12: 4096}
-
-
-def peak_tflops(name, cc_major, sm_count, max_clock_mhz, inp, compute):
-    key = "tf32" if compute == "tf32" else inp
-    for part, table in PEAK_TFLOPS.items():
-        if part in name.replace("-", " ").split() or (" " + part) in name:
-            return table.get(key)
-    per = F16_FLOPS_PER_SM_CLOCK.get(cc_major)
-    if not per or not sm_count or not max_clock_mhz:
-        return None
-    scale = {"f16": 1.0, "bf16": 1.0, "e4m3": 2.0, "tf32": 0.5, "f32": 1.0 / 16}.get(key, 1.0)
-    return per * scale * sm_count * max_clock_mhz * 1e6 / 1e12
-
-
 def nvidia_smi(fields, index):
     try:
         p = subprocess.run(["nvidia-smi", "--query-gpu=" + fields, "--format=csv,noheader,nounits", "-i", str(index)],
@@ -543,7 +683,7 @@ def nvidia_smi(fields, index):
     return None
 
 
-def device_info(torch, device_key, inp, compute):
+def device_info(torch, device_key, rules, dtype):
     idx = torch.cuda.current_device()
     props = torch.cuda.get_device_properties(idx)
     name = torch.cuda.get_device_name(idx)
@@ -559,7 +699,7 @@ def device_info(torch, device_key, inp, compute):
     return {
         "name": name, "uuid": uuid, "key": key, "compute_cap": cc, "driver": smi[1],
         "sm_clock_mhz": int(float(smi[2])) if smi[2] not in (None, "", "[N/A]") else None,
-        "peak_tflops": peak_tflops(name, props.major, props.multi_processor_count, max_clock, inp, compute),
+        "peak_tflops": rules.peak_tflops(name, props.major, props.minor, props.multi_processor_count, max_clock, dtype),
     }, idx
 
 
@@ -575,8 +715,9 @@ class Problem:
     def __init__(self, args):
         self.op = args.op
         self.m, self.n, self.k = args.m, args.n, args.k
-        self.dtype = canonical_dtype(args.dtype)
-        self.inp, self.out, self.compute = DTYPES[self.dtype]
+        entry = args.rules.dtype(args.dtype)
+        self.dtype = entry["canonical"]
+        self.inp, self.out, self.compute = entry["input"], entry["output"], entry["compute"]
         self.b_layout = args.b_layout
 
     def to_dict(self):
@@ -613,34 +754,9 @@ def make_inputs(torch, pb, seed, device):
 
 
 def verify(torch, c, ref, tol, worst_n=5):
-    got = c.to(torch.float32)
-    nan_mask = torch.isnan(got) | torch.isinf(got)
-    nan_count = int(nan_mask.sum().item())
-    err = (got - ref).abs()
-    limit = tol["base_tol"] + tol["rel_tol"] * ref.abs()
-    bad = (err > limit) | nan_mask
-    mismatches = int(bad.sum().item())
-    finite_err = torch.where(nan_mask, torch.zeros_like(err), err)
-    max_abs = float(finite_err.max().item()) if err.numel() else 0.0
-    rel = finite_err / ref.abs().clamp_min(1e-6)
-    max_rel = float(rel.max().item()) if err.numel() else 0.0
-    ref_norm = float(torch.linalg.vector_norm(ref).item()) if ref.numel() else 0.0
-    diff = torch.where(nan_mask, torch.full_like(err, float("inf")), got - ref)
-    diff_norm = float(torch.linalg.vector_norm(diff).item()) if diff.numel() else 0.0
-    normwise = diff_norm / ref_norm if ref_norm > 0 else (0.0 if diff_norm == 0 else float("inf"))
-    worst = []
-    if err.numel():
-        excess = torch.where(nan_mask, torch.full_like(err, float("inf")), err - limit).flatten()
-        count = min(worst_n, excess.numel())
-        vals, idx = torch.topk(excess, count)
-        for v, i in zip(vals.tolist(), idx.tolist()):
-            if v <= 0:
-                break
-            r, col = divmod(int(i), c.shape[1])
-            worst.append({"i": r, "j": col, "got": _num(got[r, col].item()), "want": _num(ref[r, col].item())})
-    passed = mismatches == 0 and nan_count == 0 and normwise <= tol["normwise"]
-    return {"passed": passed, "elements": int(err.numel()), "mismatches": mismatches, "max_abs_err": _num(max_abs),
-            "max_rel_err": _num(max_rel), "normwise_rel_err": _num(normwise), "worst": worst, "nan_count": nan_count}
+    """The output `c` against the reference: verification_figures on the device, in float64."""
+    return verification_figures(TorchOps(torch), c.reshape(-1).to(torch.float64), ref.reshape(-1).to(torch.float64),
+                                tol, c.shape[1], worst_n)
 
 
 def _num(v):
@@ -655,7 +771,7 @@ def measure(args):
     doc = base_document(args)
     pb = Problem(args)
     doc["problem"] = pb.to_dict()
-    tol = tolerance_for(pb.dtype)
+    tol = args.rules.tolerance(pb.dtype)
     doc["verification"]["tolerance"] = tol
     if args.op != "matmul":
         return finish(doc, "UNSUPPORTED", "the Python runner measures dense matmul only; %s (2:4 sparse A) is measured "
@@ -672,7 +788,7 @@ def measure(args):
     torch.backends.cuda.matmul.allow_tf32 = False
     torch.backends.cudnn.allow_tf32 = False
     if device == "cuda":
-        doc["device"], _ = device_info(torch, args.device_key, pb.inp, pb.compute)
+        doc["device"], _ = device_info(torch, args.device_key, args.rules, pb.dtype)
     else:
         doc["device"] = {"name": "cpu", "uuid": None, "key": args.device_key or "cpu", "compute_cap": None,
                          "driver": None, "sm_clock_mhz": None, "peak_tflops": None}
@@ -737,15 +853,40 @@ def measure_guarded(args, doc, pb, tol, torch, device, guard):
             return "LIBRARY_CALL_FORBIDDEN", "the candidate called " + ", ".join(sorted(set(guard.violations)))
         return None
 
-    # 1. Verification with the recorded seed.
+    # 1. Verification with the recorded seed. The first call also compiles the Triton kernels and
+    # runs any @triton.autotune benchmark: both happen here, outside every timed region, and are
+    # reported (process.first_call_ms, process.autotune; croq measure keeps `process` as written).
     a, b, c, ref = make_inputs(torch, pb, args.seed, device)
+    first = time.perf_counter()
     failed = run_checked(a, b, c)
+    doc["process"]["first_call_ms"] = (time.perf_counter() - first) * 1e3
+    tuners = autotuners(mod)
+    if tuners:
+        doc["process"]["autotune"] = autotune_report(tuners)
     if failed:
         return finish(doc, *failed)
     v = verify(torch, c, ref, tol)
     doc["verification"].update(v)
     if not v["passed"]:
         return finish(doc, "VERIFY_FAIL", verify_reason(v, tol))
+
+    if args.mode == "profile":
+        # One launch inside the NVTX range `croq_candidate` after the warm-up, the range that croq
+        # profile's ncu filter captures (with the candidate's kernel names): neither the inputs,
+        # nor the reference, nor the JIT compile or autotune, nor a warm-up launch is captured.
+        for _ in range(args.warmup):
+            c.fill_(float("nan"))
+            failed = run_checked(a, b, c)
+            if failed:
+                return finish(doc, *failed)
+        c.fill_(float("nan"))
+        sync()
+        torch.cuda.nvtx.range_push(PROFILE_RANGE)
+        failed = run_checked(a, b, c)
+        torch.cuda.nvtx.range_pop()
+        if failed:
+            return finish(doc, *failed)
+        return finish(doc, "PASS", "")
 
     # 2. A second seed: fresh inputs in fresh buffers (catches results remembered between calls).
     a2, b2, c2, ref2 = make_inputs(torch, pb, args.seed + 1, device)
@@ -783,8 +924,13 @@ def measure_guarded(args, doc, pb, tol, torch, device, guard):
         doc["verification"].update(vt)
         return ("VERIFY_FAIL", "timed launch %d, verified after it ran (chosen at random): %s" % (rep, verify_reason(vt, tol)))
 
+    tuned_before = autotune_state(tuners)
     t = time_candidate(torch, device, args, lambda: call(a, b, c), sync, poison, after_rep)
     doc["verification"]["timed_checked"] = timed["checked"]
+    if tuners and autotune_state(tuners) != tuned_before:
+        doc["process"]["autotune"] = autotune_report(tuners)
+        return finish(doc, "RUNTIME_FAIL", "@triton.autotune benchmarked again during the timing (a new tuning key): "
+                      "its tuning would be timed as the kernel's; pin the configuration")
     if isinstance(t, tuple):
         if t[0] == "VERIFY_FAIL":
             doc["verification"]["passed"] = False
@@ -814,6 +960,36 @@ def measure_guarded(args, doc, pb, tol, torch, device, guard):
     if peak and doc["tflops"] and doc["tflops"] > peak:
         return finish(doc, "IMPOSSIBLE", "%.1f TFLOPS is above the device's peak of %.1f" % (doc["tflops"], peak))
     return finish(doc, "PASS", "")
+
+
+PROFILE_RANGE = "croq_candidate"
+
+
+def autotuners(mod):
+    """The @triton.autotune kernels of the candidate module (none without triton)."""
+    try:
+        from triton.runtime.autotuner import Autotuner
+    except ImportError:
+        return []
+    return [(name, obj) for name, obj in sorted(vars(mod).items()) if isinstance(obj, Autotuner)]
+
+
+def autotune_state(tuners):
+    return [(name, len(getattr(t, "cache", {}) or {}), getattr(t, "bench_time", None)) for name, t in tuners]
+
+
+def autotune_report(tuners):
+    """What each autotuner did at the first call: configurations, the one it chose, its tuning time."""
+    out = []
+    for name, t in tuners:
+        best = getattr(t, "best_config", None)
+        bench = getattr(t, "bench_time", None)
+        timings = getattr(t, "configs_timings", None) or {}
+        out.append({"kernel": name, "configs": len(getattr(t, "configs", []) or []),
+                    "configs_timed": len(timings), "best_config": str(best) if best is not None else None,
+                    "tuning_ms": bench * 1e3 if isinstance(bench, (int, float)) else None,
+                    "keys_tuned": len(getattr(t, "cache", {}) or {})})
+    return out
 
 
 def verify_reason(v, tol):
@@ -962,6 +1138,7 @@ def base_document(args):
         "tflops": None,
         "source": "measured",
         "runner": {"name": "croq_runner.py", "python": sys.version.split()[0], "dsl": "triton"},
+        "process": {},
     }
 
 
@@ -1004,7 +1181,7 @@ def measure_isolated(args, argv):
     doc = base_document(args)
     try:
         doc["problem"] = Problem(args).to_dict()
-        doc["verification"]["tolerance"] = tolerance_for(Problem(args).dtype)
+        doc["verification"]["tolerance"] = args.rules.tolerance(args.dtype)
     except ValueError:
         pass
     tail = " | ".join([l for l in (err or "").splitlines() if l.strip()][-3:])
@@ -1020,6 +1197,53 @@ def measure_isolated(args, argv):
                   % (rc, (": " + tail) if tail else ""))
 
 
+def read_raw(path, scalar):
+    """A raw little-endian array of f32, f16 or bf16 values, as Python floats."""
+    import array
+    import struct
+    with open(path, "rb") as f:
+        data = f.read()
+    if scalar == "f32":
+        a = array.array("f")
+        a.frombytes(data)
+        if sys.byteorder != "little":
+            a.byteswap()
+        return [float(v) for v in a]
+    if scalar == "f16":
+        return [float(v) for v in struct.unpack("<%de" % (len(data) // 2), data)]
+    if scalar == "bf16":
+        halves = struct.unpack("<%dH" % (len(data) // 2), data)
+        return [struct.unpack("<f", struct.pack("<I", h << 16))[0] for h in halves]
+    raise ValueError("no raw reader for %s" % scalar)
+
+
+def run_selftest(args):
+    """croq's tests drive the runner's own rule functions on given arrays (no torch needed): one JSON
+    document in, one out. {"verify": [{got, want, m, n, dtype}], "peak": [{name, cc_major, cc_minor,
+    sm_count, max_clock_mhz, dtype}]}; got is raw output values of the dtype's output type, want raw f32."""
+    if args.rules is None:
+        print("croq_runner.py: --selftest needs --rules (%s)" % (args.rules_error or "missing"), file=sys.stderr)
+        return EXIT_USAGE
+    with open(args.selftest, encoding="utf-8") as f:
+        req = json.load(f)
+    out = {"verify": [], "peak": []}
+    for v in req.get("verify", []):
+        entry = args.rules.dtype(v["dtype"])
+        tol = args.rules.tolerance(v["dtype"])
+        got = read_raw(v["got"], entry["output"])
+        want = read_raw(v["want"], "f32")
+        if len(got) != v["m"] * v["n"] or len(want) != v["m"] * v["n"]:
+            raise ValueError("array sizes differ from m x n")
+        fig = verification_figures(ListOps(), got, want, tol, v["n"])
+        fig["tolerance"] = tol
+        out["verify"].append(fig)
+    for q in req.get("peak", []):
+        out["peak"].append(args.rules.peak_tflops(q["name"], q["cc_major"], q["cc_minor"], q["sm_count"],
+                                                  q["max_clock_mhz"], q["dtype"]))
+    print(json.dumps(out))
+    return EXIT_OK
+
+
 def parse_args(argv):
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--check", metavar="FILE", help="parse, purity (AST) and import check; JSON on stdout")
@@ -1030,28 +1254,35 @@ def parse_args(argv):
     p.add_argument("--m", type=int)
     p.add_argument("--n", type=int)
     p.add_argument("--k", type=int)
-    p.add_argument("--dtype", default="f16f32", help="f16f32, bf16f32, f16, bf16, e4m3f16, f32, tf32 (and variants)")
+    p.add_argument("--dtype", default="f16f32", help="a dtype spelling of the rules (f16f32, bf16f32, f16, bf16, ...)")
+    p.add_argument("--rules", metavar="JSON|FILE",
+                   help="croq's measurement rules (croq-measurement-rules-v1: dtypes, tolerances, timing defaults, "
+                        "peak table), as croq measure passes them; by hand: --rules \"$(croq-cpu-runner --print-rules)\"")
+    p.add_argument("--selftest", metavar="FILE", help=argparse.SUPPRESS)
+    p.add_argument("--dump-cubins", metavar="DIR",
+                   help="Triton's kernel cache for this run only (TRITON_CACHE_DIR=DIR): the candidate's compiled "
+                        "kernels (<hash>/<kernel>.cubin) are left there, for croq sass dump")
     p.add_argument("--b-layout", default="row", choices=["row", "col", "auto"],
                    help="B as K x N row-major or N x K; auto (croq's default) is row for Python candidates")
     p.add_argument("--seed", type=int, default=None, help="input seed (default: random, recorded)")
     # The flags croq passes to every runner (src/croq/measure/runner_options.hpp), same names and
     # defaults as croq-gpu-runner's.
-    p.add_argument("--mode", default="measure", choices=["measure", "verify"],
+    p.add_argument("--mode", default="measure", choices=["measure", "verify", "profile"],
                    help="measure (verify and time) or verify (correctness only)")
-    p.add_argument("--warmup", type=int, default=10, help="untimed launches before timing")
-    p.add_argument("--warmup-ms", type=float, default=0.0, help="the warm-up lasts at least this long")
-    p.add_argument("--min-reps", type=int, default=20)
-    p.add_argument("--max-reps", type=int, default=500)
-    p.add_argument("--cv-target", "--target-cv", dest="target_cv", type=float, default=0.01,
+    p.add_argument("--warmup", type=int, default=None, help="untimed launches before timing")
+    p.add_argument("--warmup-ms", type=float, default=None, help="the warm-up lasts at least this long")
+    p.add_argument("--min-reps", type=int, default=None)
+    p.add_argument("--max-reps", type=int, default=None)
+    p.add_argument("--cv-target", "--target-cv", dest="target_cv", type=float, default=None,
                    help="stop when stdev/mean falls to this")
-    p.add_argument("--min-time-ms", type=float, default=0.0, help="time at least this long before the CV may stop")
-    p.add_argument("--time-budget-ms", type=float, default=2000.0)
-    p.add_argument("--rest-ratio", type=float, default=1.0,
+    p.add_argument("--min-time-ms", type=float, default=None, help="time at least this long before the CV may stop")
+    p.add_argument("--time-budget-ms", type=float, default=None)
+    p.add_argument("--rest-ratio", type=float, default=None,
                    help="once busy --rest-window-ms, idle this many times as long (the power cap)")
-    p.add_argument("--rest-window-ms", type=float, default=10.0)
+    p.add_argument("--rest-window-ms", type=float, default=None)
     p.add_argument("--no-l2-flush", action="store_true")
     p.add_argument("--no-hold", action="store_true", help=argparse.SUPPRESS)  # torch has no stream hold
-    p.add_argument("--rotation-sets", type=int, default=2, help=argparse.SUPPRESS)
+    p.add_argument("--rotation-sets", type=int, default=None, help=argparse.SUPPRESS)
     p.add_argument("--parse-only", action="store_true", help=argparse.SUPPRESS)
     p.add_argument("--kind", default="candidate", choices=["candidate", "baseline"])
     p.add_argument("--device-key", default=None, help="e.g. sm90_NVIDIA_H200 (default: derived from the device)")
@@ -1067,6 +1298,18 @@ def parse_args(argv):
     p.add_argument("--croq-git", default=os.environ.get("CROQ_GIT", "unknown"))
     p.add_argument("--pretty", action="store_true")
     args = p.parse_args(argv)
+    # The timing flags croq passes (runner_options.hpp); a flag left out takes the rules' default.
+    args.rules_error = None
+    try:
+        args.rules = load_rules(args.rules) if args.rules else None
+    except (OSError, ValueError) as e:
+        args.rules, args.rules_error = None, "--rules: %s" % e
+    timing = {"warmup": "warmup", "warmup_ms": "warmup_ms", "min_reps": "min_reps", "max_reps": "max_reps",
+              "target_cv": "cv_target", "min_time_ms": "min_time_ms", "time_budget_ms": "time_budget_ms",
+              "rest_ratio": "rest_ratio", "rest_window_ms": "rest_window_ms", "rotation_sets": "rotation_sets"}
+    for attr, key in timing.items():
+        if getattr(args, attr) is None and args.rules is not None:
+            setattr(args, attr, args.rules.timing[key])
     if args.b_layout == "auto":
         args.b_layout = "row"
     if args.device != "cpu":
@@ -1078,8 +1321,16 @@ def main(argv=None):
     argv = list(sys.argv[1:] if argv is None else argv)
     args = parse_args(argv)
     if args.parse_only:  # for croq's tests: the flags croq passes are understood
-        print(json.dumps(vars(args), sort_keys=True))
+        shown = dict(vars(args))
+        shown["rules"] = shown["rules"].doc["schema"] if shown["rules"] is not None else None
+        print(json.dumps(shown, sort_keys=True))
         return 0
+    if args.selftest:
+        return run_selftest(args)
+    if args.dump_cubins:
+        # Before anything imports triton: its cache for this run holds only the candidate's kernels.
+        os.makedirs(args.dump_cubins, exist_ok=True)
+        os.environ["TRITON_CACHE_DIR"] = os.path.realpath(args.dump_cubins)
     if args.import_only:
         return run_import_only(args.import_only)
     if args.check:
@@ -1092,8 +1343,12 @@ def main(argv=None):
     if min(args.m, args.n, args.k) <= 0:
         print("croq_runner.py: --m, --n and --k must be positive", file=sys.stderr)
         return EXIT_USAGE
+    if args.rules is None:
+        print("croq_runner.py: %s" % (args.rules_error or "--rules is required: croq's measurement rules (croq measure "
+              "passes them; by hand: --rules \"$(croq-cpu-runner --print-rules)\")"), file=sys.stderr)
+        return EXIT_USAGE
     try:
-        canonical_dtype(args.dtype)
+        args.rules.dtype(args.dtype)
     except ValueError as e:
         print("croq_runner.py: %s" % e, file=sys.stderr)
         return EXIT_USAGE
@@ -1132,6 +1387,11 @@ def main(argv=None):
         else:
             doc = measure_isolated(args, argv)
 
+    if args.dump_cubins and isinstance(doc, dict):
+        found = []
+        for root, _, files in os.walk(args.dump_cubins):
+            found += [os.path.join(root, f) for f in files if f.endswith(".cubin")]
+        doc.setdefault("process", {})["cubins"] = sorted(found)
     text = json.dumps(doc, indent=2 if args.pretty else None, allow_nan=False, default=str)
     if args.child_out:
         with open(args.child_out, "w", encoding="utf-8") as f:

@@ -9,6 +9,7 @@
 
 #include <croq/kernel_abi.h>
 
+#include "croq/measure/rules.hpp"
 #include "croq/measure/runner_options.hpp"
 #include "support/runner_options_sample.hpp"
 #include "croq/util/fs.hpp"
@@ -294,7 +295,8 @@ std::string python_with_torch() {
 // Runs croq's Python runner on the CPU (its hidden --device cpu mode) and returns the document.
 json run_runner(const std::string& py, const fs::path& candidate, const std::string& dtype, int timeout_s = 60) {
   ProcessSpec spec;
-  spec.argv = {py, std::string(CROQ_SOURCE_DIR) + "/src/python/croq_runner.py", "--device", "cpu", "--candidate",
+  spec.argv = {py, std::string(CROQ_SOURCE_DIR) + "/src/python/croq_runner.py", "--rules",
+               dump_compact(measurement_rules()), "--device", "cpu", "--candidate",
                candidate.string(), "--m", "37", "--n", "29", "--k", "41", "--dtype", dtype, "--warmup", "1",
                "--max-reps", "5", "--timeout-s", std::to_string(timeout_s)};
   spec.timeout = std::chrono::seconds(timeout_s + 60);

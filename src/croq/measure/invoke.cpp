@@ -80,7 +80,14 @@ Measurement interpret_runner(const ProcessResult& r, const std::optional<std::st
     return verdict(Verdict::RUNTIME_FAIL, reason::no_measurement,
                    fmt::format("the runner exited 0 without a measurement ({}){}: did the candidate call exit()?", why, where));
   }
+  // The child's own facts (the Python runner's process.first_call_ms, autotune, cubins) beside croq's.
+  const json reported = parsed->process;
   parsed->process = m.process;
+  if (reported.is_object()) {
+    for (auto it = reported.begin(); it != reported.end(); ++it) {
+      if (!parsed->process.contains(it.key())) parsed->process[it.key()] = it.value();
+    }
+  }
   return *parsed;
 }
 

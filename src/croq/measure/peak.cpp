@@ -9,15 +9,8 @@ namespace croq {
 
 namespace {
 
-struct Row {
-  const char* contains;      // lowercase substring of the device name
-  const char* excludes;      // lowercase substring that must be absent (or "")
-  int cc_major, cc_minor;
-  double f16, e4m3, tf32, f32;
-};
-
 // Order matters: the first row whose pattern matches wins.
-const Row k_rows[] = {
+const std::vector<PeakRow> k_rows = {
     {"h100 nvl", "", 9, 0, 835.0, 1670.0, 417.5, 59.8},
     {"h100 pcie", "", 9, 0, 756.5, 1513.0, 378.0, 51.2},
     {"h800 pcie", "", 9, 0, 756.5, 1513.0, 378.0, 51.2},
@@ -32,14 +25,25 @@ const Row k_rows[] = {
 };
 
 double pick(const DtypePair& d, double f16, double e4m3, double tf32, double f32) {
+  const std::string c = peak_column(d);
+  return c == "e4m3" ? e4m3 : c == "tf32" ? tf32 : c == "f32" ? f32 : f16;
+}
+
+}  // namespace
+
+const std::vector<PeakRow>& peak_rows() { return k_rows; }
+
+PeakEstimate peak_estimate_constants() { return {}; }
+
+const char* peak_column(const DtypePair& d) {
   switch (d.input) {
     case ScalarType::f16:
-    case ScalarType::bf16: return f16;
-    case ScalarType::e4m3: return e4m3;
+    case ScalarType::bf16: return "f16";
+    case ScalarType::e4m3: return "e4m3";
     case ScalarType::f32:
-    case ScalarType::tf32: return d.compute == ScalarType::tf32 ? tf32 : f32;
+    case ScalarType::tf32: return d.compute == ScalarType::tf32 ? "tf32" : "f32";
   }
-  return f16;
+  return "f16";
 }
 
 int f16_flop_per_sm_clock(int major, int minor) {
@@ -51,22 +55,21 @@ int f16_flop_per_sm_clock(int major, int minor) {
   return 8192;
 }
 
-}  // namespace
-
 PeakFigure gpu_peak_tflops(const std::string& name, int cc_major, int cc_minor, int sm_count, int max_sm_clock_mhz,
                            const DtypePair& dtype) {
   const std::string lower = to_lower(name);
-  for (const Row& r : k_rows) {
+  for (const PeakRow& r : k_rows) {
     if (lower.find(r.contains) == std::string::npos) continue;
     if (*r.excludes && lower.find(r.excludes) != std::string::npos) continue;
     if (r.cc_major != cc_major || r.cc_minor != cc_minor) continue;
     return {pick(dtype, r.f16, r.e4m3, r.tf32, r.f32), fmt::format("table: {}", name)};
   }
+  const PeakEstimate e = peak_estimate_constants();
   const int per_clk = f16_flop_per_sm_clock(cc_major, cc_minor);
-  const double clock_ghz = (max_sm_clock_mhz > 0 ? max_sm_clock_mhz : 3000) / 1000.0;
+  const double clock_ghz = (max_sm_clock_mhz > 0 ? max_sm_clock_mhz : e.default_clock_mhz) / 1000.0;
   const double base = sm_count * clock_ghz * per_clk / 1000.0;  // TFLOPS
-  const double f32 = sm_count * clock_ghz * 256 / 1000.0;
-  return {pick(dtype, base, 2 * base, base / 2, f32),
+  const double f32 = sm_count * clock_ghz * e.f32_flop_per_sm_clock / 1000.0;
+  return {pick(dtype, base, e.e4m3_factor * base, e.tf32_factor * base, f32),
           fmt::format("estimate: {} SMs x {:.0f} MHz x {} FLOP/clk (f16)", sm_count, clock_ghz * 1000, per_clk)};
 }
 

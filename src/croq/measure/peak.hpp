@@ -19,6 +19,7 @@
 // A CPU gets cores x 5 GHz x 64 f32 FLOP per clock (two AVX-512 FMA units).
 #pragma once
 #include <string>
+#include <vector>
 
 #include "croq/workspace/dtype.hpp"
 
@@ -28,6 +29,27 @@ struct PeakFigure {
   double tflops = 0;    // 0: this device has no such unit (e.g. fp8 on sm80)
   std::string source;   // "table: NVIDIA H200" / "estimate: 132 SMs x 1980 MHz x 4096 FLOP/clk"
 };
+
+// The table above, row by row, in matching order (the first match wins), and the estimate's
+// constants: exported whole so that the Python runner applies the same figures
+// (measure/rules.hpp), not a copy of them.
+struct PeakRow {
+  const char* contains;  // lowercase substring of the device name
+  const char* excludes;  // lowercase substring that must be absent (or "")
+  int cc_major, cc_minor;
+  double f16, e4m3, tf32, f32;
+};
+const std::vector<PeakRow>& peak_rows();
+int f16_flop_per_sm_clock(int cc_major, int cc_minor);
+struct PeakEstimate {
+  int default_clock_mhz = 3000;  // when the device reports no maximum SM clock
+  int f32_flop_per_sm_clock = 256;
+  double e4m3_factor = 2.0;
+  double tf32_factor = 0.5;
+};
+PeakEstimate peak_estimate_constants();
+// Which column of a row applies to a dtype: "f16" (f16 and bf16 inputs), "e4m3", "tf32" or "f32".
+const char* peak_column(const DtypePair& dtype);
 
 PeakFigure gpu_peak_tflops(const std::string& name, int cc_major, int cc_minor, int sm_count,
                            int max_sm_clock_mhz, const DtypePair& dtype);

@@ -10,6 +10,7 @@
 #include <fmt/format.h>
 
 #include "croq/measure/elf_scan.hpp"
+#include "croq/measure/rules.hpp"
 #include "croq/util/build_info.hpp"
 #include "croq/util/error.hpp"
 #include "croq/util/fs.hpp"
@@ -65,6 +66,10 @@ void write_measurement(Measurement m, const RunnerOptions& o, PhaseLog& phases) 
 int runner_main(int argc, char** argv, RunnerPlatform& platform) {
   const std::string program = platform.program();
   std::vector<std::string> args(argv + 1, argv + argc);
+  if (args.size() == 1 && args[0] == "--print-rules") {
+    std::cout << dump_pretty(measurement_rules()) << std::endl;
+    return 0;
+  }
   RunnerOptions o;
   try {
     o = parse_runner_options(args);
