@@ -54,8 +54,9 @@ std::shared_ptr<KernelFamily> choose_family(const std::string& requested, const 
     if (f->dsl() == dsl && f->supports(p)) return f;
   }
   throw_usage(fmt::format("no kernel family of dsl {} supports {} {}", dsl, p.op, p.dtype.canonical),
-              "croq's search drives families of cpp (f32 matmul, gemm_sp), cuda (matmul, gemm_sp) and croqtile "
-              "(sm_90a matmul, f16/bf16 inputs); an agent can drive any dsl");
+              "croq's search drives families of cpp (f32 matmul, gemm_sp), cuda (matmul, gemm_sp), croqtile "
+              "(sm_90a matmul, f16/bf16 inputs) and triton (matmul, f16/bf16 inputs, sm_80 and later); an agent can "
+              "drive any dsl");
 }
 
 namespace {

@@ -1,0 +1,214 @@
+// The triton_gemm family (kernels/triton/matmul/family/gemm.py): constraints over the whole
+// parameter space (no configuration Triton would refuse for shared memory), defaults and
+// alternatives for the typical shapes, and rendering (every rendered source compiles as Python).
+// Running the rendered kernels needs Triton and a GPU: tests/gpu and bench/gpu/triton_evidence.sh.
+#include <gtest/gtest.h>
+
+#include <functional>
+#include <set>
+
+#include <fmt/format.h>
+
+#include "croq/search/gemm_family_common.hpp"
+#include "croq/search/triton_gemm_family.hpp"
+#include "croq/search/tune.hpp"
+#include "croq/util/fs.hpp"
+#include "croq/util/process.hpp"
+#include "croq/workspace/dtype.hpp"
+#include "support/test_support.hpp"
+
+namespace croq {
+namespace {
+
+struct Shape {
+  int64_t m, n, k;
+};
+
+// The typical shapes of the croq-tune skill and the two large squares.
+const std::vector<Shape> k_typical = {
+    {768, 768, 768},     {12288, 12288, 12288}, {512, 8192, 8192},    {16384, 8192, 8192},
+    {4096, 1024, 8192},  {4096, 32768, 8192},   {4096, 8192, 512},    {4096, 8192, 32768},
+    {1024, 1024, 4096},  {12288, 12288, 4096},  {1024, 8192, 1024},   {12288, 8192, 12288},
+    {4096, 1024, 1024},  {12288, 4096, 4096},   {4096, 4096, 4096},   {8192, 8192, 8192}};
+
+FamilyProblem problem(Shape s, const std::string& dtype = "f16f32", const std::string& arch = "sm_90a") {
+  FamilyProblem p;
+  p.m = s.m;
+  p.n = s.n;
+  p.k = s.k;
+  p.dtype = parse_dtype_pair_or_throw(dtype);
+  p.arch = arch;
+  return p;
+}
+
+void for_each_config(const KernelFamily& f, const std::function<void(const FamilyConfig&)>& visit) {
+  const auto specs = f.params();
+  FamilyConfig c;
+  std::function<void(size_t)> rec = [&](size_t i) {
+    if (i == specs.size()) return visit(c);
+    for (const auto& v : specs[i].values) {
+      c[specs[i].name] = v;
+      rec(i + 1);
+    }
+  };
+  rec(0);
+}
+
+FamilyConfig config(int bm, int bn, int bk, int stages, int warps) {
+  return {{"BLOCK_M", std::to_string(bm)}, {"BLOCK_N", std::to_string(bn)}, {"BLOCK_K", std::to_string(bk)},
+          {"GROUP_M", "8"},  {"NUM_WARPS", std::to_string(warps)}, {"NUM_STAGES", std::to_string(stages)},
+          {"PERSISTENT", "0"}, {"TMA", "0"}, {"WARP_SPEC", "0"}, {"SPLIT_K", "1"}};
+}
+
+TEST(TritonFamily, IsTheFamilyOfCroqTuneDslTriton) {
+  auto f = choose_family("", "triton", problem({4096, 4096, 4096}));
+  ASSERT_TRUE(f);
+  EXPECT_EQ(f->name(), "triton_gemm");
+  EXPECT_EQ(f->dsl(), "triton");
+  for (const char* d : {"f16f32", "f16", "bf16f32", "bf16"}) EXPECT_TRUE(f->supports(problem({64, 64, 64}, d))) << d;
+  EXPECT_FALSE(f->supports(problem({64, 64, 64}, "f32")));
+  EXPECT_FALSE(f->supports(problem({64, 64, 64}, "f16f32", "sm_75")));
+}
+
+TEST(TritonFamily, SharedMemoryOfEveryLegalConfigurationFitsTheDevice) {
+  TritonGemmFamily f;
+  const std::vector<std::string> arches = {"sm_90a", "sm_80", "sm_89"};
+  for (const auto& arch : arches) {
+    const FamilyProblem p = problem({4096, 4096, 4096}, "f16f32", arch);
+    size_t legal = 0, total = 0, smem_refused = 0;
+    for_each_config(f, [&](const FamilyConfig& c) {
+      ++total;
+      auto why = f.violation(c, p);
+      const long long smem = TritonGemmFamily::smem_bytes(c, p);
+      if (!why) {
+        ++legal;
+        EXPECT_LE(smem, TritonGemmFamily::smem_limit(arch)) << config_to_json(c).dump();
+        EXPECT_LE(TritonGemmFamily::accumulator_registers(c), TritonGemmFamily::k_max_accumulators);
+      } else if (smem > TritonGemmFamily::smem_limit(arch)) {
+        ++smem_refused;
+        EXPECT_NE(why->find("shared memory"), std::string::npos) << *why;
+      }
+    });
+    EXPECT_GT(legal, 500u) << arch;
+    EXPECT_GT(smem_refused, 0u) << arch;
+    EXPECT_LT(legal, total) << arch;
+  }
+}
+
+TEST(TritonFamily, TheSharedMemoryEstimateMatchesTritonsKnownOutcomes) {
+  TritonGemmFamily f;
+  const FamilyProblem h = problem({8192, 8192, 8192});
+  // Configurations of Triton's own Hopper matmul tutorials: they compile on an H100/H200.
+  for (const auto& c : {config(128, 256, 64, 3, 8), config(128, 256, 64, 4, 8), config(64, 256, 32, 4, 4),
+                        config(128, 128, 64, 4, 4), config(128, 128, 32, 4, 4), config(128, 64, 32, 4, 4),
+                        config(64, 128, 32, 4, 4), config(128, 128, 128, 3, 8)}) {
+    EXPECT_EQ(f.violation(c, h), std::nullopt) << config_to_json(c).dump();
+  }
+  // "out of resource: shared memory" on a 227 KiB device: 4 x (128 + 256) x 128 x 2 bytes = 384 KiB
+  // (+ 1 KiB of barriers).
+  auto big = f.violation(config(128, 256, 128, 4, 8), h);
+  ASSERT_TRUE(big);
+  EXPECT_NE(big->find("394240"), std::string::npos) << *big;
+  EXPECT_TRUE(f.violation(config(256, 256, 64, 4, 8), h));  // 256 KiB of pipeline
+  // The same tile fits an H200 but not an RTX 4090 (99 KiB).
+  EXPECT_EQ(f.violation(config(128, 128, 64, 4, 4), h), std::nullopt);
+  EXPECT_TRUE(f.violation(config(128, 128, 64, 4, 4), problem({8192, 8192, 8192}, "f16f32", "sm_89")));
+  // The f32 accumulator of a 256 x 128 tile in 4 warps would need 256 registers per thread.
+  auto regs = f.violation(config(256, 128, 32, 2, 4), h);
+  ASSERT_TRUE(regs);
+  EXPECT_NE(regs->find("registers"), std::string::npos) << *regs;
+}
+
+TEST(TritonFamily, TmaWarpSpecialisationAndSplitKRules) {
+  TritonGemmFamily f;
+  const FamilyProblem p = problem({4096, 4096, 4096});
+  FamilyConfig c = config(128, 256, 64, 3, 8);
+  c["TMA"] = "1";
+  EXPECT_EQ(f.violation(c, p), std::nullopt);
+  EXPECT_TRUE(f.violation(c, problem({4096, 4096, 4096}, "f16f32", "sm_80")));  // no TMA before Hopper
+  // A row of A of K = 4100 f16 elements is 8200 bytes: not a multiple of 16, no descriptor.
+  auto odd = f.violation(c, problem({4096, 4096, 4100}));
+  ASSERT_TRUE(odd);
+  EXPECT_NE(odd->find("16 bytes"), std::string::npos) << *odd;
+  c["WARP_SPEC"] = "1";
+  EXPECT_TRUE(f.violation(c, p));  // warp specialisation is of the persistent loop
+  c["PERSISTENT"] = "1";
+  EXPECT_EQ(f.violation(c, p), std::nullopt);
+  c["TMA"] = "0";
+  EXPECT_TRUE(f.violation(c, p));
+  FamilyConfig s = config(64, 128, 64, 4, 4);
+  s["SPLIT_K"] = "4";
+  EXPECT_EQ(f.violation(s, problem({512, 512, 8192})), std::nullopt);
+  EXPECT_TRUE(f.violation(s, problem({512, 512, 256})));          // fewer than two k steps per slice
+  EXPECT_TRUE(f.violation(s, problem({16384, 16384, 8192})));     // a 4 GiB workspace
+  s["PERSISTENT"] = "1";
+  EXPECT_TRUE(f.violation(s, problem({512, 512, 8192})));
+}
+
+TEST(TritonFamily, DefaultsAndAlternativesAreLegalOnEveryTypicalShape) {
+  TritonGemmFamily f;
+  for (const auto& s : k_typical) {
+    for (const char* d : {"f16f32", "f16", "bf16f32", "bf16"}) {
+      const FamilyProblem p = problem(s, d);
+      const FamilyConfig def = f.default_config(p);
+      EXPECT_EQ(f.violation(def, p), std::nullopt) << s.m << "x" << s.n << "x" << s.k << " " << d;
+      const auto alts = f.alternatives(p);
+      EXPECT_GE(alts.size(), 3u);
+      std::set<std::string> tags;
+      for (const auto& a : alts) {
+        EXPECT_EQ(f.violation(a.config, p), std::nullopt) << a.name;
+        EXPECT_TRUE(tags.insert(a.tag).second) << a.tag;
+        EXPECT_LE(a.tag.size(), 24u);
+      }
+    }
+  }
+  // The large squares start from Triton's Hopper tutorial tile.
+  const FamilyConfig big = f.default_config(problem({8192, 8192, 8192}));
+  EXPECT_EQ(big.at("BLOCK_M"), "128");
+  EXPECT_EQ(big.at("BLOCK_N"), "256");
+  // A small odd shape still gets a legal default.
+  EXPECT_EQ(f.violation(f.default_config(problem({100, 36, 20})), problem({100, 36, 20})), std::nullopt);
+}
+
+TEST(TritonFamily, RenderedSourcesCompileAsPython) {
+  auto py = find_executable("python3");
+  if (!py) GTEST_SKIP() << "no python3";
+  TritonGemmFamily f;
+  test::TempDir dir;
+  const FamilyProblem p = problem({4096, 8192, 512}, "bf16");
+  std::vector<FamilyConfig> configs = {f.default_config(p)};
+  for (const auto& a : f.alternatives(p)) configs.push_back(a.config);
+  ProcessSpec spec;
+  spec.argv = {py->string(), "-m", "py_compile"};
+  for (size_t i = 0; i < configs.size(); ++i) {
+    const std::string src = f.render_source(configs[i], p);
+    // The configuration is the module's constants, every one of them.
+    for (const auto& [k, v] : configs[i]) EXPECT_NE(src.find(k + " = " + v + "\n"), std::string::npos) << k;
+    EXPECT_EQ(src.find("@CROQ_CONFIG@"), std::string::npos);
+    EXPECT_NE(src.find("def croq_matmul(problem, a, b, c):"), std::string::npos);
+    EXPECT_EQ(src.find("triton.autotune"), std::string::npos);  // a fixed configuration
+    const fs::path file = dir / fmt::format("iter{:03d}_cand.py", i + 1);
+    atomic_write(file, src, false);
+    spec.argv.push_back(file.string());
+  }
+  spec.timeout = std::chrono::seconds(60);
+  ProcessResult r = SystemProcessRunner().run(spec);
+  EXPECT_EQ(r.exit_code, 0) << r.err << r.out;
+  // The configuration's constants are read back by the module's own croq_kernel_info (pure Python:
+  // the module is parsed without importing triton).
+  spec.argv = {py->string(), "-c",
+               "import ast,sys\n"
+               "t=ast.parse(open(sys.argv[1]).read())\n"
+               "names=[n.targets[0].id for n in t.body if isinstance(n,ast.Assign) and isinstance(n.targets[0],ast.Name)]\n"
+               "print(','.join(names))\n",
+               (dir / "iter001_cand.py").string()};
+  r = SystemProcessRunner().run(spec);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  for (const char* k : {"BLOCK_M", "BLOCK_N", "BLOCK_K", "GROUP_M", "NUM_WARPS", "NUM_STAGES", "PERSISTENT", "TMA",
+                        "WARP_SPEC", "SPLIT_K", "CROQ_PARAMS"}) {
+    EXPECT_NE(r.out.find(k), std::string::npos) << k << " in " << r.out;
+  }
+}
+
+}  // namespace
+}  // namespace croq
