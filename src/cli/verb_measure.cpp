@@ -11,6 +11,7 @@
 #include <fmt/ranges.h>
 
 #include "cli/verbs.hpp"
+#include "croq/build/triton_source.hpp"
 #include "croq/gpu/contention.hpp"
 #include "croq/gpu/device_key.hpp"
 #include "croq/gpu/lease.hpp"
@@ -396,6 +397,16 @@ VerbRunner setup_measure(CLI::App& app) {
                    "lets a candidate see its output or time itself, so an enforced task refuses it before it runs "
                    "(launches are asynchronous: enqueue the work on the given stream and return)";
         m.flags.push_back(k_synchronising_call_flag);
+      }
+    }
+    if (c.kind == CandidateKind::python && c.iter_number) {
+      // An iteration's module: @triton.autotune only in iter000 (the croq-tune skill's rule), refused
+      // before anything runs.
+      if (std::string refusal = triton_autotune_refusal(read_file_or_throw(c.path), c.kernel); !refusal.empty()) {
+        m = skel;
+        m.verdict = Verdict::UNSUPPORTED;
+        m.reason = "autotune_outside_iter000";
+        m.detail = refusal;
       }
     }
     if (m.reason.empty()) {

@@ -12,9 +12,11 @@
 #include <fmt/format.h>
 
 #include "cli/verbs.hpp"
+#include "croq/build/triton_source.hpp"
 #include "croq/gpu/lease.hpp"
 #include "croq/ledger/ledger.hpp"
 #include "croq/measure/candidates.hpp"
+#include "croq/measure/rules.hpp"
 #include "croq/measure/verdict.hpp"
 #include "croq/profile/classify_csv.hpp"
 #include "croq/profile/cpu_profile.hpp"
@@ -200,6 +202,32 @@ VerbRunner setup_profile(CLI::App& app) {
         // Exclude the usual set-up kernels of self-timed binaries.
         cap.kernel_regex = "^(?!.*(init|fill|rand|reference|verify|memset)).*$";
       }
+    } else if (t.dsl == "triton" && o->library.empty()) {
+      // A Triton candidate: croq's Python runner in its profile mode (the one launch after the
+      // warm-up inside the NVTX range), and ncu kept to the kernels the module compiles (its
+      // @triton.jit functions): neither torch's fill of the poison nor any other kernel is captured.
+      CandidateRef c = resolve_candidate(ws, t, o->iter, "", false);
+      if (c.kind != CandidateKind::python) {
+        throw Error(ExitCode::not_found, fmt::format("{} is not a Triton module", ws.display(c.path)),
+                    "a triton task's candidates are srcs/<key>/<model>/<kernel>.py");
+      }
+      kernel = c.kernel;
+      const std::string source = read_file_or_throw(c.path);
+      if (cap.kernel_regex.empty()) cap.kernel_regex = triton_kernel_regex(triton_jit_kernels(source));
+      if (cap.kernel_regex.empty()) {
+        throw Error(ExitCode::not_found, fmt::format("{} defines no @triton.jit kernel", ws.display(c.path)),
+                    "a Triton candidate launches at least one @triton.jit function");
+      }
+      std::filesystem::path script = o->runner.empty() ? find_project_dir("src/python") / "croq_runner.py"
+                                                       : std::filesystem::path(o->runner);
+      const ShapeKey& key = t.shape;
+      DtypePair dt = parse_dtype_pair_or_throw(key.dtype_token);
+      cap.program = {env_or("CROQ_PYTHON", "python3"), script.string(), "--rules", dump_compact(measurement_rules()),
+                     "--candidate", c.path.string(), "--op", check_measurable_shape(key), "--m",
+                     std::to_string(key.m()), "--n", std::to_string(key.n()), "--k", std::to_string(key.k()),
+                     "--dtype", dt.canonical, "--b-layout", o->b_layout, "--seed", std::to_string(o->seed),
+                     "--mode", "profile", "--warmup", std::to_string(o->warmup), "--no-isolate"};
+      if (o->launch_skip >= 0) cap.launch_skip = o->launch_skip;
     } else {
       std::string runner = o->runner.empty() ? env_or("CROQ_GPU_RUNNER", "") : o->runner;
       if (runner.empty()) {
@@ -271,7 +299,7 @@ VerbRunner setup_profile(CLI::App& app) {
       profile::ClassifyRequest req;
       req.csv = r.csv;
       req.iter = kernel;
-      req.kernel_pattern = o->kernel_name;
+      req.kernel_pattern = t.dsl == "triton" && o->library.empty() ? cap.kernel_regex : o->kernel_name;
       req.options.dsl = t.dsl;
       profile::ShapeWork w = profile::shape_work(t.shape.text);
       req.options.flops = w.flops;

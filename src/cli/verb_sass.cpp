@@ -9,13 +9,20 @@
 #include <memory>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "cli/verbs.hpp"
+#include "croq/build/triton_source.hpp"
+#include "croq/measure/candidates.hpp"
+#include "croq/measure/rules.hpp"
 #include "croq/profile/sass.hpp"
 #include "croq/protocol/evidence.hpp"
 #include "croq/util/fs.hpp"
+#include "croq/util/json.hpp"
+#include "croq/util/paths.hpp"
 #include "croq/util/process.hpp"
 #include "croq/util/text.hpp"
+#include "croq/workspace/dtype.hpp"
 #include "croq/workspace/ids.hpp"
 
 namespace croq::cli {
@@ -25,6 +32,52 @@ namespace {
 std::string env_or(const char* name, const std::string& fallback) {
   const char* v = std::getenv(name);
   return v && *v ? std::string(v) : fallback;
+}
+
+// A Triton candidate's SASS comes from the cubin Triton compiled for it: croq's Python runner
+// verifies the module once with Triton's kernel cache pointed at perf/<key>/<model>/cubin_<kernel>/
+// (that run's kernels only, --dump-cubins), and the cubin of the module's first @triton.jit kernel
+// found there is disassembled like any binary. A cubin already there is reused.
+std::string triton_cubin(Context& ctx, const TaskRef& task, const std::string& iter) {
+  Workspace& ws = ctx.ws();
+  CandidateRef c = resolve_candidate(ws, task, iter, "", false);
+  const auto kernels = triton_jit_kernels(read_file_or_throw(c.path));
+  if (kernels.empty()) {
+    throw Error(ExitCode::not_found, fmt::format("{} defines no @triton.jit kernel", ws.display(c.path)),
+                "a Triton candidate launches at least one @triton.jit function");
+  }
+  const fs::path dir = ws.kind_dir(task, ArtifactKind::perf) / ("cubin_" + c.kernel);
+  auto find = [&]() -> std::optional<fs::path> {
+    std::error_code ec;
+    if (!fs::is_directory(dir, ec)) return std::nullopt;
+    for (const auto& k : kernels) {
+      for (auto it = fs::recursive_directory_iterator(dir, ec); !ec && it != fs::recursive_directory_iterator();
+           it.increment(ec)) {
+        if (it->path().filename() == k + ".cubin") return it->path();
+      }
+    }
+    return std::nullopt;
+  };
+  if (auto found = find()) return found->string();
+  const ShapeKey& key = task.shape;
+  ProcessSpec spec;
+  spec.argv = {env_or("CROQ_PYTHON", "python3"), (find_project_dir("src/python") / "croq_runner.py").string(),
+               "--rules", dump_compact(measurement_rules()), "--candidate", c.path.string(), "--m",
+               std::to_string(key.m()), "--n", std::to_string(key.n()), "--k", std::to_string(key.k()), "--dtype",
+               parse_dtype_pair_or_throw(key.dtype_token).canonical, "--mode", "verify", "--dump-cubins", dir.string(),
+               "--no-isolate"};
+  spec.timeout = std::chrono::minutes(10);
+  ctx.note(fmt::format("[sass] compiling {} with Triton's cache at {}", c.kernel, ws.display(dir)));
+  ProcessResult r = process_runner().run(spec);
+  if (auto found = find()) return found->string();
+  auto doc = try_parse_json(trim(r.out));
+  std::string why = doc && doc->is_object() ? fmt::format("{}: {}", doc->value("verdict", std::string("?")),
+                                                          doc->value("reason", std::string()))
+                                            : r.describe() + " " + preview(trim(r.err), 300);
+  throw Error(ExitCode::candidate_failed,
+              fmt::format("no cubin of {} in {} after the runner compiled {} ({})", fmt::join(kernels, ", "),
+                          ws.display(dir), c.kernel, why),
+              "the module must run on this GPU: croq measure --iter " + c.kernel + " shows why it does not");
 }
 
 // Where one side's SASS comes from.
@@ -128,7 +181,7 @@ VerbRunner setup_sass_dump(CLI::App& app) {
       if (!task) throw_usage("--iter needs the task options --dsl --shape-key --model");
       IterId id = parse_iter_id(o->iter);
       fs::path so = ctx.ws().kind_dir(*task, ArtifactKind::bin) / (id.name() + ".so");
-      src.so = so.string();
+      src.so = task->dsl == "triton" ? triton_cubin(ctx, *task, o->iter) : so.string();
       name = id.name();
     }
     if (o->baseline) name = "baseline";
@@ -190,6 +243,7 @@ VerbRunner setup_sass_compare(CLI::App& app) {
       std::error_code ec;
       if (cand.so.empty() && cand.file.empty()) {
         if (fs::exists(cached, ec)) cand.file = cached.string();
+        else if (task.dsl == "triton") cand.so = triton_cubin(ctx, task, o->iter);
         else cand.so = (ctx.ws().kind_dir(task, ArtifactKind::bin) / (id.name() + ".so")).string();
       }
       if (base.report.empty() && base.file.empty()) {

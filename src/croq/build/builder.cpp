@@ -1,5 +1,6 @@
 // The build pipeline of every DSL (builder.hpp).
 #include "croq/build/builder.hpp"
+#include "croq/build/triton_source.hpp"
 
 #include <unistd.h>
 
@@ -357,6 +358,13 @@ json build_cuda_or_cpp(const Workspace& ws, const BuildTarget& t, const BuildOpt
 json build_triton(const Workspace& ws, const BuildTarget& t, const BuildOptions& o, const Toolchain& tc,
                   CompilerVersions& versions, BuildRecord& rec) {
   if (forbid_if_impure(ws, "triton", {t.source}, rec)) return rec.doc;
+  // The croq-tune skill's rule: @triton.autotune only in iter000; a later iteration pins its configuration.
+  if (std::string refusal = triton_autotune_refusal(read_file_or_throw(t.source), t.kernel); !refusal.empty()) {
+    rec.doc["verdict"] = "COMPILE_FAIL";
+    rec.doc["rule"] = "autotune_only_in_iter000";
+    rec.doc["errors"] = json::array({refusal});
+    return rec.doc;
+  }
   fs::path runner = find_project_dir("src/python") / "croq_runner.py";
   std::string version = versions.version(tc.python, hint_for("triton"));
   // The check is cached like a compile: same source, runner and interpreter -> same answer.
