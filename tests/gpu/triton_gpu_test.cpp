@@ -1,0 +1,147 @@
+// GPU tests (label gpu) of the triton dsl: every configuration croq tune starts from (the
+// triton_gemm family's default and its alternatives) is compiled by Triton and verified by croq's
+// Python runner (two seeds, every element) on a square and on a shape that is a multiple of no
+// tile; a plain @triton.autotune module is measured with its tuning at the first call, reported;
+// the runner's profile mode runs. Skips without a GPU or without python3 importing torch and triton.
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <filesystem>
+#include <thread>
+
+#include <fmt/format.h>
+
+#include "croq/gpu/device_key.hpp"
+#include "croq/measure/rules.hpp"
+#include "croq/search/triton_gemm_family.hpp"
+#include "croq/util/fs.hpp"
+#include "croq/util/paths.hpp"
+#include "croq/util/process.hpp"
+#include "croq/util/text.hpp"
+#include "croq/workspace/dtype.hpp"
+#include "support/test_support.hpp"
+
+namespace croq {
+namespace {
+
+namespace fs = std::filesystem;
+
+std::string skip_reason() {
+  std::string error;
+  auto gpus = query_gpus(&error);
+  if (gpus.empty()) return "no GPU: " + error;
+  ProcessSpec spec;
+  spec.argv = {"python3", "-c", "import torch, triton; assert torch.cuda.is_available()"};
+  spec.timeout = std::chrono::seconds(120);
+  if (!SystemProcessRunner().run(spec).ok()) return "python3 cannot import torch (with CUDA) and triton";
+  return "";
+}
+
+std::string arch_of_device() {
+  auto gpus = query_gpus();
+  const std::string cc = gpus.empty() ? "9.0" : gpus.front().compute_cap;
+  std::string digits;
+  for (char c : cc) {
+    if (c != '.') digits += c;
+  }
+  return "sm_" + digits + (digits == "90" ? "a" : "");
+}
+
+json run_runner(const fs::path& candidate, int64_t m, int64_t n, int64_t k, const std::string& dtype,
+                const std::string& mode, const std::vector<std::string>& more = {}) {
+  ProcessSpec spec;
+  spec.argv = {"python3", (find_project_dir("src/python") / "croq_runner.py").string(), "--rules",
+               dump_compact(measurement_rules()), "--candidate", candidate.string(), "--m", std::to_string(m),
+               "--n", std::to_string(n), "--k", std::to_string(k), "--dtype", dtype, "--mode", mode, "--seed", "7",
+               "--timeout-s", "240"};
+  spec.argv.insert(spec.argv.end(), more.begin(), more.end());
+  spec.timeout = std::chrono::seconds(300);
+  ProcessResult r = SystemProcessRunner().run(spec);
+  auto doc = try_parse_json(r.out);
+  return doc ? *doc : json{{"verdict", "NO_DOCUMENT"}, {"reason", r.describe() + ": " + r.err.substr(0, 2000)}};
+}
+
+TEST(TritonGpu, EveryStartingConfigurationCompilesAndVerifies) {
+  if (auto why = skip_reason(); !why.empty()) GTEST_SKIP() << why;
+  TritonGemmFamily f;
+  test::TempDir dir;
+  struct Job {
+    FamilyProblem p;
+    FamilyConfig cfg;
+    std::string what;
+    fs::path file;
+    json doc;
+  };
+  std::vector<Job> jobs;
+  struct Case {
+    int64_t m, n, k;
+    const char* dtype;
+  };
+  for (const Case& cs : {Case{2048, 2048, 2048, "f16f32"}, Case{1000, 1000, 1000, "bf16"}, Case{4096, 4100, 520, "f16"},
+                         Case{512, 512, 8192, "f16f32"}}) {
+    FamilyProblem p;
+    p.m = cs.m;
+    p.n = cs.n;
+    p.k = cs.k;
+    p.dtype = parse_dtype_pair_or_throw(cs.dtype);
+    p.arch = arch_of_device();
+    jobs.push_back({p, f.default_config(p), "default", {}, {}});
+    for (const auto& a : f.alternatives(p)) jobs.push_back({p, a.config, a.tag, {}, {}});
+  }
+  for (size_t i = 0; i < jobs.size(); ++i) {
+    jobs[i].file = dir / fmt::format("iter{:03d}_{}.py", i + 1, jobs[i].what);
+    atomic_write(jobs[i].file, f.render_source(jobs[i].cfg, jobs[i].p), false);
+  }
+  std::atomic<size_t> next{0};
+  auto work = [&] {
+    for (size_t i = next++; i < jobs.size(); i = next++) {
+      Job& j = jobs[i];
+      j.doc = run_runner(j.file, j.p.m, j.p.n, j.p.k, j.p.dtype.canonical, "verify");
+    }
+  };
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 6; ++t) threads.emplace_back(work);
+  for (auto& t : threads) t.join();
+  for (const auto& j : jobs) {
+    EXPECT_EQ(j.doc.value("verdict", std::string("?")), "PASS")
+        << fmt::format("{}x{}x{} {} {} {}: {}", j.p.m, j.p.n, j.p.k, j.p.dtype.canonical, j.what,
+                       config_to_json(j.cfg).dump(), j.doc.value("reason", std::string()));
+  }
+  EXPECT_GE(jobs.size(), 12u);
+}
+
+TEST(TritonGpu, AutotuneRunsAtTheFirstCallAndIsReported) {
+  if (auto why = skip_reason(); !why.empty()) GTEST_SKIP() << why;
+  json doc = run_runner(find_project_dir("bench/gpu") / "triton/autotune_gemm.py", 2048, 2048, 2048, "f16f32", "measure",
+                        {"--max-reps", "30", "--time-budget-ms", "300"});
+  ASSERT_EQ(doc.value("verdict", std::string()), "PASS") << doc.dump();
+  const json& at = doc["process"]["autotune"];
+  ASSERT_TRUE(at.is_array() && !at.empty()) << doc["process"].dump();
+  EXPECT_EQ(at[0]["configs"], 10);
+  EXPECT_FALSE(at[0]["best_config"].is_null());
+  EXPECT_GT(doc["process"]["first_call_ms"].get<double>(), 0.0);
+  std::cout << "autotune: " << at.dump() << " first call " << doc["process"]["first_call_ms"] << " ms, timed median "
+            << doc["timing"]["median_ms"] << " ms\n";
+}
+
+TEST(TritonGpu, ProfileModeRunsTheCandidateOnceMore) {
+  if (auto why = skip_reason(); !why.empty()) GTEST_SKIP() << why;
+  TritonGemmFamily f;
+  test::TempDir dir;
+  FamilyProblem p;
+  p.m = p.n = p.k = 1024;
+  p.dtype = parse_dtype_pair_or_throw("f16f32");
+  p.arch = arch_of_device();
+  atomic_write(dir / "iter001_x.py", f.render_source(f.default_config(p), p), false);
+  json doc = run_runner(dir / "iter001_x.py", 1024, 1024, 1024, "f16f32", "profile", {"--no-isolate", "--warmup", "2",
+                        "--dump-cubins", (dir / "cubins").string()});
+  EXPECT_EQ(doc.value("verdict", std::string()), "PASS") << doc.dump();
+  bool cubin = false;
+  for (const auto& c : doc["process"].value("cubins", json::array())) {
+    cubin = cubin || ends_with(c.get<std::string>(), "_croq_mm.cubin");
+  }
+  EXPECT_TRUE(cubin) << doc["process"].dump();
+}
+
+}  // namespace
+}  // namespace croq
