@@ -25,8 +25,11 @@ Modes:
   croq_runner.py --check FILE
       parse, AST purity check, then import in a child process; one JSON line on stdout
       {ok, stage, errors, findings, warnings}; exit 0 (ok), 2 (does not parse / import), 3 (forbidden).
-  croq_runner.py --candidate FILE --m M --n N --k K --dtype DTYPE [--b-layout row|col] ...
-      measures; writes the measurement JSON to --out (and stdout). FILE may also be a shared object
+  croq_runner.py --rules JSON --candidate FILE --m M --n N --k K --dtype DTYPE [--b-layout row|col] ...
+      measures; writes the measurement JSON to --out (and stdout). --rules is croq's measurement
+      rules document (dtypes, tolerances, timing defaults, peak table; croq-measurement-rules-v1),
+      which croq measure passes and `croq-cpu-runner --print-rules` prints: this file holds no copy.
+      --mode profile: one more launch inside the NVTX range croq_candidate (croq profile). FILE may also be a shared object
       implementing include/croq/kernel_abi.h (called through ctypes: a cross-check of the C++
       runner). By default the measurement runs
       in a child process with a time limit, so a crash (SEGFAULT) or a hang (HANG) becomes a
