@@ -142,10 +142,17 @@ typedef const char* (*croq_kernel_info_fn)(void);
  *                             (a_scale is [M, ceil(K/scale_block_k)] row-major), B per
  *                             scale_block_n x scale_block_k (b_scale is [ceil(N/bn), ceil(K/bk)]
  *                             row-major, blocks over B's N and K). Typical: bk = bn = 128.
- *                             C = sum_k (a_scale * A) * (b_scale * B). (Not measured yet.)
+ *                             C = sum_k (a_scale * A) * (b_scale * B). croq measures it with e4m3
+ *                             inputs, bf16 output, bk = bn = 128, scale_block_m = 1, B stored
+ *                             [N,K] (b_layout CROQ_COL_MAJOR), scale_mode CROQ_SCALE_BLOCK; shape
+ *                             keys blockscaled_e4m3bf16_<M>x<N>x<K>.
  *   CROQ_OP_GROUPED_MATMUL    reserved.
  * Per-tensor scales (CROQ_SCALE_TENSOR, any operator with fp8 inputs): a_scale and b_scale point to
- * one f32 each (device memory), C = a_scale * b_scale * (A * B). croq passes CROQ_SCALE_NONE today.
+ * one f32 each (device memory), C = a_scale * b_scale * (A * B). croq passes them for dense matmul
+ * with e4m3 inputs (so an e4m3 candidate exports croq_gemm: version 1 cannot receive scales); other
+ * problems, the 2:4 sparse operator with e4m3 inputs included, get CROQ_SCALE_NONE. Where there are
+ * scales, the e4m3 inputs span the format's range (magnitudes up to 448) and the scales several
+ * orders of magnitude: a kernel that ignores or misplaces them fails verification.
  *
  * dtype pairs: f16->f16, f16->f32, bf16->bf16, bf16->f32, e4m3->f16, e4m3->bf16, e4m3->f32, f32,
  * tf32; accumulation in f32. b_layout as in version 1: CROQ_ROW_MAJOR (B is [K,N], ldb = N) or

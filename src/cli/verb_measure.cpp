@@ -225,8 +225,9 @@ Measurement skeleton_for(const ShapeKey& shape, const DeviceChoice& dev, const s
   m.croq_version = build_info::k_version;
   m.croq_git = build_info::git_sha();
   m.created_at = now_iso8601();
-  ProblemSetup p = make_problem(shape_operator(shape), shape.m(), shape.n(), shape.k(), shape.dtype_token,
-                                b_layout == "col" ? "col" : "row");
+  const std::string op = shape_operator(shape);
+  ProblemSetup p = make_problem(op, shape.m(), shape.n(), shape.k(), shape.dtype_token,
+                                b_layout == "col" || (b_layout == "auto" && is_blockscaled_operator(op)) ? "col" : "row");
   m.problem = p.desc;
   if (b_layout == "auto") m.problem.b_layout = "auto";
   m.device = dev.facts;

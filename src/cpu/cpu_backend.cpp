@@ -5,7 +5,10 @@
 // steady_clock, and "flushing the cache" writes a buffer twice the size of the last-level cache.
 // The library baseline (`--library openblas`) is cblas_sgemm: directly for f32 problems, and for
 // the other dtypes on the inputs converted to f32 inside the timed call, the f32 result rounded to
-// the output type (a sparse problem's baseline is this dense product of the pruned A).
+// the output type (a sparse problem's baseline is this dense product of the pruned A). With scales
+// (e4m3 matmul: per tensor; the block-scaled operator: per block), the reference and the library
+// multiply the f32 inputs by their scales before sgemm (per tensor: the f32 product by a_scale *
+// b_scale), i.e. they apply the scales in f32.
 #include <cblas.h>
 #include <unistd.h>
 
@@ -79,6 +82,8 @@ class CpuBackend : public MeasureBackend {
     m_a.assign(input_sets, std::vector<uint8_t>(count_a() * in_bytes));
     m_b.assign(input_sets, std::vector<uint8_t>(count_b() * in_bytes));
     if (m_p.sparse) m_meta.assign(input_sets, std::vector<uint8_t>(count_meta()));
+    m_as.assign(input_sets, std::vector<float>(a_scale_count(m_p), 0.0f));
+    m_bs.assign(input_sets, std::vector<float>(b_scale_count(m_p), 0.0f));
     m_c_bytes = count_c() * static_cast<size_t>(scalar_type_bytes(m_p.dtype.output));
     m_c.assign(m_c_bytes + 2 * k_guard_bytes, k_guard_byte);
     m_ref.assign(input_sets, std::vector<float>(count_c(), 0.0f));
@@ -106,13 +111,22 @@ class CpuBackend : public MeasureBackend {
   DeviceStatus fill_inputs(int set, uint64_t seed) override {
     const ScalarType t = input_storage();
     const uint64_t k = static_cast<uint64_t>(m_p.desc.k);
+    const bool scaled = m_p.scale_mode != CROQ_SCALE_NONE;
     for (size_t i = 0; i < count_a(); ++i) {
-      float v = random_uniform(seed, k_stream_a, i);
+      float v = scaled ? fp8_scaled_value(seed, k_stream_a, i) : random_uniform(seed, k_stream_a, i);
       // A candidate gets poison outside the 2:4 pattern; the library, the pruned A itself.
       if (m_p.sparse) v = sparse24_value(seed, i / k, i % k, k, v, m_candidate != nullptr);
       store_from_f32(m_a[set].data(), t, i, v);
     }
-    for (size_t i = 0; i < count_b(); ++i) store_from_f32(m_b[set].data(), t, i, random_uniform(seed, k_stream_b, i));
+    for (size_t i = 0; i < count_b(); ++i) {
+      store_from_f32(m_b[set].data(), t, i, scaled ? fp8_scaled_value(seed, k_stream_b, i) : random_uniform(seed, k_stream_b, i));
+    }
+    for (size_t i = 0; i < m_as[set].size(); ++i) {
+      m_as[set][i] = m_p.scale_mode == CROQ_SCALE_TENSOR ? fp8_tensor_scale(seed, 0) : fp8_block_scale(seed, 0, i);
+    }
+    for (size_t i = 0; i < m_bs[set].size(); ++i) {
+      m_bs[set][i] = m_p.scale_mode == CROQ_SCALE_TENSOR ? fp8_tensor_scale(seed, 1) : fp8_block_scale(seed, 1, i);
+    }
     if (m_p.sparse) {
       for (size_t i = 0; i < count_meta(); ++i) m_meta[set][i] = sparse24_meta_byte(seed, i, k);
     }
@@ -123,7 +137,9 @@ class CpuBackend : public MeasureBackend {
     std::vector<float> a(count_a()), b(count_b());
     load_a(set, a.data());
     for (size_t i = 0; i < b.size(); ++i) b[i] = load_as_f32(m_b[set].data(), input_storage(), i);
+    apply_block_scales(set, a.data(), b.data());
     sgemm(a.data(), b.data(), m_ref[set].data());
+    apply_tensor_scales(set, m_ref[set].data());
     return {};
   }
 
@@ -132,7 +148,8 @@ class CpuBackend : public MeasureBackend {
     const bool col = m_p.desc.b_layout == "col";
     for (uint64_t q = 0; q < k; ++q) {
       store_from_f32(m_b[set].data(), input_storage(), b_index(q, static_cast<uint64_t>(column), k, n, col),
-                     random_uniform(seed, k_stream_perturb, q));
+                     m_p.scale_mode != CROQ_SCALE_NONE ? fp8_scaled_value(seed, k_stream_perturb, q)
+                                                       : random_uniform(seed, k_stream_perturb, q));
     }
     return {};
   }
@@ -159,7 +176,9 @@ class CpuBackend : public MeasureBackend {
     const ScalarType t = input_storage();
     for (size_t i = 0; i < m_a32.size(); ++i) m_a32[i] = load_as_f32(m_a[set].data(), t, i);
     for (size_t i = 0; i < m_b32.size(); ++i) m_b32[i] = load_as_f32(m_b[set].data(), t, i);
+    apply_block_scales(set, m_a32.data(), m_b32.data());
     sgemm(m_a32.data(), m_b32.data(), m_c32.data());
+    apply_tensor_scales(set, m_c32.data());
     for (size_t i = 0; i < m_c32.size(); ++i) store_from_f32(c_ptr(), m_p.dtype.output, i, m_c32[i]);
     return {};
   }
@@ -214,6 +233,7 @@ class CpuBackend : public MeasureBackend {
     json j = {{"library", "openblas"}, {"api", "cblas_sgemm"}, {"threads", openblas_get_num_threads()}};
     if (converts()) j["converts_to_f32"] = true;
     if (m_p.sparse) j["dense_on_pruned_a"] = true;
+    if (m_p.scale_mode != CROQ_SCALE_NONE) j["scales_applied_in_f32"] = true;
     return j;
   }
   DeviceStatus select_variant(int index) override {
@@ -245,12 +265,38 @@ class CpuBackend : public MeasureBackend {
     }
   }
 
+  // The block-scaled operator: A (f32, [M,K]) and B (f32, in its storage layout) multiplied by
+  // their blocks' scales, so that sgemm's product is sum_k (a_scale A)(b_scale B).
+  void apply_block_scales(int set, float* a, float* b) const {
+    if (m_p.scale_mode != CROQ_SCALE_BLOCK) return;
+    const int64_t m = m_p.desc.m, n = m_p.desc.n, k = m_p.desc.k;
+    const int64_t bk = m_p.gemm.scale_block_k, bn = m_p.gemm.scale_block_n, kb = (k + bk - 1) / bk;
+    const bool col = m_p.desc.b_layout == "col";
+    for (int64_t i = 0; i < m; ++i)
+      for (int64_t q = 0; q < k; ++q) a[i * k + q] *= m_as[set][static_cast<size_t>(i * kb + q / bk)];
+    for (int64_t q = 0; q < k; ++q)
+      for (int64_t j = 0; j < n; ++j) {
+        b[b_index(static_cast<uint64_t>(q), static_cast<uint64_t>(j), static_cast<uint64_t>(k), static_cast<uint64_t>(n),
+                  col)] *= m_bs[set][static_cast<size_t>((j / bn) * kb + q / bk)];
+      }
+  }
+  // Per-tensor scales: the f32 product times a_scale * b_scale.
+  void apply_tensor_scales(int set, float* c) const {
+    if (m_p.scale_mode != CROQ_SCALE_TENSOR) return;
+    const float s = m_as[set][0] * m_bs[set][0];
+    for (size_t i = 0; i < count_c(); ++i) c[i] *= s;
+  }
+
   croq_gemm_operands operands(int set) {
     croq_gemm_operands ops{};
     ops.a = m_a[set].data();
     ops.a_meta = m_p.sparse ? m_meta[set].data() : nullptr;
     ops.b = m_b[set].data();
     ops.c = c_ptr();
+    if (m_p.scale_mode != CROQ_SCALE_NONE) {
+      ops.a_scale = m_as[set].data();
+      ops.b_scale = m_bs[set].data();
+    }
     if (!m_prepared.empty()) {
       ops.a_prepared = m_prepared[set].data();
       ops.a_prepared_bytes = m_prepared[set].size();
@@ -275,6 +321,7 @@ class CpuBackend : public MeasureBackend {
   std::string m_library;
   DeviceFacts m_facts;
   std::vector<std::vector<uint8_t>> m_a, m_b, m_meta, m_prepared;
+  std::vector<std::vector<float>> m_as, m_bs;  // per set: the scales (empty without)
   std::vector<float> m_a32, m_b32, m_c32;  // the library's f32 copies
   std::vector<uint8_t> m_c;
   size_t m_c_bytes = 0;

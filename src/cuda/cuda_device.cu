@@ -148,11 +148,38 @@ __global__ void upcast_prune_e4m3_kernel(const __nv_fp8_e4m3* in, const unsigned
   }
 }
 
-// Column `col` of the K x N operand B gets fresh values (stream k_stream_perturb of `seed`).
+// Column `col` of the K x N operand B gets fresh values (stream k_stream_perturb of `seed`; for
+// scaled fp8 inputs, values spanning the e4m3 range as the fill makes them).
 template <typename T>
-__global__ void perturb_column_kernel(T* b, uint64_t k, uint64_t n, uint64_t col, bool b_col, uint64_t seed) {
+__global__ void perturb_column_kernel(T* b, uint64_t k, uint64_t n, uint64_t col, bool b_col, uint64_t seed,
+                                      bool scaled = false) {
   for (uint64_t q = blockIdx.x * uint64_t(blockDim.x) + threadIdx.x; q < k; q += uint64_t(gridDim.x) * blockDim.x) {
-    b[b_index(q, col, k, n, b_col)] = from_float<T>(random_uniform(seed, k_stream_perturb, q));
+    b[b_index(q, col, k, n, b_col)] = from_float<T>(scaled ? fp8_scaled_value(seed, k_stream_perturb, q)
+                                                           : random_uniform(seed, k_stream_perturb, q));
+  }
+}
+
+// Scaled fp8 inputs (portable.hpp): magnitudes log-uniform over e4m3's range.
+__global__ void fill_fp8_scaled_kernel(__nv_fp8_e4m3* p, size_t count, uint64_t seed, uint64_t stream) {
+  for (size_t i = blockIdx.x * size_t(blockDim.x) + threadIdx.x; i < count; i += size_t(gridDim.x) * blockDim.x) {
+    p[i] = __nv_fp8_e4m3(fp8_scaled_value(seed, stream, i));
+  }
+}
+
+// The block-scaled reference's f32 operand: element i of a [rows, k] e4m3 matrix times the scale
+// of its block, scale[(row / rows_per_block) * kb + col / bk] (A: rows_per_block 1; B stored
+// [N,K]: rows_per_block = the N block).
+__global__ void scale_upcast_kernel(const __nv_fp8_e4m3* in, const float* scale, float* out, size_t count, uint64_t k,
+                                    uint64_t kb, uint64_t bk, uint64_t rows_per_block) {
+  for (size_t i = blockIdx.x * size_t(blockDim.x) + threadIdx.x; i < count; i += size_t(gridDim.x) * blockDim.x) {
+    const uint64_t row = i / k, col = i % k;
+    out[i] = static_cast<float>(in[i]) * scale[(row / rows_per_block) * kb + col / bk];
+  }
+}
+
+__global__ void f32_to_bf16_kernel(const float* in, __nv_bfloat16* out, size_t count) {
+  for (size_t i = blockIdx.x * size_t(blockDim.x) + threadIdx.x; i < count; i += size_t(gridDim.x) * blockDim.x) {
+    out[i] = __float2bfloat16_rn(in[i]);
   }
 }
 
@@ -347,6 +374,13 @@ struct CudaDevice::Impl {
   std::vector<void*> prepared;       // the candidate's prepared A, per set
   size_t prepared_bytes = 0;
   void* a_pruned = nullptr;          // sparse, not fp8: the reference's A
+  // Scales, per set: on the device (what the candidate and the library read) and on the host
+  // (where they are computed, portable.hpp); the transposed copies for cuBLASLt's layouts.
+  std::vector<float*> a_scale, b_scale, a_scale_t, b_scale_t;
+  std::vector<std::vector<float>> h_as, h_bs, h_as_t, h_bs_t;
+  float* a32 = nullptr;              // block-scaled reference: the scaled f32 operands
+  float* b32 = nullptr;
+  float* c32 = nullptr;              // block-scaled library fallback: its f32 product
   void* flush = nullptr;
   size_t flush_bytes = 0;
   int flush_count = 0;
@@ -410,6 +444,12 @@ struct CudaDevice::Impl {
       if (ptr) cudaFree(ptr);
     }
     for (void* ptr : meta) cudaFree(ptr);
+    for (const std::vector<float*>* v : {&a_scale, &b_scale, &a_scale_t, &b_scale_t}) {
+      for (float* ptr : *v) cudaFree(ptr);
+    }
+    if (a32) cudaFree(a32);
+    if (c32) cudaFree(c32);
+    if (b32) cudaFree(b32);
     for (void* ptr : prepared) cudaFree(ptr);
     if (a_pruned) cudaFree(a_pruned);
     for (void* ptr : a) cudaFree(ptr);
@@ -438,6 +478,10 @@ struct CudaDevice::Impl {
   size_t in_count_b() const { return size_t(p.k) * p.n; }
   size_t out_count() const { return size_t(p.m) * p.n; }
   size_t meta_count() const { return size_t(p.m) * size_t(p.k / 8); }
+  int64_t k_blocks() const { return (p.k + p.scale_bk - 1) / p.scale_bk; }
+  int64_t n_blocks() const { return (p.n + p.scale_bn - 1) / p.scale_bn; }
+  size_t a_scale_count() const { return p.scale_mode == 1 ? 1 : p.scale_mode == 2 ? size_t(p.m) * k_blocks() : 0; }
+  size_t b_scale_count() const { return p.scale_mode == 1 ? 1 : p.scale_mode == 2 ? size_t(n_blocks()) * k_blocks() : 0; }
 
   croq_gemm_operands operands(int set) const {
     croq_gemm_operands ops{};
@@ -445,6 +489,10 @@ struct CudaDevice::Impl {
     ops.a_meta = p.sparse ? meta[set] : nullptr;
     ops.b = b[set];
     ops.c = c;
+    if (p.scale_mode != 0) {
+      ops.a_scale = a_scale[set];
+      ops.b_scale = b_scale[set];
+    }
     if (!prepared.empty()) {
       ops.a_prepared = prepared[set];
       ops.a_prepared_bytes = prepared_bytes;
@@ -657,8 +705,8 @@ struct CudaDevice::Impl {
 
   // Column-major view of the row-major problem: C^T (n x m) = op(B) (n x k) * A^T (k x m).
   CudaStatus gemm_ex(cublasHandle_t h, const void* A, const void* B, cudaDataType_t in_type, void* C,
-                     cudaDataType_t c_type, cublasComputeType_t compute) {
-    const float one = 1.0f, zero = 0.0f;
+                     cudaDataType_t c_type, cublasComputeType_t compute, float alpha = 1.0f) {
+    const float one = alpha, zero = 0.0f;
     const cublasOperation_t op_b = p.b_col ? CUBLAS_OP_T : CUBLAS_OP_N;
     const int ldb = static_cast<int>(p.b_col ? p.k : p.n);
     CKB(cublasGemmEx(h, op_b, CUBLAS_OP_N, static_cast<int>(p.n), static_cast<int>(p.m), static_cast<int>(p.k), &one,
@@ -676,6 +724,18 @@ struct CudaDevice::Impl {
     if (p.in == Elem::e4m3) {
       int8_t fa = fast_accum ? 1 : 0;
       CKB(cublasLtMatmulDescSetAttribute(plan.desc, CUBLASLT_MATMUL_DESC_FAST_ACCUM, &fa, sizeof fa));
+    }
+    if (p.scale_mode == 2) {
+      // cuBLASLt's A is croq's B ([N,K], 128x128 blocks) and its B croq's A (1x128 blocks).
+      int32_t mode_a = CUBLASLT_MATMUL_MATRIX_SCALE_BLK128x128_32F, mode_b = CUBLASLT_MATMUL_MATRIX_SCALE_VEC128_32F;
+      CKB(cublasLtMatmulDescSetAttribute(plan.desc, CUBLASLT_MATMUL_DESC_A_SCALE_MODE, &mode_a, sizeof mode_a));
+      CKB(cublasLtMatmulDescSetAttribute(plan.desc, CUBLASLT_MATMUL_DESC_B_SCALE_MODE, &mode_b, sizeof mode_b));
+    }
+    if (p.scale_mode != 0) {
+      const void* sa = b_scale[0];
+      const void* sb = a_scale[0];
+      CKB(cublasLtMatmulDescSetAttribute(plan.desc, CUBLASLT_MATMUL_DESC_A_SCALE_POINTER, &sa, sizeof sa));
+      CKB(cublasLtMatmulDescSetAttribute(plan.desc, CUBLASLT_MATMUL_DESC_B_SCALE_POINTER, &sb, sizeof sb));
     }
     const cudaDataType_t in = cuda_type(p.in), out = cuda_type(p.out);
     if (p.b_col) CKB(cublasLtMatrixLayoutCreate(&plan.a, in, p.k, p.n, p.k));
@@ -722,6 +782,19 @@ struct CudaDevice::Impl {
       attr(CUBLASLT_ALGO_CONFIG_CTA_SWIZZLING, v.swizzle, 4);
       attr(CUBLASLT_ALGO_CONFIG_CUSTOM_OPTION, v.custom, 4);
       attr(CUBLASLT_ALGO_CONFIG_CLUSTER_SHAPE_ID, v.cluster, 2);
+      if (p.scale_mode == 1) v.scales = "per-tensor f32 (A_SCALE_POINTER, B_SCALE_POINTER)";
+      if (p.scale_mode == 2) {
+        // The layout of the scale tensors cuBLASLt expects is tried both ways for each: a variant
+        // whose layout is wrong fails its check and is reported as such.
+        for (int layout = 0; layout < 4; ++layout) {
+          v.scale_layout = layout;
+          v.scales = std::string("A (croq's B): BLK128x128_32F ") + (layout & 2 ? "[K/128, N/128]" : "[N/128, K/128]") +
+                     "; B (croq's A): VEC128_32F " + (layout & 1 ? "[K/128, M]" : "[M, K/128]");
+          variants.push_back(v);
+          lt_results.push_back(res[i]);
+        }
+        continue;
+      }
       variants.push_back(v);
       lt_results.push_back(res[i]);
     }
@@ -849,9 +922,28 @@ CudaStatus CudaDevice::prepare(const CudaProblem& p, int sets, size_t workspace_
     CK(cudaMalloc(reinterpret_cast<void**>(&r), s.out_count() * sizeof(float)));
     s.refs.push_back(r);
   }
-  if (p.in == Elem::e4m3) {
+  if (p.in == Elem::e4m3 && p.scale_mode != 2) {
     CK(cudaMalloc(reinterpret_cast<void**>(&s.a16), s.in_count_a() * sizeof(__half)));
     CK(cudaMalloc(reinterpret_cast<void**>(&s.b16), s.in_count_b() * sizeof(__half)));
+  }
+  if (p.scale_mode == 2) {
+    CK(cudaMalloc(reinterpret_cast<void**>(&s.a32), s.in_count_a() * sizeof(float)));
+    CK(cudaMalloc(reinterpret_cast<void**>(&s.b32), s.in_count_b() * sizeof(float)));
+  }
+  if (p.scale_mode != 0) {
+    std::vector<float*>* lists[4] = {&s.a_scale, &s.b_scale, &s.a_scale_t, &s.b_scale_t};
+    const size_t counts[4] = {s.a_scale_count(), s.b_scale_count(), s.a_scale_count(), s.b_scale_count()};
+    for (int i = 0; i < sets; ++i) {
+      for (int l = 0; l < 4; ++l) {
+        float* ptr = nullptr;
+        CK(cudaMalloc(reinterpret_cast<void**>(&ptr), counts[l] * sizeof(float)));
+        lists[l]->push_back(ptr);
+      }
+    }
+    s.h_as.resize(sets);
+    s.h_bs.resize(sets);
+    s.h_as_t.resize(sets);
+    s.h_bs_t.resize(sets);
   }
   if (p.sparse) {
     for (int i = 0; i < sets; ++i) {
@@ -910,6 +1002,36 @@ CudaStatus CudaDevice::fill(int set, uint64_t seed) {
     }
     fill_meta_kernel<<<grid_for(s.meta_count()), 256, 0, s.stream>>>(s.meta[set], s.meta_count(), k, seed);
     CK(cudaGetLastError());
+  } else if (s.p.scale_mode != 0) {
+    // Scaled fp8: inputs over e4m3's range, scales computed on the host (portable.hpp) and copied.
+    fill_fp8_scaled_kernel<<<grid_for(s.in_count_a()), 256, 0, s.stream>>>(static_cast<__nv_fp8_e4m3*>(s.a[set]),
+                                                                          s.in_count_a(), seed, k_stream_a);
+    fill_fp8_scaled_kernel<<<grid_for(s.in_count_b()), 256, 0, s.stream>>>(static_cast<__nv_fp8_e4m3*>(s.b[set]),
+                                                                          s.in_count_b(), seed, k_stream_b);
+    CK(cudaGetLastError());
+    auto& as = s.h_as[set];
+    auto& bs = s.h_bs[set];
+    as.resize(s.a_scale_count());
+    bs.resize(s.b_scale_count());
+    for (size_t i = 0; i < as.size(); ++i) as[i] = s.p.scale_mode == 1 ? fp8_tensor_scale(seed, 0) : fp8_block_scale(seed, 0, i);
+    for (size_t i = 0; i < bs.size(); ++i) bs[i] = s.p.scale_mode == 1 ? fp8_tensor_scale(seed, 1) : fp8_block_scale(seed, 1, i);
+    // Transposed copies: A's [M, KB] as [KB, M], B's [NB, KB] as [KB, NB] (cuBLASLt's layouts).
+    auto transpose = [](const std::vector<float>& in, size_t rows, size_t cols, std::vector<float>& out) {
+      out.resize(in.size());
+      for (size_t r = 0; r < rows; ++r)
+        for (size_t c = 0; c < cols; ++c) out[c * rows + r] = in[r * cols + c];
+    };
+    const size_t kb = s.p.scale_mode == 2 ? size_t(s.k_blocks()) : 1;
+    transpose(as, as.size() / kb, kb, s.h_as_t[set]);
+    transpose(bs, bs.size() / kb, kb, s.h_bs_t[set]);
+    CK(cudaMemcpyAsync(s.a_scale[set], as.data(), as.size() * sizeof(float), cudaMemcpyHostToDevice, s.stream));
+    CK(cudaMemcpyAsync(s.b_scale[set], bs.data(), bs.size() * sizeof(float), cudaMemcpyHostToDevice, s.stream));
+    CK(cudaMemcpyAsync(s.a_scale_t[set], s.h_as_t[set].data(), as.size() * sizeof(float), cudaMemcpyHostToDevice,
+                       s.stream));
+    CK(cudaMemcpyAsync(s.b_scale_t[set], s.h_bs_t[set].data(), bs.size() * sizeof(float), cudaMemcpyHostToDevice,
+                       s.stream));
+    CK(cudaStreamSynchronize(s.stream));
+    return {};
   } else if (auto st = s.fill_typed(s.a[set], s.p.in, s.in_count_a(), seed, k_stream_a); !st.ok) {
     return st;
   }
@@ -946,6 +1068,22 @@ CudaStatus CudaDevice::reference(int set) {
     CK(cudaGetLastError());
     A = s.a_pruned;
   }
+  if (s.p.scale_mode == 2) {
+    // Block scales applied in f32 to each element, then an f32 GEMM of the scaled operands.
+    const uint64_t kb = static_cast<uint64_t>(s.k_blocks()), bk = static_cast<uint64_t>(s.p.scale_bk);
+    scale_upcast_kernel<<<grid_for(s.in_count_a()), 256, 0, s.stream>>>(
+        static_cast<const __nv_fp8_e4m3*>(A), s.a_scale[set], s.a32, s.in_count_a(), k, kb, bk, 1);
+    scale_upcast_kernel<<<grid_for(s.in_count_b()), 256, 0, s.stream>>>(static_cast<const __nv_fp8_e4m3*>(B),
+                                                                       s.b_scale[set], s.b32, s.in_count_b(), k, kb, bk,
+                                                                       static_cast<uint64_t>(s.p.scale_bn));
+    CK(cudaGetLastError());
+    if (auto st = s.gemm_ex(s.ref_handle, s.a32, s.b32, CUDA_R_32F, s.refs[set], CUDA_R_32F, CUBLAS_COMPUTE_32F_PEDANTIC);
+        !st.ok) {
+      return st;
+    }
+    CK(cudaStreamSynchronize(s.stream));
+    return {};
+  }
   if (s.p.in == Elem::e4m3) {
     if (s.p.sparse) {
       upcast_prune_e4m3_kernel<<<grid_for(s.in_count_a()), 256, 0, s.stream>>>(
@@ -962,7 +1100,9 @@ CudaStatus CudaDevice::reference(int set) {
     in = CUDA_R_16F;
   }
   const cublasComputeType_t compute = s.p.in == Elem::f32 ? CUBLAS_COMPUTE_32F_PEDANTIC : CUBLAS_COMPUTE_32F;
-  if (auto st = s.gemm_ex(s.ref_handle, A, B, in, s.refs[set], CUDA_R_32F, compute); !st.ok) return st;
+  // Per-tensor scales: the f32 product times a_scale * b_scale (f32, as alpha).
+  const float alpha = s.p.scale_mode == 1 ? s.h_as[set][0] * s.h_bs[set][0] : 1.0f;
+  if (auto st = s.gemm_ex(s.ref_handle, A, B, in, s.refs[set], CUDA_R_32F, compute, alpha); !st.ok) return st;
   CK(cudaStreamSynchronize(s.stream));
   return {};
 }
@@ -985,7 +1125,7 @@ CudaStatus CudaDevice::perturb(int set, int64_t column, uint64_t seed) {
       break;
     case Elem::e4m3:
       perturb_column_kernel<<<grid, 256, 0, s.stream>>>(static_cast<__nv_fp8_e4m3*>(s.b[set]), k, n, col, s.p.b_col,
-                                                         seed);
+                                                         seed, s.p.scale_mode != 0);
       break;
   }
   CK(cudaGetLastError());
@@ -1012,6 +1152,10 @@ int CudaDevice::prepare_set(int set, CudaStatus& st) {
   croq_gemm_operands in{};
   in.a = s.a[set];
   in.a_meta = s.p.sparse ? s.meta[set] : nullptr;
+  if (s.p.scale_mode != 0) {
+    in.a_scale = s.a_scale[set];
+    in.b_scale = s.b_scale[set];
+  }
   croq_status r = s.cand.prepare(&s.cand.desc, &in, s.prepared[set], s.prepared_bytes, s.stream);
   st = check_cuda(cudaStreamSynchronize(s.stream), "after croq_gemm_prepare", __FILE__, __LINE__);
   if (st.ok) st = check_cuda(cudaGetLastError(), "after croq_gemm_prepare", __FILE__, __LINE__);
@@ -1030,7 +1174,8 @@ CudaStatus CudaDevice::open_library(const std::string& name, std::vector<LibVari
   s.lt_results.clear();
   CK(cudaMalloc(&s.lib_ws, k_library_workspace));
   const bool want_cublas = name == "cublas" || name == "auto";
-  const bool want_lt = name == "cublaslt" || name == "auto";
+  // cuBLAS has no e4m3 path (cublasGemmEx): for fp8 inputs "cublas" means its Lt half.
+  const bool want_lt = name == "cublaslt" || name == "auto" || (name == "cublas" && s.p.in == Elem::e4m3);
   // A sparse problem's "auto": cuSPARSELt first (its default plan is the library default), then
   // the dense libraries on the same pruned A.
   const bool want_cslt = s.p.sparse && (name == "cusparselt" || name == "auto");
@@ -1051,10 +1196,29 @@ CudaStatus CudaDevice::open_library(const std::string& name, std::vector<LibVari
   if (want_lt) {
     CKB(cublasLtCreate(&s.lt));
     if (auto st = s.make_lt_plan(s.lt_plain, false); !st.ok) return st;
-    if (auto st = s.lt_heuristics(s.lt_plain, false, 8); !st.ok) return st;
-    if (s.p.in == Elem::e4m3) {
+    if (auto st = s.lt_heuristics(s.lt_plain, false, s.p.scale_mode == 2 ? 4 : 8); !st.ok) return st;
+    // Block-scaled: cuBLASLt promotes per block itself, and each algorithm comes in four scale
+    // layouts, so fewer algorithms (4); no fast-accumulation plan.
+    if (s.p.in == Elem::e4m3 && s.p.scale_mode != 2) {
       if (auto st = s.make_lt_plan(s.lt_fast, true); !st.ok) return st;
       if (auto st = s.lt_heuristics(s.lt_fast, true, 8); !st.ok) return st;
+    }
+  }
+  if (want_lt && s.p.scale_mode == 2) {
+    // The anchor when cuBLASLt offers no block-scaled algorithm (or none that passes): croq's own
+    // reference computation timed as a library, NOT a library-grade GEMM (the scales applied to
+    // f32 copies of A and B, an f32 GEMM, the result rounded to bf16).
+    LibVariant v;
+    v.library = "croq_reference";
+    v.api = "scale-upcast to f32 + cublasGemmEx f32 (pedantic) + round to bf16: not a library-grade anchor";
+    s.variants.push_back(v);
+    s.lt_results.push_back({});
+    CK(cudaMalloc(reinterpret_cast<void**>(&s.c32), s.out_count() * sizeof(float)));
+    if (!s.lib_handle) {
+      CKB(cublasCreate(&s.lib_handle));
+      CKB(cublasSetStream(s.lib_handle, s.stream));
+      CKB(cublasSetWorkspace(s.lib_handle, s.lib_ws, k_library_workspace));
+      CKB(cublasSetMathMode(s.lib_handle, CUBLAS_PEDANTIC_MATH));
     }
   }
   s.plan_of.resize(s.variants.size(), -1);
@@ -1100,12 +1264,40 @@ int CudaDevice::launch(int set, CudaStatus& st) {
                       "cusparseLtMatmul");
     return st.ok ? 0 : 3;
   }
-  if (v.library == "cublas") {
+  if (v.library == "croq_reference") {
+    const uint64_t k = static_cast<uint64_t>(s.p.k), kb = static_cast<uint64_t>(s.k_blocks());
+    const uint64_t bk = static_cast<uint64_t>(s.p.scale_bk);
+    scale_upcast_kernel<<<grid_for(s.in_count_a()), 256, 0, s.stream>>>(
+        static_cast<const __nv_fp8_e4m3*>(s.a[set]), s.a_scale[set], s.a32, s.in_count_a(), k, kb, bk, 1);
+    scale_upcast_kernel<<<grid_for(s.in_count_b()), 256, 0, s.stream>>>(static_cast<const __nv_fp8_e4m3*>(s.b[set]),
+                                                                       s.b_scale[set], s.b32, s.in_count_b(), k, kb, bk,
+                                                                       static_cast<uint64_t>(s.p.scale_bn));
+    st = s.gemm_ex(s.lib_handle, s.a32, s.b32, CUDA_R_32F, s.c32, CUDA_R_32F, CUBLAS_COMPUTE_32F_PEDANTIC);
+    if (st.ok) {
+      f32_to_bf16_kernel<<<grid_for(s.out_count()), 256, 0, s.stream>>>(s.c32, static_cast<__nv_bfloat16*>(s.c),
+                                                                        s.out_count());
+      st = check_cuda(cudaPeekAtLastError(), "croq_reference", __FILE__, __LINE__);
+    }
+  } else if (v.library == "cublas") {
     const cublasComputeType_t compute = s.p.tf32 ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F;
     st = s.gemm_ex(s.lib_handle, s.a[set], s.b[set], cuda_type(s.p.in), s.c, cuda_type(s.p.out), compute);
   } else {
     Impl::LtPlan& plan = v.fast_accum ? s.lt_fast : s.lt_plain;
     const float one = 1.0f, zero = 0.0f;
+    if (s.p.scale_mode != 0) {
+      // This set's scales (cuBLASLt's A is croq's B); for the block-scaled operator in the
+      // variant's layout.
+      const int layout = std::max(v.scale_layout, 0);
+      const void* sa = (layout & 2 ? s.b_scale_t : s.b_scale)[set];
+      const void* sb = (layout & 1 ? s.a_scale_t : s.a_scale)[set];
+      st = check_cublas(cublasLtMatmulDescSetAttribute(plan.desc, CUBLASLT_MATMUL_DESC_A_SCALE_POINTER, &sa, sizeof sa),
+                        "cublasLtMatmulDescSetAttribute(A_SCALE_POINTER)", __FILE__, __LINE__);
+      if (st.ok) {
+        st = check_cublas(cublasLtMatmulDescSetAttribute(plan.desc, CUBLASLT_MATMUL_DESC_B_SCALE_POINTER, &sb, sizeof sb),
+                          "cublasLtMatmulDescSetAttribute(B_SCALE_POINTER)", __FILE__, __LINE__);
+      }
+      if (!st.ok) return 3;
+    }
     st = check_cublas(cublasLtMatmul(s.lt, plan.desc, &one, s.b[set], plan.a, s.a[set], plan.b, &zero, s.c, plan.c,
                                      s.c, plan.c, &s.lt_results[s.selected].algo, s.lib_ws, k_library_workspace,
                                      s.stream),

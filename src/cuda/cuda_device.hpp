@@ -3,7 +3,8 @@
 // cuBLAS reference, the candidate or library launch, the device-side comparison, the L2 flush,
 // the stream blocker, CUDA events, NVTX and the NVML clock readings. cuda_device.cu implements it.
 //
-// Buffers: `sets` pairs (A, B) of input storage type; C of the output type inside a 256 KiB
+// Buffers: `sets` pairs (A, B) of input storage type, with their f32 scales where the problem has
+// them (and, for a block-scaled library baseline, the scales transposed); C of the output type inside a 256 KiB
 // guard region on each side filled with 0xA5; the f32 reference of each set; for fp8 inputs, f16 copies of A
 // and B for the reference; the candidate's workspace; a flush buffer of twice the L2 size. For the
 // 2:4 sparse operator also, per set, A's metadata [M, K/8] and the candidate's prepared A (or
@@ -58,6 +59,11 @@ struct CudaProblem {
   bool b_col = false;   // B stored N x K
   bool sparse = false;  // A 2:4 structured sparse (metadata per set; poison outside the pattern
                         // for a candidate, zeros for a library)
+  // Scales (croq_scale_mode): 1 per tensor (dense e4m3), 2 per block (the block-scaled operator:
+  // A per 1 x scale_bk, B per scale_bn x scale_bk, B stored [N,K]). The e4m3 inputs then span
+  // the format's range and the scales come from portable.hpp (fp8_scaled_value and the scales).
+  int scale_mode = 0;
+  int64_t scale_bk = 128, scale_bn = 128;
 };
 
 // The candidate's entry points and the problem in both ABI forms.
@@ -103,6 +109,12 @@ struct LibVariant {
   // cusparseLtMatmulSearch chose (made at the first preparation of set 0).
   int split_k_mode = -1, split_k_buffers = -1;
   bool searched = false;
+  // cuBLASLt with scales: "per-tensor" (A/B_SCALE_POINTER), or for the block-scaled operator the
+  // scale modes and the layout of each scale tensor handed to it (scale_layout bit 0: A's scales
+  // [ceil(K/128), M] instead of [M, ceil(K/128)]; bit 1: B's [ceil(K/128), ceil(N/128)] instead of
+  // [ceil(N/128), ceil(K/128)]).
+  std::string scales;
+  int scale_layout = -1;
 };
 
 class CudaDevice {

@@ -77,6 +77,11 @@ class GpuBackend : public MeasureBackend {
     cp.tf32 = m_p.dtype.compute == ScalarType::tf32;
     cp.b_col = m_p.desc.b_layout == "col";
     cp.sparse = m_p.sparse;
+    cp.scale_mode = static_cast<int>(m_p.scale_mode);
+    if (m_p.scale_mode == CROQ_SCALE_BLOCK) {
+      cp.scale_bk = m_p.gemm.scale_block_k;
+      cp.scale_bn = m_p.gemm.scale_block_n;
+    }
     const size_t ws = m_candidate ? m_candidate->workspace_for(m_p) : 0;
     const size_t prepared = m_candidate ? m_candidate->prepared_bytes_for(m_p) : 0;
     if (auto st = m_dev->prepare(cp, input_sets, ws, prepared); !st.ok) return to_status(st);
@@ -203,6 +208,10 @@ class GpuBackend : public MeasureBackend {
       j["fast_accum"] = v.fast_accum;
       j["workspace_bytes"] = v.workspace_bytes;
       j["waves"] = v.waves;
+      if (!v.scales.empty()) j["scales"] = v.scales;
+      if (v.scale_layout >= 0) j["scale_layout"] = v.scale_layout;
+    } else if (v.library == "croq_reference") {
+      j["not_library_grade"] = true;
     } else {
       j["algo"] = "CUBLAS_GEMM_DEFAULT";
     }

@@ -93,5 +93,36 @@ TEST(Operators, TheProblemCarriesTheOperatorInBothAbiForms) {
   EXPECT_THROW(make_problem("gemm_sp", 8, 8, 12, "f16", "row"), Error);
 }
 
+// FP8 scales: dense e4m3 matmul carries per-tensor scales, the block-scaled operator scales per
+// 1x128 block of A and 128x128 block of B (e4m3 in, bf16 out, B [N,K]); its shape keys, its
+// refusals and the sizes of the scale arrays.
+TEST(Operators, Fp8ProblemsCarryTheirScales) {
+  EXPECT_EQ(check_measurable_shape(parse_shape_key("blockscaled_e4m3bf16_4096x7168x7168")), "blockscaled");
+  EXPECT_EQ(check_measurable_shape(parse_shape_key("blockscale_gemm_e4m3bf16_256x256x256")), "blockscaled");
+  std::string msg = usage_message([] { check_measurable_shape(parse_shape_key("blockscaled_f16_64x64x64")); });
+  EXPECT_NE(msg.find("e4m3bf16"), std::string::npos) << msg;
+  ProblemSetup b = make_problem("blockscaled", 200, 300, 400, "e4m3bf16", "col");
+  EXPECT_TRUE(b.blockscaled);
+  EXPECT_EQ(b.gemm.op, CROQ_OP_MATMUL_BLOCKSCALED);
+  EXPECT_EQ(b.gemm.scale_mode, CROQ_SCALE_BLOCK);
+  EXPECT_EQ(b.gemm.scale_block_m, 1);
+  EXPECT_EQ(b.gemm.scale_block_n, 128);
+  EXPECT_EQ(b.gemm.scale_block_k, 128);
+  EXPECT_EQ(a_scale_count(b), 200u * 4u);  // [M, ceil(400/128)]
+  EXPECT_EQ(b_scale_count(b), 3u * 4u);    // [ceil(300/128), ceil(400/128)]
+  EXPECT_EQ(b.desc.scaling.substr(0, 5), "block");
+  EXPECT_EQ(layout_order("auto", b.dtype, "blockscaled"), (std::vector<std::string>{"col"}));
+  EXPECT_THROW(make_problem("blockscaled", 8, 8, 128, "e4m3bf16", "row"), Error);
+  EXPECT_THROW(make_problem("blockscaled", 8, 8, 128, "e4m3f16", "col"), Error);
+  ProblemSetup t = make_problem("matmul", 64, 64, 64, "e4m3bf16", "col");
+  EXPECT_EQ(t.gemm.scale_mode, CROQ_SCALE_TENSOR);
+  EXPECT_EQ(t.desc.scaling, "tensor");
+  EXPECT_EQ(a_scale_count(t), 1u);
+  EXPECT_EQ(b_scale_count(t), 1u);
+  ProblemSetup h = make_problem("matmul", 64, 64, 64, "f16f32", "row");
+  EXPECT_EQ(h.gemm.scale_mode, CROQ_SCALE_NONE);
+  EXPECT_EQ(a_scale_count(h), 0u);
+}
+
 }  // namespace
 }  // namespace croq

@@ -58,10 +58,12 @@ std::unique_ptr<CandidateLibrary> CandidateLibrary::open(const std::filesystem::
 }
 
 std::string CandidateLibrary::cannot_compute(const ProblemSetup& p) const {
-  if (!gemm && p.sparse) {
+  if (!gemm && (p.sparse || p.scale_mode != CROQ_SCALE_NONE)) {
     return fmt::format("the candidate implements kernel ABI version 1 ({}, dense matmul only) and the problem is "
-                       "{}: export {} (version 2, include/croq/kernel_abi.h)",
-                       CROQ_MATMUL_SYMBOL, p.desc.op, CROQ_GEMM_SYMBOL);
+                       "{}{}: export {} (version 2, include/croq/kernel_abi.h)",
+                       CROQ_MATMUL_SYMBOL, p.desc.op,
+                       p.scale_mode == CROQ_SCALE_TENSOR ? " with per-tensor scales (e4m3 inputs)" : "",
+                       CROQ_GEMM_SYMBOL);
   }
   return {};
 }
@@ -77,7 +79,7 @@ size_t CandidateLibrary::prepared_bytes_for(const ProblemSetup& p) const {
 
 croq_status CandidateLibrary::launch(const ProblemSetup& p, const croq_gemm_operands& ops, void* stream) const {
   if (gemm) return gemm(&p.gemm, &ops, stream);
-  if (p.sparse) return CROQ_UNSUPPORTED;
+  if (p.sparse || p.scale_mode != CROQ_SCALE_NONE) return CROQ_UNSUPPORTED;
   return matmul(&p.abi, ops.a, ops.b, ops.c, ops.workspace, ops.workspace_bytes, stream);
 }
 

@@ -92,6 +92,7 @@ json Measurement::to_json() const {
                   {"b_type", problem.b_type}, {"c_type", problem.c_type},
                   {"compute_type", problem.compute_type}, {"b_layout", problem.b_layout}};
   if (!problem.sparsity.empty()) j["problem"]["sparsity"] = problem.sparsity;
+  if (!problem.scaling.empty()) j["problem"]["scaling"] = problem.scaling;
   j["device"] = {{"name", device.name},
                  {"uuid", device.uuid},
                  {"key", device.key},
@@ -248,6 +249,7 @@ std::optional<Measurement> Measurement::from_json(const json& j, std::string* wh
     m.problem.compute_type = read_string(p, "compute_type");
     m.problem.b_layout = read_string(p, "b_layout");
     m.problem.sparsity = read_string(p, "sparsity");
+    m.problem.scaling = read_string(p, "scaling");
   }
   if (j.contains("device") && j["device"].is_object()) {
     const json& d = j["device"];

@@ -121,6 +121,7 @@ struct ProblemDesc {
   std::string a_type, b_type, c_type, compute_type;
   std::string b_layout = "row";
   std::string sparsity;    // "2:4" for gemm_sp, else empty (not written)
+  std::string scaling;     // "tensor" (e4m3 matmul), "block ..." (blockscaled), else empty (not written)
 
   // Dense-equivalent work, 2 M N K, for the sparse operator too (as cuSPARSELt and the sparse
   // peaks count it).

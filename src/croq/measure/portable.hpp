@@ -110,6 +110,63 @@ CROQ_HD unsigned char sparse24_meta_byte(uint64_t seed, uint64_t index, uint64_t
                                     (sparse24_nibble(sparse24_pattern(seed, g0 + 1)) << 4));
 }
 
+// ---- FP8 inputs with scales (dense matmul e4m3: per-tensor scales; the block-scaled operator) ----
+// Where a problem carries scales, the e4m3 inputs exercise the whole format: element `index` of
+// stream `stream` is sign(x) * 448 * 2^(-10 |x|) for x = random_uniform(seed, stream, index),
+// magnitudes log-uniform between 0.44 and 448 (e4m3's largest finite value), then rounded to
+// e4m3. Their mean square is about 1.45e4 (RMS ~ 120).
+CROQ_HD float fp8_scaled_value(uint64_t seed, uint64_t stream, uint64_t index) {
+  const float x = random_uniform(seed, stream, index);
+  const float mag = x < 0.0f ? -x : x;
+  // 2^(-10 |x|) as exp2 without <cmath> on the device: integer part by shifting, the rest by a
+  // short polynomial (accuracy of a few 1e-5 is plenty: the value is rounded to e4m3 afterwards).
+  const float e = 10.0f * mag;
+  const int ei = static_cast<int>(e);
+  const float f = e - static_cast<float>(ei);  // in [0, 1)
+  // 2^-f for f in [0,1): minimax-ish cubic
+  const float p = 1.0f + f * (-0.6931472f + f * (0.2402265f + f * (-0.0555041f + f * 0.0096181f)));
+  const float v = 448.0f * p / static_cast<float>(1u << ei);
+  return x < 0.0f ? -v : v;
+}
+
+// Scales: f32, spanning six orders of magnitude (10^-3 .. 10^3 times a base) with the A and B
+// factors drawn so that the scaled inputs' products keep the size of the unscaled operators'
+// (the output's RMS is about 0.3 sqrt(K), as for inputs uniform in [-1, 1)): a kernel that drops
+// a scale, applies one twice or applies the wrong block's is off by orders of magnitude.
+//   per-tensor (index 0):   t = random_uniform(seed, k_stream_scale, 0)
+//                           a_scale = 10^(3t) / 128 * (1 + 0.25 u1), b_scale = 10^(-3t) / 384 * (1 + 0.25 u2)
+//   per block (index i):    a_scale[i] = 10^(2 t_a(i)) / 128 * ..., b_scale[j] = 10^(2 t_b(j)) / 384 * ...
+//                           with t_a, t_b independent per block (streams k_stream_scale_a / _b)
+inline constexpr uint64_t k_stream_scale = 6;
+inline constexpr uint64_t k_stream_scale_a = 7;
+inline constexpr uint64_t k_stream_scale_b = 8;
+
+CROQ_HD float pow10_approx(float e) {
+  // 10^e = 2^(e log2 10), split into an integer power of two and 2^f by the polynomial above
+  const float y = e * 3.3219281f;
+  const int yi = static_cast<int>(y >= 0.0f ? y : y - 1.0f);  // floor
+  const float f = y - static_cast<float>(yi);                 // [0, 1)
+  const float p = 1.0f + f * (0.6931472f + f * (0.2402265f + f * (0.0555041f + f * 0.0096181f)));
+  return yi >= 0 ? p * static_cast<float>(1u << yi) : p / static_cast<float>(1u << -yi);
+}
+
+// Per-tensor scale of A (which = 0) or B (which = 1).
+CROQ_HD float fp8_tensor_scale(uint64_t seed, int which) {
+  const float t = random_uniform(seed, k_stream_scale, 0);
+  const float u = random_uniform(seed, k_stream_scale, 1 + static_cast<uint64_t>(which));
+  return which == 0 ? pow10_approx(3.0f * t) / 128.0f * (1.0f + 0.25f * u)
+                    : pow10_approx(-3.0f * t) / 384.0f * (1.0f + 0.25f * u);
+}
+
+// Block scale `index` of A (which = 0: [M, ceil(K/bk)] row-major) or B (which = 1: [ceil(N/bn),
+// ceil(K/bk)] row-major).
+CROQ_HD float fp8_block_scale(uint64_t seed, int which, uint64_t index) {
+  const uint64_t stream = which == 0 ? k_stream_scale_a : k_stream_scale_b;
+  const float t = random_uniform(seed, stream, 2 * index);
+  const float u = random_uniform(seed, stream, 2 * index + 1);
+  return pow10_approx(2.0f * t) / (which == 0 ? 128.0f : 384.0f) * (1.0f + 0.25f * u);
+}
+
 // The seed of the second verification run, derived from the first (recorded in the measurement).
 CROQ_HD uint64_t second_seed(uint64_t seed) { return splitmix64(seed ^ 0x5EC0D5EEDull); }
 

@@ -53,7 +53,7 @@ class Procedure {
     m_m.problem = m_problem;
     m_m.device = m_b.facts();
     m_m.seed = m_opt.seed;
-    m_tol = tolerance_for(m_dtype);
+    m_tol = tolerance_for(m_dtype, m_problem.op);
     m_m.verification.tolerance = m_tol;
     m_m.verification.elements = m_problem.m * m_problem.n;
     m_m.kind = m_opt.library ? "baseline" : "candidate";

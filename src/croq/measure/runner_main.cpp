@@ -89,7 +89,8 @@ int runner_main(int argc, char** argv, RunnerPlatform& platform) {
   PhaseLog phases;
   auto phase = [&](const std::string& what) { phases.enter(what); };
   try {
-    ProblemSetup setup = make_problem(o.op, o.m, o.n, o.k, o.dtype, o.b_layout == "col" ? "col" : "row");
+    ProblemSetup setup = make_problem(o.op, o.m, o.n, o.k, o.dtype,
+                                      o.b_layout == "col" || (o.b_layout == "auto" && o.op == "blockscaled") ? "col" : "row");
     Measurement base;
     base.croq_version = build_info::k_version;
     base.croq_git = build_info::git_sha();

@@ -73,8 +73,8 @@ RunnerOptions parse_runner_options(const std::vector<std::string>& args) {
   }
   if (o.help) return o;
   if (o.candidate.empty() == o.library.empty()) throw_usage("give exactly one of --candidate PATH and --library NAME");
-  if (o.op != "matmul" && o.op != "gemm_sp") {
-    throw_usage(fmt::format("--op '{}' is not matmul or gemm_sp (2:4 sparse A)", o.op));
+  if (o.op != "matmul" && o.op != "gemm_sp" && o.op != "blockscaled") {
+    throw_usage(fmt::format("--op '{}' is not matmul, gemm_sp (2:4 sparse A) or blockscaled (FP8 with block scales)", o.op));
   }
   if (o.m <= 0 || o.n <= 0 || o.k <= 0) throw_usage("--m, --n and --k are required");
   if (o.dtype.empty()) throw_usage("--dtype is required (e.g. f16f32)");
@@ -112,7 +112,8 @@ std::string runner_usage(const std::string& program, const std::string& librarie
       "document (stdout, and --out atomically).\n"
       "croq runs this program as a child process with a time limit (`croq measure`, `croq baseline`).\n"
       "\n"
-      "  --op matmul|gemm_sp    operator: dense matmul, or A 2:4 structured sparse (K a multiple of 8)\n"
+      "  --op matmul|gemm_sp|blockscaled  operator: dense matmul, A 2:4 structured sparse (K a multiple\n"
+      "                         of 8), or FP8 with f32 scales per 1x128 (A) and 128x128 (B) block\n"
       "  --dtype TOKEN          f16f32 f16 bf16f32 bf16 e4m3f16 e4m3bf16 f32 tf32 (and the seeds' spellings)\n"
       "  --b-layout row|col|auto  B as K x N row-major, or N x K (\"row.col\"); auto tries both\n"
       "  --seed S               random inputs' seed (default: fresh, recorded)\n"

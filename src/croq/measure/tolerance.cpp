@@ -44,6 +44,14 @@ ToleranceSpec tolerance_for(const DtypePair& d) {
   return t;
 }
 
+ToleranceSpec tolerance_for(const DtypePair& d, const std::string& op) {
+  ToleranceSpec t = tolerance_for(d);
+  if (d.input != ScalarType::e4m3) return t;
+  if (op == "blockscaled") t.rule = "fp8 e4m3 in, f32 scales per 1x128 (A) and 128x128 (B) block, f32 accumulate";
+  else if (op == "matmul") t.rule = "fp8 e4m3 in, per-tensor f32 scales, f32 accumulate";
+  return t;
+}
+
 ToleranceSpec f16_accumulate_tolerance() { return {16.0, 0.05, 1e-2, "f16 in, f16 accumulate"}; }
 
 void decide_passed(Verification& v) {

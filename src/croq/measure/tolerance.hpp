@@ -9,6 +9,9 @@
 //   f16 / bf16   f32        1.0       0.01     1e-3       f16/bf16 in, f32 accumulate
 //   f16 / bf16   f16/bf16   1.0       0.01     2e-3/1e-2  f16/bf16 in, f32 accumulate, 16-bit out
 //   e4m3         f16/bf16   0.5       0.01     5e-3/1e-2  fp8 e4m3 in, f32 accumulate
+//     (dense matmul: with per-tensor scales; the block-scaled operator: with scales per block,
+//      bf16 out; the reference applies the scales in f32, and the scaled inputs keep the output's
+//      size that of the unscaled operators, so the same limits hold)
 //   f32          f32        1.0       0.01     1e-4       f32 in, f32 accumulate
 //   f32 (tf32)   f32        1.0       0.01     5e-3       tf32 multiply, f32 accumulate
 //   (f16 accumulation, 16.0 / 0.05, is the seeds' row for kernels that accumulate in f16; the ABI
@@ -20,6 +23,7 @@
 #pragma once
 #include <cstddef>
 #include <cstdint>
+#include <string>
 
 #include "croq/measure/measurement.hpp"
 #include "croq/workspace/dtype.hpp"
@@ -27,6 +31,9 @@
 namespace croq {
 
 ToleranceSpec tolerance_for(const DtypePair& dtype);
+// The operator's row: `op` a canonical operator (the rule names the scales of matmul e4m3 and of
+// the block-scaled operator).
+ToleranceSpec tolerance_for(const DtypePair& dtype, const std::string& op);
 // The seeds' f16-accumulation row (documented, not selected by any ABI v1 problem).
 ToleranceSpec f16_accumulate_tolerance();
 

@@ -12,11 +12,13 @@ namespace croq {
 
 std::shared_ptr<KernelFamily> make_cpp_tiled_family();
 std::shared_ptr<KernelFamily> make_cpp_sparse_family();
+std::shared_ptr<KernelFamily> make_cpp_fp8_family();
 
 std::vector<std::shared_ptr<KernelFamily>> kernel_families() {
   std::vector<std::shared_ptr<KernelFamily>> all;
   all.push_back(make_cpp_tiled_family());
   all.push_back(make_cpp_sparse_family());
+  all.push_back(make_cpp_fp8_family());
   all.push_back(std::make_shared<HopperGemmFamily>());
   all.push_back(std::make_shared<AmpereGemmFamily>());
   all.push_back(std::make_shared<HopperGemmSpFamily>());

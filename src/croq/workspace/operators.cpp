@@ -12,7 +12,9 @@ std::string accepted_shape_key_forms() {
   return "matmul_<dtype>_<M>x<N>x<K> (dense; also gemm_<dtype>_... or <dtype>_<M>x<N>x<K>), "
          "gemm_sp_<dtype>_<M>x<N>x<K> (2:4 sparse A; also spmm_... or the from-scratch form "
          "<dtype>_<M>x<N>x<K>_fs), e.g. matmul_f16fp32_4096x4096x4096, gemm_sp_f16_4096x8192x8192, "
-         "gemm_sp_e4m3fp16_768x768x768, f16_768x768x768_fs";
+         "gemm_sp_e4m3fp16_768x768x768, f16_768x768x768_fs, blockscaled_e4m3bf16_<M>x<N>x<K> (FP8 with f32 "
+         "scales per 1x128 block of A and 128x128 block of B; also blockscale_gemm_...), e.g. "
+         "blockscaled_e4m3bf16_4096x7168x7168";
 }
 
 std::optional<std::string> try_shape_operator(const ShapeKey& key, std::string* why) {
@@ -20,8 +22,9 @@ std::optional<std::string> try_shape_operator(const ShapeKey& key, std::string* 
   if (op.empty()) return key.suffix == "fs" ? k_op_gemm_sp : k_op_matmul;
   if (op == "matmul" || op == "gemm") return std::string(k_op_matmul);
   if (op == "gemm_sp" || op == "spmm") return std::string(k_op_gemm_sp);
+  if (op == "blockscaled" || op == "blockscale_gemm") return std::string(k_op_blockscaled);
   if (why) {
-    *why = fmt::format("operator '{}' is not one croq measures (matmul, gemm_sp); shape keys: {}", op,
+    *why = fmt::format("operator '{}' is not one croq measures (matmul, gemm_sp, blockscaled); shape keys: {}", op,
                        accepted_shape_key_forms());
   }
   return std::nullopt;
@@ -42,6 +45,7 @@ std::string operator_name(const ShapeKey& key) {
 }
 
 bool is_sparse_operator(const std::string& canonical_op) { return canonical_op == k_op_gemm_sp; }
+bool is_blockscaled_operator(const std::string& canonical_op) { return canonical_op == k_op_blockscaled; }
 
 std::string check_measurable_shape(const ShapeKey& key) {
   const std::string op = shape_operator(key);
@@ -59,6 +63,11 @@ std::string check_measurable_shape(const ShapeKey& key) {
       throw_usage(fmt::format("2:4 sparse GEMM is not defined for tf32 ({})", key.text),
                   "sparse tensor cores use 1:2 for tf32; use f16, bf16, e4m3 or f32 inputs");
     }
+  }
+  if (is_blockscaled_operator(op) && std::string(d.canonical) != "e4m3bf16") {
+    throw_usage(fmt::format("the block-scaled operator takes e4m3 inputs and gives bf16 ({} has dtype {})", key.text,
+                            d.canonical),
+                "write the key as blockscaled_e4m3bf16_<M>x<N>x<K>");
   }
   return op;
 }

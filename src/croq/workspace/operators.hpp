@@ -4,6 +4,8 @@
 //   matmul     CROQ_OP_MATMUL (v1 or v2)  matmul_<dtype>_<M>x<N>x<K>, gemm_<dtype>_..., <dtype>_<M>x<N>x<K>
 //   gemm_sp    CROQ_OP_MATMUL_SPARSE24    gemm_sp_<dtype>_<M>x<N>x<K>, spmm_<dtype>_..., and the
 //              (A 2:4 structured sparse)  from-scratch sweep's <dtype>_<M>x<N>x<K>_fs
+//   blockscaled CROQ_OP_MATMUL_BLOCKSCALED blockscaled_e4m3bf16_<M>x<N>x<K>, blockscale_gemm_e4m3bf16_...
+//              (FP8, f32 scales per 1x128 block of A and 128x128 block of B; e4m3 in, bf16 out)
 //
 // An operator-less key is dense matmul, except with the suffix `_fs`: that is the from-scratch
 // sweep's form (`f16_768x768x768_fs`), and the sweep is of 2:4 sparse GEMM. Any suffix may follow
@@ -19,6 +21,10 @@ namespace croq {
 
 inline constexpr const char* k_op_matmul = "matmul";
 inline constexpr const char* k_op_gemm_sp = "gemm_sp";
+inline constexpr const char* k_op_blockscaled = "blockscaled";
+// The block-scaled operator's scale blocks: A per 1 x 128 (row, K block), B per 128 x 128 (N, K).
+inline constexpr int k_blockscaled_block_k = 128;
+inline constexpr int k_blockscaled_block_n = 128;
 
 // The canonical operator of a shape key ("matmul" or "gemm_sp"), or nullopt with `why` naming the
 // accepted forms.
@@ -32,6 +38,7 @@ std::string operator_name(const ShapeKey& key);
 // the operator's constraints on the shape); returns the canonical operator. Throws Error(usage).
 std::string check_measurable_shape(const ShapeKey& key);
 bool is_sparse_operator(const std::string& canonical_op);
+bool is_blockscaled_operator(const std::string& canonical_op);
 // The accepted shape key forms, for error messages.
 std::string accepted_shape_key_forms();
 

@@ -19,6 +19,8 @@
 //   unsupported      returns CROQ_UNSUPPORTED                              UNSUPPORTED
 //   escape_stream    runs its kernel on a stream of its own                IMPOSSIBLE (events see no work)
 //   sync_inside      synchronises the stream inside croq_matmul            PASS, with a warning
+// The naive module also exports croq_gemm (kernel ABI v2): e4m3 with per-tensor or block scales
+// (tk_gemm_scaled), everything else forwarded to tk_matmul.
 #include <croq/kernel_abi.h>
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
@@ -135,7 +137,52 @@ size_t b_bytes(const croq_matmul_problem* p) {
   return static_cast<size_t>(p->k * p->n) * e;
 }
 
+// FP8 with scales (kernel ABI v2): per tensor (C = a_scale b_scale A B) or per block (A per
+// 1 x bk, B [N,K] per bn x bk), one thread per element of C, f32 accumulation.
+template <typename TO>
+__global__ void scaled_naive_kernel(const __nv_fp8_e4m3* a, const __nv_fp8_e4m3* b, TO* c, const float* sa,
+                                    const float* sb, int64_t m, int64_t n, int64_t k, bool b_col, bool block,
+                                    int64_t bk, int64_t bn) {
+  const int64_t i = blockIdx.y * int64_t(blockDim.y) + threadIdx.y;
+  const int64_t j = blockIdx.x * int64_t(blockDim.x) + threadIdx.x;
+  if (i >= m || j >= n) return;
+  const int64_t kb = block ? (k + bk - 1) / bk : 1;
+  float acc = 0.f;
+  for (int64_t p = 0; p < k; ++p) {
+    float av = ld(a, i * k + p);
+    float bv = b_col ? ld(b, j * k + p) : ld(b, p * n + j);
+    if (block) {
+      av *= sa[i * kb + p / bk];
+      bv *= sb[(j / bn) * kb + p / bk];
+    }
+    acc += av * bv;
+  }
+  if (!block) acc *= sa[0] * sb[0];
+  st(c, i * n + j, acc);
+}
+
 }  // namespace
+
+extern "C" croq_status tk_gemm_scaled(const croq_gemm_desc* d, const croq_gemm_operands* o, void* stream) {
+  if (d->a_type != CROQ_E4M3 || d->scale_mode == CROQ_SCALE_NONE) return CROQ_UNSUPPORTED;
+  const bool block = d->scale_mode == CROQ_SCALE_BLOCK;
+  dim3 blk(16, 16), grid(static_cast<unsigned>((d->n + 15) / 16), static_cast<unsigned>((d->m + 15) / 16));
+  cudaStream_t s = static_cast<cudaStream_t>(stream);
+  const auto* a = static_cast<const __nv_fp8_e4m3*>(o->a);
+  const auto* b = static_cast<const __nv_fp8_e4m3*>(o->b);
+  const bool b_col = d->b_layout == CROQ_COL_MAJOR;
+  if (d->c_type == CROQ_F16) {
+    scaled_naive_kernel<__half><<<grid, blk, 0, s>>>(a, b, static_cast<__half*>(o->c), o->a_scale, o->b_scale, d->m, d->n,
+                                                     d->k, b_col, block, d->scale_block_k, d->scale_block_n);
+  } else if (d->c_type == CROQ_BF16) {
+    scaled_naive_kernel<__nv_bfloat16><<<grid, blk, 0, s>>>(a, b, static_cast<__nv_bfloat16*>(o->c), o->a_scale,
+                                                            o->b_scale, d->m, d->n, d->k, b_col, block,
+                                                            d->scale_block_k, d->scale_block_n);
+  } else {
+    return CROQ_UNSUPPORTED;
+  }
+  return cudaGetLastError() == cudaSuccess ? CROQ_OK : CROQ_LAUNCH_FAILED;
+}
 
 extern "C" croq_status tk_matmul(int mode, const croq_matmul_problem* p, const void* a, const void* b, void* c,
                                  void* workspace, size_t workspace_bytes, void* stream) {

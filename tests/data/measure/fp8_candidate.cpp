@@ -1,0 +1,173 @@
+// FP8 test candidates with scales for the cpp dsl (kernel ABI v2 on host pointers), one per
+// CROQ_TEST_MODE; croq's harness must tell the correct ones from the broken ones, for dense e4m3
+// matmul (per-tensor scales) and the block-scaled operator:
+//   ok              applies the scales as the operator says                     -> PASS
+//   ignore_scales   multiplies A and B, scales never read                        -> VERIFY_FAIL
+//   a_scale_only    applies A's scales and not B's                               -> VERIFY_FAIL
+//   per_tensor      block-scaled: applies a_scale[0] * b_scale[0] to the whole   -> VERIFY_FAIL
+//                   product (per tensor instead of per block)
+//   row_blocks      block-scaled: B's scales indexed per 128 x 128 block of K x N read as
+//                   [K/128, N/128] (the transposed layout)                       -> VERIFY_FAIL
+//   first_seed      caches the scales of its first call by pointer              -> VERIFY_FAIL (second seed)
+//   v1_only         exports only version 1's croq_matmul                         -> UNSUPPORTED
+// The CLI tests compile this file with the system C++ compiler.
+#include <croq/kernel_abi.h>
+
+#include <cstdint>
+#include <cstring>
+
+#define MODE_ok 1
+#define MODE_ignore_scales 2
+#define MODE_a_scale_only 3
+#define MODE_per_tensor 4
+#define MODE_row_blocks 5
+#define MODE_first_seed 6
+#define MODE_v1_only 7
+#define CAT(a, b) a##b
+#define MODE_OF(m) CAT(MODE_, m)
+#define MODE MODE_OF(CROQ_TEST_MODE)
+
+namespace {
+
+float bits_to_f32(uint32_t u) {
+  float f;
+  std::memcpy(&f, &u, 4);
+  return f;
+}
+
+float f16_to_f32(uint16_t h) {
+  const uint32_t sign = static_cast<uint32_t>(h & 0x8000u) << 16;
+  uint32_t exp = (h >> 10) & 0x1Fu, man = h & 0x3FFu;
+  if (exp == 0x1F) return bits_to_f32(sign | 0x7F800000u | (man << 13));
+  if (exp == 0) {
+    if (man == 0) return bits_to_f32(sign);
+    int e = -1;
+    do {
+      ++e;
+      man <<= 1;
+    } while ((man & 0x400u) == 0);
+    return bits_to_f32(sign | ((112u - static_cast<uint32_t>(e)) << 23) | ((man & 0x3FFu) << 13));
+  }
+  return bits_to_f32(sign | ((exp + 112u) << 23) | (man << 13));
+}
+
+float e4m3_to_f32(uint8_t v) {
+  const float sign = (v & 0x80u) ? -1.0f : 1.0f;
+  const int exp = (v >> 3) & 0xF, man = v & 0x7;
+  if (exp == 0xF && man == 0x7) return bits_to_f32(0x7FC00000u);
+  if (exp == 0) return sign * static_cast<float>(man) / 8.0f / 64.0f;
+  return sign * (1.0f + static_cast<float>(man) / 8.0f) * bits_to_f32(static_cast<uint32_t>(exp - 7 + 127) << 23);
+}
+
+float load(const void* p, croq_dtype t, int64_t i) {
+  switch (t) {
+    case CROQ_F16: return f16_to_f32(static_cast<const uint16_t*>(p)[i]);
+    case CROQ_BF16: return bits_to_f32(static_cast<uint32_t>(static_cast<const uint16_t*>(p)[i]) << 16);
+    case CROQ_E4M3: return e4m3_to_f32(static_cast<const uint8_t*>(p)[i]);
+    default: return static_cast<const float*>(p)[i];
+  }
+}
+
+uint16_t f32_to_f16(float f) {
+  uint32_t x;
+  std::memcpy(&x, &f, 4);
+  const uint32_t sign = (x >> 16) & 0x8000u;
+  const int32_t exp = static_cast<int32_t>((x >> 23) & 0xFFu) - 127 + 15;
+  uint32_t man = x & 0x7FFFFFu;
+  if (((x >> 23) & 0xFFu) == 0xFFu) return static_cast<uint16_t>(sign | 0x7C00u | (man ? 0x200u : 0u));
+  if (exp >= 31) return static_cast<uint16_t>(sign | 0x7C00u);
+  if (exp <= 0) {
+    if (exp < -10) return static_cast<uint16_t>(sign);
+    man |= 0x800000u;
+    const int shift = 14 - exp;
+    uint32_t half = man >> shift;
+    const uint32_t rem = man & ((1u << shift) - 1), mid = 1u << (shift - 1);
+    if (rem > mid || (rem == mid && (half & 1u))) ++half;
+    return static_cast<uint16_t>(sign | half);
+  }
+  uint32_t half = sign | (static_cast<uint32_t>(exp) << 10) | (man >> 13);
+  const uint32_t rem = man & 0x1FFFu;
+  if (rem > 0x1000u || (rem == 0x1000u && (half & 1u))) ++half;
+  return static_cast<uint16_t>(half);
+}
+
+void store(void* p, croq_dtype t, int64_t i, float v) {
+  switch (t) {
+    case CROQ_F16: static_cast<uint16_t*>(p)[i] = f32_to_f16(v); break;
+    case CROQ_BF16: {
+      uint32_t x;
+      std::memcpy(&x, &v, 4);
+      x += 0x7FFFu + ((x >> 16) & 1u);  // round to nearest even (inputs here are finite)
+      static_cast<uint16_t*>(p)[i] = static_cast<uint16_t>(x >> 16);
+      break;
+    }
+    default: static_cast<float*>(p)[i] = v; break;
+  }
+}
+
+}  // namespace
+
+extern "C" {
+
+#if MODE == MODE_v1_only
+CROQ_EXPORT croq_status croq_matmul(const croq_matmul_problem* p, const void*, const void*, void*, void*, size_t,
+                                    void*) {
+  return p->a_type == CROQ_E4M3 ? CROQ_OK : CROQ_UNSUPPORTED;
+}
+#else
+CROQ_EXPORT croq_status croq_gemm(const croq_gemm_desc* d, const croq_gemm_operands* o, void* /*stream*/) {
+  if (d->a_type != CROQ_E4M3) return CROQ_UNSUPPORTED;
+  const bool block = d->scale_mode == CROQ_SCALE_BLOCK;
+  const bool b_col = d->b_layout == CROQ_COL_MAJOR;
+  if (block && !b_col) return CROQ_UNSUPPORTED;
+  const int64_t bk = block ? d->scale_block_k : 1, bn = block ? d->scale_block_n : 1;
+  const int64_t kb = block ? (d->k + bk - 1) / bk : 1, nb = block ? (d->n + bn - 1) / bn : 1;
+  (void)nb;
+  static float cached_a = 0.f, cached_b = 0.f;
+  static bool cached = false;
+  if (!cached) {
+    cached_a = o->a_scale[0];
+    cached_b = o->b_scale[0];
+    cached = true;
+  }
+  (void)cached_a;
+  (void)cached_b;
+  (void)kb;
+  for (int64_t i = 0; i < d->m; ++i) {
+    for (int64_t j = 0; j < d->n; ++j) {
+      float acc = 0.f;
+      for (int64_t q = 0; q < d->k; ++q) {
+        float av = load(o->a, d->a_type, i * d->lda + q);
+        float bv = load(o->b, d->b_type, b_col ? j * d->ldb + q : q * d->ldb + j);
+#if MODE == MODE_ok || MODE == MODE_a_scale_only || MODE == MODE_first_seed || MODE == MODE_row_blocks
+        if (block) {
+          av *= o->a_scale[i * kb + q / bk];
+#if MODE == MODE_row_blocks
+          bv *= o->b_scale[(q / bk) * nb + j / bn];
+#elif MODE != MODE_a_scale_only
+          bv *= o->b_scale[(j / bn) * kb + q / bk];
+#endif
+        }
+#endif
+        acc += av * bv;
+      }
+      if (!block) {
+#if MODE == MODE_ok || MODE == MODE_row_blocks
+        acc *= o->a_scale[0] * o->b_scale[0];
+#elif MODE == MODE_a_scale_only
+        acc *= o->a_scale[0];
+#elif MODE == MODE_first_seed
+        acc *= cached_a * cached_b;
+#endif
+      }
+#if MODE == MODE_per_tensor
+      acc *= o->a_scale[0] * o->b_scale[0];
+#endif
+      store(o->c, d->c_type, i * d->ldc + j, acc);
+    }
+  }
+  return CROQ_OK;
+}
+#endif
+
+}  // extern "C"
