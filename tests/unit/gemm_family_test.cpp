@@ -540,6 +540,89 @@ TEST(HopperGemmFamily, RenderedSourceCarriesTheConfigurationAndTheTemplate) {
   EXPECT_NE(std::find(flags.begin(), flags.end(), "-gencode=arch=compute_90a,code=sm_90a"), flags.end());
 }
 
+// e4m3 (per-tensor scales, f16 or bf16 out): the family supports it on sm_90a with K a multiple of
+// 16 (TMA rows), checks and renders it with B "row.col" (the only layout FP8 WGMMA reads), BK in
+// one-byte elements (128 = one 128-byte swizzle row), and its defaults and alternatives are legal
+// for every typical shape.
+TEST(HopperGemmFamily, E4m3IsComputedWithOneByteElementsAndBColumnMajor) {
+  HopperGemmFamily f;
+  for (const char* dt : {"e4m3f16", "e4m3bf16"}) {
+    for (const auto& s : k_typical) {
+      auto p = problem(s, dt, false, "sm_90a");  // tune's problem: the layout is the runner's choice
+      ASSERT_TRUE(f.supports(p)) << dt;
+      auto c = f.default_config(p);
+      auto why = f.violation(c, p);
+      ASSERT_FALSE(why) << s.m << "x" << s.n << "x" << s.k << " " << dt << ": " << *why;
+      EXPECT_EQ(c.at("BK"), "128");
+      EXPECT_LE(HopperGemmFamily::smem_bytes(c, 1), HopperGemmFamily::k_smem_limit);
+      for (const auto& a : f.alternatives(p)) {
+        EXPECT_FALSE(f.violation(a.config, p)) << a.name << ": " << *f.violation(a.config, p);
+        EXPECT_NE(a.config, c) << a.name;
+      }
+    }
+  }
+  const auto p = problem({1000, 1000, 1024}, "e4m3bf16", false, "sm_90a");
+  auto c = f.default_config(p);
+  const std::string src = f.render_source(c, p);
+  EXPECT_NE(src.find("#define CROQ_ELEM_BYTES 1\n"), std::string::npos);
+  EXPECT_NE(src.find("#define CROQ_DTYPES 32\n"), std::string::npos);  // e4m3 -> bf16
+  EXPECT_NE(src.find("#define CROQ_BLAYOUTS 2\n"), std::string::npos);
+  EXPECT_NE(src.find("k32.f32.e4m3.e4m3"), std::string::npos);
+  EXPECT_NE(src.find("CROQ_EXPORT croq_status croq_gemm"), std::string::npos);
+  // Half a swizzle row of one-byte elements, and K whose rows are not 16-byte aligned, are refused.
+  auto half = c;
+  half["BK"] = "64";
+  ASSERT_TRUE(f.violation(half, p));
+  EXPECT_NE(f.violation(half, p)->find("swizzle"), std::string::npos);
+  auto odd = problem({1000, 1000, 1000}, "e4m3bf16", false, "sm_90a");
+  EXPECT_FALSE(f.supports(odd));
+  ASSERT_TRUE(f.violation(c, odd));
+  EXPECT_NE(f.violation(c, odd)->find("multiple of 16"), std::string::npos);
+  // The same configuration with 16-bit inputs needs twice the shared memory per stage.
+  EXPECT_GT(HopperGemmFamily::smem_bytes(c, 2), HopperGemmFamily::smem_bytes(c, 1));
+  // Other families do not claim e4m3 matmul.
+  EXPECT_FALSE(AmpereGemmFamily().supports(problem({1024, 1024, 1024}, "e4m3bf16", true, "sm_80")));
+}
+
+// The block-scaled operator (e4m3 -> bf16, scales per 1x128 of A and 128x128 of B): the same
+// template with CROQ_BLOCKSCALE=1, promoting each 128-deep k block's WGMMA sums into a second set
+// of f32 registers; its defaults and alternatives are legal for every typical shape, and what the
+// promotion forbids is refused saying why.
+TEST(HopperGemmFamily, BlockScaledConfigurationsPromotePerScaleBlock) {
+  HopperGemmFamily f;
+  std::vector<Shape> shapes = k_typical;
+  shapes.push_back({4096, 7168, 7168});
+  for (const auto& s : shapes) {
+    auto p = problem(s, "e4m3bf16", false, "sm_90a");
+    p.op = "blockscaled";
+    ASSERT_TRUE(f.supports(p));
+    auto c = f.default_config(p);
+    auto why = f.violation(c, p);
+    ASSERT_FALSE(why) << s.m << "x" << s.n << "x" << s.k << ": " << *why;
+    EXPECT_EQ(c.at("BK"), "128");
+    EXPECT_EQ(c.at("MMA_DEPTH"), "0");
+    EXPECT_LE(2 * HopperGemmFamily::accumulator_registers(c), HopperGemmFamily::max_accumulators(c));
+    for (const auto& a : f.alternatives(p)) EXPECT_FALSE(f.violation(a.config, p)) << a.name;
+  }
+  auto p = problem({4096, 7168, 7168}, "e4m3bf16", false, "sm_90a");
+  p.op = "blockscaled";
+  auto c = f.default_config(p);
+  const std::string src = f.render_source(c, p);
+  EXPECT_NE(src.find("#define CROQ_BLOCKSCALE 1\n"), std::string::npos);
+  EXPECT_NE(src.find("#define CROQ_ELEM_BYTES 1\n"), std::string::npos);
+  auto depth = c;
+  depth["MMA_DEPTH"] = "1";
+  ASSERT_TRUE(f.violation(depth, p));
+  EXPECT_NE(f.violation(depth, p)->find("MMA_DEPTH=0"), std::string::npos);
+  auto wide = c;
+  wide["BN"] = "256";
+  ASSERT_TRUE(f.violation(wide, p));
+  EXPECT_NE(f.violation(wide, p)->find("promotion"), std::string::npos);
+  auto f16 = problem({4096, 7168, 7168}, "e4m3f16", false, "sm_90a");
+  f16.op = "blockscaled";
+  EXPECT_FALSE(f.supports(f16));
+}
+
 // The configurations measured by hand (bench/gpu/gemm_configs.sh: gemm_configs.txt and
 // gemm_configs_wide.txt) are changes from a fixed base; each must name family parameters with
 // listed values and be legal for its shape, in both B layouts.

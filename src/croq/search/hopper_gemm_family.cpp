@@ -25,12 +25,43 @@ const char* k_order[] = {"BM",        "BN",        "BK",       "STAGES",   "CONS
 // the way to fill the GPU (the problem has plenty of tiles).
 constexpr long long k_max_split_workspace = 512LL << 20;
 
+bool is_fp8(const FamilyProblem& p) { return p.dtype.input == ScalarType::e4m3; }
+bool is_blockscaled(const FamilyProblem& p) { return p.op == "blockscaled"; }
+
+// e4m3 problems are computed with B "row.col" (N x K), the only layout FP8 WGMMA reads (croq tries
+// it first for fp8 inputs): the family checks and renders them so.
+FamilyProblem as_measured(FamilyProblem p) {
+  if (is_fp8(p)) p.b_col_major = true;
+  return p;
+}
+
+// e4m3 stages: BK 128 (one 128-byte swizzle row), as many stages as fit up to `max_stages`.
+FamilyConfig fp8_stages(FamilyConfig c, int max_stages = 6) {
+  c["BK"] = "128";
+  c["SWIZZLE"] = "128";
+  c["STAGES"] = "2";
+  for (int s = max_stages; s >= 2; --s) {
+    c["STAGES"] = std::to_string(s);
+    if (HopperGemmFamily::smem_bytes(c, 1) <= HopperGemmFamily::k_smem_limit) break;
+  }
+  return c;
+}
+
 }  // namespace
 
+int HopperGemmFamily::dtype_bit(const DtypePair& d) {
+  if (const int b = gemm::dtype_bit(d)) return b;
+  if (d.compute != ScalarType::f32 || d.input != ScalarType::e4m3) return 0;
+  if (d.output == ScalarType::f16) return 16;
+  if (d.output == ScalarType::bf16) return 32;
+  return 0;
+}
+
 bool HopperGemmFamily::supports(const FamilyProblem& p) const {
-  if (p.op != "matmul") return false;
+  if (p.op != "matmul" && !(is_blockscaled(p) && std::string(p.dtype.canonical) == "e4m3bf16")) return false;
   if (!p.arch.empty() && p.arch.rfind("sm_90", 0) != 0) return false;
-  return gemm::dtype_bit(p.dtype) != 0 && p.m > 0 && p.n > 0 && p.k > 0;
+  if (is_fp8(p) && p.k % 16 != 0) return false;
+  return dtype_bit(p.dtype) != 0 && p.m > 0 && p.n > 0 && p.k > 0;
 }
 
 std::vector<ParamSpec> HopperGemmFamily::params() const {
@@ -68,11 +99,13 @@ std::vector<ParamSpec> HopperGemmFamily::params() const {
   };
 }
 
-long long HopperGemmFamily::smem_bytes(const FamilyConfig& c) {
+long long HopperGemmFamily::smem_bytes(const FamilyConfig& c) { return smem_bytes(c, 2); }
+
+long long HopperGemmFamily::smem_bytes(const FamilyConfig& c, int elem_bytes) {
   const long long stages = get(c, "STAGES"), bm = get(c, "BM"), bn = get(c, "BN"), bk = get(c, "BK");
   const long long epi = get(c, "EPILOGUE") == 1 ? get(c, "CONSUMERS") * 2LL * 64 * 32 * 4 : 0;
   const long long bars = ceil_div((2 * stages + 2) * 8, 128) * 128;
-  return 1024 + stages * (bm + bn) * bk * 2 + epi + bars;
+  return 1024 + stages * (bm + bn) * bk * elem_bytes + epi + bars;
 }
 
 int HopperGemmFamily::accumulator_registers(const FamilyConfig& c) {
@@ -100,19 +133,37 @@ long long HopperGemmFamily::split_workspace_bytes(const FamilyConfig& c, const F
   return tiles * (split - 1) * (static_cast<long long>(bm) * bn * 4 + groups * 8);
 }
 
-std::optional<std::string> HopperGemmFamily::violation(const FamilyConfig& c, const FamilyProblem& p) const {
-  if (p.op != "matmul") return fmt::format("hopper_gemm computes matmul, not {}", p.op);
+std::optional<std::string> HopperGemmFamily::violation(const FamilyConfig& c, const FamilyProblem& p_in) const {
+  const FamilyProblem p = as_measured(p_in);
+  if (p.op != "matmul" && !is_blockscaled(p))
+    return fmt::format("hopper_gemm computes matmul and the block-scaled operator, not {}", p.op);
+  if (is_blockscaled(p) && std::string(p.dtype.canonical) != "e4m3bf16")
+    return fmt::format("the block-scaled operator is e4m3 -> bf16, not {}", p.dtype.canonical);
   if (!p.arch.empty() && p.arch.rfind("sm_90", 0) != 0)
     return fmt::format("hopper_gemm needs sm_90a (WGMMA, TMA, setmaxnreg); the target is {}", p.arch);
-  if (gemm::dtype_bit(p.dtype) == 0)
-    return fmt::format("hopper_gemm computes f16/bf16 inputs into f32 or the input type, not {}", p.dtype.canonical);
+  if (dtype_bit(p.dtype) == 0)
+    return fmt::format("hopper_gemm computes f16/bf16 inputs into f32 or the input type, and e4m3 into f16 or bf16, "
+                       "not {}",
+                       p.dtype.canonical);
+  const int eb = is_fp8(p) ? 1 : 2;
+  if (eb == 1 && p.k % 16 != 0)
+    return fmt::format("e4m3 rows of K={} bytes are not 16-byte aligned, as TMA needs: K must be a multiple of 16", p.k);
   if (p.m <= 0 || p.n <= 0 || p.k <= 0) return "the problem has an empty dimension";
   if (auto bad = gemm::check_listed_values(c, params())) return bad;
+  if (is_blockscaled(p)) {
+    if (get(c, "BK") != 128) return "the block-scaled kernel promotes once per 128-deep scale block: BK=128";
+    if (get(c, "MMA_DEPTH") != 0)
+      return "the block-scaled kernel waits for each stage's WGMMAs before promoting their sums: MMA_DEPTH=0";
+    if (2 * accumulator_registers(c) > max_accumulators(c))
+      return fmt::format("the block-scaled kernel keeps a second set of f32 sums (promotion): 2 x {} registers per "
+                         "consumer thread exceed {}",
+                         accumulator_registers(c), max_accumulators(c));
+  }
 
   const int bm = get(c, "BM"), bn = get(c, "BN"), bk = get(c, "BK");
   const int consumers = get(c, "CONSUMERS"), sw = get(c, "SWIZZLE");
   const int cm = get(c, "CLUSTER_M"), cn = get(c, "CLUSTER_N");
-  const int atom = sw / 2;  // 16-bit elements per swizzle row
+  const int atom = sw / eb;  // input elements per swizzle row
   const bool pingpong = get(c, "PINGPONG") == 1;
   if (pingpong && consumers != 2) return "PINGPONG=1 alternates tiles between two consumers: it needs CONSUMERS=2";
   if (!pingpong && bm % (64 * consumers) != 0)
@@ -132,7 +183,7 @@ std::optional<std::string> HopperGemmFamily::violation(const FamilyConfig& c, co
   if ((bm / cn) % 8 != 0) return fmt::format("A slices of BM/CLUSTER_N={} rows are not multiples of 8", bm / cn);
   const int b_slice = p.b_col_major ? bn / cm : bk / cm;
   if (b_slice % 8 != 0) return fmt::format("B multicast slices of {} rows are not multiples of 8", b_slice);
-  const long long smem = smem_bytes(c);
+  const long long smem = smem_bytes(c, eb);
   if (smem > k_smem_limit)
     return fmt::format("needs {} bytes of shared memory, more than the {} a block may use on sm_90", smem,
                        k_smem_limit);
@@ -241,6 +292,8 @@ std::vector<Alternative> HopperGemmFamily::alternatives(const FamilyProblem& p) 
   std::vector<Alternative> out;
   const FamilyConfig def = default_config(p);
   auto add = [&](std::string name, std::string tag, FamilyConfig c) {
+    if (is_fp8(p)) c = fp8_stages(c, std::max(2, std::min(8, get(c, "STAGES"))));
+    if (is_blockscaled(p)) c["MMA_DEPTH"] = "0";
     if (c == def || violation(c, p)) return;
     for (const auto& a : out) {
       if (a.config == c) return;
@@ -363,6 +416,16 @@ FamilyConfig HopperGemmFamily::default_config(const FamilyProblem& p) const {
     }
   }
   FamilyConfig c = arrangement(t, split, 1, epilogue);
+  if (is_fp8(p)) c = fp8_stages(c);
+  if (is_blockscaled(p)) {
+    // 128 x 128 tiles, each consumer 64 rows (64 + 64 f32 registers with the promoted sums, as
+    // DeepGEMM's kernels), split-K while the tiles are far from a wave and K is long.
+    int s = 1;
+    const long long t128 = tiles(128, 128);
+    while (s < 4 && t128 * s * 2 <= sms * 3 / 2 && ceil_div(p.k, 128) >= 4LL * s * 2) s *= 2;
+    c = fp8_stages(arrangement({128, 128, 2, 0}, s, 1, 2));
+    c["MMA_DEPTH"] = "0";
+  }
   if (violation(c, p)) {
     // Fall back to the smallest configuration, legal for every supported problem.
     c["BM"] = "64";
@@ -372,12 +435,26 @@ FamilyConfig HopperGemmFamily::default_config(const FamilyProblem& p) const {
     c["STAGES"] = "4";
     c["SPLIT_K"] = "1";
     c["EPILOGUE"] = "0";
+    if (is_fp8(p)) c = fp8_stages(c, 4);
+    if (is_blockscaled(p)) c["MMA_DEPTH"] = "0";
   }
   return c;
 }
 
-std::string HopperGemmFamily::render_source(const FamilyConfig& c, const FamilyProblem& p) const {
-  return gemm::render_config(name(), template_path(), k_order, c, p);
+std::string HopperGemmFamily::render_source(const FamilyConfig& c, const FamilyProblem& p_in) const {
+  const FamilyProblem p = as_measured(p_in);
+  if (!is_fp8(p)) return gemm::render_config(name(), template_path(), k_order, c, p);
+  // e4m3: one-byte elements, its dtype bit, B "row.col" only.
+  std::vector<std::pair<std::string, std::string>> defines;
+  for (const char* n : k_order) {
+    auto it = c.find(n);
+    if (it != c.end()) defines.emplace_back(std::string("CROQ_") + n, it->second);
+  }
+  defines.emplace_back("CROQ_ELEM_BYTES", "1");
+  if (is_blockscaled(p)) defines.emplace_back("CROQ_BLOCKSCALE", "1");
+  defines.emplace_back("CROQ_DTYPES", std::to_string(dtype_bit(p.dtype)));
+  defines.emplace_back("CROQ_BLAYOUTS", "2");
+  return gemm::render_template(name(), template_path(), defines, p);
 }
 
 std::vector<std::string> HopperGemmFamily::build_flags(const FamilyConfig&, const FamilyProblem&) const {

@@ -4,7 +4,9 @@
 // warpgroups (setmaxnreg), persistent tiles in grouped order, clusters with TMA multicast, split-K
 // with a deterministic in-kernel reduction, and an epilogue from registers or through shared
 // memory and TMA stores. docs/gemm.md describes each parameter; violation() refuses every
-// configuration the template cannot build or run.
+// configuration the template cannot build or run. e4m3 inputs (per-tensor scales, f16 or bf16
+// out) run the same structure with k32 FP8 WGMMA, B "row.col" only, BK counted in one-byte
+// elements (docs/fp8.md).
 #pragma once
 #include "croq/search/family.hpp"
 
@@ -25,8 +27,13 @@ class HopperGemmFamily : public KernelFamily {
   std::vector<std::string> params_for_bottleneck(const std::string& bottleneck) const override;
   std::vector<Alternative> alternatives(const FamilyProblem& p) const override;
 
-  // Shared memory the configuration's kernel requests (bytes), as the template computes it.
+  // Shared memory the configuration's kernel requests (bytes), as the template computes it, for
+  // 16-bit inputs (elem_bytes 2) or e4m3 (1).
   static long long smem_bytes(const FamilyConfig& c);
+  static long long smem_bytes(const FamilyConfig& c, int elem_bytes);
+  // The template's dtype bit (CROQ_DTYPES): 1 f16->f32, 2 f16, 4 bf16->f32, 8 bf16, 16 e4m3->f16,
+  // 32 e4m3->bf16; 0 for a dtype it does not compute.
+  static int dtype_bit(const DtypePair& d);
   // f32 accumulator registers per consumer thread.
   static int accumulator_registers(const FamilyConfig& c);
   // The most a consumer thread may hold without spilling, as ptxas (CUDA 13.0) allocates: 192

@@ -1,7 +1,15 @@
 /*
  * croq's Hopper GEMM template (sm_90a): C[M,N] = A[M,K] * B through croq's matmul ABI
  * (include/croq/kernel_abi.h), for f16->f32, bf16->f32, f16->f16 and bf16->bf16, A row-major, B
- * row-major (K x N) or "col" (stored N x K row-major), C row-major, any M, N, K.
+ * row-major (K x N) or "col" (stored N x K row-major), C row-major, any M, N, K; and, built with
+ * CROQ_ELEM_BYTES=1, FP8: e4m3->f16 and e4m3->bf16 with per-tensor scales (kernel ABI v2,
+ * croq_gemm, CROQ_SCALE_TENSOR), WGMMA m64nNk32 e4m3 with A and B both K-major (B "col" only, the
+ * only layout FP8 WGMMA reads), f32 accumulators multiplied by a_scale * b_scale in the epilogue,
+ * K a multiple of 16 (16-byte rows for TMA). Built also with CROQ_BLOCKSCALE=1: the block-scaled
+ * operator (CROQ_OP_MATMUL_BLOCKSCALED: f32 scales per 1x128 block of A and 128x128 block of B,
+ * bf16 out): each stage is one 128-deep scale block (BK 128); the consumer waits for the stage's
+ * WGMMAs and adds their f32 sums, times the rows' A scales and the columns' B scale, into a second
+ * set of f32 registers (promotion), so the tensor cores' accumulation never spans more than 128 of K.
  *
  * The configuration is chosen by macros placed in front of this file (the hopper_gemm kernel
  * family writes them; docs/gemm.md explains each technique):
@@ -51,8 +59,12 @@
  *                               bench/gpu/spill_sass.sh, which looks where the spills land. The
  *                               family never sets it.
  *   CROQ_DTYPES, CROQ_BLAYOUTS  which instantiations to compile (bit masks; default all):
- *                               dtypes 1 f16->f32, 2 f16->f16, 4 bf16->f32, 8 bf16->bf16;
+ *                               dtypes 1 f16->f32, 2 f16->f16, 4 bf16->f32, 8 bf16->bf16,
+ *                               16 e4m3->f16, 32 e4m3->bf16 (the last two with CROQ_ELEM_BYTES=1);
  *                               layouts 1 B row-major, 2 B "col"
+ *   CROQ_ELEM_BYTES             bytes per input element: 2 (f16, bf16; the default) or 1 (e4m3).
+ *                               BK counts elements, so a stage row of BK elements is BK * ELEM_BYTES
+ *                               bytes and one WGMMA step covers 32 bytes of K (k16 or k32)
  *
  * Structure: warpgroup 0 is the producer (one thread issues TMA loads of A and B tiles into a ring
  * of STAGES shared-memory stages, each completing on a "full" mbarrier); warpgroups 1..CONSUMERS
@@ -70,6 +82,7 @@
 #include <cuda.h>
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
+#include <cuda_fp8.h>
 #include <cuda_runtime.h>
 #include <cudaTypedefs.h>
 #include <stdint.h>
@@ -88,8 +101,15 @@
 #ifndef CROQ_BN
 #define CROQ_BN 256
 #endif
+#ifndef CROQ_ELEM_BYTES
+#define CROQ_ELEM_BYTES 2
+#endif
 #ifndef CROQ_BK
+#if CROQ_ELEM_BYTES == 1
+#define CROQ_BK 128
+#else
 #define CROQ_BK 64
+#endif
 #endif
 #ifndef CROQ_STAGES
 #define CROQ_STAGES 4
@@ -130,11 +150,22 @@
 #ifndef CROQ_STREAM_K
 #define CROQ_STREAM_K 0
 #endif
+#ifndef CROQ_BLOCKSCALE
+#define CROQ_BLOCKSCALE 0
+#endif
 #ifndef CROQ_DTYPES
+#if CROQ_ELEM_BYTES == 1
+#define CROQ_DTYPES 48
+#else
 #define CROQ_DTYPES 15
 #endif
+#endif
 #ifndef CROQ_BLAYOUTS
+#if CROQ_ELEM_BYTES == 1
+#define CROQ_BLAYOUTS 2
+#else
 #define CROQ_BLAYOUTS 3
+#endif
 #endif
 
 #define CROQ_STR_(x) #x
@@ -151,13 +182,15 @@ constexpr int STAGES = CROQ_STAGES;
 constexpr int CONSUMERS = CROQ_CONSUMERS;
 constexpr int CM = CROQ_CLUSTER_M, CN = CROQ_CLUSTER_N, CS = CM * CN;
 constexpr int SW = CROQ_SWIZZLE;      // swizzle width in bytes = one shared-memory row of a region
-constexpr int ATOM = SW / 2;          // 16-bit elements per swizzle row
+constexpr int EB = CROQ_ELEM_BYTES;   // bytes per input element
+constexpr int ATOM = SW / EB;         // input elements per swizzle row
+constexpr int KSTEP = 32 / EB;        // K per WGMMA instruction: k16 (16-bit) or k32 (e4m3)
 constexpr bool PINGPONG = CROQ_PINGPONG != 0;
 constexpr int WG_M = PINGPONG ? BM : BM / CONSUMERS;  // rows of C per consumer warpgroup
 constexpr int M_ATOMS = WG_M / 64;    // m64 wgmma per consumer per k16 step
 constexpr int THREADS = (CONSUMERS + 1) * 128;
-constexpr int A_STAGE_BYTES = BM * BK * 2;
-constexpr int B_STAGE_BYTES = BN * BK * 2;
+constexpr int A_STAGE_BYTES = BM * BK * EB;
+constexpr int B_STAGE_BYTES = BN * BK * EB;
 constexpr int STAGE_BYTES = A_STAGE_BYTES + B_STAGE_BYTES;
 constexpr int SPLIT_K = CROQ_SPLIT_K;
 constexpr bool STREAM_K = CROQ_STREAM_K != 0;
@@ -186,7 +219,15 @@ static_assert(BM % (PINGPONG ? 64 : 64 * CONSUMERS) == 0 && BM <= 256,
               "BM must be a multiple of 64 * CONSUMERS (64 with PINGPONG), at most 256");
 static_assert(BN % 32 == 0 && BN >= 32 && BN <= 256, "BN must be a multiple of 32 in [32, 256]");
 static_assert(SW == 128 || SW == 64 || SW == 32, "CROQ_SWIZZLE must be 128, 64 or 32");
-static_assert(BK % ATOM == 0 && BK % 16 == 0 && BK <= 256, "BK must be a multiple of the swizzle width");
+static_assert(EB == 1 || EB == 2, "CROQ_ELEM_BYTES must be 1 (e4m3) or 2 (f16, bf16)");
+static_assert(BK % ATOM == 0 && BK % KSTEP == 0 && BK * EB <= 512, "BK must be a multiple of the swizzle width");
+static_assert(EB == 2 || ((CROQ_BLAYOUTS & 1) == 0 && (CROQ_DTYPES & 15) == 0),
+              "e4m3 (CROQ_ELEM_BYTES=1): FP8 WGMMA reads B K-major only (CROQ_BLAYOUTS=2), dtypes 16 and 32");
+static_assert(EB == 1 || (CROQ_DTYPES & 48) == 0, "the e4m3 dtypes (16, 32) need CROQ_ELEM_BYTES=1");
+constexpr bool BLOCKSCALE = CROQ_BLOCKSCALE != 0;
+static_assert(!BLOCKSCALE || (EB == 1 && BK == 128 && CROQ_MMA_DEPTH == 0 && (CROQ_DTYPES & 16) == 0),
+              "CROQ_BLOCKSCALE: e4m3 -> bf16, BK 128 (one scale block per stage), CROQ_MMA_DEPTH 0 (each stage's "
+              "WGMMAs are waited for before their sums are promoted)");
 // f32 accumulators a consumer thread may hold without spilling (ptxas of CUDA 13.0, every variant
 // of the template; the split-K reduction needs a few registers more, stream-K's work cursor more).
 constexpr int MAX_ACC = CONSUMERS == 3 ? (SPLIT_K > 1 || STREAM_K ? 64 : 96)
@@ -194,7 +235,7 @@ constexpr int MAX_ACC = CONSUMERS == 3 ? (SPLIT_K > 1 || STREAM_K ? 64 : 96)
                         : SPLIT_K > 1   ? 160
                                         : 192;
 #if !defined(CROQ_ACC_UNCHECKED) || CROQ_ACC_UNCHECKED == 0
-static_assert(M_ATOMS * BN / 2 <= MAX_ACC,
+static_assert((BLOCKSCALE ? 2 : 1) * M_ATOMS * BN / 2 <= MAX_ACC,
               "too many accumulators per consumer thread: at most 192 (160 with split-K, 128 with stream-K), with three "
               "consumers 96 (64)");
 #endif
@@ -226,6 +267,9 @@ struct Params {
   unsigned long long* flags;        // split-K: per (tile, slice < split-1, row owner) a ready flag;
                                     // stream-K: per (CTA, row owner)
   unsigned long long tag;           // the value this launch writes into a ready flag (never 0)
+  const float* a_scale;             // per-tensor scales (e4m3; device pointers) or nullptr;
+  const float* b_scale;             // CROQ_BLOCKSCALE: [M, scale_kb] and [ceil(N/128), scale_kb]
+  int scale_kb;                     // CROQ_BLOCKSCALE: scale blocks along K, ceil(K/128)
 };
 
 // ---------------------------------------------------------------------------------------------
@@ -385,14 +429,24 @@ __device__ __forceinline__ uint64_t make_desc(uint32_t addr, uint32_t lbo, uint3
                    IA) ", %" CROQ_STR(IB) ", p, 1, 1, 0, %" CROQ_STR(IT) ";\n}\n"                              \
                : __VA_ARGS__                                                                                  \
                : "l"(da), "l"(db), "r"(scale_d), "n"(TB))
-#define CROQ_WGMMA_BOTH(N, REGS, IA, IB, IS, IT, ...)       \
-  if constexpr (BF16) {                                     \
+// e4m3: k32, no transpose immediates (FP8 WGMMA reads A and B K-major only).
+#define CROQ_WGMMA8(N, REGS, IA, IB, IS, ...)                                                               \
+  asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %" CROQ_STR(IS) ", 0;\n"                                 \
+               "wgmma.mma_async.sync.aligned.m64n" CROQ_STR(N) "k32.f32.e4m3.e4m3 {" REGS "}, %" CROQ_STR( \
+                   IA) ", %" CROQ_STR(IB) ", p, 1, 1;\n}\n"                                                  \
+               : __VA_ARGS__                                                                                \
+               : "l"(da), "l"(db), "r"(scale_d))
+#define CROQ_WGMMA_BOTH(N, REGS, IA, IB, IS, IT, ...)         \
+  if constexpr (KIND == 1) {                                  \
     CROQ_WGMMA(N, "bf16", REGS, IA, IB, IS, IT, __VA_ARGS__); \
-  } else {                                                  \
+  } else if constexpr (KIND == 2) {                           \
+    CROQ_WGMMA8(N, REGS, IA, IB, IS, __VA_ARGS__);            \
+  } else {                                                    \
     CROQ_WGMMA(N, "f16", REGS, IA, IB, IS, IT, __VA_ARGS__);  \
   }
 
-template <int N, bool BF16, int TB>
+// KIND: 0 f16, 1 bf16, 2 e4m3 (k32; TB must be 0).
+template <int N, int KIND, int TB>
 __device__ __forceinline__ void wgmma_m64(float (&d)[N / 2], uint64_t da, uint64_t db, int scale_d) {
   if constexpr (N == 32) {
     CROQ_WGMMA_BOTH(32, CROQ_P16_0, 16, 17, 18, 19, CROQ_R16(0))
@@ -611,7 +665,8 @@ template <typename TIn, typename TOut, bool B_KMAJOR>
 __global__ void __launch_bounds__(THREADS, 1)
     gemm_kernel(const __grid_constant__ CUtensorMap tm_a, const __grid_constant__ CUtensorMap tm_b,
                 const __grid_constant__ CUtensorMap tm_c, const Params p) {
-  constexpr bool BF16 = std::is_same<TIn, __nv_bfloat16>::value;
+  constexpr int KIND = std::is_same<TIn, __nv_bfloat16>::value ? 1 : std::is_same<TIn, __nv_fp8_e4m3>::value ? 2 : 0;
+  static_assert(KIND != 2 || B_KMAJOR, "FP8 WGMMA reads B K-major only");
   extern __shared__ uint8_t smem_raw[];
   const uint32_t raw = smem_u32(smem_raw);
   const uint32_t base = (raw + 1023u) & ~1023u;  // swizzled regions need 1024-byte alignment
@@ -734,6 +789,8 @@ __global__ void __launch_bounds__(THREADS, 1)
     const int cw = wg - 1;
     const int warp = tid / 32, lane = tid % 32;
     float acc[M_ATOMS][BN / 2];
+    // CROQ_BLOCKSCALE: the promoted sums (f32 registers), one k block's WGMMA sums added per stage.
+    [[maybe_unused]] float pacc[BLOCKSCALE ? M_ATOMS : 1][BLOCKSCALE ? BN / 2 : 1];
     // Partial sums of a piece of a tile for another CTA (split-K slices, stream-K shares): stored in
     // the accumulator layout itself (float4 i of thread t of row block rb at (rb * BN/8 + i) * 128
     // + t, every access a coalesced 16 bytes), then a flag is released with this launch's tag. The
@@ -813,6 +870,22 @@ __global__ void __launch_bounds__(THREADS, 1)
       const int row0 = PINGPONG ? 0 : cw * WG_M;  // this consumer's first row in the tile
       int prev_stage = 0;
       for (int kb = kb0; kb < kb1; ++kb) {
+        // CROQ_BLOCKSCALE: this k block's scales, read while the stage is still loading: the A
+        // scales of this thread's two rows per m64 atom, the B scales of the tile's N blocks.
+        [[maybe_unused]] float sa_lo[M_ATOMS], sa_hi[M_ATOMS], sbk[BN / 128 + 2];
+        if constexpr (BLOCKSCALE) {
+#pragma unroll
+          for (int ma = 0; ma < M_ATOMS; ++ma) {
+            const int r = m0 + row0 + ma * 64 + warp * 16 + lane / 4;
+            sa_lo[ma] = r < p.m ? __ldg(p.a_scale + static_cast<long long>(r) * p.scale_kb + kb) : 0.f;
+            sa_hi[ma] = r + 8 < p.m ? __ldg(p.a_scale + static_cast<long long>(r + 8) * p.scale_kb + kb) : 0.f;
+          }
+#pragma unroll
+          for (int q = 0; q < BN / 128 + 2; ++q) {
+            const int nb = n0 / 128 + q;
+            sbk[q] = nb * 128 < p.n ? __ldg(p.b_scale + static_cast<long long>(nb) * p.scale_kb + kb) : 0.f;
+          }
+        }
         mbar_wait(full_bar(stage), phase);
         const uint32_t sa = base + stage * STAGE_BYTES;
         const uint32_t sb = sa + A_STAGE_BYTES;
@@ -820,9 +893,9 @@ __global__ void __launch_bounds__(THREADS, 1)
         for (int ma = 0; ma < M_ATOMS; ++ma) fence_acc(acc[ma]);
         wgmma_fence();
 #pragma unroll
-        for (int kk = 0; kk < BK / 16; ++kk) {
-          const int region = (kk * 16) / ATOM;
-          const uint32_t koff = ((kk * 16) % ATOM) * 2;
+        for (int kk = 0; kk < BK / KSTEP; ++kk) {
+          const int region = (kk * KSTEP) / ATOM;
+          const uint32_t koff = ((kk * KSTEP) % ATOM) * EB;
           uint64_t db;
           if constexpr (B_KMAJOR) {
             db = make_desc(sb + region * BN * SW + koff, 16, 8 * SW);
@@ -832,7 +905,8 @@ __global__ void __launch_bounds__(THREADS, 1)
 #pragma unroll
           for (int ma = 0; ma < M_ATOMS; ++ma) {
             const uint64_t da = make_desc(sa + (region * BM + row0 + ma * 64) * SW + koff, 16, 8 * SW);
-            wgmma_m64<BN, BF16, B_KMAJOR ? 0 : 1>(acc[ma], da, db, (kb != kb0 || kk != 0) ? 1 : 0);
+            wgmma_m64<BN, KIND, B_KMAJOR ? 0 : 1>(acc[ma], da, db,
+                                                  BLOCKSCALE ? (kk != 0 ? 1 : 0) : ((kb != kb0 || kk != 0) ? 1 : 0));
           }
         }
         wgmma_commit();
@@ -845,6 +919,17 @@ __global__ void __launch_bounds__(THREADS, 1)
 #endif
 #pragma unroll
         for (int ma = 0; ma < M_ATOMS; ++ma) fence_acc(acc[ma]);
+        if constexpr (BLOCKSCALE) {
+          // Promotion: accumulator d[4j + e] is row (e < 2 ? r : r + 8), column n0 + 8j + 2(lane % 4) + e % 2.
+#pragma unroll
+          for (int ma = 0; ma < M_ATOMS; ++ma)
+#pragma unroll
+            for (int i = 0; i < BN / 2; ++i) {
+              const float sb = sbk[((n0 % 128) + 8 * (i / 4)) / 128];
+              const float v = acc[ma][i] * ((i % 4) < 2 ? sa_lo[ma] : sa_hi[ma]) * sb;
+              pacc[ma][i] = kb == kb0 ? v : pacc[ma][i] + v;
+            }
+        }
         prev_stage = stage;
         if (++stage == STAGES) {
           stage = 0;
@@ -860,6 +945,14 @@ __global__ void __launch_bounds__(THREADS, 1)
 #endif
 #pragma unroll
       for (int ma = 0; ma < M_ATOMS; ++ma) fence_acc(acc[ma]);
+      if constexpr (BLOCKSCALE) {
+        if (kb1 > kb0) {
+#pragma unroll
+          for (int ma = 0; ma < M_ATOMS; ++ma)
+#pragma unroll
+            for (int i = 0; i < BN / 2; ++i) acc[ma][i] = pacc[ma][i];
+        }
+      }
       if (kb1 <= kb0) {
 #pragma unroll
         for (int ma = 0; ma < M_ATOMS; ++ma)
@@ -898,6 +991,16 @@ __global__ void __launch_bounds__(THREADS, 1)
       }
 
       // ------------------------------- epilogue -------------------------------
+      if constexpr (KIND == 2 && !BLOCKSCALE) {
+        // Per-tensor scales (e4m3): the f32 sums, reduced across slices or shares, times a_scale * b_scale.
+        if (p.a_scale != nullptr) {
+          const float sc = __ldg(p.a_scale) * __ldg(p.b_scale);
+#pragma unroll
+          for (int ma = 0; ma < M_ATOMS; ++ma)
+#pragma unroll
+            for (int i = 0; i < BN / 2; ++i) acc[ma][i] *= sc;
+        }
+      }
 #if CROQ_EPILOGUE == 0 || CROQ_EPILOGUE == 2
       TOut* c = static_cast<TOut*>(p.c);
       if constexpr (CROQ_EPILOGUE == 2 && sizeof(TOut) == 2) {
@@ -1110,8 +1213,8 @@ inline Plan make_plan(const croq_matmul_problem* p, const Grid& g, const void* a
   Plan pl;
   const long long b_rows = p->b_layout == CROQ_ROW_MAJOR ? p->k : p->n;
   const long long b_cols = p->b_layout == CROQ_ROW_MAJOR ? p->n : p->k;
-  pl.pad_a = !aligned16(a, p->lda * 2);
-  pl.pad_b = !aligned16(b, p->ldb * 2);
+  pl.pad_a = !aligned16(a, p->lda * EB);
+  pl.pad_b = !aligned16(b, p->ldb * EB);
   pl.pad_c = !aligned16(c, p->ldc * out_bytes);
   size_t off = split_partial_bytes(g);
   pl.off_flags = off;
@@ -1168,6 +1271,7 @@ inline CUtensorMapSwizzle tma_swizzle(int bytes) {
 template <typename T>
 constexpr CUtensorMapDataType tma_type() {
   return sizeof(T) == 4                       ? CU_TENSOR_MAP_DATA_TYPE_FLOAT32
+         : sizeof(T) == 1                     ? CU_TENSOR_MAP_DATA_TYPE_UINT8
          : std::is_same<T, __half>::value     ? CU_TENSOR_MAP_DATA_TYPE_FLOAT16
                                               : CU_TENSOR_MAP_DATA_TYPE_BFLOAT16;
 }
@@ -1209,7 +1313,8 @@ inline unsigned long long next_tag() {
 
 template <typename TIn, typename TOut, bool B_KMAJOR>
 croq_status run(const croq_matmul_problem* p, const void* a, const void* b, void* c, void* workspace,
-                size_t workspace_bytes, cudaStream_t stream) {
+                size_t workspace_bytes, cudaStream_t stream, const float* a_scale = nullptr,
+                const float* b_scale = nullptr) {
   auto kernel = gemm_kernel<TIn, TOut, B_KMAJOR>;
   static LaunchInfo info;
   if (!info.ready) {
@@ -1253,6 +1358,9 @@ croq_status run(const croq_matmul_problem* p, const void* a, const void* b, void
   const Grid grid = make_grid(p);
   const Plan pl = make_plan(p, grid, a, b, c, out_bytes);
   if (pl.bytes > 0 && (workspace == nullptr || workspace_bytes < pl.bytes)) return CROQ_UNSUPPORTED;
+  // The padded copies move 16-bit elements: an e4m3 operand needs 16-byte rows of its own (K a
+  // multiple of 16) and a 16-byte aligned pointer.
+  if (EB == 1 && (pl.pad_a || pl.pad_b)) return CROQ_UNSUPPORTED;
   uint8_t* ws = static_cast<uint8_t*>(workspace);
   const void* a_use = a;
   const void* b_use = b;
@@ -1298,11 +1406,11 @@ croq_status run(const croq_matmul_problem* p, const void* a, const void* b, void
     next_slot = (next_slot + 1) % 8;
     e->valid = false;
     const CUtensorMapDataType tin = tma_type<TIn>();
-    bool ok = encode_2d(&e->a, tin, a_use, p->m, p->k, lda * 2, ATOM, BM / CN, tma_swizzle(SW));
+    bool ok = encode_2d(&e->a, tin, a_use, p->m, p->k, lda * EB, ATOM, BM / CN, tma_swizzle(SW));
     if (B_KMAJOR) {
-      ok = ok && encode_2d(&e->b, tin, b_use, p->n, p->k, ldb * 2, ATOM, BN / CM, tma_swizzle(SW));
+      ok = ok && encode_2d(&e->b, tin, b_use, p->n, p->k, ldb * EB, ATOM, BN / CM, tma_swizzle(SW));
     } else {
-      ok = ok && encode_2d(&e->b, tin, b_use, p->k, p->n, ldb * 2, ATOM, BK / CM, tma_swizzle(SW));
+      ok = ok && encode_2d(&e->b, tin, b_use, p->k, p->n, ldb * EB, ATOM, BK / CM, tma_swizzle(SW));
     }
     if (CROQ_EPILOGUE == 1) {
       ok = ok && encode_2d(&e->c, tma_type<TOut>(), c_use, p->m, p->n, ldc * out_bytes, epi_cols<TOut>(), 64,
@@ -1335,6 +1443,9 @@ croq_status run(const croq_matmul_problem* p, const void* a, const void* b, void
   prm.partials = reduces ? reinterpret_cast<float*>(ws) : nullptr;
   prm.flags = reduces ? reinterpret_cast<unsigned long long*>(ws + pl.off_flags) : nullptr;
   prm.tag = reduces ? next_tag() : 0;
+  prm.a_scale = a_scale;
+  prm.b_scale = b_scale;
+  prm.scale_kb = static_cast<int>((p->k + 127) / 128);
   cudaLaunchConfig_t cfg = {};
   cfg.gridDim = dim3(static_cast<unsigned>(clusters * CS), 1, 1);
   cfg.blockDim = dim3(THREADS, 1, 1);
@@ -1363,6 +1474,8 @@ inline int dtype_bit(const croq_matmul_problem* p) {
   if (p->a_type == CROQ_F16 && p->c_type == CROQ_F16) return 2;
   if (p->a_type == CROQ_BF16 && p->c_type == CROQ_F32) return 4;
   if (p->a_type == CROQ_BF16 && p->c_type == CROQ_BF16) return 8;
+  if (p->a_type == CROQ_E4M3 && p->c_type == CROQ_F16) return 16;
+  if (p->a_type == CROQ_E4M3 && p->c_type == CROQ_BF16) return 32;
   return 0;
 }
 
@@ -1396,9 +1509,67 @@ CROQ_EXPORT croq_status croq_matmul(const croq_matmul_problem* p, const void* a,
   CROQ_CASE(2, __half, __half)
   CROQ_CASE(4, __nv_bfloat16, float)
   CROQ_CASE(8, __nv_bfloat16, __nv_bfloat16)
+  CROQ_CASE(16, __nv_fp8_e4m3, __half)
+  CROQ_CASE(32, __nv_fp8_e4m3, __nv_bfloat16)
 #undef CROQ_CASE
   return CROQ_UNSUPPORTED;
 }
+
+#if CROQ_ELEM_BYTES == 1
+// Kernel ABI v2 (e4m3 carries per-tensor scales): the same kernel, the scales applied in the epilogue.
+namespace croq_hopper {
+namespace {
+inline croq_matmul_problem v1_problem(const croq_gemm_desc* d) {
+  croq_matmul_problem p{};
+  p.abi_version = CROQ_ABI_VERSION;
+  p.m = d->m;
+  p.n = d->n;
+  p.k = d->k;
+  p.a_type = d->a_type;
+  p.b_type = d->b_type;
+  p.c_type = d->c_type;
+  p.compute_type = d->compute_type;
+  p.b_layout = d->b_layout;
+  p.lda = d->lda;
+  p.ldb = d->ldb;
+  p.ldc = d->ldc;
+  return p;
+}
+}  // namespace
+}  // namespace croq_hopper
+
+CROQ_EXPORT croq_status croq_gemm(const croq_gemm_desc* d, const croq_gemm_operands* o, void* stream_ptr) {
+  using namespace croq_hopper;
+  if (d == nullptr || o == nullptr || d->abi_version != CROQ_GEMM_ABI_VERSION) return CROQ_INVALID_ARGUMENT;
+  if (BLOCKSCALE) {
+    // Built for the block-scaled operator: A per 1 x 128, B per 128 x 128 (N x K), bf16 out.
+    if (d->op != CROQ_OP_MATMUL_BLOCKSCALED || d->scale_mode != CROQ_SCALE_BLOCK || d->scale_block_m != 1 ||
+        d->scale_block_n != 128 || d->scale_block_k != 128)
+      return CROQ_UNSUPPORTED;
+  } else if (d->op != CROQ_OP_MATMUL || d->scale_mode != CROQ_SCALE_TENSOR) {
+    return CROQ_UNSUPPORTED;
+  }
+  if (o->a_scale == nullptr || o->b_scale == nullptr) return CROQ_INVALID_ARGUMENT;
+  const croq_matmul_problem p = v1_problem(d);
+  if (p.m <= 0 || p.n <= 0 || p.k <= 0 || p.m > (1LL << 30) || p.n > (1LL << 30) || p.k > (1LL << 30))
+    return CROQ_UNSUPPORTED;
+  if (p.b_layout != CROQ_COL_MAJOR || p.compute_type != CROQ_F32) return CROQ_UNSUPPORTED;
+  if (p.lda < p.k || p.ldb < p.k || p.ldc < p.n) return CROQ_INVALID_ARGUMENT;
+  const int dt = dtype_bit(&p);
+  if (dt == 0 || !(CROQ_DTYPES & dt)) return CROQ_UNSUPPORTED;
+  cudaStream_t s = static_cast<cudaStream_t>(stream_ptr);
+  if (dt == 16) {
+    if constexpr ((CROQ_DTYPES & 16) != 0)
+      return run<__nv_fp8_e4m3, __half, true>(&p, o->a, o->b, o->c, o->workspace, o->workspace_bytes, s, o->a_scale,
+                                              o->b_scale);
+  } else if (dt == 32) {
+    if constexpr ((CROQ_DTYPES & 32) != 0)
+      return run<__nv_fp8_e4m3, __nv_bfloat16, true>(&p, o->a, o->b, o->c, o->workspace, o->workspace_bytes, s,
+                                                     o->a_scale, o->b_scale);
+  }
+  return CROQ_UNSUPPORTED;
+}
+#endif
 
 CROQ_EXPORT size_t croq_matmul_workspace_bytes(const croq_matmul_problem* p) {
   // The workspace depends on the pointers' alignment, which is unknown here: size it for the
@@ -1423,7 +1594,15 @@ CROQ_EXPORT size_t croq_matmul_workspace_bytes(const croq_matmul_problem* p) {
   return bytes;
 }
 
+#if CROQ_ELEM_BYTES == 1
+CROQ_EXPORT size_t croq_gemm_workspace_bytes(const croq_gemm_desc* d) {
+  if (d == nullptr) return 0;
+  const croq_matmul_problem p = croq_hopper::v1_problem(d);
+  return croq_matmul_workspace_bytes(&p);
+}
+#endif
+
 CROQ_EXPORT const char* croq_kernel_info(void) {
   return "{\"name\":\"hopper_gemm\",\"params\":{\"BM\":" CROQ_STR(CROQ_BM) ",\"BN\":" CROQ_STR(
-      CROQ_BN) ",\"BK\":" CROQ_STR(CROQ_BK) ",\"STAGES\":" CROQ_STR(CROQ_STAGES) ",\"CONSUMERS\":" CROQ_STR(CROQ_CONSUMERS) ",\"PINGPONG\":" CROQ_STR(CROQ_PINGPONG) ",\"PERSISTENT\":" CROQ_STR(CROQ_PERSISTENT) ",\"RASTER\":" CROQ_STR(CROQ_RASTER) ",\"GROUP\":" CROQ_STR(CROQ_GROUP) ",\"CLUSTER_M\":" CROQ_STR(CROQ_CLUSTER_M) ",\"CLUSTER_N\":" CROQ_STR(CROQ_CLUSTER_N) ",\"EPILOGUE\":" CROQ_STR(CROQ_EPILOGUE) ",\"SWIZZLE\":" CROQ_STR(CROQ_SWIZZLE) ",\"MMA_DEPTH\":" CROQ_STR(CROQ_MMA_DEPTH) ",\"SPLIT_K\":" CROQ_STR(CROQ_SPLIT_K) ",\"STREAM_K\":" CROQ_STR(CROQ_STREAM_K) ",\"DTYPES\":" CROQ_STR(CROQ_DTYPES) ",\"BLAYOUTS\":" CROQ_STR(CROQ_BLAYOUTS) "}}";
+      CROQ_BN) ",\"BK\":" CROQ_STR(CROQ_BK) ",\"STAGES\":" CROQ_STR(CROQ_STAGES) ",\"CONSUMERS\":" CROQ_STR(CROQ_CONSUMERS) ",\"PINGPONG\":" CROQ_STR(CROQ_PINGPONG) ",\"PERSISTENT\":" CROQ_STR(CROQ_PERSISTENT) ",\"RASTER\":" CROQ_STR(CROQ_RASTER) ",\"GROUP\":" CROQ_STR(CROQ_GROUP) ",\"CLUSTER_M\":" CROQ_STR(CROQ_CLUSTER_M) ",\"CLUSTER_N\":" CROQ_STR(CROQ_CLUSTER_N) ",\"EPILOGUE\":" CROQ_STR(CROQ_EPILOGUE) ",\"SWIZZLE\":" CROQ_STR(CROQ_SWIZZLE) ",\"MMA_DEPTH\":" CROQ_STR(CROQ_MMA_DEPTH) ",\"SPLIT_K\":" CROQ_STR(CROQ_SPLIT_K) ",\"STREAM_K\":" CROQ_STR(CROQ_STREAM_K) ",\"DTYPES\":" CROQ_STR(CROQ_DTYPES) ",\"ELEM_BYTES\":" CROQ_STR(CROQ_ELEM_BYTES) ",\"BLAYOUTS\":" CROQ_STR(CROQ_BLAYOUTS) "}}";
 }

@@ -1,0 +1,132 @@
+// The hopper_gemm family's e4m3 configurations (k32 FP8 WGMMA, one-byte elements, B "row.col",
+// per-tensor scales) compile with the real nvcc for sm_90a (ptxas only: -cubin, no GPU needed),
+// without register spills, and a configuration the family refuses for e4m3 is refused by the
+// template too. Label nvcc; skipped where no nvcc is installed. By default a sample (the defaults of
+// a large and a small shape); CROQ_FP8_ALL_CONFIGS=1 compiles every distinct configuration the
+// family starts from (default and alternatives) on the 16 shapes of bench/gpu/fp8_evidence.sh.
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <fmt/format.h>
+#include <regex>
+#include <set>
+
+#include "croq/search/hopper_gemm_family.hpp"
+#include "croq/util/fs.hpp"
+#include "croq/util/paths.hpp"
+#include "croq/util/process.hpp"
+#include "croq/workspace/dtype.hpp"
+#include "support/test_support.hpp"
+
+namespace croq {
+namespace {
+
+std::optional<std::filesystem::path> nvcc_path() {
+  if (const char* e = std::getenv("CROQ_NVCC"); e && *e) return std::filesystem::path(e);
+  if (std::filesystem::exists("/usr/local/cuda/bin/nvcc")) return std::filesystem::path("/usr/local/cuda/bin/nvcc");
+  return find_executable("nvcc");
+}
+
+FamilyProblem fp8_problem(int64_t m, int64_t n, int64_t k, const std::string& dtype = "e4m3bf16") {
+  FamilyProblem p;
+  p.m = m;
+  p.n = n;
+  p.k = k;
+  p.dtype = parse_dtype_pair_or_throw(dtype);
+  p.arch = "sm_90a";
+  return p;
+}
+
+struct Compiled {
+  bool ok = false;
+  std::string log;
+};
+
+Compiled compile(const KernelFamily& f, const FamilyConfig& c, const FamilyProblem& p) {
+  test::TempDir dir;
+  const auto src = dir / "candidate.cu";
+  atomic_write(src, f.render_source(c, p), false);
+  ProcessSpec spec;
+  spec.argv = {nvcc_path()->string()};
+  for (const auto& flag : f.build_flags(c, p)) spec.argv.push_back(flag);
+  spec.argv.insert(spec.argv.end(), {"-I" + find_project_dir("include").string(), "-cubin", "-Xptxas", "-v", "-o",
+                                     (dir / "candidate.cubin").string(), src.string()});
+  spec.timeout = std::chrono::milliseconds(900000);
+  ProcessResult r = process_runner().run(spec);
+  return {r.ok(), r.out + r.err};
+}
+
+void expect_clean(const Compiled& c) {
+  ASSERT_TRUE(c.ok) << c.log;
+  EXPECT_NE(c.log.find("registers"), std::string::npos) << c.log;
+  std::smatch m;
+  std::regex spill("([0-9]+) bytes spill stores");
+  int reports = 0;
+  for (auto it = std::sregex_iterator(c.log.begin(), c.log.end(), spill); it != std::sregex_iterator(); ++it, ++reports)
+    EXPECT_EQ((*it)[1].str(), "0") << c.log;
+  EXPECT_GT(reports, 0) << c.log;
+}
+
+std::string describe(const FamilyConfig& c) {
+  std::string s;
+  for (const auto& [k, v] : c) s += k + "=" + v + " ";
+  return s;
+}
+
+TEST(Fp8TemplateCompiles, DefaultsOfTheFamilyCompileWithoutSpills) {
+  if (!nvcc_path()) GTEST_SKIP() << "nvcc not found (set CROQ_NVCC)";
+  HopperGemmFamily f;
+  std::vector<FamilyProblem> problems;
+  const bool all = std::getenv("CROQ_FP8_ALL_CONFIGS") && std::string(std::getenv("CROQ_FP8_ALL_CONFIGS")) == "1";
+  if (all) {
+    for (const char* s : {"4096x4096x4096", "8192x8192x8192", "768x768x768", "12288x12288x12288", "512x8192x8192",
+                          "16384x8192x8192", "4096x1024x8192", "4096x32768x8192", "4096x8192x512", "4096x8192x32768",
+                          "1024x1024x4096", "12288x12288x4096", "1024x8192x1024", "12288x8192x12288", "4096x1024x1024",
+                          "12288x4096x4096"}) {
+      int64_t m = 0, n = 0, k = 0;
+      ASSERT_EQ(std::sscanf(s, "%ldx%ldx%ld", &m, &n, &k), 3);
+      problems.push_back(fp8_problem(m, n, k));
+    }
+  } else {
+    problems = {fp8_problem(4096, 4096, 4096), fp8_problem(768, 768, 768, "e4m3f16")};
+  }
+  std::set<std::string> seen;
+  for (const auto& p : problems) {
+    std::vector<FamilyConfig> configs = {f.default_config(p)};
+    if (all) {
+      for (const auto& a : f.alternatives(p)) configs.push_back(a.config);
+    }
+    for (const auto& c : configs) {
+      const std::string key = describe(c) + p.dtype.canonical;
+      if (!seen.insert(key).second) continue;
+      SCOPED_TRACE(fmt::format("{}x{}x{} {}: {}", p.m, p.n, p.k, p.dtype.canonical, key));
+      ASSERT_FALSE(f.violation(c, p)) << *f.violation(c, p);
+      const std::string src = f.render_source(c, p);
+      EXPECT_NE(src.find("#define CROQ_ELEM_BYTES 1"), std::string::npos);
+      EXPECT_NE(src.find("#define CROQ_BLAYOUTS 2"), std::string::npos);
+      EXPECT_EQ(c.at("BK"), "128");
+      expect_clean(compile(f, c, p));
+    }
+  }
+}
+
+// BK counts one-byte elements for e4m3: BK=64 with a 128-byte swizzle is half a swizzle row, which
+// the family refuses and the template's static_assert too.
+TEST(Fp8TemplateCompiles, AHalfSwizzleRowIsRefusedByBoth) {
+  if (!nvcc_path()) GTEST_SKIP() << "nvcc not found (set CROQ_NVCC)";
+  HopperGemmFamily f;
+  auto p = fp8_problem(4096, 4096, 4096);
+  auto c = f.default_config(p);
+  c["BK"] = "64";
+  c["SWIZZLE"] = "128";
+  auto why = f.violation(c, p);
+  ASSERT_TRUE(why);
+  EXPECT_NE(why->find("swizzle"), std::string::npos) << *why;
+  auto r = compile(f, c, p);
+  EXPECT_FALSE(r.ok);
+  EXPECT_NE(r.log.find("BK must be a multiple of the swizzle width"), std::string::npos) << r.log;
+}
+
+}  // namespace
+}  // namespace croq
