@@ -580,6 +580,17 @@ TEST(HopperGemmFamily, E4m3IsComputedWithOneByteElementsAndBColumnMajor) {
   EXPECT_NE(f.violation(c, odd)->find("multiple of 16"), std::string::npos);
   // The same configuration with 16-bit inputs needs twice the shared memory per stage.
   EXPECT_GT(HopperGemmFamily::smem_bytes(c, 2), HopperGemmFamily::smem_bytes(c, 1));
+  // Long K: two-level accumulation (each stage's WGMMA sums promoted into f32 registers).
+  auto longk = problem({4096, 8192, 32768}, "e4m3bf16", false, "sm_90a");
+  auto lc = f.default_config(longk);
+  ASSERT_FALSE(f.violation(lc, longk));
+  EXPECT_EQ(lc.at("MMA_DEPTH"), "0");
+  EXPECT_NE(f.render_source(lc, longk).find("#define CROQ_PROMOTE 1\n"), std::string::npos);
+  EXPECT_EQ(src.find("#define CROQ_PROMOTE"), std::string::npos);
+  auto deep = lc;
+  deep["MMA_DEPTH"] = "1";
+  ASSERT_TRUE(f.violation(deep, longk));
+  EXPECT_NE(f.violation(deep, longk)->find("two-level"), std::string::npos);
   // Other families do not claim e4m3 matmul.
   EXPECT_FALSE(AmpereGemmFamily().supports(problem({1024, 1024, 1024}, "e4m3bf16", true, "sm_80")));
 }

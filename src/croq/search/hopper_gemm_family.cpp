@@ -27,6 +27,11 @@ constexpr long long k_max_split_workspace = 512LL << 20;
 
 bool is_fp8(const FamilyProblem& p) { return p.dtype.input == ScalarType::e4m3; }
 bool is_blockscaled(const FamilyProblem& p) { return p.op == "blockscaled"; }
+// Two-level accumulation: the block-scaled operator always; dense e4m3 where K is long enough for the
+// WGMMA accumulators' reduced precision to show (the 2:4 sparse e4m3 kernels failed croq's
+// verification at K = 32768 without it, docs/results).
+constexpr int64_t k_fp8_promote_k = 16384;
+bool promotes(const FamilyProblem& p) { return is_blockscaled(p) || (is_fp8(p) && p.k > k_fp8_promote_k); }
 
 // e4m3 problems are computed with B "row.col" (N x K), the only layout FP8 WGMMA reads (croq tries
 // it first for fp8 inputs): the family checks and renders them so.
@@ -150,14 +155,15 @@ std::optional<std::string> HopperGemmFamily::violation(const FamilyConfig& c, co
     return fmt::format("e4m3 rows of K={} bytes are not 16-byte aligned, as TMA needs: K must be a multiple of 16", p.k);
   if (p.m <= 0 || p.n <= 0 || p.k <= 0) return "the problem has an empty dimension";
   if (auto bad = gemm::check_listed_values(c, params())) return bad;
-  if (is_blockscaled(p)) {
-    if (get(c, "BK") != 128) return "the block-scaled kernel promotes once per 128-deep scale block: BK=128";
+  if (is_blockscaled(p) && get(c, "BK") != 128)
+    return "the block-scaled kernel promotes once per 128-deep scale block: BK=128";
+  if (promotes(p)) {
+    const char* what = is_blockscaled(p) ? "the block-scaled kernel" : "e4m3 with K > 16384 (two-level accumulation)";
     if (get(c, "MMA_DEPTH") != 0)
-      return "the block-scaled kernel waits for each stage's WGMMAs before promoting their sums: MMA_DEPTH=0";
+      return fmt::format("{} waits for each stage's WGMMAs before promoting their sums: MMA_DEPTH=0", what);
     if (2 * accumulator_registers(c) > max_accumulators(c))
-      return fmt::format("the block-scaled kernel keeps a second set of f32 sums (promotion): 2 x {} registers per "
-                         "consumer thread exceed {}",
-                         accumulator_registers(c), max_accumulators(c));
+      return fmt::format("{} keeps a second set of f32 sums (promotion): 2 x {} registers per consumer thread exceed {}",
+                         what, accumulator_registers(c), max_accumulators(c));
   }
 
   const int bm = get(c, "BM"), bn = get(c, "BN"), bk = get(c, "BK");
@@ -293,7 +299,7 @@ std::vector<Alternative> HopperGemmFamily::alternatives(const FamilyProblem& p) 
   const FamilyConfig def = default_config(p);
   auto add = [&](std::string name, std::string tag, FamilyConfig c) {
     if (is_fp8(p)) c = fp8_stages(c, std::max(2, std::min(8, get(c, "STAGES"))));
-    if (is_blockscaled(p)) c["MMA_DEPTH"] = "0";
+    if (promotes(p)) c["MMA_DEPTH"] = "0";
     if (c == def || violation(c, p)) return;
     for (const auto& a : out) {
       if (a.config == c) return;
@@ -417,7 +423,7 @@ FamilyConfig HopperGemmFamily::default_config(const FamilyProblem& p) const {
   }
   FamilyConfig c = arrangement(t, split, 1, epilogue);
   if (is_fp8(p)) c = fp8_stages(c);
-  if (is_blockscaled(p)) {
+  if (promotes(p)) {
     // 128 x 128 tiles, each consumer 64 rows (64 + 64 f32 registers with the promoted sums, as
     // DeepGEMM's kernels), split-K while the tiles are far from a wave and K is long.
     int s = 1;
@@ -436,7 +442,7 @@ FamilyConfig HopperGemmFamily::default_config(const FamilyProblem& p) const {
     c["SPLIT_K"] = "1";
     c["EPILOGUE"] = "0";
     if (is_fp8(p)) c = fp8_stages(c, 4);
-    if (is_blockscaled(p)) c["MMA_DEPTH"] = "0";
+    if (promotes(p)) c["MMA_DEPTH"] = "0";
   }
   return c;
 }
@@ -452,6 +458,7 @@ std::string HopperGemmFamily::render_source(const FamilyConfig& c, const FamilyP
   }
   defines.emplace_back("CROQ_ELEM_BYTES", "1");
   if (is_blockscaled(p)) defines.emplace_back("CROQ_BLOCKSCALE", "1");
+  else if (promotes(p)) defines.emplace_back("CROQ_PROMOTE", "1");
   defines.emplace_back("CROQ_DTYPES", std::to_string(dtype_bit(p.dtype)));
   defines.emplace_back("CROQ_BLAYOUTS", "2");
   return gemm::render_template(name(), template_path(), defines, p);

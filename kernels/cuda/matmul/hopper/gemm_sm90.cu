@@ -62,6 +62,8 @@
  *                               dtypes 1 f16->f32, 2 f16->f16, 4 bf16->f32, 8 bf16->bf16,
  *                               16 e4m3->f16, 32 e4m3->bf16 (the last two with CROQ_ELEM_BYTES=1);
  *                               layouts 1 B row-major, 2 B "col"
+ *   CROQ_PROMOTE                e4m3: 1 adds each stage's WGMMA sums into a second set of f32
+ *                               registers (two-level accumulation for long K; needs MMA_DEPTH 0)
  *   CROQ_ELEM_BYTES             bytes per input element: 2 (f16, bf16; the default) or 1 (e4m3).
  *                               BK counts elements, so a stage row of BK elements is BK * ELEM_BYTES
  *                               bytes and one WGMMA step covers 32 bytes of K (k16 or k32)
@@ -153,6 +155,9 @@
 #ifndef CROQ_BLOCKSCALE
 #define CROQ_BLOCKSCALE 0
 #endif
+#ifndef CROQ_PROMOTE
+#define CROQ_PROMOTE 0
+#endif
 #ifndef CROQ_DTYPES
 #if CROQ_ELEM_BYTES == 1
 #define CROQ_DTYPES 48
@@ -225,6 +230,11 @@ static_assert(EB == 2 || ((CROQ_BLAYOUTS & 1) == 0 && (CROQ_DTYPES & 15) == 0),
               "e4m3 (CROQ_ELEM_BYTES=1): FP8 WGMMA reads B K-major only (CROQ_BLAYOUTS=2), dtypes 16 and 32");
 static_assert(EB == 1 || (CROQ_DTYPES & 48) == 0, "the e4m3 dtypes (16, 32) need CROQ_ELEM_BYTES=1");
 constexpr bool BLOCKSCALE = CROQ_BLOCKSCALE != 0;
+// Two-level accumulation (e4m3): each stage's WGMMA sums are added into f32 registers, so the tensor
+// cores' reduced-precision accumulation never spans more than BK of K (long K). BLOCKSCALE implies it.
+constexpr bool PROMOTE = BLOCKSCALE || CROQ_PROMOTE != 0;
+static_assert(!PROMOTE || (EB == 1 && CROQ_MMA_DEPTH == 0),
+              "CROQ_PROMOTE: e4m3 only, CROQ_MMA_DEPTH 0 (each stage's WGMMAs are waited for before promotion)");
 static_assert(!BLOCKSCALE || (EB == 1 && BK == 128 && CROQ_MMA_DEPTH == 0 && (CROQ_DTYPES & 16) == 0),
               "CROQ_BLOCKSCALE: e4m3 -> bf16, BK 128 (one scale block per stage), CROQ_MMA_DEPTH 0 (each stage's "
               "WGMMAs are waited for before their sums are promoted)");
@@ -235,7 +245,7 @@ constexpr int MAX_ACC = CONSUMERS == 3 ? (SPLIT_K > 1 || STREAM_K ? 64 : 96)
                         : SPLIT_K > 1   ? 160
                                         : 192;
 #if !defined(CROQ_ACC_UNCHECKED) || CROQ_ACC_UNCHECKED == 0
-static_assert((BLOCKSCALE ? 2 : 1) * M_ATOMS * BN / 2 <= MAX_ACC,
+static_assert((PROMOTE ? 2 : 1) * M_ATOMS * BN / 2 <= MAX_ACC,
               "too many accumulators per consumer thread: at most 192 (160 with split-K, 128 with stream-K), with three "
               "consumers 96 (64)");
 #endif
@@ -790,7 +800,7 @@ __global__ void __launch_bounds__(THREADS, 1)
     const int warp = tid / 32, lane = tid % 32;
     float acc[M_ATOMS][BN / 2];
     // CROQ_BLOCKSCALE: the promoted sums (f32 registers), one k block's WGMMA sums added per stage.
-    [[maybe_unused]] float pacc[BLOCKSCALE ? M_ATOMS : 1][BLOCKSCALE ? BN / 2 : 1];
+    [[maybe_unused]] float pacc[PROMOTE ? M_ATOMS : 1][PROMOTE ? BN / 2 : 1];
     // Partial sums of a piece of a tile for another CTA (split-K slices, stream-K shares): stored in
     // the accumulator layout itself (float4 i of thread t of row block rb at (rb * BN/8 + i) * 128
     // + t, every access a coalesced 16 bytes), then a flag is released with this launch's tag. The
@@ -906,7 +916,7 @@ __global__ void __launch_bounds__(THREADS, 1)
           for (int ma = 0; ma < M_ATOMS; ++ma) {
             const uint64_t da = make_desc(sa + (region * BM + row0 + ma * 64) * SW + koff, 16, 8 * SW);
             wgmma_m64<BN, KIND, B_KMAJOR ? 0 : 1>(acc[ma], da, db,
-                                                  BLOCKSCALE ? (kk != 0 ? 1 : 0) : ((kb != kb0 || kk != 0) ? 1 : 0));
+                                                  PROMOTE ? (kk != 0 ? 1 : 0) : ((kb != kb0 || kk != 0) ? 1 : 0));
           }
         }
         wgmma_commit();
@@ -929,6 +939,11 @@ __global__ void __launch_bounds__(THREADS, 1)
               const float v = acc[ma][i] * ((i % 4) < 2 ? sa_lo[ma] : sa_hi[ma]) * sb;
               pacc[ma][i] = kb == kb0 ? v : pacc[ma][i] + v;
             }
+        } else if constexpr (PROMOTE) {
+#pragma unroll
+          for (int ma = 0; ma < M_ATOMS; ++ma)
+#pragma unroll
+            for (int i = 0; i < BN / 2; ++i) pacc[ma][i] = kb == kb0 ? acc[ma][i] : pacc[ma][i] + acc[ma][i];
         }
         prev_stage = stage;
         if (++stage == STAGES) {
@@ -945,7 +960,7 @@ __global__ void __launch_bounds__(THREADS, 1)
 #endif
 #pragma unroll
       for (int ma = 0; ma < M_ATOMS; ++ma) fence_acc(acc[ma]);
-      if constexpr (BLOCKSCALE) {
+      if constexpr (PROMOTE) {
         if (kb1 > kb0) {
 #pragma unroll
           for (int ma = 0; ma < M_ATOMS; ++ma)
