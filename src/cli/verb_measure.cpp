@@ -300,7 +300,7 @@ Measurement measure_on_cpu(Context& ctx, const TaskRef& t, const std::filesystem
   DeviceChoice dev = choose_device("cpp", "", dtype, op);
   RunOptions ro;
   ro.seed_text = std::to_string(seed);
-  ro.b_layout = "row";
+  ro.b_layout = is_blockscaled_operator(op) ? "col" : "row";  // the block-scaled operator's B is [N,K] only
   ro.warmup = 2;
   ro.min_reps = 5;
   ro.max_reps = 60;
