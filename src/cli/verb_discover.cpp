@@ -49,7 +49,7 @@ VerbRunner setup_discover(CLI::App& app) {
   app.add_option("--shape-key", o->shape_key, "with --model: the task being prepared (left out of tier B)");
   app.add_option("--model", o->model, "with --shape-key: the task being prepared");
   return [o](Context& ctx) {
-    validate_dsl(o->dsl);
+    require_buildable_dsl(o->dsl, "discover kernels of");
     validate_path_component(o->op, "operator");
     if (!o->dtype.empty()) parse_dtype_pair_or_throw(o->dtype);
     DiscoverRequest req;
@@ -90,6 +90,7 @@ VerbRunner setup_prepare(CLI::App& app) {
   app.add_flag("--force", o->force, "replace an iter001 source that is not stored yet");
   return [o](Context& ctx) {
     if (!o->from.empty() && o->pick > 0) throw_usage("--from and --pick exclude each other");
+    require_buildable_dsl(o->task.dsl, "prepare a starting kernel of");
     TaskRef task = resolve_task(ctx, o->task);
     Workspace& ws = ctx.ws();
     const auto& exts = source_extensions(task.dsl);

@@ -16,7 +16,7 @@ VerbRunner setup_env_validate(CLI::App& app) {
   auto o = std::make_shared<Opts>();
   app.add_option("--dsl", o->dsl, "cuda | croqtile | triton | cpp")->required();
   return [o](Context& ctx) {
-    validate_dsl(o->dsl);
+    require_buildable_dsl(o->dsl, "validate a toolchain for");
     json doc = validate_environment(o->dsl, EnvProbe::system());
     for (const auto& e : doc["errors"]) {
       ctx.note(fmt::format("[env] error {}: {} -> {}", e.value("check", ""), e.value("message", ""), e.value("fix", "")));

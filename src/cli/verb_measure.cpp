@@ -352,6 +352,7 @@ VerbRunner setup_measure(CLI::App& app) {
   add_run_options(app, o->run, 120);
   return [o](Context& ctx) {
     if (o->iter.empty() == o->candidate.empty()) throw_usage("give exactly one of --iter and --candidate");
+    require_buildable_dsl(o->task.dsl, "measure candidates of");
     TaskRef t = resolve_task(ctx, o->task);
     if (o->pairs) {
       if (o->iter.empty() || !o->out.empty() || o->legacy) {
@@ -526,6 +527,7 @@ VerbRunner setup_baseline(CLI::App& app) {
   app.add_option("--k", o->k, "checked against the shape key");
   add_run_options(app, o->run, 300);
   return [o](Context& ctx) {
+    require_buildable_dsl(o->task.dsl, "measure a baseline for");
     TaskRef t = resolve_task(ctx, o->task);
     const std::string op = check_measurable_shape(t.shape);
     const DtypePair dtype = parse_dtype_pair_or_throw(t.shape.dtype_token);

@@ -166,6 +166,7 @@ VerbRunner setup_profile(CLI::App& app) {
   app.add_option("--lease-timeout", o->lease_timeout_ms, "milliseconds to wait for the GPU lease")->default_val(600000);
   app.add_flag("--no-classify", o->no_classify, "only capture; do not classify the CSV");
   return [o](Context& ctx) {
+    require_buildable_dsl(o->task.dsl, "profile candidates of");
     TaskRef t = resolve_task(ctx, o->task);
     Workspace& ws = ctx.ws();
     // The library baseline's kernel: cuBLAS's for dense matmul, cuSPARSELt's for 2:4 sparse GEMM.
@@ -341,7 +342,7 @@ VerbRunner setup_classify(CLI::App& app) {
     std::string ncu_rep;
   };
   auto o = std::make_shared<Opts>();
-  app.add_option("--csv", o->csv, "the Nsight Compute CSV (--page raw --csv, or --section X --csv)")->required();
+  app.add_option("--csv", o->csv, "the Nsight Compute CSV (--page raw --csv, --section X --csv, or --print-summary per-kernel --csv)")->required();
   app.add_option("--iter", o->iter, "the iteration the profile belongs to (echoed in the output)");
   app.add_option("--dsl", o->dsl, "cuda | croqtile | triton | cpp: the IDEA menu the hints come from")->default_val("cuda");
   app.add_option("--shape-key", o->shape_key, "the problem (for achieved TFLOPS and the peak): matmul_f16fp32_4096x4096x4096");

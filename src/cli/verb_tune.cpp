@@ -190,7 +190,7 @@ VerbRunner setup_tune(CLI::App& app) {
                  "best record's `params`); default: the family's default");
   app.add_option("--start-from", o->start_from, "what --start-params come from, for the record (\"<shape> <kernel>\")");
   return [o](Context& ctx) {
-    validate_dsl(o->dsl);
+    require_buildable_dsl(o->dsl, "tune");
     json start_params;
     if (!o->start_params.empty()) start_params = parse_json_object_arg(o->start_params, "--start-params");
     if (!o->device.empty()) {

@@ -312,7 +312,7 @@ TEST_F(Malformed, WrongArgumentTypes) {
       with_task({"next-iter", "--tag", "12"}),
       with_task({"next-iter", "--tag", std::string("a\0b", 3)}),
       with_task({"attempt", "--tag", "ok", "--reason", "x", "--extra", "[]"}),
-      {"session", "validate", "--gpu", k_gpu, "--dsl", "fortran"},
+      {"session", "validate", "--gpu", k_gpu, "--dsl", "Fortran 77"},
       {"session", "clean", "--gpu", "../x", "--dsl", "cuda", "--invalid-only"},
       {"resume", "--gpu", k_gpu, "--dsl", "cuda", "--shape-key", "matmul_bf16_1024x1024x1024", "--model", "Bad Model"},
       {"resume", "--gpu", k_gpu, "--dsl", "cuda", "--shape-key", "matmul_bf16_1024x1024x1024/../..", "--model", "m1"},

@@ -191,9 +191,25 @@ TEST(Model, LowercaseNamesOnly) {
   }
 }
 
-TEST(Dsl, OnlyKnownDsls) {
-  for (const auto& d : known_dsls()) EXPECT_EQ(code_of(validate_dsl, d), ExitCode::ok) << d;
-  for (const char* bad : {"CUDA", "python", "", "../cuda", "cuda/"}) {
+TEST(Dsl, AnyWellFormedNameIsReadableOnlyKnownDslsAreBuilt) {
+  for (const auto& d : known_dsls()) {
+    EXPECT_EQ(code_of(validate_dsl, d), ExitCode::ok) << d;
+    EXPECT_TRUE(is_buildable_dsl(d)) << d;
+  }
+  // Folders of DSLs croq cannot build are read, resumed and stored.
+  for (const char* other : {"tilelang", "helion", "cute-dsl", "cute_dsl", "python", "thunderkittens2"}) {
+    EXPECT_EQ(code_of(validate_dsl, other), ExitCode::ok) << other;
+    EXPECT_FALSE(is_buildable_dsl(other)) << other;
+    try {
+      require_buildable_dsl(other, "build");
+      ADD_FAILURE() << other << " was accepted for building";
+    } catch (const Error& e) {
+      EXPECT_EQ(e.code(), ExitCode::usage);
+      EXPECT_NE(std::string(e.what()).find("croq cannot build dsl"), std::string::npos) << e.what();
+    }
+  }
+  for (const std::string& bad : {std::string("CUDA"), std::string(""), std::string("../cuda"), std::string("cuda/"),
+                                 std::string("-cuda"), std::string("9cuda"), std::string("a b"), std::string(33, 'a')}) {
     EXPECT_EQ(code_of(validate_dsl, bad), ExitCode::usage) << bad;
   }
 }

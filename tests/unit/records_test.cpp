@@ -279,5 +279,64 @@ TEST(IdeaLog, CrlfLineEndingsAreAccepted) {
   EXPECT_TRUE(p.warnings.empty());
 }
 
+// Every field of an original row is kept: named columns croq does not know go to the record's own
+// fields (and so into idea-log.jsonl when a legacy results.tsv is imported), the seeds' optional
+// columns to theirs.
+TEST(Tsv, ColumnsCroqDoesNotKnowAreKeptUnderTheirNames) {
+  const std::string content =
+      "round\titer\tkernel\ttflops\tdecision\tbottleneck_before\tidea_summary\tcategory\ttimestamp\tbase\tnotes\n"
+      "4\titer005\titer005_bk64\t301.50\tKEEP\tmemory_bound\tBK 64\ttiling\t2026-01-02T03:04:05Z\titer002_x\tgood\n"
+      "5\titer006\titer006_tab\t280\tDISCARD\tmixed\tan idea\twith a tab\tmemory\t2026-01-02T04:00:00Z\titer005_bk64\t\n";
+  std::vector<std::string> warnings;
+  auto rows = parse_results_tsv(content, &warnings);
+  EXPECT_TRUE(warnings.empty());
+  ASSERT_EQ(rows.size(), 2u);
+  EXPECT_EQ(rows[0].category, "tiling");
+  EXPECT_EQ(rows[0].timestamp, "2026-01-02T03:04:05Z");
+  EXPECT_EQ(rows[0].bottleneck, "memory_bound");
+  EXPECT_EQ(rows[0].extra["bottleneck_before"], "memory_bound");
+  EXPECT_EQ(rows[0].extra["base"], "iter002_x");
+  EXPECT_EQ(rows[0].extra["notes"], "good");
+  json j = rows[0].to_json();
+  EXPECT_EQ(j["notes"], "good");
+  EXPECT_EQ(j["base"], "iter002_x");
+  // One cell too many: the tab belonged to the idea, the columns after it keep their place.
+  EXPECT_EQ(rows[1].idea, "an idea\twith a tab");
+  EXPECT_EQ(rows[1].category, "memory");
+  EXPECT_EQ(rows[1].extra["base"], "iter005_bk64");
+}
+
+// A column named like a field croq gives a meaning (source, measurement, schema) never says where a
+// row's figure came from: the row is marked source tsv and the cell is kept as tsv_<name>.
+TEST(Tsv, ColumnsNamedLikeCroqsOwnFieldsCannotClaimAMeasurement) {
+  const std::string content =
+      "iter\tkernel\ttflops\tdecision\tbottleneck\tidea_summary\tSource\tmeasurement\tschema\n"
+      "iter005\titer005_bk64\t9999\tKEEP\tmixed\tBK 64\tmeasured\tperf/m.json\tcroq-round-v1\n";
+  std::vector<std::string> warnings;
+  auto rows = parse_results_tsv(content, &warnings);
+  ASSERT_EQ(rows.size(), 1u);
+  EXPECT_EQ(rows[0].source(), "tsv");
+  EXPECT_FALSE(rows[0].extra.contains("measurement"));
+  EXPECT_FALSE(rows[0].extra.contains("schema"));
+  EXPECT_EQ(rows[0].extra["tsv_Source"], "measured");
+  EXPECT_EQ(rows[0].extra["tsv_measurement"], "perf/m.json");
+  EXPECT_EQ(rows[0].extra["tsv_schema"], "croq-round-v1");
+  EXPECT_EQ(rows[0].to_json()["source"], "tsv");
+}
+
+TEST(RoundRecord, TheFullKernelNameInIterGivesTheIdAndTheName) {
+  auto r = RoundRecord::from_json(json::parse(R"({"round":30,"iter":"iter030_bn64","tflops":431,"decision":"KEEP",
+                                                  "bottleneck":"mixed","idea":"BN 64","commit":"abc"})"));
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->iter, "iter030");
+  EXPECT_EQ(r->kernel, "iter030_bn64");
+  EXPECT_EQ(r->iter_number(), 30);
+  EXPECT_EQ(r->extra["commit"], "abc");
+  auto both = RoundRecord::from_json(json::parse(R"({"iter":"iter031_x","kernel":"iter031_x","decision":"DISCARD"})"));
+  ASSERT_TRUE(both);
+  EXPECT_EQ(both->iter, "iter031");
+  EXPECT_EQ(both->kernel, "iter031_x");
+}
+
 }  // namespace
 }  // namespace croq

@@ -70,7 +70,7 @@ TEST_F(SessionTest, ResumeReportsTheSeedFields) {
   EXPECT_EQ(j["current_best_kernel"], "iter002_stages4");
   EXPECT_EQ(j["current_best_iter"], "iter002");
   EXPECT_EQ(j["last_round"], 3);
-  EXPECT_EQ(j["last_iter"], "attemptAAAA");
+  EXPECT_EQ(j["last_iter"], "attemptAAAA_tma");  // the full name of the last stored kernel, as the seeds report it
   EXPECT_EQ(j["last_decision"], "COMPILE_FAIL");
   EXPECT_EQ(j["last_bottleneck"], "compute_bound");
   EXPECT_EQ(j["next_iter_number"], 4);

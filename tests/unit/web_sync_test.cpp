@@ -224,3 +224,23 @@ TEST(WebSync, ALostDatabaseIsRebuiltWithSpecAndStateFromDisk) {
   EXPECT_EQ(row->spec["budgets"]["rounds"], 9);
   EXPECT_EQ(row->spec["driver"]["argv"][1], "x.sh");
 }
+
+// The monitor shows folders of any DSL, not only those croq builds (a tilelang tuning folder of
+// the croq-tune skill's original tools, with only its results.tsv): adopted, its rounds indexed.
+TEST(WebSync, TasksOfADslCroqCannotBuildAreAdoptedAndIndexed) {
+  Fixture f;
+  TaskRef t = make_task("sm90_H100", "tilelang", "matmul_bf16fp32_2048x2048x1024", "opus-4");
+  const fs::path logs = f.ws.kind_dir(t, ArtifactKind::logs);
+  fs::create_directories(logs);
+  atomic_write(logs / "results.tsv",
+               "round\titer\tkernel\ttflops\tdecision\tbottleneck\tidea_summary\n"
+               "0\titer000\titer000_cublas\t610.2\tBASELINE\tn/a\tbaseline\n"
+               "1\titer001\titer001_draft\t301.5\tKEEP\tmemory_bound\tfirst\n",
+               false);
+  SyncStats s = f.sync.full_scan();
+  EXPECT_EQ(s.tasks_adopted, 1);
+  auto rows = f.db->tasks();
+  ASSERT_EQ(rows.size(), 1u);
+  EXPECT_EQ(rows[0].dsl, "tilelang");
+  EXPECT_EQ(f.db->round_count(rows[0].uid), 2);
+}

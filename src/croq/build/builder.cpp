@@ -815,7 +815,7 @@ json build_target(const Workspace& ws, const BuildTarget& t, const BuildOptions&
   } else if (dsl == "croqtile") {
     build_croqtile(ws, t, o, tc, versions, f, rec, cache);
   } else {
-    throw_usage("unknown dsl " + dsl);
+    require_buildable_dsl(dsl, "build");
   }
   rec.doc["scripts"] = write_iteration_scripts(ws, t, o, tc);
   finish(ws, f, rec, clock.elapsed_ms());

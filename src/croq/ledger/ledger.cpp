@@ -7,12 +7,14 @@
 
 #include <algorithm>
 #include <climits>
+#include <set>
 #include <fmt/format.h>
 
 #include "croq/util/error.hpp"
 #include "croq/util/time.hpp"
 #include "croq/workspace/ids.hpp"
 #include "croq/workspace/secret.hpp"
+#include "croq/workspace/sources.hpp"
 
 namespace croq {
 
@@ -767,7 +769,22 @@ int Ledger::peek_next_iter() const {
   LedgerIndex idx = writable_state_locked(&legacy);
   Reservations res = reservations();
   int top = std::max(idx.iters.max().value_or(0), res.live_iters.max().value_or(0));
+  top = std::max(top, highest_iter_on_disk().value_or(0));
   return top + 1;
+}
+
+std::optional<int> Ledger::highest_iter_on_disk() const {
+  std::set<int> released;
+  for (const auto& r : read_all().records) {
+    if (!r.attempt_index()) continue;
+    if (auto planned = get_string(r.extra, "planned_iter")) {
+      try {
+        released.insert(parse_iter_number(*planned));
+      } catch (const Error&) {
+      }
+    }
+  }
+  return max_iteration_number_on_disk(m_ws, m_task, released);
 }
 
 int Ledger::peek_next_attempt() const {
@@ -789,7 +806,10 @@ int Ledger::reserve_iter(std::chrono::milliseconds lock_timeout) {
       if (!idx.iters.contains(v)) live.insert(v);
     }
   }
-  int next = std::max(idx.iters.max().value_or(0), live.max().value_or(0)) + 1;
+  // Above every number stored, reserved, or found in the task's file names (a folder of other tools
+  // can hold sources its ledger never recorded).
+  int next = std::max({idx.iters.max().value_or(0), live.max().value_or(0),
+                       highest_iter_on_disk().value_or(0)}) + 1;
   if (next > k_max_iter_number) refuse_exhausted("iteration number", iter_number_name(k_max_iter_number));
   live.insert(next);
   res.live_iters = live;

@@ -154,6 +154,10 @@ class Ledger {
   int reserve_iter(std::chrono::milliseconds lock_timeout);
   int reserve_attempt(std::chrono::milliseconds lock_timeout);
   int peek_next_iter() const;
+  // The highest iteration number in the task's file names (srcs/, bin/, cmd/, perf/) that croq did
+  // not give back itself (a failure stored as an attempt frees its planned number): a folder of
+  // other tools can hold numbers its ledger never recorded, and a new iteration exceeds them.
+  std::optional<int> highest_iter_on_disk() const;
   int peek_next_attempt() const;
   // Empty if there is no reservations.json; throws Error(corrupt) if it cannot be read.
   Reservations reservations() const;

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cctype>
 #include <cmath>
+#include <set>
 
 #include <fmt/format.h>
 
@@ -79,6 +80,31 @@ json RoundRecord::to_json() const {
   return j;
 }
 
+std::optional<std::string> id_of_kernel_name(const std::string& name) {
+  auto digits = [&](size_t from, size_t& end) {
+    end = from;
+    while (end < name.size() && std::isdigit(static_cast<unsigned char>(name[end]))) ++end;
+    return end - from;
+  };
+  size_t end = 0;
+  if (name.rfind("iter", 0) == 0) {
+    const size_t n = digits(4, end);
+    if (n < 3 || n > 6) return std::nullopt;
+    if (end == name.size()) return name;
+    if (name[end] != '_' || end + 1 == name.size()) return std::nullopt;
+    return name.substr(0, end);
+  }
+  if (name.rfind("attempt", 0) == 0 && name.size() >= 11) {
+    for (size_t i = 7; i < 11; ++i) {
+      if (name[i] < 'A' || name[i] > 'Z') return std::nullopt;
+    }
+    if (name.size() == 11) return name;
+    if (name[11] != '_' || name.size() == 12) return std::nullopt;
+    return name.substr(0, 11);
+  }
+  return std::nullopt;
+}
+
 std::optional<RoundRecord> RoundRecord::from_json(const json& o, std::string* why) {
   auto fail = [&](const std::string& w) -> std::optional<RoundRecord> {
     if (why) *why = w;
@@ -95,10 +121,15 @@ std::optional<RoundRecord> RoundRecord::from_json(const json& o, std::string* wh
   r.kernel = get_string(o, "kernel").value_or("");
   if (r.iter.empty() && !r.kernel.empty()) {
     // Hand-written variant: only the kernel name; derive the id part before the tag.
-    if (auto id = try_parse_iter_id(r.kernel)) r.iter = id->number_name();
-    else if (auto a = try_parse_attempt_id(r.kernel)) r.iter = "attempt" + a->letters();
+    if (auto id = id_of_kernel_name(r.kernel)) r.iter = *id;
   }
   if (r.iter.empty()) return fail("no \"iter\" or \"kernel\" field");
+  // Hand-written variant: the full kernel name in "iter" ("iter030_bn64"): the id is the part
+  // before the tag, the name the kernel's when none is given.
+  if (auto id = id_of_kernel_name(r.iter); id && *id != r.iter) {
+    if (r.kernel.empty()) r.kernel = r.iter;
+    r.iter = *id;
+  }
   r.tflops = get_number(o, "tflops");
   if (r.tflops && !std::isfinite(*r.tflops)) r.tflops.reset();
   auto dec = get_string(o, "decision");
@@ -233,6 +264,15 @@ std::string trim_cell(std::string s) {
   return s.substr(i);
 }
 
+// The field a results.tsv column croq does not read is kept under: its own name, or "tsv_<name>"
+// when croq gives that name a meaning of its own (source, measurement, schema, ...): a row of
+// another tool's table never says where a figure came from (the reader marks it source: tsv).
+std::string tsv_column_field(const std::string& name, const std::string& lower) {
+  static const std::set<std::string> reserved = {"schema", "source", "measurement", "planned_iter", "task_uid",
+                                                 "closed_by", "attempt", "reason", "build_log"};
+  return reserved.count(lower) ? "tsv_" + name : name;
+}
+
 }  // namespace
 
 std::vector<RoundRecord> parse_results_tsv(const std::string& content,
@@ -240,6 +280,9 @@ std::vector<RoundRecord> parse_results_tsv(const std::string& content,
   std::vector<RoundRecord> out;
   // Column positions; -1 when absent.
   int c_round = -1, c_iter = 0, c_kernel = 1, c_tflops = 2, c_decision = 3, c_bottleneck = 4, c_idea = 5;
+  int c_category = -1, c_gain = -1, c_timestamp = -1;
+  size_t width = 6;                                  // columns of a row as the header (or variant) says
+  std::vector<std::pair<int, std::string>> others;   // other named columns: kept in the record's extra
   bool first_row = true;  // the first non-blank line: a header, or the row that shows the variant
   size_t s = 0;
   int line_no = 0;
@@ -257,6 +300,7 @@ std::vector<RoundRecord> parse_results_tsv(const std::string& content,
       std::transform(first.begin(), first.end(), first.begin(), ::tolower);
       if (first == "iter" || first == "round") {
         c_round = c_iter = c_kernel = c_tflops = c_decision = c_bottleneck = c_idea = -1;
+        width = cols.size();
         for (size_t i = 0; i < cols.size(); ++i) {
           std::string h = cols[i];
           std::transform(h.begin(), h.end(), h.begin(), ::tolower);
@@ -268,10 +312,21 @@ std::vector<RoundRecord> parse_results_tsv(const std::string& content,
           else if (h == "decision") c_decision = idx;
           else if (h == "bottleneck" || h == "bottleneck_before") c_bottleneck = idx;
           else if (h == "idea_summary" || h == "idea" || h == "description") c_idea = idx;
+          else if (h == "category") c_category = idx;
+          else if (h == "expected_gain") c_gain = idx;
+          else if (h == "timestamp") c_timestamp = idx;
+          else if (!cols[i].empty()) others.emplace_back(idx, tsv_column_field(cols[i], h));
+        }
+        // A column the reader maps under another name keeps its original name too
+        // (bottleneck_before, description): every field of the original row is kept.
+        for (int idx : {c_bottleneck, c_idea}) {
+          if (idx < 0) continue;
+          std::string h = cols[static_cast<size_t>(idx)];
+          std::transform(h.begin(), h.end(), h.begin(), ::tolower);
+          if (h != "bottleneck" && h != "idea_summary" && h != "idea") others.emplace_back(idx, cols[static_cast<size_t>(idx)]);
         }
         continue;
       }
-      // No header: guess the variant from the column count.
       // No header: tell the variant from the first row (a round number in front, or no kernel
       // column: the decision one column early).
       auto is_int = [](const std::string& v) {
@@ -279,9 +334,19 @@ std::vector<RoundRecord> parse_results_tsv(const std::string& content,
       };
       if (cols.size() >= 7 && is_int(cols[0]) && parse_decision(cols[4])) {
         c_round = 0; c_iter = 1; c_kernel = 2; c_tflops = 3; c_decision = 4; c_bottleneck = 5; c_idea = 6;
+        width = 7;
       } else if (cols.size() >= 5 && parse_decision(cols[2]) && !parse_decision(cols[3])) {
         c_kernel = -1; c_iter = 0; c_tflops = 1; c_decision = 2; c_bottleneck = 3; c_idea = 4;
+        width = 5;
       }
+    }
+    // More cells than columns: unescaped tabs in a hand-written idea; its cells are joined back.
+    if (c_idea >= 0 && cols.size() > width && static_cast<size_t>(c_idea) < cols.size()) {
+      const size_t excess = cols.size() - width;
+      std::string joined = cols[static_cast<size_t>(c_idea)];
+      for (size_t i = 1; i <= excess; ++i) joined += "\t" + cols[static_cast<size_t>(c_idea) + i];
+      cols[static_cast<size_t>(c_idea)] = joined;
+      cols.erase(cols.begin() + c_idea + 1, cols.begin() + c_idea + 1 + static_cast<long>(excess));
     }
     auto col = [&](int idx) -> std::string {
       if (idx < 0 || static_cast<size_t>(idx) >= cols.size()) return {};
@@ -291,12 +356,12 @@ std::vector<RoundRecord> parse_results_tsv(const std::string& content,
     r.iter = col(c_iter);
     r.kernel = col(c_kernel);
     if (r.iter.empty() && !r.kernel.empty()) {
-      if (auto id = try_parse_iter_id(r.kernel)) r.iter = id->number_name();
+      if (auto id = id_of_kernel_name(r.kernel)) r.iter = *id;
     }
     // iter column sometimes holds the full kernel name
-    if (auto id = try_parse_iter_id(r.iter)) {
+    if (auto id = id_of_kernel_name(r.iter); id && *id != r.iter) {
       if (r.kernel.empty()) r.kernel = r.iter;
-      r.iter = id->number_name();
+      r.iter = *id;
     }
     auto dec = parse_decision(col(c_decision));
     if (r.iter.empty() || !dec || (!r.iter_number() && !r.attempt_index())) {
@@ -320,18 +385,13 @@ std::vector<RoundRecord> parse_results_tsv(const std::string& content,
     }
     r.bottleneck = tsv_unescape(col(c_bottleneck));
     r.idea = tsv_unescape(col(c_idea));
+    r.category = tsv_unescape(col(c_category));
+    r.expected_gain = tsv_unescape(col(c_gain));
+    r.timestamp = tsv_unescape(col(c_timestamp));
     r.iter = tsv_unescape(r.iter);
     r.kernel = tsv_unescape(r.kernel);
-    // Extra columns after a last idea column (an unescaped tab in a hand-written idea) are
-    // joined back into the idea.
-    if (c_idea >= 0 && static_cast<size_t>(c_idea) + 1 < cols.size()) {
-      bool idea_is_last = true;
-      for (int c : {c_round, c_iter, c_kernel, c_tflops, c_decision, c_bottleneck}) idea_is_last = idea_is_last && c < c_idea;
-      if (idea_is_last) {
-        std::string joined = cols[static_cast<size_t>(c_idea)];
-        for (size_t i = static_cast<size_t>(c_idea) + 1; i < cols.size(); ++i) joined += "\t" + cols[i];
-        r.idea = tsv_unescape(joined);
-      }
+    for (const auto& [idx, name] : others) {
+      if (static_cast<size_t>(idx) < cols.size() && !r.extra.contains(name)) r.extra[name] = tsv_unescape(col(idx));
     }
     r.extra["source"] = "tsv";
     out.push_back(std::move(r));

@@ -63,6 +63,11 @@ struct RoundRecord {
   std::string source() const;  // extra.source, "reported" if absent
 };
 
+// The id part of a kernel name as other tools wrote it: "iter030_bn64" -> "iter030",
+// "attemptAAAB_x" -> "attemptAAAB", an id alone -> itself; any tag is accepted (a reader keeps
+// what was stored). nullopt when the name starts with neither.
+std::optional<std::string> id_of_kernel_name(const std::string& name);
+
 // results.tsv
 inline constexpr const char* k_tsv_header = "iter\tkernel\ttflops\tdecision\tbottleneck\tidea_summary";
 std::string tsv_escape(const std::string& text);

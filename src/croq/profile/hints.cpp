@@ -74,8 +74,9 @@ const Menu& menu_for(const std::string& dsl) {
   if (dsl == "croqtile") return croqtile;
   if (dsl == "triton") return triton;
   if (dsl == "cpp") return cpp;
-  if (dsl == "cuda" || dsl.empty()) return cuda;
-  throw Error(ExitCode::usage, fmt::format("unknown dsl \"{}\" for hints", dsl), "use --dsl cuda|croqtile|triton|cpp");
+  // cuda, and GPU DSLs croq does not build (tilelang, helion, cute-dsl, ...): the GPU techniques
+  // apply to them as ideas.
+  return cuda;
 }
 
 bool fired(const std::vector<RuleResult>& rules, const std::string& name) {

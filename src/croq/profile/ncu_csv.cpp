@@ -13,7 +13,14 @@
 
 namespace croq::profile {
 
-const char* csv_form_name(CsvForm form) { return form == CsvForm::raw_page ? "raw_page" : "long_form"; }
+const char* csv_form_name(CsvForm form) {
+  switch (form) {
+    case CsvForm::raw_page: return "raw_page";
+    case CsvForm::long_form: return "long_form";
+    case CsvForm::summary: return "summary";
+  }
+  return "?";
+}
 
 const MetricValue* KernelProfile::find(const std::string& key) const {
   auto it = metrics.find(key);
@@ -330,6 +337,56 @@ NcuCsv parse_long(const std::vector<std::vector<std::string>>& rows, const std::
   return out;
 }
 
+// `--print-summary per-kernel --csv`: one row per (kernel, section, metric), the Average read.
+NcuCsv parse_summary(const std::vector<std::vector<std::string>>& rows, const std::string& origin) {
+  NcuCsv out;
+  out.form = CsvForm::summary;
+  const auto& header = rows[0];
+  out.columns = header.size();
+  Identity c = find_identity(header);
+  int section = column_index(header, "Section Name");
+  int metric = column_index(header, "Metric Name");
+  int unit = column_index(header, "Metric Unit");
+  int value = column_index(header, "Average");
+  int pid = column_index(header, "Process ID");
+  std::vector<std::string> missing;
+  if (unit < 0) missing.push_back("Metric Unit");
+  if (value < 0) missing.push_back("Average");
+  if (!missing.empty()) {
+    throw Error(ExitCode::usage,
+                fmt::format("{} is a summary CSV without the column(s) {}", origin, fmt::join(missing, ", ")),
+                "export it with ncu --import <report>.ncu-rep --print-summary per-kernel --csv (or --page raw --csv)");
+  }
+  const size_t need = static_cast<size_t>(std::max({metric, unit, value, c.name})) + 1;
+  std::map<std::string, size_t> by_kernel;
+  for (size_t r = 1; r < rows.size(); ++r) {
+    const auto& row = rows[r];
+    if (row.size() < need) truncated_row(origin, r + 1, row.size(), header.size());
+    std::string key = cell_at(row, pid) + "\x1f" + cell_at(row, c.name) + "\x1f" + cell_at(row, c.block) + "\x1f" +
+                      cell_at(row, c.grid);
+    auto it = by_kernel.find(key);
+    if (it == by_kernel.end()) {
+      KernelProfile k;
+      fill_identity(k, row, c);
+      k.id = std::to_string(out.kernels.size());
+      out.kernels.push_back(std::move(k));
+      it = by_kernel.emplace(key, out.kernels.size() - 1).first;
+    }
+    KernelProfile& k = out.kernels[it->second];
+    const std::string mname = cell_at(row, metric);
+    if (mname.empty()) continue;
+    const std::string& text = row[static_cast<size_t>(value)];
+    if (looks_like_decimal_comma(text)) refuse_decimal_comma(origin, mname, text);
+    const MetricValue v = make_value(text, row[static_cast<size_t>(unit)]);
+    const std::string sec = cell_at(row, section);
+    k.metrics.emplace(sec + "/" + mname, v);
+    if (sec.empty() || sec == "Command line profiler metrics" || mname.find("__") != std::string::npos) {
+      k.metrics.emplace(mname, v);
+    }
+  }
+  return out;
+}
+
 }  // namespace
 
 NcuCsv parse_ncu_csv(std::string_view text, const std::string& origin) {
@@ -349,7 +406,10 @@ NcuCsv parse_ncu_csv(std::string_view text, const std::string& origin) {
                           t.front() == '\xbf')) {
       t.remove_prefix(1);  // blanks and a UTF-8 byte-order mark
     }
-    if (starts_with(t, "\"ID\",") || starts_with(t, "ID,")) {
+    const bool summary_header = t.find("Kernel Name") != std::string_view::npos &&
+                                t.find("Metric Name") != std::string_view::npos &&
+                                t.find("Average") != std::string_view::npos;
+    if (starts_with(t, "\"ID\",") || starts_with(t, "ID,") || summary_header) {
       start = pos;
       found_header = true;
       break;
@@ -365,6 +425,14 @@ NcuCsv parse_ncu_csv(std::string_view text, const std::string& origin) {
   }
   const auto& header = rows[0];
   Identity c = find_identity(header);
+  if (c.id < 0 && c.name >= 0 && column_index(header, "Metric Name") >= 0 && column_index(header, "Average") >= 0) {
+    NcuCsv out = parse_summary(rows, origin);
+    if (out.kernels.empty()) {
+      throw Error(ExitCode::usage, fmt::format("{} has a header but no kernel rows: the profile is empty", origin),
+                  "ncu captured no launch: check the --kernel-name filter and the NVTX range (croq_candidate)");
+    }
+    return out;
+  }
   std::vector<std::string> missing;
   if (c.id < 0) missing.push_back("ID");
   if (c.name < 0) missing.push_back("Kernel Name");

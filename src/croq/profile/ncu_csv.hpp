@@ -7,6 +7,11 @@
 //             with the columns "ID", "Kernel Name", "Block Size", "Grid Size", "Section Name",
 //             "Metric Name", "Metric Unit", "Metric Value" (and rule rows whose Metric Name is
 //             empty, kept as rule messages).
+//  summary    `ncu --print-summary per-kernel --csv` (what the seeds' tools and their tests
+//             produce): no "ID" column; one row per kernel (name, block, grid), section and metric,
+//             with "Metric Name", "Metric Unit", "Minimum", "Maximum", "Average" (the Average is
+//             read). Section metrics are keyed like the long form; a metric requested by name
+//             (--metrics, section "Command line profiler metrics") is also keyed by its own name.
 //
 // Values are quoted and use ncu's default number format: '.' as the decimal point and ',' as the
 // thousands separator ("2,297,056", "1,234.5"). A file whose numbers use a decimal comma
@@ -35,12 +40,12 @@ struct MetricValue {
 };
 
 // Which of the two CSV forms a file is.
-enum class CsvForm { raw_page, long_form };
+enum class CsvForm { raw_page, long_form, summary };
 const char* csv_form_name(CsvForm form);
 
 // One profiled kernel launch (one row of the raw page, or one ID of the long form).
 struct KernelProfile {
-  std::string id;            // ncu's launch ID within the report ("0", "1", ...)
+  std::string id;            // ncu's launch ID within the report ("0", "1", ...); summary: the kernel's index
   std::string name;          // "Kernel Name" (demangled as ncu printed it)
   std::string block_size;    // "(384, 1, 1)"
   std::string grid_size;     // "(2, 66, 1)"

@@ -69,7 +69,9 @@ json resume_state(const Workspace& ws, const TaskRef& task) {
   j["current_best_kernel"] = best ? json(best->kernel) : json(nullptr);
   j["current_best_iter"] = best ? json(best->iter) : json(nullptr);
   j["last_round"] = idx.last ? idx.max_round : 0;
-  j["last_iter"] = idx.last ? json(idx.last->iter) : json(nullptr);
+  // The seeds' last_iter is the full name of the last stored kernel ("iter030_bn64"); a record
+  // without a kernel name gives its id.
+  j["last_iter"] = idx.last ? json(idx.last->kernel.empty() ? idx.last->iter : idx.last->kernel) : json(nullptr);
   j["last_decision"] = idx.last ? json(idx.last->decision) : json(nullptr);
   j["last_bottleneck"] = idx.last ? json(idx.last->bottleneck) : json(nullptr);
   int reserved_top = 0;
@@ -78,7 +80,8 @@ json resume_state(const Workspace& ws, const TaskRef& task) {
   } catch (const Error& e) {
     warnings.push_back(std::string("reservations: ") + e.what());
   }
-  j["next_iter_number"] = std::max(idx.iters.max().value_or(0), reserved_top) + 1;
+  j["next_iter_number"] =
+      std::max({idx.iters.max().value_or(0), reserved_top, ledger.highest_iter_on_disk().value_or(0)}) + 1;
   j["src_count"] = count_iteration_sources(ws, task);
   json open_cp = nullptr;
   try {

@@ -89,10 +89,26 @@ const std::vector<std::string>& known_dsls() {
 
 void validate_dsl(const std::string& value) {
   validate_path_component(value, "dsl");
+  auto ok = [](unsigned char c) { return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-' || c == '_'; };
+  if (value.size() > 32 || !(value[0] >= 'a' && value[0] <= 'z') || !all_of(value, 0, +ok)) {
+    throw_usage(fmt::format("invalid dsl name '{}'", printable(value)),
+                "a dsl name is lowercase letters, digits, '-' or '_', starting with a letter, at most 32 "
+                "characters (croq builds cuda, croqtile, triton and cpp; folders of other DSLs such as "
+                "tilelang, helion or cute-dsl are read, resumed and stored)");
+  }
+}
+
+bool is_buildable_dsl(const std::string& value) {
   const auto& dsls = known_dsls();
-  if (std::find(dsls.begin(), dsls.end(), value) == dsls.end()) {
-    throw_usage(fmt::format("unknown dsl '{}'", printable(value)),
-                "use one of: cuda, croqtile, triton, cpp");
+  return std::find(dsls.begin(), dsls.end(), value) != dsls.end();
+}
+
+void require_buildable_dsl(const std::string& value, const std::string& what) {
+  validate_dsl(value);
+  if (!is_buildable_dsl(value)) {
+    throw_usage(fmt::format("croq cannot {} dsl '{}': it builds and runs cuda, croqtile, triton and cpp", what, value),
+                "the task's records can still be read and stored: croq resume, store-round (with --tflops), "
+                "next-iter, checkpoint, session validate, serve and report work for any dsl");
   }
 }
 

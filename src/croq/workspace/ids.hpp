@@ -20,12 +20,18 @@ namespace croq {
 // Throws croq::Error(usage) with a message that names the rule, if `value` is not a valid `what`.
 void validate_tag(const std::string& value);
 void validate_model(const std::string& value);
+// Any well-formed DSL name (lowercase letters, digits, '-', '_'): the folders of DSLs croq cannot
+// build (tilelang, helion, cute-dsl, ...) are read, resumed, stored and monitored like any other.
 void validate_dsl(const std::string& value);
 void validate_gpu_key(const std::string& value);
 // A single path component chosen by a user (no separators, no "..", no control characters).
 void validate_path_component(const std::string& value, const char* what);
 
+// The DSLs croq builds, measures and profiles (cuda, croqtile, triton, cpp).
 const std::vector<std::string>& known_dsls();
+bool is_buildable_dsl(const std::string& value);
+// validate_dsl, then refuses (usage) a DSL croq cannot build: "croq cannot <what> dsl 'x'".
+void require_buildable_dsl(const std::string& value, const std::string& what);
 
 // A parsed shape key. `text` is the key exactly as given; nothing is re-derived from the parts.
 struct ShapeKey {

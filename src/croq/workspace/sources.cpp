@@ -2,6 +2,7 @@
 #include "croq/workspace/sources.hpp"
 
 #include <algorithm>
+#include <cctype>
 
 #include "croq/workspace/ids.hpp"
 
@@ -59,6 +60,38 @@ int count_iteration_sources(const Workspace& ws, const TaskRef& task) {
     if (e.is_regular_file() && try_parse_iter_id(e.path().stem().string())) ++n;
   }
   return n;
+}
+
+std::optional<int> max_iteration_number_in_name(std::string_view name, const std::set<int>& released) {
+  auto alnum = [](char c) { return std::isalnum(static_cast<unsigned char>(c)) != 0; };
+  auto digit = [](char c) { return c >= '0' && c <= '9'; };
+  std::optional<int> best;
+  for (size_t at = name.find("iter"); at != std::string_view::npos; at = name.find("iter", at + 1)) {
+    if (at > 0 && alnum(name[at - 1])) continue;
+    size_t d = at + 4, e = d;
+    while (e < name.size() && digit(name[e]) && e - d < 7) ++e;
+    const size_t n = e - d;
+    if (n < 3 || n > 6) continue;
+    const int v = std::stoi(std::string(name.substr(d, n)));
+    if (released.count(v)) continue;
+    if (!best || v > *best) best = v;
+  }
+  return best;
+}
+
+std::optional<int> max_iteration_number_on_disk(const Workspace& ws, const TaskRef& task,
+                                                const std::set<int>& released) {
+  std::optional<int> best;
+  std::error_code ec;
+  for (ArtifactKind kind : {ArtifactKind::srcs, ArtifactKind::bin, ArtifactKind::cmd, ArtifactKind::perf}) {
+    fs::path dir = ws.kind_dir(task, kind);
+    if (!fs::is_directory(dir, ec)) continue;
+    for (const auto& e : fs::directory_iterator(dir, ec)) {
+      auto v = max_iteration_number_in_name(e.path().filename().string(), released);
+      if (v && (!best || *v > *best)) best = v;
+    }
+  }
+  return best;
 }
 
 }  // namespace croq
