@@ -144,8 +144,9 @@ const std::vector<VerbSpec>& verbs() {
        "Output: `{iter, kernel, number, reserved}` or, with `--attempt`, `{attempt, kernel, index, "
        "reserved}`; `kernel` is the canonical name to use for files (`iter<NNN>_<tag>`, "
        "`attempt<AAAA>_<tag>`). `--peek` shows the next id without reserving it. The next number "
-       "follows the highest stored or reserved one; a number freed by a failure (see store-round) is "
-       "handed out again.\n\nExit 2 on an invalid tag or task name; 6 if the task lock stays busy "
+       "follows the highest stored or reserved one and every `iter<NNN>` in the names of the task's files in "
+       "srcs/, bin/, cmd/ and perf/ (a folder of other tools can hold sources its ledger never recorded); a number "
+       "freed by a failure (see store-round) is handed out again unless a file carries it.\n\nExit 2 on an invalid tag or task name; 6 if the task lock stays busy "
        "(`--lock-timeout`); 10 if idea-log.jsonl has unreadable lines or reservations.json is damaged "
        "(nothing is changed; `croq session clean --invalid-only` repairs).",
        setup_next_iter},
@@ -412,7 +413,8 @@ const std::vector<VerbSpec>& verbs() {
        setup_profile},
       {"classify", "classify an Nsight Compute CSV: bottleneck, confidence, evidence, hints",
        "Replaces the original croq-tune skill's `profile_extract` tool (docs/agents.md). Reads the raw page (`ncu --import R --page raw --csv`) or the "
-       "per-section form (`--section X --csv`, `--page details --csv`); numbers with thousands separators "
+       "per-section form (`--section X --csv`, `--page details --csv`) or the summary form "
+       "(`--print-summary per-kernel --csv`: Minimum, Maximum, Average; the Average is read); numbers with thousands separators "
        "(\"1,234.5\") are read, files written with a decimal comma are refused. With several kernels in the "
        "file, `--kernel REGEX` chooses, else the longest kernel that is not a library or harness kernel (the "
        "choice and its reason are in evidence.kernel_selection). The rules and thresholds are in "
@@ -478,6 +480,27 @@ const std::vector<VerbSpec>& verbs() {
        "bottleneck mix per shape), progress.csv and progress.svg (rounds stored and shapes done over time), "
        "bottlenecks.svg. Output: `{ok, out, files, shapes}`; exit 4 when the workspace has no sweep.",
        setup_report},
+      {"export", "the best KEEP of one or many tasks as one library for users (C, CMake, PyTorch)",
+       "For each task (`<gpu>/<dsl>/<shape_key>/<model>`, a shape key with --gpu/--dsl/--model, or `--all`), the "
+       "best KEEP (resume's current_best_kernel) is built from its source with the flags it was tuned with. Every "
+       "kernel's symbols are renamed with its own prefix, so kernels of one template with different configurations "
+       "live in one library. `--out DIR` receives `lib/lib<name>.so` and `lib/lib<name>.a` (exporting only "
+       "`<name>_*`), `include/<name>.h` with `<name>_matmul(problem, a, b, c, workspace, workspace_bytes, stream)` "
+       "(croq's kernel ABI; `<name>_gemm` too when a kernel implements ABI version 2), `lib/cmake/<name>/` "
+       "(`find_package(<name>)`, targets `<name>::<name>` and `<name>::<name>_static`), `torch/` (a PyTorch "
+       "extension, `torch.ops.<name>.matmul`; `python3 setup.py build_ext --inplace` there), `src/` (the sources, "
+       "the generated dispatcher, `build.sh`) and `manifest.json` (`croq-export-v1`: the task, round, kernel, "
+       "TFLOPS, source sha256 and flags of every kernel).\n\n"
+       "Dispatch: the kernel tuned for exactly the problem's M, N, K and B layout first; else the nearest tuned "
+       "shape of the same element types, the distance being |log2(M/Mt)| + |log2(N/Nt)| + |log2(K/Kt)| (ties: the "
+       "larger tuned shape), same B layout before the other; a kernel answering CROQ_UNSUPPORTED passes the call "
+       "to the next. `<name>_matmul_choice(&problem)` names the kernel tried first. With `--name croq` the entries "
+       "are the ABI's own names, so the library is itself a croq candidate (`croq measure --candidate`).\n\n"
+       "Output: the manifest with `out` and `symbols` (what the shared library exports). Exit 2 for a task without "
+       "a KEEP, a dsl other than cuda or cpp, two tasks of one problem, or a non-empty --out that holds no earlier "
+       "export (without --force); 4 if a source is missing; 8 if a kernel does not compile (the folder is left as "
+       "it was).",
+       setup_export},
       {"help", "print the verb list, or the full reference as Markdown (--markdown)",
        "`croq help --markdown` prints docs/cli.md; `croq help --json` the verb table as "
        "`[{name, summary, details}]`.", setup_help},

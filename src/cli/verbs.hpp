@@ -50,6 +50,7 @@ VerbRunner setup_sweep_stop(CLI::App&);
 VerbRunner setup_round(CLI::App&);
 VerbRunner setup_use(CLI::App&);
 VerbRunner setup_status(CLI::App&);
+VerbRunner setup_export(CLI::App&);
 
 // croq measure --pairs: measures what the decision of `kernel` needs and prints decide's JSON.
 ExitCode run_measure_pairs(Context& ctx, const TaskRef& t, const std::string& kernel);
