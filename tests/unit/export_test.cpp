@@ -4,7 +4,11 @@
 
 #include "croq/export/generate.hpp"
 #include "croq/export/plan.hpp"
+#include "croq/ledger/ledger.hpp"
+#include "croq/ledger/store.hpp"
+#include "croq/util/fs.hpp"
 #include "croq/workspace/sources.hpp"
+#include "support/test_support.hpp"
 
 namespace croq {
 namespace {
@@ -80,6 +84,36 @@ TEST(ExportText, TheHeaderDeclaresTheEntriesTheDispatcherDefines) {
   EXPECT_NE(torch.find("TORCH_LIBRARY(gemm, m)"), std::string::npos);
   EXPECT_NE(torch.find("TORCH_LIBRARY_IMPL(gemm, CUDA, m)"), std::string::npos);
   EXPECT_NE(torch_setup_py(x).find("CUDAExtension"), std::string::npos);
+}
+
+// A task whose fastest KEEP was typed in (--tflops, results.tsv) and whose slower KEEP croq measured:
+// the export takes the measured one; with no measured KEEP at all it takes the fastest reported one.
+TEST(ExportPlan, AKeepCroqMeasuredOutranksAFasterReportedOne) {
+  test::TempDir dir;
+  Workspace ws(dir.path());
+  TaskRef task = make_task("cpu_test", "cpp", "matmul_f32_64x64x64", "test");
+  Ledger ledger(ws, task);
+  const std::chrono::milliseconds wait{5000};
+  auto keep = [&](const std::string& kernel, int round, double tflops, const std::string& source) {
+    croq::atomic_write(ws.kind_dir(task, ArtifactKind::srcs) / (kernel + ".cpp"), "// " + kernel + "\n", false);
+    StoreRequest q;
+    q.iter = q.kernel = kernel;
+    q.decision = "KEEP";
+    q.tflops = tflops;
+    q.round = round;
+    q.bottleneck = round == 0 ? "" : "compute_bound";
+    q.idea = "idea " + kernel;
+    q.category = "tiling";
+    q.source = source;
+    store_round(ledger, q, wait);
+  };
+  keep("iter001_reported", 0, 50.0, "reported");
+  EXPECT_EQ(plan_export_kernel(ws, task).record.kernel, "iter001_reported");  // nothing measured yet
+  keep("iter002_measured", 1, 10.0, "measured");
+  keep("iter003_typed", 2, 90.0, "reported");
+  ExportKernel k = plan_export_kernel(ws, task);
+  EXPECT_EQ(k.record.kernel, "iter002_measured");
+  EXPECT_EQ(k.to_json()["source_kind"], "measured");
 }
 
 }  // namespace

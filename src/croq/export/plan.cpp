@@ -132,13 +132,17 @@ ExportKernel plan_export_kernel(const Workspace& ws, const TaskRef& task) {
   Ledger ledger(ws, task);
   if (!ledger.exists()) throw_not_found(fmt::format("task {} has no ledger", task.id()), "tune it first");
   JsonlParse all = ledger.read_all();
-  std::optional<RoundRecord> best;
+  // A figure croq measured itself outranks any typed or imported one (results.tsv, --tflops): a
+  // reported KEEP is exported only when the task has no measured KEEP at all.
+  std::optional<RoundRecord> best, best_reported;
   for (const auto& r : all.records) {
     if (r.decision != Decision::KEEP || !r.tflops) continue;
     auto num = r.iter_number();
     if (!num || *num < 1) continue;
-    if (!best || *r.tflops > *best->tflops) best = r;
+    auto& slot = r.source() == "measured" ? best : best_reported;
+    if (!slot || *r.tflops > *slot->tflops) slot = r;
   }
+  if (!best) best = best_reported;
   if (!best) {
     throw_usage(fmt::format("task {} has no KEEP of a kernel (iteration >= 1) to export", task.id()),
                 "tune it (croq tune) or store a measured KEEP first");

@@ -33,7 +33,8 @@ struct ExportKernel {
   json to_json() const;
 };
 
-// The best KEEP of `task` ready to export. Throws Error: usage (no KEEP, a DSL that cannot be
+// The best KEEP of `task` ready to export: the fastest KEEP croq measured itself, or, when the task
+// has none, the fastest reported one (typed --tflops, results.tsv); the manifest's source_kind says which. Throws Error: usage (no KEEP, a DSL that cannot be
 // exported, an operator other than matmul), not_found (the source is missing).
 ExportKernel plan_export_kernel(const Workspace& ws, const TaskRef& task);
 
