@@ -79,6 +79,45 @@ TEST(Search, FollowsTheBottleneckAndNeverRepeats) {
   EXPECT_FALSE(s.propose("iter001_start", base, "compute_bound", is_tried, rules).has_value());
 }
 
+// The same configuration reached from another base is a repeat: a kernel one step from the default,
+// kept and made the base, never gets the step back to the default (croq measure would refuse its
+// source as the same code, and croq tune stopped with that error).
+TEST(Search, AStepBackToAConfigurationMeasuredFromAnotherBaseIsNotProposed) {
+  auto f = find_family("cpp_tiled");
+  auto p = f32_problem();
+  SearchRules rules;
+  rules.explore = 0;
+  const FamilyConfig start = f->default_config(p);
+  Search first(f, p, 1);
+  auto step = first.propose("iter001_start", start, "compute_bound", [](const std::string&) { return false; }, rules);
+  ASSERT_TRUE(step);
+  const FamilyConfig kept = step->config;  // iter002, one step from the default
+  std::set<std::string> configs = {config_to_json(start).dump(), config_to_json(kept).dump()};
+  rules.measured = [&](const FamilyConfig& c) { return configs.count(config_to_json(c).dump()) > 0; };
+  Search s(f, p, 1);
+  std::set<std::string> tried;
+  for (int i = 0; i < 200; ++i) {
+    auto prop = s.propose("iter002_step", kept, "compute_bound", [&](const std::string& c) { return tried.count(c) > 0; },
+                          rules);
+    if (!prop) break;
+    EXPECT_NE(prop->config, start) << "proposed the default again: " << prop->from_to;
+    tried.insert(prop->plan.combination_key());
+  }
+  // Without the task's measured configurations the step back is among the proposals.
+  rules.measured = nullptr;
+  Search again(f, p, 1);
+  tried.clear();
+  bool back = false;
+  for (int i = 0; i < 200 && !back; ++i) {
+    auto prop = again.propose("iter002_step", kept, "compute_bound",
+                              [&](const std::string& c) { return tried.count(c) > 0; }, rules);
+    if (!prop) break;
+    back = prop->config == start;
+    tried.insert(prop->plan.combination_key());
+  }
+  EXPECT_TRUE(back);
+}
+
 TEST(Search, MustBeStructuralOnlyMovesStructuralParameters) {
   auto f = find_family("cpp_tiled");
   auto p = f32_problem();

@@ -116,8 +116,12 @@ std::optional<Proposal> Search::propose(const std::string& base_kernel, const Fa
     if (!parts.empty()) plan.structural = fmt::format("change {}", fmt::join(parts, ", "));
     return plan;
   };
+  // A move that lands on a configuration the task has measured already (reached from another
+  // base: PACK_B 0->1 from the default, then 1->0 from that kernel) is a repeat whatever its
+  // combination key; croq measure refuses it (no_repeat), so it is never proposed.
   auto legal_untried = [&](const FamilyConfig& cfg, bool, std::string* combination) {
     if (m_family->violation(cfg, m_problem)) return false;
+    if (rules.measured && cfg != base && rules.measured(cfg)) return false;
     *combination = plan_for(cfg).combination_key();
     return !tried(*combination);
   };
