@@ -102,6 +102,43 @@ std::string render_text(const std::string& verb, const json& doc) {
     if (!str(doc, "next_action").empty()) s += "next      " + str(doc, "next_action") + "\n";
     return s;
   }
+  if (verb == "tune" && doc.is_object() && (doc.contains("best") || doc.contains("shapes"))) {
+    // The end of a tune: per task, its best kernel, how it compares with the baseline, its
+    // parameters and where its source is.
+    auto one = [&](const json& d) {
+      s += fmt::format("{}  {} rounds ({} this run){}\n", str(d, "task"), d.value("rounds", 0), d.value("rounds_this_run", 0),
+                       d.value("exhausted", false) ? ", search space exhausted" : "");
+      const json& best = d.value("best", json());
+      const json& base = d.value("baseline", json());
+      if (best.is_object()) {
+        s += fmt::format("best      {}  {}", str(best, "kernel"), rate_of(best));
+        if (auto pct = num(d, "pct_of_baseline")) {
+          s += fmt::format("  {:.2f} x the baseline", *pct / 100.0);
+          if (base.is_object()) s += fmt::format(" ({} {})", str(base, "kernel"), rate_of(base));
+        }
+        s += "\n";
+      } else {
+        s += "best      none kept yet\n";
+      }
+      if (d.contains("best_params") && d["best_params"].is_object()) {
+        std::string params;
+        for (auto it = d["best_params"].begin(); it != d["best_params"].end(); ++it) {
+          params += (params.empty() ? "" : " ") + it.key() + "=" + (it.value().is_string() ? it.value().get<std::string>() : it.value().dump());
+        }
+        s += "params    " + params + "\n";
+      }
+      if (!str(d, "best_source").empty()) s += "source    " + str(d, "best_source") + "\n";
+    };
+    if (doc.contains("shapes") && doc["shapes"].is_array()) {
+      for (const auto& d : doc["shapes"]) {
+        if (d.is_object() && d.contains("task")) one(d);
+        else if (d.is_object()) s += str(d, "shape_key") + "  " + str(d, "error") + "\n";
+      }
+    } else {
+      one(doc);
+    }
+    return s;
+  }
   return generic(doc);
 }
 

@@ -46,9 +46,7 @@ std::string progress_line(const json& e, const std::string& shape, int rounds) {
                                 sm.contains("pct_of_baseline")
                                     ? fmt::format(" ({:.2f}x the baseline)", sm["pct_of_baseline"].get<double>() / 100)
                                     : "");
-    if (best.is_object()) s += "\n  best kernel  " + best.value("kernel", "");
-    if (sm.contains("best_params")) s += "\n  parameters   " + dump_compact(sm["best_params"]);
-    if (sm.contains("best_source")) s += "\n  source       " + sm.value("best_source", "");
+    // The best kernel's parameters and source follow in the result (text_output.cpp's tune view).
     return s;
   }
   if (ev == "close_call") {

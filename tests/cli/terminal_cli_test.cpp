@@ -1,0 +1,80 @@
+// A person at a terminal gets text, a pipe gets JSON: croq run on a pseudo-terminal (util-linux's
+// `script`, as a user's shell would run it) prints a tune's scrolling round log and its summary
+// (best kernel, ratio to the baseline, parameters, source) with CPU rates in a unit that fits, and
+// the same command with --json, or through a pipe, prints the JSON document.
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "croq/util/process.hpp"
+#include "support/test_support.hpp"
+
+using croq::test::CroqRun;
+using croq::test::run_croq;
+using croq::test::TempDir;
+namespace fs = std::filesystem;
+
+namespace {
+
+const std::string k_key = "matmul_f32_128x128x128";
+
+std::string quoted(const std::string& word) {
+  std::string q = "'";
+  for (char c : word) q += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return q + "'";
+}
+
+// `croq --root <root> args...` on a pseudo-terminal: stdout and stderr are both the terminal.
+croq::ProcessResult on_terminal(const fs::path& root, const std::vector<std::string>& args) {
+  std::string cmd = quoted(CROQ_BIN) + " --root " + quoted(root.string());
+  for (const auto& a : args) cmd += " " + quoted(a);
+  croq::ProcessSpec spec;
+  spec.argv = {"script", "-q", "-e", "-c", cmd, "/dev/null"};
+  spec.env_unset = {"CROQ_ROOT", "CROQ_GPU", "CROQ_JSON"};
+  spec.env_set = {{"TERM", "dumb"}};
+  spec.timeout = std::chrono::seconds(300);
+  return croq::SystemProcessRunner().run(spec);
+}
+
+bool has_script() { return croq::SystemProcessRunner().run({{"script", "--version"}}).ok(); }
+
+TEST(Terminal, ATuneShowsItsRoundsAndEndsWithTheBestKernelInText) {
+  if (!has_script()) GTEST_SKIP() << "util-linux's script is not installed: no pseudo-terminal to run croq on";
+  TempDir dir;
+  croq::ProcessResult r = on_terminal(dir.path(), {"tune", k_key, "--dsl", "cpp", "--rounds", "2", "--seed", "1"});
+  ASSERT_TRUE(r.started && !r.timed_out) << r.out << r.err;
+  EXPECT_EQ(r.exit_code, 0) << r.out;
+  const std::string& out = r.out;  // the terminal's bytes: stdout and stderr together
+  // The scrolling log: one line per round.
+  EXPECT_NE(out.find(" round 1/2]"), std::string::npos) << out;
+  EXPECT_NE(out.find("] done: "), std::string::npos) << out;
+  // The summary: the best kernel, its ratio to the baseline, its parameters and source path.
+  EXPECT_NE(out.find("best      iter"), std::string::npos) << out;
+  EXPECT_NE(out.find("x the baseline"), std::string::npos) << out;
+  EXPECT_NE(out.find("params    "), std::string::npos) << out;
+  EXPECT_NE(out.find("source    "), std::string::npos) << out;
+  // CPU rates read in GFLOPS or MFLOPS, never as a fraction of a TFLOPS; no JSON document.
+  EXPECT_EQ(out.find("TFLOPS"), std::string::npos) << out;
+  EXPECT_TRUE(out.find("GFLOPS") != std::string::npos || out.find("MFLOPS") != std::string::npos) << out;
+  EXPECT_EQ(out.find("{\"task\""), std::string::npos) << out;
+
+  // The task's state, on the terminal: text; with --json: the document.
+  const std::vector<std::string> task = {"--dsl", "cpp", "--shape-key", k_key, "--model", "croq-search"};
+  std::vector<std::string> state = {"state"};
+  state.insert(state.end(), task.begin(), task.end());
+  croq::ProcessResult text = on_terminal(dir.path(), state);
+  EXPECT_EQ(text.exit_code, 0) << text.out;
+  EXPECT_NE(text.out.find("next      "), std::string::npos) << text.out;
+  EXPECT_EQ(text.out.find("{\""), std::string::npos) << text.out;
+  state.push_back("--json");
+  croq::ProcessResult as_json = on_terminal(dir.path(), state);
+  EXPECT_NE(as_json.out.find("{\""), std::string::npos) << as_json.out;
+  // Through a pipe (how agents and scripts call croq): the JSON document, parsed.
+  state.pop_back();
+  CroqRun piped = run_croq(dir.path(), state);
+  EXPECT_EQ(piped.rc, 0) << piped.err;
+  EXPECT_TRUE(piped.doc.is_object() && piped.doc.contains("next_action")) << piped.out;
+}
+
+}  // namespace
