@@ -236,12 +236,6 @@ std::string top_description() {
          "profile, decide, store, resume). Each verb prints one JSON document on stdout.";
 }
 
-// Builds the parser tree; returns, per verb, its subcommand and runner.
-struct Built {
-  CLI::App* app;
-  std::vector<std::pair<CLI::App*, VerbRunner>> runners;
-};
-
 // The verb named on the command line ("store-round", "checkpoint write"), judged from its first
 // words; empty if none. Only that verb's options are built: building all of them is most of
 // croq's own start-up time, and every verb runs as a fresh process.

@@ -16,6 +16,7 @@
 #include "croq/util/error.hpp"
 #include "croq/util/fs.hpp"
 #include "croq/util/process.hpp"
+#include "croq/util/text.hpp"
 #include "croq/util/time.hpp"
 #include "croq/workspace/ids.hpp"
 #include "croq/workspace/operators.hpp"
@@ -435,22 +436,17 @@ struct Tuner::Impl {
     if (verdict != "OK") {
       // croq's search cannot repair code: the idea is abandoned at once.
       std::string tag = kernel.substr(kernel.find('_') + 1);
-      call("attempt", {"attempt", "--tag", tag, "--reason", verdict == "" ? "build_error" : to_lower_copy(verdict),
+      call("attempt", {"attempt", "--tag", tag, "--reason", verdict == "" ? "build_error" : to_lower(verdict),
                        "--idea", cp->idea, "--planned-iter", cp->iter});
       store_failure(*cp, kernel, "COMPILE_FAIL", json(nullptr));
     }
-  }
-
-  static std::string to_lower_copy(std::string s) {
-    for (auto& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-    return s;
   }
 
   void verify() {
     auto cp = checkpoint();
     std::string kernel = kernel_of_plan(*cp);
     VerbResult r = call("verify", {"checkpoint", "verify", "--iter", kernel});
-    if (r.exit_code == 3) {
+    if (r.exit_code == static_cast<int>(ExitCode::drift)) {
       throw Error(ExitCode::internal, "croq's own candidate drifted from its plan: " + r.doc.dump());
     }
     if (!r.ok()) throw Error(ExitCode::failure, "checkpoint verify failed: " + r.message());
@@ -565,7 +561,7 @@ struct Tuner::Impl {
 
   void after_store(const VerbResult& r, const std::string& kernel, const std::string& decision) {
     ++rounds_this_run;
-    VerbResult rf = call("reinforce", {"reinforce"});
+    call("reinforce", {"reinforce"});  // the protocol's reinforce step after every store; its output is not used here
     json rec = r.doc.value("record", json::object());
     LedgerIndex idx = Ledger(ws, task).index();
     json e = {{"event", "round"},
