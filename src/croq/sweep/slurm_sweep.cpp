@@ -178,7 +178,13 @@ json submit_slurm_sweep(const SweepOptions& o, const Manifest& manifest, const S
                   "give the option with its dashes, e.g. --sbatch-arg=--constraint=h200 or --sbatch-arg=--qos=long");
     }
   }
-  for (const std::string& p : {o.root.string(), o.croq_exe.string()}) check_word(p, "path", false);
+  for (const std::string& p : {o.root.string(), o.croq_exe.string()}) {
+    if (p.find_first_of(" \t\r\n") != std::string::npos) {
+      throw Error(ExitCode::usage, fmt::format("the path '{}' holds a space or a line break", p),
+                  "the workspace and croq's executable are named in the job script's #SBATCH lines: use paths "
+                  "without spaces (a symbolic link will do)");
+    }
+  }
   const std::filesystem::path root = o.root;
   ensure_dir(root / "tuning");
   // No local sweep may run meanwhile (it would take the same shapes): hold its lock while submitting.
