@@ -185,6 +185,7 @@ TEST(TritonFamily, RenderedSourcesCompileAsPython) {
     // The configuration is the module's constants, every one of them.
     for (const auto& [k, v] : configs[i]) EXPECT_NE(src.find(k + " = " + v + "\n"), std::string::npos) << k;
     EXPECT_EQ(src.find("@CROQ_CONFIG@"), std::string::npos);
+    EXPECT_EQ(src.find("NUM_WARPS = ", src.find("NUM_WARPS = ") + 1), std::string::npos);  // one configuration
     EXPECT_NE(src.find("def croq_matmul(problem, a, b, c):"), std::string::npos);
     EXPECT_EQ(src.find("triton.autotune"), std::string::npos);  // a fixed configuration
     const fs::path file = dir / fmt::format("iter{:03d}_cand.py", i + 1);

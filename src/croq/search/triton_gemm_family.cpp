@@ -190,10 +190,10 @@ std::vector<Alternative> TritonGemmFamily::alternatives(const FamilyProblem& p) 
 
 std::string TritonGemmFamily::render_source(const FamilyConfig& c, const FamilyProblem& p) const {
   std::string tmpl = read_file_or_throw(find_project_dir("kernels") / "triton/matmul/family/gemm.py");
-  const std::string marker = "# @CROQ_CONFIG@";
-  const size_t at = tmpl.find(marker);
-  if (at == std::string::npos) {
-    throw Error(ExitCode::internal, "kernels/triton/matmul/family/gemm.py has no '# @CROQ_CONFIG@' line");
+  const std::string begin = "# @CROQ_CONFIG@ begin", end = "# @CROQ_CONFIG@ end";
+  const size_t at = tmpl.find(begin), stop = tmpl.find(end);
+  if (at == std::string::npos || stop == std::string::npos || stop < at) {
+    throw Error(ExitCode::internal, "kernels/triton/matmul/family/gemm.py has no '# @CROQ_CONFIG@ begin/end' lines");
   }
   std::string cfg = fmt::format("# The configuration croq's search chose (family triton_gemm) for {} {}x{}x{}.\n",
                                 p.dtype.canonical, p.m, p.n, p.k);
@@ -207,8 +207,7 @@ std::string TritonGemmFamily::render_source(const FamilyConfig& c, const FamilyP
     first = false;
   }
   cfg += params + "}";
-  std::string head = "# croq-kernel: {\"family\": \"triton_gemm\", \"generated\": true}\n";
-  return head + tmpl.substr(0, at) + cfg + tmpl.substr(at + marker.size());
+  return tmpl.substr(0, at) + cfg + tmpl.substr(stop + end.size());
 }
 
 std::vector<std::string> TritonGemmFamily::params_for_bottleneck(const std::string& b) const {

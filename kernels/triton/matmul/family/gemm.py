@@ -1,6 +1,7 @@
+# croq-kernel: {"dtypes": ["f16f32", "f16", "bf16f32", "bf16"], "rank": 20, "tensor_cores": true, "summary": "the triton_gemm family's template at its default (128x256x64, 3 stages, 8 warps)"}
 """croq's triton_gemm family (src/croq/search/triton_gemm_family.cpp): one dense GEMM template whose
-configuration croq's search chooses (`croq tune --dsl triton`). The constants above this text are
-the configuration; everything below is fixed.
+configuration croq's search chooses (`croq tune --dsl triton`). The constants between the two
+configuration marker lines below are the configuration (croq replaces them); the rest is fixed.
 
   BLOCK_M, BLOCK_N, BLOCK_K   the tile of C one program computes and the depth of one k step
   GROUP_M                     programs grouped along M so that neighbours share B tiles in L2
@@ -19,7 +20,19 @@ import torch
 import triton
 import triton.language as tl
 
-# @CROQ_CONFIG@
+# @CROQ_CONFIG@ begin: the configuration (this file as it stands: the family's default for large problems)
+BLOCK_M = 128
+BLOCK_N = 256
+BLOCK_K = 64
+GROUP_M = 8
+NUM_WARPS = 8
+NUM_STAGES = 3
+PERSISTENT = 0
+TMA = 0
+WARP_SPEC = 0
+SPLIT_K = 1
+CROQ_PARAMS = {"BLOCK_M": BLOCK_M, "BLOCK_N": BLOCK_N, "BLOCK_K": BLOCK_K, "GROUP_M": GROUP_M, "NUM_WARPS": NUM_WARPS, "NUM_STAGES": NUM_STAGES, "PERSISTENT": PERSISTENT, "TMA": TMA, "WARP_SPEC": WARP_SPEC, "SPLIT_K": SPLIT_K}
+# @CROQ_CONFIG@ end
 
 try:  # host-side TMA descriptors (Triton >= 3.3)
     from triton.tools.tensor_descriptor import TensorDescriptor
