@@ -555,6 +555,8 @@ const std::vector<std::string>& verb_examples(const std::string& name) {
       {"sass compare", {"croq sass compare --dsl cuda --shape-key matmul_f16fp32_4096x4096x4096 --model me --iter iter003_tma"}},
       {"serve", {"croq serve", "croq serve --check"}},
       {"report", {"croq report --out report/"}},
+      {"export", {"croq export --all --out exported --name gemm",
+                  "croq export matmul_f16fp32_4096x4096x4096 --gpu sm90_NVIDIA_H200 --dsl cuda --model croq-search --out exported --library static"}},
       {"help", {"croq help", "croq help store-round", "croq help --markdown"}},
       {"sweep run", {"croq sweep run --manifest typical --dsl cpp --rounds 20", "croq sweep run --manifest typical --dsl cuda --gpus 0,2"}},
       {"sweep submit", {"croq sweep submit --slurm --manifest typical --op matmul --dtype f16fp32 --dsl cuda --rounds 150 "
