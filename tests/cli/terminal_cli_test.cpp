@@ -37,7 +37,11 @@ croq::ProcessResult on_terminal(const fs::path& root, const std::vector<std::str
   return croq::SystemProcessRunner().run(spec);
 }
 
-bool has_script() { return croq::SystemProcessRunner().run({{"script", "--version"}}).ok(); }
+bool has_script() {
+  croq::ProcessSpec spec;
+  spec.argv = {"script", "--version"};
+  return croq::SystemProcessRunner().run(spec).ok();
+}
 
 TEST(Terminal, ATuneShowsItsRoundsAndEndsWithTheBestKernelInText) {
   if (!has_script()) GTEST_SKIP() << "util-linux's script is not installed: no pseudo-terminal to run croq on";
