@@ -168,7 +168,9 @@ TEST(GemmSpTemplatesCompile, PromotedConfigurationsCompileWithoutSpills) {
     if (c.at("PROMOTE") == "0") return;
     if (seen.insert(config_to_json(c).dump()).second) todo.emplace_back(c, p);
   };
-  // The from-scratch sweep's typical shapes with K > 1024, and the shapes of the H200 finding.
+  // The from-scratch sweep's typical shapes with K > 1024, and the shapes of the H200 finding: the
+  // promoted defaults and alternatives where the k slices need promotion, and elsewhere the default
+  // with promotion added (a configuration the search may try).
   const std::vector<std::array<int64_t, 3>> shapes = {
       {12288, 12288, 12288}, {512, 8192, 8192}, {16384, 8192, 8192}, {4096, 1024, 8192}, {4096, 32768, 8192},
       {4096, 8192, 32768},   {1024, 1024, 4096}, {12288, 12288, 4096}, {12288, 8192, 12288}, {12288, 4096, 4096},
@@ -176,8 +178,11 @@ TEST(GemmSpTemplatesCompile, PromotedConfigurationsCompileWithoutSpills) {
   for (const auto& s : shapes) {
     const auto p = problem(s[0], s[1], s[2], "e4m3f16");
     const auto def = f.default_config(p);
-    EXPECT_NE(def.at("PROMOTE"), "0") << s[0] << "x" << s[1] << "x" << s[2];
+    EXPECT_EQ(def.at("PROMOTE") != "0",
+              HopperGemmSpFamily::needs_promotion(p, HopperGemmSpFamily::effective_split(def, p)))
+        << s[0] << "x" << s[1] << "x" << s[2];
     take(def, p);
+    if (const auto w = HopperGemmSpFamily::with_promotion(def, p.dtype); w && !f.violation(*w, p)) take(*w, p);
     for (const auto& a : f.alternatives(p)) take(a.config, p);
   }
   const auto p = problem(4096, 8192, 32768, "e4m3f16");

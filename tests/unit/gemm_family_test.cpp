@@ -587,6 +587,12 @@ TEST(HopperGemmFamily, E4m3IsComputedWithOneByteElementsAndBColumnMajor) {
   EXPECT_EQ(lc.at("MMA_DEPTH"), "0");
   EXPECT_NE(f.render_source(lc, longk).find("#define CROQ_PROMOTE 1\n"), std::string::npos);
   EXPECT_EQ(src.find("#define CROQ_PROMOTE 1"), std::string::npos);
+  // Where the unpromoted kernels failed verification on the H200 (8192^3) the default promotes;
+  // where they passed (K = 4096) it does not.
+  auto k8 = problem({8192, 8192, 8192}, "e4m3bf16", false, "sm_90a");
+  EXPECT_NE(f.render_source(f.default_config(k8), k8).find("#define CROQ_PROMOTE 1\n"), std::string::npos);
+  auto k4 = problem({4096, 4096, 4096}, "e4m3bf16", false, "sm_90a");
+  EXPECT_EQ(f.render_source(f.default_config(k4), k4).find("#define CROQ_PROMOTE 1"), std::string::npos);
   auto deep = lc;
   deep["MMA_DEPTH"] = "1";
   ASSERT_TRUE(f.violation(deep, longk));

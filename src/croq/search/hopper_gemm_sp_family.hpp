@@ -44,8 +44,10 @@ class HopperGemmSpFamily : public KernelFamily {
   static int accumulator_registers(const FamilyConfig& c, const DtypePair& d);
   // Two-level accumulation for e4m3 (PROMOTE): an FP8 WGMMA keeps about 14 bits of its running sum,
   // so the error grows with K (measured on the H200 against cuSPARSELt, docs/gemm_sp.md). A k slice
-  // longer than k_promote_above_k promotes, every k_promote_interval_k of K (as DeepGEMM and CUTLASS).
-  static constexpr int k_promote_above_k = 1024;
+  // longer than k_promote_above_k promotes, every k_promote_interval_k of K (as DeepGEMM and CUTLASS):
+  // unpromoted kernels pass croq's verification up to K = 12288 and fail it at 32768, and promotion
+  // costs 16-23 % at K = 8192, so only the slices that need it pay.
+  static constexpr int k_promote_above_k = 12288;
   static constexpr int k_promote_interval_k = 128;
   // Whether the problem's k slices (K / split) are long enough to need promotion (e4m3 only).
   static bool needs_promotion(const FamilyProblem& p, int split);
