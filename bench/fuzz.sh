@@ -2,7 +2,7 @@
 # Runs one of croq's fuzz targets (tests/fuzz: json tsv checkpoint ncu_csv http) for SECONDS,
 # niced, from its seed corpus plus the corpus grown by earlier runs, and appends one line to
 # docs/results/fuzz-runs.tsv: date, commit, target, seconds it ran (a crash ends it early), inputs
-# run, crashes, corpus files.
+# run, crashes, corpus files, workers (1) and host (FUZZ_HOST, default the host name).
 # A crash leaves its input in build-fuzz/crashes/ (replay: build-fuzz/fuzz_TARGET FILE) and makes
 # the script exit 1. The targets are built with clang and libFuzzer in build-fuzz/ (scripts/setup.sh
 # installs clang and libclang-rt-dev).
@@ -48,9 +48,9 @@ runs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log" | tail -1)
 [ -n "$runs" ] || runs=$(sed -n 's/^Done \([0-9]*\) runs.*/\1/p' "$log" | tail -1)
 files=$(ls "$corpus" | wc -l)
 commit=$(git rev-parse --short HEAD 2>/dev/null || echo unknown)
-[ -f "$out" ] || printf 'date\tcommit\ttarget\tseconds\truns\tcrashes\tcorpus_files\n' >"$out"
-printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$(date -u +%Y-%m-%dT%H:%M:%SZ)" "$commit" "$target" "$elapsed" "${runs:-0}" \
-  "$found" "$files" >>"$out"
+[ -f "$out" ] || printf 'date\tcommit\ttarget\tseconds\truns\tcrashes\tcorpus_files\tworkers\thost\n' >"$out"
+printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t1\t%s\n' "$(date -u +%Y-%m-%dT%H:%M:%SZ)" "$commit" "$target" "$elapsed" "${runs:-0}" \
+  "$found" "$files" "${FUZZ_HOST:-$(hostname)}" >>"$out"
 echo "bench/fuzz.sh: $target: ${runs:-0} inputs in $elapsed s, $found crash(es), $files corpus files (rc $rc)" >&2
 if [ "$found" -gt 0 ] || [ "$rc" -ne 0 ]; then
   tail -40 "$log" >&2
