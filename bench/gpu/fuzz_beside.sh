@@ -41,11 +41,13 @@ commit=$(cat .carry/fuzz/commit.txt 2>/dev/null || echo unknown)
 host=$(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -1 | tr ' ' '_')
 started=$(date +%s)
 echo "[fuzz] $workers worker(s) per target on cpus $cpus for $seconds s, commit $commit" >"$out/fuzz.log"
+pin=(taskset -c "$cpus")
+command -v taskset >/dev/null || pin=()
 pids=()
 for t in $targets; do
   mkdir -p "$work/corpus/$t"
   for w in $(seq 1 "$workers"); do
-    nice -n 19 taskset -c "$cpus" .carry/fuzz/bin/fuzz_"$t" -max_total_time="$seconds" -timeout=10 -rss_limit_mb=2048 \
+    nice -n 19 "${pin[@]}" .carry/fuzz/bin/fuzz_"$t" -max_total_time="$seconds" -timeout=10 -rss_limit_mb=2048 \
       -print_final_stats=1 -artifact_prefix="$out/fuzz-crashes/$t-" "$work/corpus/$t" "tests/fuzz/corpus/$t" \
       >"$work/$t.$w.log" 2>&1 &
     pids+=($!)
