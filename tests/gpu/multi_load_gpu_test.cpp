@@ -6,6 +6,7 @@
 // were one STB_GNU_UNIQUE object). Skips without a Hopper GPU or nvcc.
 #include <gtest/gtest.h>
 
+#include <future>
 #include <random>
 
 #include <fmt/format.h>
@@ -61,7 +62,8 @@ TEST(HopperGemmOnGpu, DifferentlyConfiguredKernelsOfOneDtypeWorkSideBySideInOneP
     ASSERT_GE(configs.size(), 3u);
     std::vector<std::string> argv = {multi_load_path().string(), std::to_string(cs.m), std::to_string(cs.n),
                                      std::to_string(cs.k), cs.dtype, cs.col ? "col" : "row"};
-    CompilerVersions versions;
+    // The kernels are built side by side (each nvcc run takes tens of seconds), then loaded together.
+    std::vector<std::future<json>> builds;
     for (size_t i = 0; i < configs.size(); ++i) {
       const std::string kernel = fmt::format("iter{:03d}_cfg{}", i + 1, i);
       const fs::path src = ws.kind_dir(task, ArtifactKind::srcs) / (kernel + ".cu");
@@ -69,10 +71,17 @@ TEST(HopperGemmOnGpu, DifferentlyConfiguredKernelsOfOneDtypeWorkSideBySideInOneP
       atomic_write(src, f.render_source(configs[i], p), false);
       BuildOptions o;
       o.flags = f.build_flags(configs[i], p);
-      json doc = build_target(ws, locate_build_target(ws, task, kernel), o, Toolchain::from_env(), versions);
+      const BuildTarget target = locate_build_target(ws, task, kernel);
+      builds.push_back(std::async(std::launch::async, [&ws, target, o] {
+        CompilerVersions versions;
+        return build_target(ws, target, o, Toolchain::from_env(), versions);
+      }));
+      argv.push_back((ws.kind_dir(task, ArtifactKind::bin) / (kernel + ".so")).string());
+    }
+    for (auto& b : builds) {
+      const json doc = b.get();
       ASSERT_EQ(doc.value("verdict", ""), "OK") << doc.dump(2).substr(0, 4000);
       EXPECT_TRUE(doc["symbols"].value("clean", false)) << doc["symbols"].dump();
-      argv.push_back((ws.kind_dir(task, ArtifactKind::bin) / (kernel + ".so")).string());
     }
     ProcessSpec run;
     run.argv = argv;
