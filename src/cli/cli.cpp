@@ -16,6 +16,7 @@
 #include "croq/util/fs.hpp"
 #include "croq/util/text.hpp"
 #include "croq/util/number.hpp"
+#include "croq/util/process.hpp"
 #include "croq/util/time.hpp"
 
 namespace croq::cli {
@@ -162,6 +163,17 @@ std::string kernel_of_measurement(const json& m) {
   const std::string path = get_string(m["candidate"], "path").value_or("");
   if (path.empty() || path.rfind("library:", 0) == 0) return {};
   return fs::path(path).stem().string();
+}
+
+StepDeps step_deps(Context& ctx) {
+  return StepDeps{process_runner(), [&ctx](const std::string& line) { ctx.note(line); }};
+}
+
+ExitCode print_step(Context& ctx, const StepResult& r) {
+  for (auto it = r.trace.begin(); it != r.trace.end(); ++it) ctx.trace_extra[it.key()] = it.value();
+  ctx.emit(r.doc);
+  for (const auto& line : r.notes) ctx.note(line);
+  return r.code;
 }
 
 std::chrono::milliseconds lock_timeout(const TaskOptions& o) { return std::chrono::milliseconds(o.lock_timeout_ms); }

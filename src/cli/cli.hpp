@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "croq/util/step.hpp"
 #include "croq/util/error.hpp"
 #include "croq/util/json.hpp"
 #include "croq/workspace/workspace.hpp"
@@ -100,6 +101,13 @@ std::string kernel_of_measurement(const json& measurement);
 // Edit distance (did-you-mean suggestions).
 size_t edit_distance(const std::string& a, const std::string& b);
 std::chrono::milliseconds lock_timeout(const TaskOptions& o);
+
+// What a component's run_x function reaches of the command line: the process runner and the
+// context's stderr (notes, unless --quiet).
+StepDeps step_deps(Context& ctx);
+// Prints a step's result: its document on stdout, then its notes; its trace fields go to the
+// activity trace. Returns its exit code.
+ExitCode print_step(Context& ctx, const StepResult& r);
 
 // Splits "a,b, c" into items (empty items dropped).
 std::vector<std::string> split_list(const std::string& text);

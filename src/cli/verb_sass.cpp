@@ -1,289 +1,66 @@
-// croq sass dump | compare (the seeds' sass_compare dump-custom / dump-baseline / compare).
-//
-// SASS comes from one of three places: a compiled candidate (`cuobjdump -sass` and `-res-usage` on
-// the .so or executable), an Nsight Compute report (`ncu --import R --page source --print-source
-// sass --csv`: the library kernel that was actually launched, e.g. the cuBLAS baseline's), or a
-// text file already holding either output. With the task options, dumps are kept as
-// perf/<key>/<model>/sass_<kernel>.sass (the baseline's as sass_baseline.sass) and compare finds
-// them there.
+// croq sass dump | compare (the seeds' sass_compare dump-custom / dump-baseline / compare): their
+// options; the dumps and the comparison are profile::run_sass_dump and profile::run_sass_compare
+// (croq/profile/run_sass.hpp, which says where SASS comes from and where it is kept).
 #include <memory>
-
-#include <fmt/format.h>
-#include <fmt/ranges.h>
+#include <optional>
 
 #include "cli/verbs.hpp"
-#include "croq/build/triton_source.hpp"
-#include "croq/measure/candidates.hpp"
-#include "croq/measure/rules.hpp"
-#include "croq/profile/sass.hpp"
-#include "croq/protocol/evidence.hpp"
-#include "croq/util/fs.hpp"
-#include "croq/util/json.hpp"
-#include "croq/util/paths.hpp"
-#include "croq/util/process.hpp"
-#include "croq/util/text.hpp"
-#include "croq/workspace/dtype.hpp"
-#include "croq/workspace/ids.hpp"
+#include "croq/profile/run_sass.hpp"
 
 namespace croq::cli {
-
-namespace {
-
-std::string env_or(const char* name, const std::string& fallback) {
-  const char* v = std::getenv(name);
-  return v && *v ? std::string(v) : fallback;
-}
-
-// A Triton candidate's SASS comes from the cubin Triton compiled for it: croq's Python runner
-// verifies the module once with Triton's kernel cache pointed at perf/<key>/<model>/cubin_<kernel>/
-// (that run's kernels only, --dump-cubins), and the cubin of the module's first @triton.jit kernel
-// found there is disassembled like any binary. A cubin already there is reused.
-std::string triton_cubin(Context& ctx, const TaskRef& task, const std::string& iter) {
-  Workspace& ws = ctx.ws();
-  CandidateRef c = resolve_candidate(ws, task, iter, "", false);
-  const auto kernels = triton_jit_kernels(read_file_or_throw(c.path));
-  if (kernels.empty()) {
-    throw Error(ExitCode::not_found, fmt::format("{} defines no @triton.jit kernel", ws.display(c.path)),
-                "a Triton candidate launches at least one @triton.jit function");
-  }
-  const fs::path dir = ws.kind_dir(task, ArtifactKind::perf) / ("cubin_" + c.kernel);
-  auto find = [&]() -> std::optional<fs::path> {
-    std::error_code ec;
-    if (!fs::is_directory(dir, ec)) return std::nullopt;
-    for (const auto& k : kernels) {
-      for (auto it = fs::recursive_directory_iterator(dir, ec); !ec && it != fs::recursive_directory_iterator();
-           it.increment(ec)) {
-        if (it->path().filename() == k + ".cubin") return it->path();
-      }
-    }
-    return std::nullopt;
-  };
-  if (auto found = find()) return found->string();
-  const ShapeKey& key = task.shape;
-  ProcessSpec spec;
-  spec.argv = {env_or("CROQ_PYTHON", "python3"), (find_project_dir("src/python") / "croq_runner.py").string(),
-               "--rules", dump_compact(measurement_rules()), "--candidate", c.path.string(), "--m",
-               std::to_string(key.m()), "--n", std::to_string(key.n()), "--k", std::to_string(key.k()), "--dtype",
-               parse_dtype_pair_or_throw(key.dtype_token).canonical, "--mode", "verify", "--dump-cubins", dir.string(),
-               "--no-isolate"};
-  spec.timeout = std::chrono::minutes(10);
-  ctx.note(fmt::format("[sass] compiling {} with Triton's cache at {}", c.kernel, ws.display(dir)));
-  ProcessResult r = process_runner().run(spec);
-  if (auto found = find()) return found->string();
-  auto doc = try_parse_json(trim(r.out));
-  std::string why = doc && doc->is_object() ? fmt::format("{}: {}", doc->value("verdict", std::string("?")),
-                                                          doc->value("reason", std::string()))
-                                            : r.describe() + " " + preview(trim(r.err), 300);
-  throw Error(ExitCode::candidate_failed,
-              fmt::format("no cubin of {} in {} after the runner compiled {} ({})", fmt::join(kernels, ", "),
-                          ws.display(dir), c.kernel, why),
-              "the module must run on this GPU: croq measure --iter " + c.kernel + " shows why it does not");
-}
-
-// Where one side's SASS comes from.
-struct SassSource {
-  std::string so;       // a binary to disassemble with cuobjdump
-  std::string report;   // an .ncu-rep to read the source page of
-  std::string file;     // a text file with SASS
-  std::string kernel;   // regex choosing the function
-};
-
-struct LoadedSass {
-  std::string origin;   // what was read, for the output
-  std::string text;     // the SASS text as read
-  std::vector<profile::SassFunction> functions;
-};
-
-std::string run_tool(const std::vector<std::string>& argv, const char* what, const char* install_hint) {
-  ProcessSpec spec;
-  spec.argv = argv;
-  spec.timeout = std::chrono::minutes(10);
-  spec.env_set = {{"LC_ALL", "C"}};
-  ProcessResult r = process_runner().run(spec);
-  if (!r.started) {
-    throw Error(ExitCode::no_device, fmt::format("{} could not be started: {}", what, r.spawn_error), install_hint);
-  }
-  if (!r.ok()) {
-    throw Error(ExitCode::failure,
-                fmt::format("{} failed ({}): {}", shell_join(argv), r.describe(), preview(trim(r.err + r.out), 400)));
-  }
-  return r.out;
-}
-
-LoadedSass load_sass(const SassSource& s, const std::string& cuobjdump, const std::string& ncu) {
-  LoadedSass out;
-  int given = !s.so.empty() + !s.report.empty() + !s.file.empty();
-  if (given != 1) throw_usage("give exactly one SASS source for each side: a binary, an .ncu-rep report, or a .sass file");
-  if (!s.file.empty()) {
-    out.text = read_file_or_throw(s.file);
-    out.origin = "file " + s.file;
-    out.functions = profile::parse_sass(out.text, s.file);
-  } else if (!s.so.empty()) {
-    std::error_code ec;
-    if (!fs::exists(s.so, ec)) throw_not_found(fmt::format("no binary at {}", s.so));
-    const char* hint = "install the CUDA toolkit's cuobjdump, or give its path with --cuobjdump (or CROQ_CUOBJDUMP)";
-    out.text = run_tool({cuobjdump, "-sass", s.so}, "cuobjdump", hint);
-    out.origin = "cuobjdump -sass " + s.so;
-    out.functions = profile::parse_sass(out.text, s.so);
-    std::string res = run_tool({cuobjdump, "-res-usage", s.so}, "cuobjdump", hint);
-    profile::apply_resource_usage(out.functions, res);
-  } else {
-    std::error_code ec;
-    if (!fs::exists(s.report, ec)) throw_not_found(fmt::format("no report at {}", s.report));
-    out.text = run_tool({ncu, "--import", s.report, "--page", "source", "--print-source", "sass", "--csv"}, "ncu",
-                        "install Nsight Compute, or give its path with --ncu (or CROQ_NCU)");
-    out.origin = "ncu source page of " + s.report;
-    out.functions = profile::parse_sass(out.text, s.report);
-  }
-  return out;
-}
-
-json side_json(const LoadedSass& l, const profile::SassFunction& f, const profile::InstructionMix& mix) {
-  json names = json::array();
-  for (const auto& fn : l.functions) names.push_back(fn.name);
-  return {{"origin", l.origin}, {"kernel", f.name}, {"functions", names}, {"mix", profile::mix_json(mix)}};
-}
-
-}  // namespace
 
 VerbRunner setup_sass_dump(CLI::App& app) {
   struct Opts {
     std::string gpu, dsl, shape_key, model;
-    std::string iter;
-    bool baseline = false;
-    SassSource src;
-    std::string out;
-    std::string cuobjdump, ncu;
+    profile::SassDumpOptions dump;
   };
   auto o = std::make_shared<Opts>();
-  app.add_option("--candidate", o->src.so, "a compiled candidate (.so) or executable to disassemble with cuobjdump");
-  app.add_option("--report", o->src.report, "an .ncu-rep: SASS of the kernel it captured (the library baseline's)");
-  app.add_option("--sass-file", o->src.file, "a text file already holding SASS (cuobjdump, nvdisasm or ncu source page)");
-  app.add_option("--kernel", o->src.kernel, "regex choosing the function (default: the largest)");
+  app.add_option("--candidate", o->dump.src.so, "a compiled candidate (.so) or executable to disassemble with cuobjdump");
+  app.add_option("--report", o->dump.src.report, "an .ncu-rep: SASS of the kernel it captured (the library baseline's)");
+  app.add_option("--sass-file", o->dump.src.file, "a text file already holding SASS (cuobjdump, nvdisasm or ncu source page)");
+  app.add_option("--kernel", o->dump.src.kernel, "regex choosing the function (default: the largest)");
   app.add_option("--gpu", o->gpu, "task: device key (with --dsl --shape-key --model)");
   app.add_option("--dsl", o->dsl, "task: dsl");
   app.add_option("--shape-key", o->shape_key, "task: shape key");
   app.add_option("--model", o->model, "task: model");
-  app.add_option("--iter", o->iter, "task: the candidate iter<NNN>_<tag> (bin/<key>/<model>/<kernel>.so)");
-  app.add_flag("--baseline", o->baseline, "task: this is the library baseline's SASS (kept as perf/.../sass_baseline.sass)");
-  app.add_option("--out", o->out, "write the SASS text here (default with a task: perf/<key>/<model>/sass_<kernel>.sass)");
-  app.add_option("--cuobjdump", o->cuobjdump, "cuobjdump executable (default: CROQ_CUOBJDUMP, else cuobjdump)");
-  app.add_option("--ncu", o->ncu, "ncu executable (default: CROQ_NCU, else ncu)");
+  app.add_option("--iter", o->dump.iter, "task: the candidate iter<NNN>_<tag> (bin/<key>/<model>/<kernel>.so)");
+  app.add_flag("--baseline", o->dump.baseline, "task: this is the library baseline's SASS (kept as perf/.../sass_baseline.sass)");
+  app.add_option("--out", o->dump.out, "write the SASS text here (default with a task: perf/<key>/<model>/sass_<kernel>.sass)");
+  app.add_option("--cuobjdump", o->dump.cuobjdump, "cuobjdump executable (default: CROQ_CUOBJDUMP, else cuobjdump)");
+  app.add_option("--ncu", o->dump.ncu, "ncu executable (default: CROQ_NCU, else ncu)");
   return [o](Context& ctx) {
     std::optional<TaskRef> task;
     if (!o->dsl.empty() || !o->shape_key.empty() || !o->model.empty()) {
       TaskOptions t{o->gpu, o->dsl, o->shape_key, o->model};
       task = resolve_task(ctx, t);
     }
-    SassSource src = o->src;
-    std::string name;
-    if (!o->iter.empty()) {
-      if (!task) throw_usage("--iter needs the task options --dsl --shape-key --model");
-      IterId id = parse_iter_id(o->iter);
-      fs::path so = ctx.ws().kind_dir(*task, ArtifactKind::bin) / (id.name() + ".so");
-      src.so = task->dsl == "triton" ? triton_cubin(ctx, *task, o->iter) : so.string();
-      name = id.name();
-    }
-    if (o->baseline) name = "baseline";
-    auto loaded = load_sass(src, o->cuobjdump.empty() ? env_or("CROQ_CUOBJDUMP", "cuobjdump") : o->cuobjdump,
-                            o->ncu.empty() ? env_or("CROQ_NCU", "ncu") : o->ncu);
-    const auto& f = profile::select_function(loaded.functions, src.kernel);
-    auto mix = profile::instruction_mix(f);
-    json doc = side_json(loaded, f, mix);
-    fs::path out = o->out;
-    if (out.empty() && task) {
-      if (name.empty()) throw_usage("with the task options, say which side this is: --iter ITER or --baseline");
-      out = ctx.ws().kind_dir(*task, ArtifactKind::perf) / ("sass_" + name + ".sass");
-    }
-    if (!out.empty()) {
-      ensure_dir(out.parent_path().empty() ? fs::path(".") : out.parent_path());
-      atomic_write(out, loaded.text);
-      doc["sass_file"] = task ? ctx.ws().display(out) : out.string();
-    }
-    ctx.note(fmt::format("[sass] {}: {} instructions, tensor family {}", f.name, mix.total,
-                         mix.tensor_family().empty() ? "none" : mix.tensor_family()));
-    ctx.emit(doc);
-    return ExitCode::ok;
+    return print_step(ctx, profile::run_sass_dump(task ? &ctx.ws() : nullptr, task, o->dump, step_deps(ctx)));
   };
 }
 
 VerbRunner setup_sass_compare(CLI::App& app) {
   struct Opts {
     std::string gpu, dsl, shape_key, model;
-    std::string iter;
-    SassSource cand, base;
-    std::string cuobjdump, ncu;
+    profile::SassCompareOptions compare;
   };
   auto o = std::make_shared<Opts>();
-  app.add_option("--candidate", o->cand.so, "the candidate binary (.so or executable)");
-  app.add_option("--candidate-sass", o->cand.file, "the candidate's SASS as text");
-  app.add_option("--candidate-kernel", o->cand.kernel, "regex choosing the candidate's function");
-  app.add_option("--baseline-report", o->base.report, "the baseline's .ncu-rep (SASS of the kernel actually launched)");
-  app.add_option("--baseline-sass", o->base.file, "the baseline's SASS as text");
-  app.add_option("--baseline-kernel", o->base.kernel, "regex choosing the baseline's function");
+  app.add_option("--candidate", o->compare.cand.so, "the candidate binary (.so or executable)");
+  app.add_option("--candidate-sass", o->compare.cand.file, "the candidate's SASS as text");
+  app.add_option("--candidate-kernel", o->compare.cand.kernel, "regex choosing the candidate's function");
+  app.add_option("--baseline-report", o->compare.base.report, "the baseline's .ncu-rep (SASS of the kernel actually launched)");
+  app.add_option("--baseline-sass", o->compare.base.file, "the baseline's SASS as text");
+  app.add_option("--baseline-kernel", o->compare.base.kernel, "regex choosing the baseline's function");
   app.add_option("--gpu", o->gpu, "task: device key");
   app.add_option("--dsl", o->dsl, "task: dsl");
   app.add_option("--shape-key", o->shape_key, "task: shape key");
   app.add_option("--model", o->model, "task: model");
-  app.add_option("--iter", o->iter, "task: the candidate iter<NNN>_<tag>; the baseline is perf/.../sass_baseline.sass");
-  app.add_option("--cuobjdump", o->cuobjdump, "cuobjdump executable (default: CROQ_CUOBJDUMP, else cuobjdump)");
-  app.add_option("--ncu", o->ncu, "ncu executable (default: CROQ_NCU, else ncu)");
+  app.add_option("--iter", o->compare.iter, "task: the candidate iter<NNN>_<tag>; the baseline is perf/.../sass_baseline.sass");
+  app.add_option("--cuobjdump", o->compare.cuobjdump, "cuobjdump executable (default: CROQ_CUOBJDUMP, else cuobjdump)");
+  app.add_option("--ncu", o->compare.ncu, "ncu executable (default: CROQ_NCU, else ncu)");
   return [o](Context& ctx) {
-    SassSource cand = o->cand, base = o->base;
-    std::optional<TaskRef> task_ref;
-    std::string kernel_name;
-    if (!o->iter.empty()) {
-      TaskOptions t{o->gpu, o->dsl, o->shape_key, o->model};
-      TaskRef task = resolve_task(ctx, t);
-      task_ref = task;
-      IterId id = parse_iter_id(o->iter);
-      kernel_name = id.name();
-      fs::path perf = ctx.ws().kind_dir(task, ArtifactKind::perf);
-      fs::path cached = perf / ("sass_" + id.name() + ".sass");
-      std::error_code ec;
-      if (cand.so.empty() && cand.file.empty()) {
-        if (fs::exists(cached, ec)) cand.file = cached.string();
-        else if (task.dsl == "triton") cand.so = triton_cubin(ctx, task, o->iter);
-        else cand.so = (ctx.ws().kind_dir(task, ArtifactKind::bin) / (id.name() + ".so")).string();
-      }
-      if (base.report.empty() && base.file.empty()) {
-        fs::path b = perf / "sass_baseline.sass";
-        if (!fs::exists(b, ec)) {
-          throw Error(ExitCode::not_found, fmt::format("no baseline SASS at {}", ctx.ws().display(b)),
-                      "dump it once: croq sass dump --baseline --report <baseline .ncu-rep> --dsl ... --shape-key ... --model ...");
-        }
-        base.file = b.string();
-      }
-    }
-    std::string cuobjdump = o->cuobjdump.empty() ? env_or("CROQ_CUOBJDUMP", "cuobjdump") : o->cuobjdump;
-    std::string ncu = o->ncu.empty() ? env_or("CROQ_NCU", "ncu") : o->ncu;
-    auto lc = load_sass(cand, cuobjdump, ncu);
-    auto lb = load_sass(base, cuobjdump, ncu);
-    const auto& fc = profile::select_function(lc.functions, cand.kernel);
-    const auto& fb = profile::select_function(lb.functions, base.kernel);
-    auto mc = profile::instruction_mix(fc);
-    auto mb = profile::instruction_mix(fb);
-    auto div = profile::compare_mix(mc, mb);
-    json doc;
-    doc["candidate"] = side_json(lc, fc, mc);
-    doc["baseline"] = side_json(lb, fb, mb);
-    doc["divergences"] = profile::divergences_json(div);
-    doc["top"] = div.empty() ? json(nullptr) : doc["divergences"][0];
-    if (task_ref) {
-      // Kept beside the profiles and recorded as evidence (the protocol asks for a SASS comparison
-      // after 7 consecutive discards on a base).
-      fs::path file = ctx.ws().kind_dir(*task_ref, ArtifactKind::perf) / ("sass_compare_" + kernel_name + ".json");
-      atomic_write(file, dump_pretty(doc));
-      doc["file"] = ctx.ws().display(file);
-      json summary = {{"divergences", div.size()},
-                      {"top_category", div.empty() ? json(nullptr) : json(div.front().category)},
-                      {"top_severity", div.empty() ? json(nullptr) : json(div.front().severity)}};
-      record_evidence(ctx.ws(), *task_ref, EvidenceKind::sass_compare, kernel_name, file, summary);
-    }
-    ctx.note(div.empty() ? std::string("[sass] no notable divergence")
-                         : fmt::format("[sass] top divergence ({}): {}", div.front().severity, div.front().reason));
-    ctx.emit(doc);
-    return ExitCode::ok;
+    std::optional<TaskRef> task;
+    if (!o->compare.iter.empty()) task = resolve_task(ctx, TaskOptions{o->gpu, o->dsl, o->shape_key, o->model});
+    return print_step(ctx, profile::run_sass_compare(task ? &ctx.ws() : nullptr, task, o->compare, step_deps(ctx)));
   };
 }
 

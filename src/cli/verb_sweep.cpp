@@ -1,8 +1,5 @@
 // croq sweep run | submit | task | status | stop: parses the options and prints; the sweep itself
 // is src/croq/sweep (sweep.hpp; slurm_sweep.hpp for Slurm).
-#include <signal.h>
-#include <unistd.h>
-
 #include <atomic>
 #include <cstdlib>
 #include <functional>
@@ -11,7 +8,7 @@
 #include <fmt/format.h>
 
 #include "cli/verbs.hpp"
-#include "croq/gpu/device_key.hpp"
+#include "croq/sweep/request.hpp"
 #include "croq/sweep/slurm_sweep.hpp"
 #include "croq/sweep/sweep.hpp"
 #include "croq/util/paths.hpp"
@@ -22,25 +19,8 @@ namespace {
 
 std::atomic<bool> g_stop{false};
 
-std::vector<std::string> split_list_on_spaces(const std::string& text) {
-  std::vector<std::string> out;
-  std::string cur;
-  for (char c : text) {
-    if (c == ' ' || c == '\t') {
-      if (!cur.empty()) out.push_back(cur);
-      cur.clear();
-    } else {
-      cur += c;
-    }
-  }
-  if (!cur.empty()) out.push_back(cur);
-  return out;
-}
-extern "C" void on_sweep_run_signal(int) { g_stop = true; }
-
-struct RunOpts {
-  std::string manifest = "typical", op, dtypes, mode = "from_scratch", driver = "search", command;
-  sweep::SweepOptions s;
+struct RunOpts : sweep::SweepRequest {
+  std::string dtypes_text;  // --dtype, comma-separated
 };
 
 // The options `croq sweep run` and `croq sweep submit` share: the manifest, the tasks and the driver.
@@ -51,7 +31,7 @@ void add_sweep_options(CLI::App& app, RunOpts& o_, bool local) {
                  "from-scratch skill's kernels/manifest.json")
       ->default_val("typical");
   app.add_option("--op", o->op, "operator of a built-in manifest: gemm_sp (default) or matmul");
-  app.add_option("--dtype", o->dtypes, "dtype(s), comma-separated, or all (default: the manifest's, else gemm_sp f16,e4m3 "
+  app.add_option("--dtype", o->dtypes_text, "dtype(s), comma-separated, or all (default: the manifest's, else gemm_sp f16,e4m3 "
                                        "and matmul f16fp32)");
   app.add_option("--dsl", o->s.dsl, "cuda | croqtile | cpp (croq's search) or any dsl (--driver agent)")->required();
   app.add_option("--gpu", o->s.gpu_key, "device key of the tasks (default: CROQ_GPU, else detected; cpu_<arch> for dsl cpp)");
@@ -83,52 +63,9 @@ void add_sweep_options(CLI::App& app, RunOpts& o_, bool local) {
 }
 
 // Checks the options and reads the manifest (every shape's task name checked); nothing is written.
-sweep::Manifest resolve_sweep_options(Context& ctx, RunOpts& o_) {
-  RunOpts* o = &o_;
-  validate_dsl(o->s.dsl);
-  auto mode = sweep::parse_mode(o->mode);
-  if (!mode) throw_usage(fmt::format("--mode {} is neither from_scratch nor from_current_best", o->mode));
-  o->s.mode = *mode;
-  o->s.driver = o->driver;
-  if (o->driver == "command") {
-    o->s.command = split_list_on_spaces(o->command);
-    if (o->s.command.empty()) throw_usage("--driver command needs --command", "e.g. --command \"my-driver {key} {device}\"");
-  }
-  if (o->driver == "agent" && o->s.model == "croq-search") {
-    throw_usage("--driver agent: name the agent's model with --model (e.g. opus-4-fs)",
-                "croq-search is the model name of croq's own search");
-  }
-  std::vector<std::string> dtypes = split_list(o->dtypes);
-  sweep::Manifest manifest = o->manifest == "typical" || (o->manifest.find('/') == std::string::npos &&
-                                                         o->manifest.find('.') == std::string::npos)
-                                 ? sweep::builtin_manifest(o->manifest, o->op, dtypes)
-                                 : sweep::load_manifest(o->manifest, o->op, dtypes);
-  o->s.gpu_key = resolve_device_key(o->s.gpu_key, o->s.dsl);
-  for (const auto& s : manifest.shapes) (void)make_task(o->s.gpu_key, o->s.dsl, sweep::shape_key_for(s, *mode), o->s.model);
-  o->s.root = ctx.ws().root();
-  o->s.croq_exe = self_exe_dir() / "croq";
-  return manifest;
-}
-
-// SIGINT/SIGTERM set g_stop while `body` runs (the previous handlers come back after).
-json with_stop_signals(const std::function<json()>& body) {
-  g_stop = false;
-  struct sigaction sa{}, old_int{}, old_term{};
-  sa.sa_handler = on_sweep_run_signal;
-  sigemptyset(&sa.sa_mask);
-  ::sigaction(SIGINT, &sa, &old_int);
-  ::sigaction(SIGTERM, &sa, &old_term);
-  json out;
-  try {
-    out = body();
-  } catch (...) {
-    ::sigaction(SIGINT, &old_int, nullptr);
-    ::sigaction(SIGTERM, &old_term, nullptr);
-    throw;
-  }
-  ::sigaction(SIGINT, &old_int, nullptr);
-  ::sigaction(SIGTERM, &old_term, nullptr);
-  return out;
+sweep::Manifest resolve_sweep_options(Context& ctx, RunOpts& o) {
+  o.dtypes = split_list(o.dtypes_text);
+  return sweep::resolve_sweep_request(o, ctx.ws().root(), self_exe_dir() / "croq");
 }
 
 ExitCode finish_sweep(Context& ctx, const json& summary, const std::string& again) {
@@ -152,7 +89,7 @@ VerbRunner setup_sweep_run(CLI::App& app) {
   return [o](Context& ctx) {
     sweep::Manifest manifest = resolve_sweep_options(ctx, *o);
     auto devices = sweep::device_source_for(o->s.dsl);
-    json summary = with_stop_signals(
+    json summary = sweep::with_stop_signals(g_stop,
         [&] { return sweep::run_sweep(o->s, manifest, *devices, g_stop, [&](const std::string& line) { ctx.note(line); }); });
     return finish_sweep(ctx, summary, "`croq sweep run` with the same options");
   };
@@ -205,7 +142,7 @@ VerbRunner setup_sweep_task(CLI::App& app) {
       }
     }
     const std::filesystem::path root = ctx.ws().root();
-    json summary = with_stop_signals([&] {
+    json summary = sweep::with_stop_signals(g_stop, [&] {
       return sweep::run_slurm_task(root, input_path(ctx, *submission), i, self_exe_dir() / "croq", g_stop,
                                    [&](const std::string& line) { ctx.note(line); });
     });

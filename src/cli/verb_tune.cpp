@@ -1,63 +1,21 @@
-// croq tune: the main job — croq's own search drives the protocol for one or more shapes. With
-// --jobs N, N shapes are tuned at once, each by its own `croq tune <shape>` child process: their
-// builds run side by side on the CPU while the device's lease lets one measurement or profile at a
-// time use the GPU, so a sweep takes about as long as its GPU work instead of the sum of its builds.
-#include <signal.h>
+// croq tune: the main job — croq's own search drives the protocol for one or more shapes (the
+// Tuner, search/tune.hpp). With --jobs N, N shapes are tuned at once, each by its own
+// `croq tune <shape>` child process (tune_in_parallel, search/parallel_tune.hpp).
 #include <unistd.h>
 
-#include <atomic>
-#include <iostream>
 #include <memory>
-#include <mutex>
-#include <thread>
 
 #include <fmt/format.h>
 
 #include "cli/verbs.hpp"
 #include "croq/gpu/device_key.hpp"
+#include "croq/search/parallel_tune.hpp"
 #include "croq/search/tune.hpp"
 #include "croq/util/paths.hpp"
-#include "croq/util/process.hpp"
-#include "croq/util/units.hpp"
 
 namespace croq::cli {
 
 namespace {
-
-std::atomic<bool> g_stop_sweep{false};
-
-extern "C" void on_sweep_signal(int) { g_stop_sweep = true; }
-
-// One line of a child's progress, for a terminal.
-std::string progress_line(const json& e, const std::string& shape, int rounds) {
-  std::string ev = e.value("event", "");
-  if (ev == "round") {
-    std::string best = e.value("best", json()).is_number() ? format_rate(e["best"].get<double>()) : "-";
-    std::string pct = e.contains("pct_of_baseline") ? fmt::format(" ({:.1f}% of baseline)", e["pct_of_baseline"].get<double>()) : "";
-    std::string tf = e.value("tflops", json()).is_number() ? format_rate(e["tflops"].get<double>()) : "-";
-    return fmt::format("[{} round {}/{}] best {}{} | last {} {} {} {}", shape, e.value("round", 0), rounds, best,
-                       pct, e.value("kernel", ""), e.value("decision", ""), tf, e.value("bottleneck", ""));
-  }
-  if (ev == "done") {
-    const json& sm = e.value("summary", json::object());
-    const json best = sm.value("best", json::object());
-    std::string rate = best.is_object() && best.value("tflops", json()).is_number() ? format_rate(best["tflops"].get<double>()) : "-";
-    std::string s = fmt::format("[{}] done: {} rounds, best {}{}", shape, sm.value("rounds", 0), rate,
-                                sm.contains("pct_of_baseline")
-                                    ? fmt::format(" ({:.2f}x the baseline)", sm["pct_of_baseline"].get<double>() / 100)
-                                    : "");
-    // The best kernel's parameters and source follow in the result (text_output.cpp's tune view).
-    return s;
-  }
-  if (ev == "close_call") {
-    return fmt::format("[{}] close call: {} against {}, measuring back-to-back pairs", shape, e.value("kernel", ""),
-                       e.value("best", ""));
-  }
-  if (ev == "paired") {
-    return fmt::format("[{}] {} {}: {}", shape, e.value("kernel", ""), e.value("decision", ""), e.value("reason", ""));
-  }
-  return fmt::format("[{}] {}", shape, ev);
-}
 
 struct TuneOpts {
   std::vector<std::string> shape_keys;
@@ -72,89 +30,6 @@ struct TuneOpts {
   std::string device;
   std::string start_params, start_from;
 };
-
-// Runs each shape as `croq tune <shape>` in a child process, `jobs` at a time. Progress lines are
-// passed on (JSON lines as the children write them, or one line per event on a terminal); the
-// summaries come back in the order of the shape keys. A shape whose child fails is reported and
-// the others go on; SIGINT or SIGTERM stops every child (each resumes where it stopped).
-ExitCode run_sweep_in_parallel(Context& ctx, const std::filesystem::path& exe, const std::string& gpu, const TuneOpts& o) {
-  const size_t n = o.shape_keys.size();
-  const std::string root = ctx.ws().root().string();
-  const bool tty = ::isatty(2) && !ctx.quiet;
-  std::vector<json> results(n);
-  std::mutex out_mutex;
-  std::atomic<size_t> next{0};
-  g_stop_sweep = false;
-  struct sigaction sa{}, old_int{}, old_term{};
-  sa.sa_handler = on_sweep_signal;
-  sigemptyset(&sa.sa_mask);
-  ::sigaction(SIGINT, &sa, &old_int);
-  ::sigaction(SIGTERM, &sa, &old_term);
-  ctx.note(fmt::format("croq tune: {} shapes, {} at a time", n, std::min<size_t>(n, static_cast<size_t>(o.jobs))));
-
-  auto worker = [&] {
-    for (size_t i = next++; i < n; i = next++) {
-      const std::string& key = o.shape_keys[i];
-      if (g_stop_sweep) {
-        results[i] = {{"shape_key", key}, {"error", "not started: the sweep was stopped"}};
-        continue;
-      }
-      ProcessSpec spec;
-      spec.argv = {exe.string(), "--root", root, "tune", key, "--dsl", o.dsl, "--gpu", gpu,
-                   "--model", o.model, "--rounds", std::to_string(o.rounds), "--seed", std::to_string(o.seed),
-                   "--explore", fmt::format("{}", o.explore), "--step-timeout", std::to_string(o.step_timeout_s),
-                   "--profile-preset", o.profile_preset};
-      if (!o.family.empty()) spec.argv.insert(spec.argv.end(), {"--family", o.family});
-      spec.should_stop = [] { return g_stop_sweep.load(); };
-      spec.stop_grace = std::chrono::milliseconds(15000);
-      std::string pending;
-      spec.on_output = [&](bool is_err, std::string_view chunk) {
-        if (!is_err || ctx.quiet) return;
-        pending.append(chunk);
-        size_t nl;
-        while ((nl = pending.find('\n')) != std::string::npos) {
-          std::string line = pending.substr(0, nl);
-          pending.erase(0, nl + 1);
-          if (line.empty()) continue;
-          std::lock_guard<std::mutex> lock(out_mutex);
-          if (!tty) {
-            ctx.err << line << "\n" << std::flush;
-          } else if (auto e = try_parse_json(line); e && e->is_object()) {
-            ctx.err << progress_line(*e, key, o.rounds) << "\n" << std::flush;
-          } else {
-            ctx.err << "[" << key << "] " << line << "\n" << std::flush;
-          }
-        }
-      };
-      ProcessResult r = process_runner().run(spec);
-      auto doc = try_parse_json(r.out);
-      if (r.ok() && doc && doc->is_object()) {
-        results[i] = *doc;
-      } else {
-        json err = {{"shape_key", key}, {"exit_code", r.exit_code}, {"status", r.describe()}};
-        if (doc && doc->is_object() && doc->contains("error")) err["error"] = (*doc)["error"];
-        else err["error"] = r.err.size() > 2000 ? r.err.substr(r.err.size() - 2000) : r.err;
-        results[i] = err;
-        std::lock_guard<std::mutex> lock(out_mutex);
-        ctx.note(fmt::format("croq tune: {} failed ({}); the other shapes go on", key, r.describe()));
-      }
-    }
-  };
-  std::vector<std::thread> threads;
-  for (int j = 0; j < std::min<int>(o.jobs, static_cast<int>(n)); ++j) threads.emplace_back(worker);
-  for (auto& t : threads) t.join();
-  ::sigaction(SIGINT, &old_int, nullptr);
-  ::sigaction(SIGTERM, &old_term, nullptr);
-  size_t failed = 0;
-  json shapes = json::array();
-  for (auto& r : results) {
-    if (r.contains("error")) ++failed;
-    shapes.push_back(r);
-  }
-  ctx.emit(json{{"shapes", shapes}, {"jobs", o.jobs}, {"failed", failed}, {"stopped", g_stop_sweep.load()}});
-  if (failed) ctx.note(fmt::format("croq tune: {} of {} shapes failed or were not run", failed, n));
-  return failed ? ExitCode::failure : ExitCode::ok;
-}
 
 }  // namespace
 
@@ -210,7 +85,25 @@ VerbRunner setup_tune(CLI::App& app) {
         throw_usage("--git-commit cannot be combined with --jobs: concurrent commits would contend for the git index",
                     "tune with --jobs 1 to commit each KEEP, or commit the tuning/ folder afterwards");
       }
-      return run_sweep_in_parallel(ctx, exe, gpu, *o);
+      ParallelTuneOptions p;
+      p.croq_exe = exe;
+      p.root = ctx.ws().root();
+      p.shape_keys = o->shape_keys;
+      p.gpu = gpu;
+      p.dsl = o->dsl;
+      p.model = o->model;
+      p.family = o->family;
+      p.rounds = o->rounds;
+      p.seed = o->seed;
+      p.explore = o->explore;
+      p.step_timeout_s = o->step_timeout_s;
+      p.profile_preset = o->profile_preset;
+      p.jobs = o->jobs;
+      p.quiet = ctx.quiet;
+      p.tty = ::isatty(2) && !ctx.quiet;
+      return print_step(ctx, tune_in_parallel(p, step_deps(ctx), [&](const std::string& line) {
+                          ctx.err << line << "\n" << std::flush;
+                        }));
     }
     SelfExecClient client(exe, ctx.ws().root());
     const bool tty = ::isatty(2) && !ctx.quiet;
@@ -243,7 +136,7 @@ VerbRunner setup_tune(CLI::App& app) {
         // and a summary at the end.
         std::string ev = e.value("event", "");
         if (ev == "round" || ev == "done" || ev == "close_call" || ev == "paired") {
-          ctx.err << "\r\033[K" << progress_line(e, t.shape.text, o->rounds) << "\n" << std::flush;
+          ctx.err << "\r\033[K" << tune_progress_line(e, t.shape.text, o->rounds) << "\n" << std::flush;
         } else {
           ctx.err << fmt::format("\r\033[K[{}] {}", t.shape.text, ev) << std::flush;
         }

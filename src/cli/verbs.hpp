@@ -55,9 +55,4 @@ VerbRunner setup_export(CLI::App&);
 // croq measure --pairs: measures what the decision of `kernel` needs and prints decide's JSON.
 ExitCode run_measure_pairs(Context& ctx, const TaskRef& t, const std::string& kernel);
 
-// The CPU runner's verified timing of a cpp candidate (or, with `library`, of the OpenBLAS
-// baseline) under the CPU lease: what `croq profile` classifies for the cpp dsl (verb_measure.cpp).
-Measurement measure_on_cpu(Context& ctx, const TaskRef& t, const std::filesystem::path& candidate,
-                           const std::string& library, uint64_t seed, const std::string& purpose);
-
 }  // namespace croq::cli

@@ -19,6 +19,12 @@ namespace croq::cli {
 namespace {
 
 [[noreturn]] void exec_web(Context& ctx) {
+#if !CROQ_HAS_MONITOR
+  throw Error(ExitCode::not_found,
+              fmt::format("croq {} needs the monitor, and this croq was built without it (-DCROQ_WITH_WEB=OFF)", ctx.verb),
+              "rebuild with -DCROQ_WITH_WEB=ON (needs SQLite and cpp-httplib: scripts/setup.sh installs them); every "
+              "other verb works without it");
+#endif
   const std::filesystem::path exe = self_exe_dir() / k_web_executable;
   std::error_code ec;
   if (!std::filesystem::exists(exe, ec)) {

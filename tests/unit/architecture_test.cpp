@@ -114,3 +114,22 @@ TEST(Architecture, TheComponentTableIsTheIncludeGraph) {
     visit(comp, path);
   }
 }
+
+// Lab notes (which run measured what) live in docs, next to the results they cite; the code says
+// what it does and points to the page (docs/hopper-gemm-family.md for the hopper_gemm family).
+TEST(Architecture, SourcesCiteNoResultRuns) {
+  const fs::path root = CROQ_SOURCE_DIR;
+  const std::regex lab(R"(docs/results/|gemm-run[0-9])");
+  int files = 0;
+  for (const auto& e : fs::recursive_directory_iterator(root / "src")) {
+    const auto ext = e.path().extension();
+    if (!e.is_regular_file() || (ext != ".cpp" && ext != ".hpp" && ext != ".cu" && ext != ".py")) continue;
+    ++files;
+    const std::string text = croq::read_file(e.path()).value_or("");
+    std::smatch m;
+    EXPECT_FALSE(std::regex_search(text, m, lab))
+        << e.path().lexically_relative(root).string() << " cites a result run (" << m.str()
+        << "): move the note to docs/ and leave a pointer to the page";
+  }
+  EXPECT_GT(files, 100);
+}

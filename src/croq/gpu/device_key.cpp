@@ -1,5 +1,6 @@
 // Device keys and nvidia-smi queries (device_key.hpp).
 #include "croq/gpu/device_key.hpp"
+#include "croq/gpu/gpu_steps.hpp"
 
 #include <sys/utsname.h>
 
@@ -87,13 +88,15 @@ std::vector<GpuInfo> parse_gpu_query(const std::string& csv) {
   return out;
 }
 
-std::vector<GpuInfo> query_gpus(std::string* error) {
+std::vector<GpuInfo> query_gpus(std::string* error) { return query_gpus(process_runner(), error); }
+
+std::vector<GpuInfo> query_gpus(ProcessRunner& runner, std::string* error) {
   ProcessSpec spec;
   spec.argv = {"nvidia-smi", std::string("--query-gpu=") + k_gpu_query_fields,
                "--format=csv,noheader,nounits"};
   spec.timeout = std::chrono::milliseconds(20000);
   spec.env_unset = {"CUDA_VISIBLE_DEVICES"};
-  ProcessResult r = process_runner().run(spec);
+  ProcessResult r = runner.run(spec);
   if (!r.started) {
     if (error) *error = "nvidia-smi not found: no NVIDIA driver on this machine";
     return {};

@@ -1,5 +1,6 @@
 // GPU processes and health (processes.hpp).
 #include "croq/gpu/processes.hpp"
+#include "croq/gpu/gpu_steps.hpp"
 
 #include <signal.h>
 #include <unistd.h>
@@ -66,12 +67,16 @@ std::vector<ComputeApp> parse_compute_apps(const std::string& csv) {
 }
 
 std::optional<std::vector<ComputeApp>> query_compute_apps(std::string* error) {
+  return query_compute_apps(process_runner(), error);
+}
+
+std::optional<std::vector<ComputeApp>> query_compute_apps(ProcessRunner& runner, std::string* error) {
   ProcessSpec spec;
   spec.argv = {"nvidia-smi", std::string("--query-compute-apps=") + k_compute_app_fields,
                "--format=csv,noheader,nounits"};
   spec.timeout = std::chrono::milliseconds(20000);
   spec.env_unset = {"CUDA_VISIBLE_DEVICES"};
-  ProcessResult r = process_runner().run(spec);
+  ProcessResult r = runner.run(spec);
   if (!r.ok()) {
     if (error) *error = r.started ? "nvidia-smi failed (" + r.describe() + "): " + trim(r.err) : "nvidia-smi not found";
     return std::nullopt;

@@ -235,9 +235,8 @@ struct TileChoice {
 
 // A coarse cost model of one configuration on an H100/H200-class part, in SM clocks, used only to
 // pick a starting point (the search measures from there). Per k block of 64 a tile costs the
-// larger of its tensor-core time (4096 dense FLOP/clock at the ~76 % of peak reached by the best
-// large tiles) and its operand traffic at ~45 bytes/clock per SM from L2 — numbers fitted to the
-// first H200 probe (128x256: ~1380, 128x128: ~760, 64x64: ~360 clocks per k block at 4096^3).
+// larger of its tensor-core time (4096 dense FLOP/clock at 76 % of peak) and its operand traffic
+// at 45 bytes/clock per SM from L2 (where these figures come from: docs/hopper-gemm-family.md).
 // Units run in waves of `sms`; each wave pays a pipeline fill; split-K adds the partial-sum
 // traffic and a flag round trip; the epilogue writes the tile once.
 double estimate_clocks(const TileChoice& t, int split, const FamilyProblem& p, int sms) {
@@ -306,15 +305,10 @@ std::vector<Alternative> HopperGemmFamily::alternatives(const FamilyProblem& p) 
     }
     out.push_back({std::move(name), std::move(tag), std::move(c)});
   };
-  // The larger tiles use less L2->SM traffic per FLOP (BM x BN / (BM + BN): 96 for 192x192, 110
-  // for 256x192, 85 for 128x256): 192x192 with three consumers and a 2x1 cluster is cuBLAS's own
-  // kernel on the 12288-sized shapes (docs/results/gemm-verdicts.md), 256x192 the largest tile two
-  // consumers hold (128 x 192 each, 192 accumulators). On the H200 256x192 was the fastest kernel
-  // of the family at 16384x8192x8192 (1.013 of cuBLAS) and 12288x8192x12288 (1.001), ahead of
-  // 128x256 (0.951, 0.954; docs/results/gemm-configs-wide-h200.md).
-  // The ping-pong kernel with 128x192 tiles hides each tile's epilogue under the other consumer's
-  // MMAs: where K is short enough for the epilogue to count it beat 256x192 (12288x12288x4096:
-  // 0.979 of cuBLAS against 0.956; docs/results/gemm-configs-large-h200.md).
+  // Which alternatives are offered where, and the measurements behind each choice:
+  // docs/hopper-gemm-family.md ("Alternatives").
+  // The large tiles: less L2->SM traffic per FLOP (256x192 is the largest tile two consumers
+  // hold); the ping-pong 128x192 kernel hides each tile's epilogue under the other consumer's MMAs.
   auto add_large_tiles = [&] {
     add("cooperative 256x192", "co256x192", arrangement({256, 192, 2, 0}, 1, 1, 1));
     add("ping-pong 128x192, TMA-store epilogue", "pp128x192", arrangement({128, 192, 2, 1}, 1, 1, 1));
@@ -323,33 +317,23 @@ std::vector<Alternative> HopperGemmFamily::alternatives(const FamilyProblem& p) 
   const bool many_large_waves = tiles(256, 192) >= 4 * sms;
   if (many_large_waves) add_large_tiles();
   if (tiles(128, 128) >= sms) {
-    // Enough tiles for the big archetypes. In the H200 probe (docs/results/gemm-probe-h200-run2.md)
-    // the ping-pong 128x128 kernel with a 2x1 cluster was the fastest on the large typical shapes,
-    // then the cooperative 128x256 kernel with and without a cluster. The plain ping-pong kernel is
-    // one step (CLUSTER_M) from the first; in the twelve large-shape tunes of docs/results/gemm-run3
-    // it was never kept, and the 128x256 kernel with a cluster won three.
+    // Enough tiles for the big archetypes, fastest first on the large typical shapes (the plain
+    // ping-pong kernel is one CLUSTER_M step from the first, so not listed).
     add("ping-pong 128x128 with a 2x1 cluster", "pp128_c21", arrangement({128, 128, 2, 1}, 1, 2, reg_epilogue));
     add("cooperative 128x256 with a 2x1 cluster", "co128x256_c21", arrangement({128, 256, 2, 0}, 1, 2, 1));
     add("cooperative 128x256, TMA-store epilogue", "co128x256", arrangement({128, 256, 2, 0}, 1, 1, 1));
   }
   if (tiles(128, 256) >= sms) {
     // A wave of 128x256 tiles (stream-K is one step from this default). cuBLAS's 192x192 with
-    // three consumers came last of these on every large shape tuned (0.90-0.99 of cuBLAS, gemm-run6
-    // and gemm-run7): three consumers get no register reallocation (ptxas caps 512-thread kernels
-    // at 128 registers), so each holds at most 64 x 192.
+    // three consumers comes last: three consumers get no register reallocation (ptxas caps
+    // 512-thread kernels at 128 registers), so each holds at most 64 x 192.
     if (!many_large_waves) add_large_tiles();
     add("cooperative 192x192, three consumers, 2x1 cluster", "co192x192_3c_c21",
         arrangement({192, 192, 3, 0}, 1, 2, 1));
   } else if (tiles(128, 128) >= sms) {
     // A wave of 128x128 tiles but not of 128x256 (the default: ping-pong 128x128): cuBLAS's own
-    // tile there (256x128 with a cluster, docs/results/gemm-verdicts.md) makes as many tiles as
-    // 128x256, 128 for 132 SMs at 4096x1024x8192 and 512x8192x8192, where both sides stand at
-    // 0.99. Stream-K would be the way past that bound (every SM an equal share), but it lost here
-    // in both of the template's orders: in k order 0.813 against 0.987 of cuBLAS at
-    // 4096x1024x8192 (docs/results/gemm-configs-wide-h200.md), head first -- every CTA of the
-    // one-wave region at one k range -- 0.898 against 0.978 there and 0.894 against 0.980 at
-    // 512x8192x8192 (docs/results/gemm-configs-sk-onewave-h200.md). Four more SMs are worth 3 %;
-    // each tile's fixup (a 128 KB partial written and read back) costs more. It is not offered.
+    // tile there, 256x128 with a cluster. Stream-K is not offered (it lost in both of the
+    // template's orders: docs/hopper-gemm-family.md).
     add("cooperative 256x128 with a 2x1 cluster", "co256x128_c21", arrangement({256, 128, 2, 0}, 1, 2, 1));
   } else {
     // Fewer tiles than SMs: the tile and split-K choices the cost model ranks next after the
@@ -378,12 +362,10 @@ std::vector<Alternative> HopperGemmFamily::alternatives(const FamilyProblem& p) 
       taken += out.size() > before;
     }
     add("64x128 tile with a 2x1 cluster", "t64x128_c21", arrangement({64, 128, 1, 0}, 1, 2, reg_epilogue));
-    // cuBLAS's choice at 1024x1024x4096 (ncu: 128x64, 8 stages); by hand it measured 0.889 of
-    // cuBLAS there against 0.833 with 6 stages (docs/results/gemm-configs-h200.md), and single
-    // steps from the default (BN, then STAGES twice) do not reach it within a tune's rounds.
+    // cuBLAS's choice at 1024x1024x4096 (ncu: 128x64, 8 stages), which single steps from the
+    // default (BN, then STAGES twice) do not reach within a tune's rounds.
     add("128x64 tile, 8 stages", "t128x64_st8", arrangement({128, 64, 2, 0}, 1, 1, reg_epilogue, 8));
-    // Stream-K is not offered either: with the default's tile it measured 0.600 of cuBLAS at 768^3
-    // and 0.668 at 1024x1024x4096, against 0.873 and 0.860 without it.
+    // Stream-K is not offered either (it lost to the same tile without it).
   }
   return out;
 }
@@ -392,10 +374,10 @@ FamilyConfig HopperGemmFamily::default_config(const FamilyProblem& p) const {
   const int sms = gemm::typical_sm_count(p.arch.empty() ? "sm_90a" : p.arch);
   const bool f32_out = p.dtype.output == ScalarType::f32;
   auto tiles = [&](int tm, int tn) { return ceil_div(p.m, tm) * ceil_div(p.n, tn); };
-  // Starting points measured on the H200 (docs/gemm.md): with a full wave of 128x256 tiles, the
-  // cooperative 128x256 kernel with a TMA-store epilogue (hp2); with a full wave of 128x128 tiles,
-  // the ping-pong 128x128 kernel (hq3); below that, the tile and split-K count the cost model
-  // above prefers, so that small and long-K problems fill the GPU.
+  // With a full wave of 128x256 tiles, the cooperative 128x256 kernel with a TMA-store epilogue;
+  // with a full wave of 128x128 tiles, the ping-pong 128x128 kernel; below that, the tile and
+  // split-K count the cost model above prefers, so that small and long-K problems fill the GPU
+  // (the measurements behind these: docs/hopper-gemm-family.md, "Default configuration").
   TileChoice t{128, 256, 2, 0};
   int split = 1;
   int epilogue = 1;
@@ -424,8 +406,8 @@ FamilyConfig HopperGemmFamily::default_config(const FamilyProblem& p) const {
   FamilyConfig c = arrangement(t, split, 1, epilogue);
   if (is_fp8(p)) c = fp8_stages(c);
   if (promotes(p)) {
-    // 128 x 128 tiles, each consumer 64 rows (64 + 64 f32 registers with the promoted sums, as
-    // DeepGEMM's kernels), split-K while the tiles are far from a wave and K is long.
+    // 128 x 128 tiles, each consumer 64 rows (64 + 64 f32 registers with the promoted sums),
+    // split-K while the tiles are far from a wave and K is long.
     int s = 1;
     const long long t128 = tiles(128, 128);
     while (s < 4 && t128 * s * 2 <= sms * 3 / 2 && ceil_div(p.k, 128) >= 4LL * s * 2) s *= 2;

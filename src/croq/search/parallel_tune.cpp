@@ -1,0 +1,154 @@
+// Several shapes tuned at once, each in its own croq process (parallel_tune.hpp).
+#include "croq/search/parallel_tune.hpp"
+
+#include <signal.h>
+
+#include <algorithm>
+#include <atomic>
+#include <mutex>
+#include <thread>
+
+#include <fmt/format.h>
+
+#include "croq/util/process.hpp"
+#include "croq/util/units.hpp"
+
+namespace croq {
+
+namespace {
+
+std::atomic<bool> g_stop_tunes{false};
+
+extern "C" void on_tune_signal(int) { g_stop_tunes = true; }
+
+// SIGINT and SIGTERM set the stop flag while this lives; the earlier handlers come back after.
+class StopOnSignal {
+ public:
+  StopOnSignal() {
+    g_stop_tunes = false;
+    struct sigaction sa{};
+    sa.sa_handler = on_tune_signal;
+    sigemptyset(&sa.sa_mask);
+    ::sigaction(SIGINT, &sa, &m_old_int);
+    ::sigaction(SIGTERM, &sa, &m_old_term);
+  }
+  ~StopOnSignal() {
+    ::sigaction(SIGINT, &m_old_int, nullptr);
+    ::sigaction(SIGTERM, &m_old_term, nullptr);
+  }
+  StopOnSignal(const StopOnSignal&) = delete;
+  StopOnSignal& operator=(const StopOnSignal&) = delete;
+
+ private:
+  struct sigaction m_old_int{}, m_old_term{};
+};
+
+}  // namespace
+
+std::string tune_progress_line(const json& e, const std::string& shape, int rounds) {
+  std::string ev = e.value("event", "");
+  if (ev == "round") {
+    std::string best = e.value("best", json()).is_number() ? format_rate(e["best"].get<double>()) : "-";
+    std::string pct = e.contains("pct_of_baseline") ? fmt::format(" ({:.1f}% of baseline)", e["pct_of_baseline"].get<double>()) : "";
+    std::string tf = e.value("tflops", json()).is_number() ? format_rate(e["tflops"].get<double>()) : "-";
+    return fmt::format("[{} round {}/{}] best {}{} | last {} {} {} {}", shape, e.value("round", 0), rounds, best,
+                       pct, e.value("kernel", ""), e.value("decision", ""), tf, e.value("bottleneck", ""));
+  }
+  if (ev == "done") {
+    const json& sm = e.value("summary", json::object());
+    const json best = sm.value("best", json::object());
+    std::string rate = best.is_object() && best.value("tflops", json()).is_number() ? format_rate(best["tflops"].get<double>()) : "-";
+    // The best kernel's parameters and source follow in the result (the text view of croq tune).
+    return fmt::format("[{}] done: {} rounds, best {}{}", shape, sm.value("rounds", 0), rate,
+                       sm.contains("pct_of_baseline")
+                           ? fmt::format(" ({:.2f}x the baseline)", sm["pct_of_baseline"].get<double>() / 100)
+                           : "");
+  }
+  if (ev == "close_call") {
+    return fmt::format("[{}] close call: {} against {}, measuring back-to-back pairs", shape, e.value("kernel", ""),
+                       e.value("best", ""));
+  }
+  if (ev == "paired") {
+    return fmt::format("[{}] {} {}: {}", shape, e.value("kernel", ""), e.value("decision", ""), e.value("reason", ""));
+  }
+  return fmt::format("[{}] {}", shape, ev);
+}
+
+StepResult tune_in_parallel(const ParallelTuneOptions& o, const StepDeps& deps,
+                            const std::function<void(const std::string& line)>& progress) {
+  const size_t n = o.shape_keys.size();
+  const std::string root = o.root.string();
+  std::vector<json> results(n);
+  std::mutex out_mutex;
+  std::atomic<size_t> next{0};
+  auto note = [&](const std::string& line) {
+    if (deps.note) deps.note(line);
+  };
+  StopOnSignal stop;
+  note(fmt::format("croq tune: {} shapes, {} at a time", n, std::min<size_t>(n, static_cast<size_t>(o.jobs))));
+
+  auto worker = [&] {
+    for (size_t i = next++; i < n; i = next++) {
+      const std::string& key = o.shape_keys[i];
+      if (g_stop_tunes) {
+        results[i] = {{"shape_key", key}, {"error", "not started: the sweep was stopped"}};
+        continue;
+      }
+      ProcessSpec spec;
+      spec.argv = {o.croq_exe.string(), "--root", root, "tune", key, "--dsl", o.dsl, "--gpu", o.gpu,
+                   "--model", o.model, "--rounds", std::to_string(o.rounds), "--seed", std::to_string(o.seed),
+                   "--explore", fmt::format("{}", o.explore), "--step-timeout", std::to_string(o.step_timeout_s),
+                   "--profile-preset", o.profile_preset};
+      if (!o.family.empty()) spec.argv.insert(spec.argv.end(), {"--family", o.family});
+      spec.should_stop = [] { return g_stop_tunes.load(); };
+      spec.stop_grace = std::chrono::milliseconds(15000);
+      std::string pending;
+      spec.on_output = [&](bool is_err, std::string_view chunk) {
+        if (!is_err || o.quiet) return;
+        pending.append(chunk);
+        size_t nl;
+        while ((nl = pending.find('\n')) != std::string::npos) {
+          std::string line = pending.substr(0, nl);
+          pending.erase(0, nl + 1);
+          if (line.empty()) continue;
+          std::lock_guard<std::mutex> lock(out_mutex);
+          if (!o.tty) {
+            progress(line);
+          } else if (auto e = try_parse_json(line); e && e->is_object()) {
+            progress(tune_progress_line(*e, key, o.rounds));
+          } else {
+            progress("[" + key + "] " + line);
+          }
+        }
+      };
+      ProcessResult r = deps.runner.run(spec);
+      auto doc = try_parse_json(r.out);
+      if (r.ok() && doc && doc->is_object()) {
+        results[i] = *doc;
+      } else {
+        json err = {{"shape_key", key}, {"exit_code", r.exit_code}, {"status", r.describe()}};
+        if (doc && doc->is_object() && doc->contains("error")) err["error"] = (*doc)["error"];
+        else err["error"] = r.err.size() > 2000 ? r.err.substr(r.err.size() - 2000) : r.err;
+        results[i] = err;
+        std::lock_guard<std::mutex> lock(out_mutex);
+        note(fmt::format("croq tune: {} failed ({}); the other shapes go on", key, r.describe()));
+      }
+    }
+  };
+  std::vector<std::thread> threads;
+  for (int j = 0; j < std::min<int>(o.jobs, static_cast<int>(n)); ++j) threads.emplace_back(worker);
+  for (auto& t : threads) t.join();
+  size_t failed = 0;
+  json shapes = json::array();
+  for (auto& r : results) {
+    if (r.contains("error")) ++failed;
+    shapes.push_back(r);
+  }
+  StepResult res;
+  res.doc = json{{"shapes", shapes}, {"jobs", o.jobs}, {"failed", failed}, {"stopped", g_stop_tunes.load()}};
+  if (failed) res.notes.push_back(fmt::format("croq tune: {} of {} shapes failed or were not run", failed, n));
+  res.code = failed ? ExitCode::failure : ExitCode::ok;
+  return res;
+}
+
+}  // namespace croq
