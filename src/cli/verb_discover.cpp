@@ -6,7 +6,7 @@
 #include <fmt/format.h>
 
 #include "cli/verbs.hpp"
-#include "croq/build/builder.hpp"
+#include "croq/build/prepare.hpp"
 #include "croq/build/discover.hpp"
 #include "croq/gpu/device_key.hpp"
 #include "croq/ledger/ledger.hpp"
@@ -77,125 +77,22 @@ VerbRunner setup_discover(CLI::App& app) {
 VerbRunner setup_prepare(CLI::App& app) {
   struct Opts {
     TaskOptions task;
-    std::string from;
-    int pick = 0;
-    std::string tag;
-    bool force = false;
+    PrepareOptions prepare;
   };
   auto o = std::make_shared<Opts>();
   add_task_options(app, o->task);
-  app.add_option("--from", o->from, "copy this file as iter001 (instead of a discovered kernel)");
-  app.add_option("--pick", o->pick, "the discovered kernel to use (its `index` in croq discover)")->check(CLI::PositiveNumber);
-  app.add_option("--tag", o->tag, "tag of iter001 (default: from the kernel's name)");
-  app.add_flag("--force", o->force, "replace an iter001 source that is not stored yet");
+  app.add_option("--from", o->prepare.from, "copy this file as iter001 (instead of a discovered kernel)");
+  app.add_option("--pick", o->prepare.pick, "the discovered kernel to use (its `index` in croq discover)")->check(CLI::PositiveNumber);
+  app.add_option("--tag", o->prepare.tag, "tag of iter001 (default: from the kernel's name)");
+  app.add_flag("--force", o->prepare.force, "replace an iter001 source that is not stored yet");
   return [o](Context& ctx) {
-    if (!o->from.empty() && o->pick > 0) throw_usage("--from and --pick exclude each other");
+    if (!o->prepare.from.empty() && o->prepare.pick > 0) throw_usage("--from and --pick exclude each other");
     require_buildable_dsl(o->task.dsl, "prepare a starting kernel of");
     TaskRef task = resolve_task(ctx, o->task);
-    Workspace& ws = ctx.ws();
-    const auto& exts = source_extensions(task.dsl);
-
-    // The kernel to start from.
-    fs::path source;
-    std::vector<fs::path> companions;
-    json origin;
-    if (!o->from.empty()) {
-      source = fs::absolute(o->from);
-      std::error_code ec;
-      if (!fs::is_regular_file(source, ec)) throw_not_found("--from " + o->from + " is not a file");
-      if (std::find(exts.begin(), exts.end(), source.extension().string()) == exts.end()) {
-        throw_usage(fmt::format("--from {}: a {} source ends in {}", o->from, task.dsl, fmt::join(exts, " or ")));
-      }
-      for (const auto& ext : exts) {
-        fs::path c = fs::path(source).replace_extension(ext);
-        if (c != source && fs::is_regular_file(c, ec) && task.dsl == "croqtile") companions.push_back(c);
-      }
-      origin = {{"tier", "given"}, {"path", source.string()}};
-    } else {
-      DiscoverRequest req;
-      req.dsl = task.dsl;
-      req.op = operator_name(task.shape);
-      req.dtype = task.shape.dtype_token;
-      req.gpu = task.gpu;
-      req.exclude = task;
-      Discovery d = discover_starting_kernels(&ws, req);
-      std::optional<size_t> chosen;
-      if (o->pick > 0) {
-        if (size_t(o->pick) > d.candidates.size()) {
-          throw_usage(fmt::format("--pick {}: discovery found {} kernel(s)", o->pick, d.candidates.size()),
-                      "see `croq discover --dsl " + task.dsl + " --operator " + req.op + "`");
-        }
-        chosen = size_t(o->pick - 1);
-      } else {
-        chosen = d.recommended;
-      }
-      if (!chosen) {
-        throw Error(ExitCode::not_found,
-                    fmt::format("no starting kernel for {} {} (tier C): write one from scratch", task.dsl, req.op),
-                    "read the references of `croq discover --dsl " + task.dsl + " --operator " + req.op +
-                        "`, write the kernel, then `croq prepare ... --from FILE`");
-      }
-      const StartingKernel& k = d.candidates[*chosen];
-      source = k.path;
-      companions = k.companions;
-      origin = {{"tier", k.tier}, {"index", k.index}, {"name", k.name}, {"path", ws.display(k.path)}, {"meta", k.meta}};
-    }
-    std::string tag = o->tag.empty() ? tag_from_stem(source.stem().string()) : o->tag;
-    validate_tag(tag);
-
-    // iter001: refused when it exists, unless --force and not stored yet.
-    Ledger ledger(ws, task);
-    fs::path srcs = ws.kind_dir(task, ArtifactKind::srcs);
-    std::error_code ec;
-    std::vector<fs::path> existing;
-    if (fs::is_directory(srcs, ec)) {
-      for (const auto& e : fs::directory_iterator(srcs, ec)) {
-        if (starts_with(e.path().filename().string(), "iter001_")) existing.push_back(e.path());
-      }
-    }
-    if (ledger.index().iters.contains(1)) {
-      throw Error(ExitCode::conflict, "iter001 of " + task.id() + " is already stored", "prepare is for a task's first kernel");
-    }
-    if (!existing.empty() && !o->force) {
-      throw Error(ExitCode::conflict, "iter001 already has a source: " + ws.display(existing.front()),
-                  "add --force to replace it (it is not stored yet)");
-    }
-    if (existing.empty()) {
-      int n = ledger.reserve_iter(lock_timeout(o->task));
-      if (n != 1) {
-        ledger.release_iter(n, lock_timeout(o->task));
-        throw Error(ExitCode::conflict, fmt::format("the next iteration of {} is iter{:03d}, not iter001", task.id(), n),
-                    "prepare is for a task's first kernel; use croq next-iter for later ones");
-      }
-    } else {
-      for (const auto& p : existing) fs::remove(p, ec);
-    }
-
-    ensure_dir(srcs);
-    IterId id{1, tag};
-    fs::path dest = srcs / (id.name() + source.extension().string());
-    atomic_write(dest, read_file_or_throw(source), /*durable=*/true);
-    json copied = json::array({ws.display(dest)});
-    for (const auto& c : companions) {
-      fs::path d = srcs / (id.name() + c.extension().string());
-      atomic_write(d, read_file_or_throw(c), /*durable=*/true);
-      copied.push_back(ws.display(d));
-    }
-    BuildTarget target{task, id.number_name(), id.name(), dest};
-    BuildOptions options;
-    options.croq_exe = (self_exe_dir() / "croq").string();
-    json scripts = write_iteration_scripts(ws, target, options, Toolchain::from_env());
-    json doc{{"iter", id.number_name()},
-             {"kernel", id.name()},
-             {"source", ws.display(dest)},
-             {"files", copied},
-             {"from", origin},
-             {"scripts", scripts},
-             {"next", fmt::format("croq build --gpu {} --dsl {} --shape-key {} --model {} --iter {}", task.gpu, task.dsl,
-                                  task.shape.text, task.model, id.name())}};
-    ctx.note(fmt::format("[prepare] {} <- {}", ws.display(dest), origin.value("path", "")));
-    ctx.emit(doc);
-    return ExitCode::ok;
+    PrepareOptions p = o->prepare;
+    p.croq_exe = (self_exe_dir() / "croq").string();
+    p.lock_timeout_ms = o->task.lock_timeout_ms;
+    return print_step(ctx, run_prepare(ctx.ws(), task, p, step_deps(ctx)));
   };
 }
 

@@ -10,6 +10,7 @@
 #include <cstdlib>
 #include <mutex>
 
+#include "croq/build/prepare.hpp"
 #include "croq/gpu/device_choice.hpp"
 #include "croq/gpu/device_key.hpp"
 #include "croq/gpu/gpu_steps.hpp"
@@ -189,6 +190,36 @@ TEST_F(StepsOnATask, BuildRefusesALibraryCallBeforeCompilingAndRecordsIt) {
   ASSERT_EQ(evidence.size(), 1u);
   EXPECT_EQ(evidence[0].kind, EvidenceKind::build);
   EXPECT_EQ(evidence[0].summary.value("verdict", ""), "LIBRARY_CALL_FORBIDDEN");
+}
+
+TEST_F(StepsOnATask, PrepareCopiesTheStartingKernelToIter001Once) {
+  const fs::path start = m_dir / "blocked.cpp";
+  atomic_write(start, "// a starting kernel\n", false);
+  PrepareOptions o;
+  o.from = start.string();
+  o.croq_exe = "/opt/croq/croq";
+  StepResult r = run_prepare(m_ws, m_task, o, deps());
+  EXPECT_EQ(r.doc.value("kernel", ""), "iter001_blocked");
+  const fs::path dest = m_ws.kind_dir(m_task, ArtifactKind::srcs) / "iter001_blocked.cpp";
+  EXPECT_EQ(read_file(dest).value_or(""), "// a starting kernel\n");
+  EXPECT_TRUE(fs::is_regular_file(m_ws.kind_dir(m_task, ArtifactKind::cmd) / "build_iter001.sh"));
+  EXPECT_NE(read_file(m_ws.kind_dir(m_task, ArtifactKind::cmd) / "run_iter001.sh").value_or("").find("/opt/croq/croq"),
+            std::string::npos);
+  ASSERT_EQ(m_notes.size(), 1u);
+  EXPECT_EQ(m_notes[0].rfind("[prepare] ", 0), 0u);
+  // iter001 has a source: refused, unless --force (it is not stored).
+  try {
+    run_prepare(m_ws, m_task, o, deps());
+    ADD_FAILURE() << "no refusal";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ExitCode::conflict);
+  }
+  o.force = true;
+  o.tag = "again";
+  EXPECT_EQ(run_prepare(m_ws, m_task, o, deps()).doc.value("kernel", ""), "iter001_again");
+  EXPECT_FALSE(fs::exists(dest));
+  o.pick = 1;
+  EXPECT_THROW(run_prepare(m_ws, m_task, o, deps()), Error);
 }
 
 TEST_F(StepsOnATask, MeasureNeedsExactlyOneCandidate) {
