@@ -30,7 +30,7 @@ struct Steps {
   SelfExecClient client;
   json log = json::array();
 
-  Steps(Context& c, TaskRef t) : ctx(c), task(std::move(t)), client(self_exe_dir() / "croq", c.ws().root()) {}
+  Steps(Context& c, TaskRef t) : ctx(c), task(std::move(t)), client(process_runner(), self_exe_dir() / "croq", c.ws().root()) {}
 
   // Runs `croq <verb> <task> args...`; records the step.
   VerbResult call(const std::string& step, std::vector<std::string> args) {

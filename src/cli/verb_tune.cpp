@@ -105,7 +105,7 @@ VerbRunner setup_tune(CLI::App& app) {
                           ctx.err << line << "\n" << std::flush;
                         }));
     }
-    SelfExecClient client(exe, ctx.ws().root());
+    SelfExecClient client(process_runner(), exe, ctx.ws().root());
     const bool tty = ::isatty(2) && !ctx.quiet;
     json summaries = json::array();
     for (size_t i = 0; i < o->shape_keys.size(); ++i) {
@@ -142,7 +142,7 @@ VerbRunner setup_tune(CLI::App& app) {
         }
       };
       if (o->shape_keys.size() > 1) ctx.note(fmt::format("NEXT_SHAPE {} ({} of {})", t.shape.text, i + 1, o->shape_keys.size()));
-      Tuner tuner(client, ctx.ws(), t, opt, progress);
+      Tuner tuner(client, process_runner(), ctx.ws(), t, opt, progress);
       summaries.push_back(tuner.run());
       if (o->shape_keys.size() > 1) ctx.note(fmt::format("SHAPE_COMPLETE {}", t.shape.text));
     }

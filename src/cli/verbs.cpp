@@ -59,7 +59,8 @@ const std::vector<VerbSpec>& verbs() {
        "`{decision, pending, next, reason, needs_rerun, needs_pairs, gain, margin, pairs, best, base_kernel, candidate, kernel}`.",
        setup_decide},
       {"tune", "tune a shape automatically with croq's own search (no LLM)",
-       "Runs PREPARE (task, protocol, env validate, baseline, starting kernel from the family's default) and then "
+       "Runs PREPARE (task, protocol, env validate, baseline, starting kernel: the family's default, or, when it "
+       "does not build or verify, its alternatives in order, each failure logged in attempt-log.jsonl) and then "
        "rounds PROFILE -> IDEA -> IMPLEMENT -> VERIFY -> MEASURE -> DECIDE -> STORE through the same verbs an agent "
        "uses, with model `croq-search`. Resumes where it stopped. Progress on a terminal; JSON lines on stderr "
        "otherwise. Output: `{task, rounds, best, baseline, pct_of_baseline, decisions, seed}`; for several shapes "

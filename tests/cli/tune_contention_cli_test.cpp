@@ -31,7 +31,7 @@ const char* k_key = "matmul_f32_256x256x256";
 class SharedGpuClient : public VerbClient {
  public:
   SharedGpuClient(const fs::path& root, int contended, std::string stop_at)
-      : m_real(CROQ_BIN, root), m_contended(contended), m_stop_at(std::move(stop_at)) {}
+      : m_real(process_runner(), CROQ_BIN, root), m_contended(contended), m_stop_at(std::move(stop_at)) {}
 
   VerbResult call(const std::vector<std::string>& args, std::chrono::seconds timeout) override {
     const std::string verb = args.empty() ? "" : args[0];
@@ -83,7 +83,7 @@ TEST(TuneContention, AContendedBaselineIsMeasuredAgainAndTheSecondFigureIsStored
   TaskRef task = make_task(cpu_device_key(), "cpp", k_key, "croq-search");
   SharedGpuClient client(dir.path(), 2, "next-iter");
   std::vector<json> events;
-  Tuner tuner(client, ws, task, options(), [&](const json& e) { events.push_back(e); });
+  Tuner tuner(client, process_runner(), ws, task, options(), [&](const json& e) { events.push_back(e); });
   try {
     tuner.run();
     FAIL() << "the client stops the tune at next-iter";
@@ -104,7 +104,7 @@ TEST(TuneContention, ThreeContendedAnswersInARowStopTheTuneWithTheReasonAndStore
   TaskRef task = make_task(cpu_device_key(), "cpp", k_key, "croq-search");
   SharedGpuClient client(dir.path(), 1000, "next-iter");
   std::vector<json> events;
-  Tuner tuner(client, ws, task, options(), [&](const json& e) { events.push_back(e); });
+  Tuner tuner(client, process_runner(), ws, task, options(), [&](const json& e) { events.push_back(e); });
   try {
     tuner.run();
     FAIL() << "a tune on a GPU that stays shared must stop";

@@ -5,6 +5,7 @@
 #include <random>
 
 #include "croq/util/error.hpp"
+#include "croq/util/read_count.hpp"
 #include "croq/util/fs.hpp"
 #include "croq/util/text.hpp"
 #include "croq/util/time.hpp"
@@ -99,6 +100,7 @@ std::optional<Checkpoint> Checkpoint::from_json(const json& j, std::string* why)
 }
 
 std::optional<Checkpoint> read_checkpoint(const Workspace& ws, const TaskRef& task) {
+  count_state_read(StateDoc::checkpoint);
   const auto path = ws.checkpoint(task);
   auto text = read_file(path);
   if (!text) return std::nullopt;

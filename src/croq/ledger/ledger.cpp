@@ -11,6 +11,7 @@
 #include <fmt/format.h>
 
 #include "croq/util/error.hpp"
+#include "croq/util/read_count.hpp"
 #include "croq/util/time.hpp"
 #include "croq/workspace/ids.hpp"
 #include "croq/workspace/secret.hpp"
@@ -440,12 +441,14 @@ LedgerIndex Ledger::refresh_index(bool write_back) const {
 }
 
 LedgerIndex Ledger::index() const {
+  count_state_read(StateDoc::ledger_index);
   std::error_code ec;
   bool can_write = fs::exists(m_ws.idea_log(m_task), ec);
   return refresh_index(can_write);
 }
 
 JsonlParse Ledger::read_all() const {
+  count_state_read(StateDoc::ledger_records);
   auto text = read_file(m_ws.idea_log(m_task));
   if (!text) return {};
   return parse_idea_log(*text);
@@ -469,6 +472,7 @@ std::optional<RoundRecord> Ledger::record_at(uint64_t offset) const {
 }
 
 std::vector<RoundRecord> Ledger::tail(size_t n) const {
+  count_state_read(StateDoc::ledger_records);
   const fs::path log = m_ws.idea_log(m_task);
   const uint64_t size = size_of_file(log);
   uint64_t window = 16384;
@@ -773,18 +777,36 @@ int Ledger::peek_next_iter() const {
   return top + 1;
 }
 
-std::optional<int> Ledger::highest_iter_on_disk() const {
+namespace {
+
+// Iteration numbers a failure stored as an attempt gave back.
+std::set<int> released_iters(const std::vector<RoundRecord>& records) {
   std::set<int> released;
-  for (const auto& r : read_all().records) {
+  for (const auto& r : records) {
     if (!r.attempt_index()) continue;
     if (auto planned = get_string(r.extra, "planned_iter")) {
       try {
         released.insert(parse_iter_number(*planned));
       } catch (const Error&) {
+        // Not an iteration name: it frees no number.
       }
     }
   }
-  return max_iteration_number_on_disk(m_ws, m_task, released);
+  return released;
+}
+
+}  // namespace
+
+std::optional<int> Ledger::highest_iter_on_disk() const {
+  return max_iteration_number_on_disk(m_ws, m_task, released_iters(read_all().records));
+}
+
+int Ledger::peek_next_iter(const LedgerIndex& idx, const std::vector<RoundRecord>& records) const {
+  if (size_of_file(m_ws.idea_log(m_task)) == 0) return peek_next_iter();  // legacy rows, or nothing stored
+  Reservations res = reservations();
+  int top = std::max(idx.iters.max().value_or(0), res.live_iters.max().value_or(0));
+  top = std::max(top, max_iteration_number_on_disk(m_ws, m_task, released_iters(records)).value_or(0));
+  return top + 1;
 }
 
 int Ledger::peek_next_attempt() const {
@@ -865,6 +887,7 @@ json Ledger::append_attempt(json record, const std::string& tag, std::chrono::mi
 }
 
 std::vector<json> Ledger::read_attempts(std::vector<std::string>* warnings) const {
+  count_state_read(StateDoc::attempts);
   std::vector<json> out;
   auto text = read_file(m_ws.attempt_log(m_task));
   if (!text) return out;

@@ -154,6 +154,9 @@ class Ledger {
   int reserve_iter(std::chrono::milliseconds lock_timeout);
   int reserve_attempt(std::chrono::milliseconds lock_timeout);
   int peek_next_iter() const;
+  // The same from an index and records already read (protocol/snapshot.hpp), without reading the
+  // ledger again (a legacy task with only a results.tsv reads it).
+  int peek_next_iter(const LedgerIndex& idx, const std::vector<RoundRecord>& records) const;
   // The highest iteration number in the task's file names (srcs/, bin/, cmd/, perf/) that croq did
   // not give back itself (a failure stored as an attempt frees its planned number): a folder of
   // other tools can hold numbers its ledger never recorded, and a new iteration exceeds them.

@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include "croq/util/error.hpp"
+#include "croq/util/read_count.hpp"
 #include "croq/util/fs.hpp"
 #include "croq/util/hash.hpp"
 #include "croq/util/time.hpp"
@@ -78,6 +79,7 @@ Evidence record_evidence(const Workspace& ws, const TaskRef& task, EvidenceKind 
 }
 
 std::vector<Evidence> read_evidence(const Workspace& ws, const TaskRef& task) {
+  count_state_read(StateDoc::evidence);
   std::vector<Evidence> out;
   auto text = read_file(evidence_log_path(ws, task));
   if (!text) return out;

@@ -6,7 +6,9 @@
 
 #include "croq/ledger/ledger.hpp"
 #include "croq/protocol/command.hpp"
+#include "croq/protocol/snapshot.hpp"
 #include "croq/util/error.hpp"
+#include "croq/util/read_count.hpp"
 #include "croq/util/fs.hpp"
 #include "croq/util/hash.hpp"
 #include "croq/util/time.hpp"
@@ -75,6 +77,7 @@ fs::path protocol_path(const Workspace& ws, const TaskRef& task) {
 }
 
 std::optional<ProtocolConfig> read_protocol(const Workspace& ws, const TaskRef& task) {
+  count_state_read(StateDoc::protocol);
   auto text = read_file(protocol_path(ws, task));
   if (!text) return std::nullopt;
   auto j = try_parse_json(*text);
@@ -136,43 +139,10 @@ std::string source_kernel(const Workspace& ws, const TaskRef& task, const std::s
   return {};
 }
 
-bool enforced(const Workspace& ws, const TaskRef& task) {
-  auto cfg = read_protocol(ws, task);
-  return cfg && cfg->enforced;
-}
-
 // Build evidence of the planned iteration made after the plan was written.
 std::optional<Evidence> build_after(const std::vector<Evidence>& all, const std::string& iter, const std::string& since) {
   for (auto it = all.rbegin(); it != all.rend(); ++it) {
     if (it->kind == EvidenceKind::build && it->iter == iter && it->timestamp >= since) return *it;
-  }
-  return std::nullopt;
-}
-
-std::optional<Evidence> latest_of(const std::vector<Evidence>& all, EvidenceKind kind, const std::string& kernel,
-                                  const std::string& since = {}) {
-  for (auto it = all.rbegin(); it != all.rend(); ++it) {
-    if (it->kind == kind && (kernel.empty() || it->kernel == kernel) && it->timestamp >= since) return *it;
-  }
-  return std::nullopt;
-}
-
-int attempts_for(const Ledger& ledger, const std::string& planned_iter, const std::string& since) {
-  int n = 0;
-  for (const auto& a : ledger.read_attempts(nullptr)) {
-    if (get_string(a, "planned_iter").value_or("") == planned_iter &&
-        get_string(a, "timestamp").value_or("") >= since) {
-      ++n;
-    }
-  }
-  return n;
-}
-
-std::optional<Checkpoint> open_checkpoint(const Workspace& ws, const TaskRef& task) {
-  try {
-    auto cp = read_checkpoint(ws, task);
-    if (cp && cp->open()) return cp;
-  } catch (const Error&) {
   }
   return std::nullopt;
 }
@@ -221,11 +191,12 @@ std::string normalised_source_hash(const fs::path& file) {
 
 }  // namespace
 
-TaskState derive_state(const Workspace& ws, const TaskRef& task) {
+TaskState derive_state(const Workspace& ws, const TaskRef& task) { return derive_state(ws, task, TaskSnapshot(ws, task)); }
+
+TaskState derive_state(const Workspace& ws, const TaskRef& task, const TaskSnapshot& snap) {
   TaskState s;
-  Ledger ledger(ws, task);
-  LedgerIndex idx = ledger.index();
-  ProtocolConfig cfg = config_or_default(ws, task);
+  const LedgerIndex& idx = snap.index();
+  const ProtocolConfig& cfg = snap.config();
   const int completed = std::max(0, idx.max_round - cfg.start_round);
   s.details["mode"] = cfg.enforced ? "enforced" : "advisory";
   s.details["round"] = idx.max_round;
@@ -245,7 +216,7 @@ TaskState derive_state(const Workspace& ws, const TaskRef& task) {
                       "--task-uid to tie it to a monitor's task)");
     return s;
   }
-  const auto evidence = read_evidence(ws, task);
+  if (!snap.checkpoint_error().empty()) s.notes.push_back(snap.checkpoint_error());
   if (!idx.best) {
     // PREPARE's starting kernel: prepare (copy it as iter001), build, measure, store as round 0.
     s.step = Step::PREPARE;
@@ -257,14 +228,14 @@ TaskState derive_state(const Workspace& ws, const TaskRef& task) {
                         "` lists them; pass --pick N or --from FILE to choose)");
       return s;
     }
-    auto build = latest_of(evidence, EvidenceKind::build, kernel);
+    auto build = snap.latest(EvidenceKind::build, kernel);
     if (!build || get_string(build->summary, "verdict").value_or("OK") != "OK") {
       s.next_action = cmd("build", task).opt("--iter", kernel);
       s.notes.push_back(build ? "the starting kernel's last build failed: fix it and build again"
                               : "the starting kernel " + kernel + " is not built yet");
       return s;
     }
-    auto meas = latest_of(evidence, EvidenceKind::measure, kernel, build->timestamp);
+    auto meas = snap.latest(EvidenceKind::measure, kernel, build->timestamp);
     if (!meas || get_string(meas->summary, "verdict").value_or("") != "PASS" || meas->summary.value("contended", false)) {
       s.next_action = cmd("measure", task).opt("--iter", kernel);
       if (meas) s.notes.push_back("the last measurement of " + kernel + " did not pass: fix the kernel, build and measure again");
@@ -280,9 +251,9 @@ TaskState derive_state(const Workspace& ws, const TaskRef& task) {
     s.notes.push_back("the starting kernel is measured: store it as round 0 (PREPARE; not counted against the budget)");
     return s;
   }
-  if (auto cp = open_checkpoint(ws, task)) {
+  if (auto cp = snap.open_checkpoint()) {
     s.details["checkpoint"] = {{"iter", cp->iter}, {"status", checkpoint_status_name(cp->status)}, {"idea", cp->idea}};
-    int attempts = attempts_for(ledger, cp->iter, cp->created_at);
+    int attempts = snap.attempts_for(cp->iter, cp->created_at);
     s.details["attempts"] = attempts;
     const std::string planned_kernel = source_kernel(ws, task, cp->iter);
     const std::string kernel_or_tag = planned_kernel.empty() ? cp->iter + "_<tag>" : planned_kernel;
@@ -292,7 +263,7 @@ TaskState derive_state(const Workspace& ws, const TaskRef& task) {
       s.notes.push_back(fmt::format("{} failed attempts: abandon the idea", attempts));
       return s;
     }
-    auto build = build_after(evidence, cp->iter, cp->created_at);
+    auto build = build_after(snap.evidence(), cp->iter, cp->created_at);
     const bool built_ok = build && get_string(build->summary, "verdict").value_or("OK") == "OK";
     if (cp->status == CheckpointStatus::DRIFT) {
       s.step = Step::IMPLEMENT;
@@ -322,7 +293,7 @@ TaskState derive_state(const Workspace& ws, const TaskRef& task) {
       s.next_action = cmd("checkpoint verify", task).opt("--iter", build->kernel);
       return s;
     }
-    auto meas = latest_of(evidence, EvidenceKind::measure, build->kernel, build->timestamp);
+    auto meas = snap.latest(EvidenceKind::measure, build->kernel, build->timestamp);
     if (!meas) {
       s.step = Step::MEASURE;
       s.next_action = cmd("measure", task).opt("--iter", build->kernel);
@@ -340,9 +311,12 @@ TaskState derive_state(const Workspace& ws, const TaskRef& task) {
     // The decision croq would make now, so the next action is the one command to run.
     std::optional<std::string> decision;
     try {
-      if (auto text = read_file(ws.root() / meas->file)) {
-        if (auto j = try_parse_json(*text)) {
-          DecisionContext d = decide_for(ws, task, build->kernel, PerfSample::from_measurement(*j), false);
+      auto text = read_file(ws.root() / meas->file);
+      auto j = text ? try_parse_json(*text) : std::nullopt;
+      if (!j) s.notes.push_back(fmt::format("the measurement {} cannot be read: croq cannot decide for you", meas->file));
+      {
+        if (j) {
+          DecisionContext d = decide_for(ws, task, snap, build->kernel, PerfSample::from_measurement(*j), false);
           s.details["decision"] = d.to_json();
           if (d.result.needs_rerun) {
             s.next_action = cmd("measure", task).opt("--iter", build->kernel).flag("--pairs");
@@ -357,7 +331,8 @@ TaskState derive_state(const Workspace& ws, const TaskRef& task) {
           decision = decision_name(d.result.decision);
         }
       }
-    } catch (const Error&) {
+    } catch (const Error& e) {
+      s.notes.push_back(fmt::format("no decision from {}: {}", meas->file, e.what()));
     }
     // Still DECIDE (drivers key on the step); the next action stores the decision croq made.
     s.next_action = store.opt("--decision", decision.value_or("<KEEP|DISCARD>"));
@@ -369,7 +344,7 @@ TaskState derive_state(const Workspace& ws, const TaskRef& task) {
                     cmd("protocol begin", task).opt("--rounds", "<N>").text() + "`";
     return s;
   }
-  History history = History::load(ledger);
+  const History& history = snap.history();
   auto bases = history.active_bases(static_cast<size_t>(cfg.max_active_bases));
   json jb = json::array();
   std::optional<ActiveBase> profiled;
@@ -377,7 +352,7 @@ TaskState derive_state(const Workspace& ws, const TaskRef& task) {
   for (const auto& b : bases) {
     jb.push_back(b.to_json());
     if (!profiled) {
-      if (auto p = latest_of(evidence, EvidenceKind::profile, b.kernel, b.timestamp)) {
+      if (auto p = snap.latest(EvidenceKind::profile, b.kernel, b.timestamp)) {
         profiled = b;
         profile = p;
       }
@@ -388,7 +363,7 @@ TaskState derive_state(const Workspace& ws, const TaskRef& task) {
     s.step = Step::IDEA;
     const std::string bottleneck = get_string(profile->summary, "bottleneck").value_or("<from the profile>");
     s.next_action = cmd("checkpoint write", task)
-                        .opt("--iter", iter_number_name(ledger.peek_next_iter()))
+                        .opt("--iter", iter_number_name(snap.next_iter()))
                         .opt("--base", profiled->kernel)
                         .opt("--bottleneck", bottleneck)
                         .opt("--idea", "<what changes and why>")
@@ -413,25 +388,29 @@ IdeaPlan complete_plan(const History& history, IdeaPlan plan, const std::string&
 }
 
 void guard_idea(const Workspace& ws, const TaskRef& task, const Checkpoint& cp) {
-  if (!enforced(ws, task)) return;
-  ProtocolConfig cfg = *read_protocol(ws, task);
-  Ledger ledger(ws, task);
-  LedgerIndex idx = ledger.index();
+  auto protocol = read_protocol(ws, task);
+  if (!protocol || !protocol->enforced) return;
+  guard_idea(ws, task, TaskSnapshot(ws, task, std::move(protocol)), cp);
+}
+
+void guard_idea(const Workspace& ws, const TaskRef& task, const TaskSnapshot& snap, const Checkpoint& cp) {
+  if (!snap.enforced()) return;
+  const ProtocolConfig& cfg = snap.config();
+  const LedgerIndex& idx = snap.index();
   if (!idx.baseline || !idx.best) {
     refuse({Step::IDEA, "prepare_first", "PREPARE is not complete: the baseline (iter000) and the starting kernel (iter001) must be stored first",
-            derive_state(ws, task).next_action});
+            derive_state(ws, task, snap).next_action});
   }
-  const auto evidence = read_evidence(ws, task);
-  if (auto open = open_checkpoint(ws, task)) {
-    if (build_after(evidence, open->iter, open->created_at)) {
+  if (auto open = snap.open_checkpoint()) {
+    if (build_after(snap.evidence(), open->iter, open->created_at)) {
       refuse({Step::IDEA, "one_idea_per_round",
               fmt::format("the idea planned for {} is already being implemented; store its round (KEEP, DISCARD or "
                           "COMPILE_FAIL) before planning another",
                           open->iter),
-              derive_state(ws, task).next_action});
+              derive_state(ws, task, snap).next_action});
     }
   }
-  History history = History::load(ledger);
+  const History& history = snap.history();
   auto bases = history.active_bases(static_cast<size_t>(cfg.max_active_bases));
   IdeaPlan plan = IdeaPlan::from_json(cp.extra);
   plan.base = cp.base;
@@ -447,7 +426,7 @@ void guard_idea(const Workspace& ws, const TaskRef& task, const Checkpoint& cp) 
                         plan.base.empty() ? "(no base)" : plan.base, list),
             fmt::format("pass --base {}", bases.empty() ? idx.best->kernel : bases.front().kernel)});
   }
-  auto prof = latest_of(evidence, EvidenceKind::profile, base->kernel, base->timestamp);
+  auto prof = snap.latest(EvidenceKind::profile, base->kernel, base->timestamp);
   if (!prof) {
     refuse({Step::IDEA, "profile_before_idea",
             fmt::format("no profile of {} newer than its KEEP: every idea stands on a profile of the kernel it changes", base->kernel),
@@ -475,8 +454,8 @@ void guard_idea(const Workspace& ws, const TaskRef& task, const Checkpoint& cp) 
   if (base->discard_streak >= cfg.escalate_streak) {
     // The cpp dsl has no SASS: its escalation is the fresh baseline profile alone.
     const bool needs_sass = task.dsl != "cpp";
-    auto sass = latest_of(evidence, EvidenceKind::sass_compare, "", base->streak_since);
-    auto bprof = latest_of(evidence, EvidenceKind::baseline_profile, "", base->streak_since);
+    auto sass = snap.latest(EvidenceKind::sass_compare, "", base->streak_since);
+    auto bprof = snap.latest(EvidenceKind::baseline_profile, "", base->streak_since);
     if ((needs_sass && !sass) || !bprof) {
       refuse({Step::IDEA, "escalate_at_7",
               needs_sass ? fmt::format("{} consecutive rounds on base {} were not kept: a SASS comparison against the "
@@ -500,23 +479,27 @@ void guard_idea(const Workspace& ws, const TaskRef& task, const Checkpoint& cp) 
 }
 
 void guard_implement(const Workspace& ws, const TaskRef& task, int iter_number, bool is_attempt) {
-  if (!enforced(ws, task)) return;
-  Ledger ledger(ws, task);
-  LedgerIndex idx = ledger.index();
-  if (!idx.best) return;  // PREPARE: the starting kernel is built without a plan
-  ProtocolConfig cfg = *read_protocol(ws, task);
-  auto cp = open_checkpoint(ws, task);
+  auto protocol = read_protocol(ws, task);
+  if (!protocol || !protocol->enforced) return;
+  guard_implement(ws, task, TaskSnapshot(ws, task, std::move(protocol)), iter_number, is_attempt);
+}
+
+void guard_implement(const Workspace& ws, const TaskRef& task, const TaskSnapshot& snap, int iter_number, bool is_attempt) {
+  if (!snap.enforced()) return;
+  if (!snap.index().best) return;  // PREPARE: the starting kernel is built without a plan
+  const ProtocolConfig& cfg = snap.config();
+  auto cp = snap.open_checkpoint();
   if (!cp) {
     refuse({Step::IMPLEMENT, "checkpoint_before_implement",
             "there is no open plan: IMPLEMENT starts from the checkpoint written at the end of IDEA",
-            derive_state(ws, task).next_action});
+            derive_state(ws, task, snap).next_action});
   }
   if (!is_attempt && iter_number != parse_iter_number(cp->iter)) {
     refuse({Step::IMPLEMENT, "build_the_plan",
             fmt::format("the plan is for {}, not {}", cp->iter, iter_number_name(iter_number)),
             fmt::format("build {} (or write a new plan first)", cp->iter)});
   }
-  int attempts = attempts_for(ledger, cp->iter, cp->created_at);
+  int attempts = snap.attempts_for(cp->iter, cp->created_at);
   if (attempts >= cfg.max_attempts) {
     refuse({Step::IMPLEMENT, "abandon_after_5",
             fmt::format("the idea for {} has failed {} times: abandon it", cp->iter, attempts),
@@ -528,23 +511,26 @@ void guard_implement(const Workspace& ws, const TaskRef& task, int iter_number, 
 }
 
 void guard_measure(const Workspace& ws, const TaskRef& task, const std::string& kernel) {
-  if (!enforced(ws, task)) return;
-  Ledger ledger(ws, task);
-  LedgerIndex idx = ledger.index();
-  if (!idx.best) return;  // PREPARE: the starting kernel
-  History history = History::load(ledger);
-  if (!history.structure_of(kernel).empty()) return;  // re-measuring a kept kernel (re-run protocol)
-  auto cp = open_checkpoint(ws, task);
+  auto protocol = read_protocol(ws, task);
+  if (!protocol || !protocol->enforced) return;
+  guard_measure(ws, task, TaskSnapshot(ws, task, std::move(protocol)), kernel);
+}
+
+void guard_measure(const Workspace& ws, const TaskRef& task, const TaskSnapshot& snap, const std::string& kernel) {
+  if (!snap.enforced()) return;
+  if (!snap.index().best) return;  // PREPARE: the starting kernel
+  if (!snap.history().structure_of(kernel).empty()) return;  // re-measuring a kept kernel (re-run protocol)
+  auto cp = snap.open_checkpoint();
   auto id = try_parse_iter_id(kernel);
   if (!cp || !id || cp->iter != id->number_name()) {
     refuse({Step::MEASURE, "measure_the_plan", fmt::format("{} is not the candidate of the open plan", kernel),
-            derive_state(ws, task).next_action});
+            derive_state(ws, task, snap).next_action});
   }
   // No repeats, by what croq sees: the candidate's source (comments and spacing aside) is not one
   // an earlier round already measured, whatever the plan declared.
   if (auto src = find_primary_source(ws, task, kernel)) {
     const std::string mine = normalised_source_hash(*src);
-    for (const auto& r : ledger.read_all().records) {
+    for (const auto& r : snap.records()) {
       if (r.kernel == kernel || !is_measured(r.decision) || r.decision == Decision::BASELINE) continue;
       auto other = find_primary_source(ws, task, r.kernel);
       if (!mine.empty() && other && normalised_source_hash(*other) == mine) {
@@ -574,13 +560,17 @@ json DecisionContext::to_json() const {
 
 DecisionContext decide_for(const Workspace& ws, const TaskRef& task, const std::string& candidate_kernel,
                            const PerfSample& candidate, bool rerun_done) {
+  return decide_for(ws, task, TaskSnapshot(ws, task), candidate_kernel, candidate, rerun_done);
+}
+
+DecisionContext decide_for(const Workspace& ws, const TaskRef& task, const TaskSnapshot& snap,
+                           const std::string& candidate_kernel, const PerfSample& candidate, bool rerun_done) {
   DecisionContext ctx;
-  ProtocolConfig cfg = config_or_default(ws, task);
-  Ledger ledger(ws, task);
-  auto records = ledger.read_all().records;
-  History history = History::from_records(records);
+  const ProtocolConfig& cfg = snap.config();
+  const auto& records = snap.records();
+  const History& history = snap.history();
   std::string base;
-  if (auto cp = open_checkpoint(ws, task); cp && !cp->base.empty()) base = cp->base;
+  if (auto cp = snap.open_checkpoint(); cp && !cp->base.empty()) base = cp->base;
   if (base.empty()) {
     auto bases = history.active_bases(static_cast<size_t>(cfg.max_active_bases));
     if (!bases.empty()) base = bases.front().kernel;
@@ -600,7 +590,7 @@ DecisionContext decide_for(const Workspace& ws, const TaskRef& task, const std::
   }
   // After a re-run, the best's figure is its newest measurement.
   if (rerun_done && !base.empty()) {
-    if (auto e = latest_valid_evidence(ws, task, EvidenceKind::measure, base)) {
+    if (auto e = snap.latest_valid(EvidenceKind::measure, base)) {
       if (auto text = read_file(ws.root() / e->file)) {
         if (auto j = try_parse_json(*text)) {
           PerfSample s = PerfSample::from_measurement(*j);
@@ -615,8 +605,8 @@ DecisionContext decide_for(const Workspace& ws, const TaskRef& task, const std::
     // A close call: decided on the back-to-back pairs measured since the plan was written (or
     // since the candidate's first measurement, for a task without a plan).
     std::string since;
-    if (auto cp = open_checkpoint(ws, task)) since = cp->created_at;
-    const auto evidence = read_evidence(ws, task);
+    if (auto cp = snap.open_checkpoint()) since = cp->created_at;
+    const auto& evidence = snap.evidence();
     if (since.empty()) {
       for (const auto& e : evidence) {
         if (e.kind == EvidenceKind::measure && e.kernel == candidate_kernel) {
@@ -711,9 +701,15 @@ json pair_commands(const Workspace& ws, const TaskRef& task, const std::string& 
 }
 
 void guard_store(const Workspace& ws, const TaskRef& task, const RoundRecord& record, const json& measurement) {
-  if (!enforced(ws, task)) return;
-  Ledger ledger(ws, task);
-  LedgerIndex idx = ledger.index();
+  auto protocol = read_protocol(ws, task);
+  if (!protocol || !protocol->enforced) return;
+  guard_store(ws, task, TaskSnapshot(ws, task, std::move(protocol)), record, measurement);
+}
+
+void guard_store(const Workspace& ws, const TaskRef& task, const TaskSnapshot& snap, const RoundRecord& record,
+                 const json& measurement) {
+  if (!snap.enforced()) return;
+  const LedgerIndex& idx = snap.index();
   const bool prep = !idx.best && record.round == 0;
   if (is_measured(record.decision) && !measurement.is_object()) {
     if (record.decision == Decision::BASELINE) {
@@ -729,17 +725,17 @@ void guard_store(const Workspace& ws, const TaskRef& task, const RoundRecord& re
   }
   if (record.decision == Decision::BASELINE) return;
   if (prep) return;
-  auto cp = open_checkpoint(ws, task);
+  auto cp = snap.open_checkpoint();
   std::string planned = get_string(record.extra, "planned_iter").value_or(record.iter);
   if (!cp || (cp->iter != planned && cp->iter != record.iter)) {
     refuse({Step::STORE, "checkpoint_matches_round",
             fmt::format("there is no open plan for {}: a round stores the idea planned in its checkpoint", planned),
-            derive_state(ws, task).next_action});
+            derive_state(ws, task, snap).next_action});
   }
-  const auto evidence = read_evidence(ws, task);
+  const auto& evidence = snap.evidence();
   if (is_measured(record.decision)) {
     // The measurement must be of what was built from the current source.
-    auto build = latest_of(evidence, EvidenceKind::build, record.kernel, cp->created_at);
+    auto build = snap.latest(EvidenceKind::build, record.kernel, cp->created_at);
     if (!build) {
       refuse({Step::STORE, "measured_what_was_built", fmt::format("no build of {} since the plan was written", record.kernel),
               cmd("build", task).opt("--iter", record.kernel)});
@@ -771,20 +767,18 @@ void guard_store(const Workspace& ws, const TaskRef& task, const RoundRecord& re
     PerfSample cand = PerfSample::from_measurement(measurement);
     int cand_measures = 0;
     for (const auto& e : evidence) cand_measures += e.kind == EvidenceKind::measure && e.kernel == record.kernel ? 1 : 0;
-    DecisionContext d0 = decide_for(ws, task, record.kernel, cand, false);
+    DecisionContext d0 = decide_for(ws, task, snap, record.kernel, cand, false);
     bool rerun_done = false;
     if (d0.result.needs_rerun) {
-      auto first = latest_of(evidence, EvidenceKind::measure, record.kernel);
-      auto base_meas = latest_of(evidence, EvidenceKind::measure, d0.base_kernel, cp->created_at);
+      auto base_meas = snap.latest(EvidenceKind::measure, d0.base_kernel, cp->created_at);
       rerun_done = cand_measures >= 2 && base_meas.has_value();
-      (void)first;
       if (!rerun_done) {
         refuse({Step::STORE, "rerun_suspicious", d0.result.reason,
                 then({cmd("measure", task).opt("--iter", record.kernel).flag("--pairs"),
                       "store with the new candidate measurement"})});
       }
     }
-    DecisionContext d = rerun_done ? decide_for(ws, task, record.kernel, cand, true) : d0;
+    DecisionContext d = rerun_done ? decide_for(ws, task, snap, record.kernel, cand, true) : d0;
     if (record.decision == Decision::KEEP && d.result.decision != Decision::KEEP) {
       std::string next = "store this round as DISCARD";
       if (d.result.needs_pairs && d.result.pairs.contains("next")) {
@@ -804,7 +798,7 @@ void guard_store(const Workspace& ws, const TaskRef& task, const RoundRecord& re
         failed_build = true;
       }
     }
-    if (!failed_build && attempts_for(ledger, planned, cp->created_at) == 0) {
+    if (!failed_build && snap.attempts_for(planned, cp->created_at) == 0) {
       refuse({Step::STORE, "failure_needs_evidence",
               "COMPILE_FAIL needs a failed build (or logged attempts) of the planned iteration",
               cmd("build", task).opt("--iter", planned + "_<tag>")});

@@ -21,6 +21,8 @@
 
 namespace croq {
 
+struct TaskSnapshot;  // snapshot.hpp: the task's state, loaded once per step
+
 enum class Step { PREPARE, PROFILE, IDEA, IMPLEMENT, VERIFY, MEASURE, DECIDE, STORE, SHAPE_COMPLETE, NEXT_SHAPE };
 const char* step_name(Step s);
 
@@ -57,6 +59,7 @@ struct TaskState {
   json to_json() const;
 };
 TaskState derive_state(const Workspace& ws, const TaskRef& task);
+TaskState derive_state(const Workspace& ws, const TaskRef& task, const TaskSnapshot& snapshot);
 
 // A refused step: thrown as Error(ExitCode::refused) with these fields in the JSON error.
 struct Refusal {
@@ -67,16 +70,24 @@ struct Refusal {
 };
 [[noreturn]] void refuse(const Refusal& r);
 
-// Guards. Each does nothing when the task is advisory; otherwise it throws a refusal.
+// Guards. Each does nothing when the task is advisory; otherwise it throws a refusal. The forms
+// without a snapshot read protocol.json, and only for an enforced task load the snapshot once; the
+// refusal's wording (its next action) comes from the same snapshot.
 // IDEA: `plan` is the checkpoint about to be written (its extra holds the idea plan).
 void guard_idea(const Workspace& ws, const TaskRef& task, const Checkpoint& plan);
+void guard_idea(const Workspace& ws, const TaskRef& task, const TaskSnapshot& snapshot, const Checkpoint& plan);
 // IMPLEMENT: next-iter and build of `iter_number`.
 void guard_implement(const Workspace& ws, const TaskRef& task, int iter_number, bool is_attempt);
+void guard_implement(const Workspace& ws, const TaskRef& task, const TaskSnapshot& snapshot, int iter_number,
+                     bool is_attempt);
 // MEASURE of a candidate kernel (iter<NNN>_<tag>).
 void guard_measure(const Workspace& ws, const TaskRef& task, const std::string& kernel);
+void guard_measure(const Workspace& ws, const TaskRef& task, const TaskSnapshot& snapshot, const std::string& kernel);
 // STORE of a round record (after validation, before writing). `measurement` is the measurement
 // document the figure came from (null when typed).
 void guard_store(const Workspace& ws, const TaskRef& task, const RoundRecord& record, const json& measurement);
+void guard_store(const Workspace& ws, const TaskRef& task, const TaskSnapshot& snapshot, const RoundRecord& record,
+                 const json& measurement);
 
 // The protocol's decision for a measured candidate against the best of its base.
 struct DecisionContext {
@@ -87,6 +98,8 @@ struct DecisionContext {
 };
 DecisionContext decide_for(const Workspace& ws, const TaskRef& task, const std::string& candidate_kernel,
                            const PerfSample& candidate, bool rerun_done);
+DecisionContext decide_for(const Workspace& ws, const TaskRef& task, const TaskSnapshot& snapshot,
+                           const std::string& candidate_kernel, const PerfSample& candidate, bool rerun_done);
 
 // Close calls (decide.hpp): the back-to-back pairs of `candidate` and `best` in the evidence since
 // `since` (measurements whose files are unchanged; two neighbours of different kernels make a

@@ -11,6 +11,7 @@
 #include "croq/protocol/evidence.hpp"
 #include "croq/protocol/history.hpp"
 #include "croq/protocol/protocol.hpp"
+#include "croq/protocol/snapshot.hpp"
 #include "croq/search/search.hpp"
 #include "croq/workspace/sources.hpp"
 #include "croq/util/error.hpp"
@@ -82,6 +83,7 @@ std::string source_extension(const std::string& dsl) {
 
 struct Tuner::Impl {
   VerbClient& client;
+  ProcessRunner& runner;
   const Workspace& ws;
   TaskRef task;
   TuneOptions opt;
@@ -92,9 +94,16 @@ struct Tuner::Impl {
   json tune_doc;
   std::map<std::string, std::vector<double>> step_ms;  // verb -> wall times
   int rounds_this_run = 0;
+  // The task's state (ledger, evidence, checkpoint, protocol.json) as the last child verb left
+  // it: a new snapshot per step of the loop, after `croq state`, from which every decision of that
+  // step reads (each file at most once). Child verbs that change the state run before the next
+  // step's snapshot.
+  TaskSnapshot snap;
 
-  Impl(VerbClient& c, const Workspace& w, TaskRef t, TuneOptions o, Progress p)
-      : client(c), ws(w), task(std::move(t)), opt(std::move(o)), progress(std::move(p)) {}
+  Impl(VerbClient& c, ProcessRunner& r, const Workspace& w, TaskRef t, TuneOptions o, Progress p)
+      : client(c), runner(r), ws(w), task(std::move(t)), opt(std::move(o)), progress(std::move(p)), snap(ws, task) {}
+
+  void load_snapshot() { snap = TaskSnapshot(ws, task); }
 
   std::vector<std::string> targs() const {
     return {"--gpu", task.gpu, "--dsl", task.dsl, "--shape-key", task.shape.text, "--model", task.model};
@@ -198,8 +207,6 @@ struct Tuner::Impl {
       save_tune_doc();
       event({{"event", "start"}, {"seed", opt.seed}, {"family", family->name()}, {"rounds", opt.rounds}});
     }
-    search = std::make_unique<Search>(family, problem, opt.seed + static_cast<uint64_t>(Ledger(ws, task).index().max_round));
-
     VerbResult env = call("env", {"env", "validate", "--dsl", task.dsl}, false);
     if (!env.ok() || !env.doc.value("pass", false)) {
       std::string errors = env.doc.contains("errors") ? env.doc["errors"].dump() : env.message();
@@ -211,55 +218,121 @@ struct Tuner::Impl {
       base.push_back("--task-uid");
       base.push_back(uid);
     }
-    VerbResult b = measured("baseline", base, true);
-    {
-      LedgerIndex bi = Ledger(ws, task).index();
-      event({{"event", "baseline"},
-             {"kernel", bi.baseline ? json(bi.baseline->kernel) : json(nullptr)},
-             {"tflops", bi.baseline && bi.baseline->tflops ? json(*bi.baseline->tflops) : json(nullptr)}});
-    }
+    measured("baseline", base, true);
+    load_snapshot();
+    const LedgerIndex& bi = snap.index();
+    search = std::make_unique<Search>(family, problem, opt.seed + static_cast<uint64_t>(bi.max_round));
+    event({{"event", "baseline"},
+           {"kernel", bi.baseline ? json(bi.baseline->kernel) : json(nullptr)},
+           {"tflops", bi.baseline && bi.baseline->tflops ? json(*bi.baseline->tflops) : json(nullptr)}});
 
-    if (!Ledger(ws, task).index().best) starting_kernel();
+    if (!bi.best) starting_kernel();
   }
 
-  // iter001: the family's default configuration, built, measured and stored as round 0.
-  void starting_kernel() {
-    FamilyConfig cfg = family->default_config(problem);
-    if (auto why = family->violation(cfg, problem)) {
-      throw Error(ExitCode::internal, fmt::format("family {} default configuration is illegal: {}", family->name(), *why));
-    }
-    std::string idea = fmt::format("starting kernel: {} default configuration", family->name());
-    std::string tag = family->name() + "_default";
+  // A starting kernel to try: a whole configuration, its idea sentence and its tag.
+  struct StartCandidate {
+    FamilyConfig cfg;
+    std::string idea;
+    std::string tag;
+  };
+
+  // What PREPARE may start from, in order: the configuration of another shape's best (croq sweep
+  // --mode from-current-best) when it is legal here, the family's default, then the family's
+  // alternatives (its other archetypes for the problem).
+  std::vector<StartCandidate> start_candidates() {
+    std::vector<StartCandidate> out;
+    std::set<std::string> seen;
+    auto add = [&](FamilyConfig cfg, std::string idea, std::string tag) {
+      if (tag.size() > 31) tag.resize(31);
+      if (seen.insert(config_to_json(cfg).dump()).second) out.push_back({std::move(cfg), std::move(idea), std::move(tag)});
+    };
     if (opt.start_params.is_object() && !opt.start_params.empty()) {
       FamilyConfig from = recorded(opt.start_params);
       if (auto why = family->violation(from, problem)) {
         event({{"event", "start_params_illegal"}, {"from", opt.start_from}, {"reason", *why}});
       } else {
-        cfg = from;
-        idea = fmt::format("starting kernel: the best kernel of {} ({}), its configuration on this shape", opt.start_from,
-                           family->name());
-        tag = "from_best";
+        add(from,
+            fmt::format("starting kernel: the best kernel of {} ({}), its configuration on this shape", opt.start_from,
+                        family->name()),
+            "from_best");
       }
     }
-    if (tag.size() > 31) tag.resize(31);
-    VerbResult ni = must("next-iter", {"next-iter", "--tag", tag});
-    std::string kernel = get_string(ni.doc, "kernel").value_or("");
-    atomic_write(source_path(kernel), family->render_source(cfg, problem));
-    build(kernel, cfg, /*attempt_tag=*/"");
-    VerbResult me = measured("measure", {"measure", "--iter", kernel}, true);
-    std::string verdict = get_string(me.doc, "verdict").value_or("");
-    if (verdict != "PASS") {
-      throw Error(ExitCode::failure, fmt::format("the starting kernel {} did not pass: {} ({})", kernel, verdict,
-                                                 get_string(me.doc, "reason").value_or("")));
+    FamilyConfig def = family->default_config(problem);
+    if (auto why = family->violation(def, problem)) {
+      throw Error(ExitCode::internal, fmt::format("family {} default configuration is illegal: {}", family->name(), *why));
     }
-    IdeaPlan plan;
-    plan.params = config_to_json(cfg);
-    plan.family = family->name();
-    plan.structure = kernel;
-    json extra = plan.to_json();
-    must("store", {"store-round", "--iter", iter_of(kernel), "--kernel", kernel, "--round", "0", "--decision", "KEEP",
-                   "--measurement", measurement_file(kernel), "--idea", idea, "--extra", dump_compact(extra)});
-    event({{"event", "starting_kernel"}, {"kernel", kernel}, {"tflops", me.doc.value("tflops", 0.0)}});
+    add(def, fmt::format("starting kernel: {} default configuration", family->name()), family->name() + "_default");
+    for (const auto& alt : family->alternatives(problem)) {
+      if (family->violation(alt.config, problem)) continue;
+      add(alt.config, fmt::format("starting kernel: {} alternative, {}", family->name(), alt.name), alt.tag);
+    }
+    return out;
+  }
+
+  // PREPARE's starting kernel (iter001 when the first one passes): built, measured and stored as
+  // round 0. A candidate that does not build or does not pass verification is logged as a failed
+  // attempt (attempt-log.jsonl, with its parameters) and the next one is tried; a resumed tune
+  // skips those already logged. Only when every candidate failed does the tune stop, naming each.
+  void starting_kernel() {
+    std::set<std::string> failed_before;
+    for (const auto& a : snap.attempts()) {
+      if (a.value("starting_kernel", false) && a.contains("params")) {
+        failed_before.insert(config_to_json(recorded(a["params"])).dump());
+      }
+    }
+    std::vector<std::string> failures;
+    for (const auto& c : start_candidates()) {
+      if (failed_before.count(config_to_json(c.cfg).dump())) {
+        failures.push_back(c.tag + ": failed in an earlier run (attempt-log.jsonl)");
+        continue;
+      }
+      std::string failure = try_starting_kernel(c);
+      if (failure.empty()) return;
+      failures.push_back(c.tag + ": " + failure);
+      event({{"event", "starting_kernel_failed"}, {"tag", c.tag}, {"reason", failure}});
+    }
+    throw Error(ExitCode::failure,
+                fmt::format("no starting kernel of family {} passed ({} tried): {}", family->name(), failures.size(),
+                            fmt::format("{}", fmt::join(failures, "; "))),
+                "each failure is in attempt-log.jsonl and its build/measure files under perf/; fix the family or the "
+                "environment, or start from a kernel of your own with `croq prepare --from FILE`");
+  }
+
+  // Builds, measures and stores one starting candidate; returns "" when it was stored, else why
+  // it failed (the failure is logged as an attempt).
+  std::string try_starting_kernel(const StartCandidate& c) {
+    VerbResult ni = must("next-iter", {"next-iter", "--tag", c.tag});
+    std::string kernel = get_string(ni.doc, "kernel").value_or("");
+    atomic_write(source_path(kernel), family->render_source(c.cfg, problem));
+    json b = build(kernel, c.cfg, /*attempt_tag=*/"");
+    std::string verdict = get_string(b, "verdict").value_or("");
+    std::string reason;
+    if (verdict != "OK") {
+      reason = get_string(b, "reason").value_or(get_string(b, "error").value_or(""));
+      if (verdict.empty()) verdict = "COMPILE_FAIL";
+    } else {
+      VerbResult me = measured("measure", {"measure", "--iter", kernel}, false);
+      if (!me.doc.is_object() || !me.doc.contains("verdict")) {
+        throw Error(ExitCode::failure, "croq measure failed: " + me.message(),
+                    "see the message above; `croq state` shows where the task stands");
+      }
+      verdict = get_string(me.doc, "verdict").value_or("");
+      if (verdict == "PASS") {
+        IdeaPlan plan;
+        plan.params = config_to_json(c.cfg);
+        plan.family = family->name();
+        plan.structure = kernel;
+        must("store", {"store-round", "--iter", iter_of(kernel), "--kernel", kernel, "--round", "0", "--decision", "KEEP",
+                       "--measurement", measurement_file(kernel), "--idea", c.idea, "--extra", dump_compact(plan.to_json())});
+        event({{"event", "starting_kernel"}, {"kernel", kernel}, {"tflops", me.doc.value("tflops", 0.0)}});
+        return "";
+      }
+      reason = get_string(me.doc, "reason").value_or("");
+    }
+    json extra = {{"params", config_to_json(c.cfg)}, {"starting_kernel", true}, {"verdict", verdict}};
+    must("attempt", {"attempt", "--tag", c.tag, "--reason", to_lower(verdict), "--idea", c.idea, "--planned-iter",
+                     iter_of(kernel), "--extra", dump_compact(extra)});
+    return fmt::format("{} {}{}", kernel, verdict, reason.empty() ? "" : " (" + reason + ")");
   }
 
   static std::string iter_of(const std::string& kernel) { return kernel.substr(0, kernel.find('_')); }
@@ -283,11 +356,13 @@ struct Tuner::Impl {
   }
 
   // ---- the rounds ----
-  // The task's protocol thresholds (protocol.json; the defaults for a task without one), the same
-  // ones the guards apply.
-  ProtocolConfig rules_cfg() const { return config_or_default(ws, task); }
+  // The thresholds are the task's protocol.json (the defaults for a task without one): the same
+  // ones the guards apply, from the same snapshot.
+  const ProtocolConfig& rules_cfg() const { return snap.config(); }
 
-  std::optional<ActiveBase> pick_base(const History& h) {
+  // The first active base, or the other one once the first has gone structural_reset_streak
+  // rounds without a KEEP.
+  std::optional<ActiveBase> pick_base(const History& h) const {
     auto bases = h.active_bases(static_cast<size_t>(rules_cfg().max_active_bases));
     if (bases.empty()) return std::nullopt;
     if (bases.front().discard_streak >= rules_cfg().structural_reset_streak && bases.size() > 1) return bases[1];
@@ -296,7 +371,7 @@ struct Tuner::Impl {
 
   void profile(const std::string& kernel) {
     ensure_built(kernel);
-    int round = Ledger(ws, task).index().max_round + 1;
+    int round = snap.index().max_round + 1;
     std::vector<std::string> args = {"profile", "--iter", kernel, "--round", std::to_string(round)};
     if (task.dsl != "cpp") args.insert(args.end(), {"--preset", opt.profile_preset});
     VerbResult r = must("profile", args);
@@ -304,17 +379,16 @@ struct Tuner::Impl {
   }
 
   void idea() {
-    Ledger ledger(ws, task);
-    auto records = ledger.read_all().records;
-    History h = History::from_records(records);
+    const auto& records = snap.records();
+    const History& h = snap.history();
     auto base = pick_base(h);
     if (!base) throw Error(ExitCode::internal, "no active base although a starting kernel is stored");
-    auto prof = latest_valid_evidence(ws, task, EvidenceKind::profile, base->kernel);
+    auto prof = snap.latest_valid(EvidenceKind::profile, base->kernel);
     if (!prof || prof->timestamp < base->timestamp) {
       profile(base->kernel);
       return;  // the next pass of the loop plans the idea
     }
-    if (base->discard_streak >= rules_cfg().escalate_streak && escalate(*base)) return;
+    if (base->discard_streak >= rules_cfg().escalate_streak) escalate(*base);
     std::string bottleneck = get_string(prof->summary, "bottleneck").value_or("mixed");
     FamilyConfig base_cfg;
     for (auto it = records.rbegin(); it != records.rend(); ++it) {
@@ -326,17 +400,23 @@ struct Tuner::Impl {
     if (base_cfg.empty()) throw Error(ExitCode::internal, "the base kernel " + base->kernel + " has no recorded parameters");
     SearchRules rules;
     rules.explore = opt.explore;
-    // Every configuration this task has built (whatever its base and outcome).
+    // Every configuration this task has built (whatever its base and outcome), starting kernels
+    // that failed included.
     auto measured = std::make_shared<std::set<std::string>>();
     for (const auto& r : records) {
       if (r.extra.contains("params") && r.extra["params"].is_object()) {
         measured->insert(config_to_json(recorded(r.extra["params"])).dump());
       }
     }
+    for (const auto& a : snap.attempts()) {
+      if (a.value("starting_kernel", false) && a.contains("params") && a["params"].is_object()) {
+        measured->insert(config_to_json(recorded(a["params"])).dump());
+      }
+    }
     rules.measured = [measured](const FamilyConfig& c) { return measured->count(config_to_json(c).dump()) > 0; };
     rules.must_be_structural = h.macro_streak() >= rules_cfg().macro_streak_limit ||
                                base->discard_streak >= rules_cfg().structural_reset_streak;
-    auto tried = [&](const std::string& c) { return h.tried(c); };
+    auto tried = [&h](const std::string& c) { return h.tried(c); };
     auto p = search->propose(base->kernel, base_cfg, bottleneck, tried, rules);
     if (!p && !rules.must_be_structural) p = std::nullopt;
     if (!p) {
@@ -345,7 +425,7 @@ struct Tuner::Impl {
              {"reason", rules.must_be_structural ? "no untried structural move is left" : "no untried move is left"}});
       return;
     }
-    int next = ledger.peek_next_iter();
+    int next = snap.next_iter();
     json extra = {{"params", p->plan.params}, {"structural", p->plan.structural}, {"family", family->name()}, {"tag", p->tag},
                   {"category", p->category}};
     std::vector<std::string> args = {"checkpoint", "write", "--iter", iter_number_name(next), "--base", base->kernel,
@@ -364,17 +444,17 @@ struct Tuner::Impl {
            {"structural", p->structural}});
   }
 
-  // At 7 consecutive rounds not kept: SASS comparison (GPU dsls) and a fresh baseline profile.
-  // At 7 consecutive rounds not kept: a fresh baseline profile and (GPU dsls) the SASS comparison
-  // of the base against the library kernel that profile captured, both newer than the streak.
-  bool escalate(const ActiveBase& base) {
+  // At escalate_streak consecutive rounds not kept: a fresh baseline profile and (GPU dsls) the
+  // SASS comparison of the base against the library kernel that profile captured, both newer than
+  // the streak. The idea is planned in the same pass.
+  void escalate(const ActiveBase& base) {
     bool did = false;
     const bool gpu = task.dsl != "cpp";
     auto abs_path = [&](const std::string& p) {
       fs::path f = p;
       return f.is_relative() ? ws.root() / f : f;
     };
-    auto bp = latest_valid_evidence(ws, task, EvidenceKind::baseline_profile);
+    auto bp = snap.latest_valid(EvidenceKind::baseline_profile);
     bool need_profile = !bp || bp->timestamp < base.streak_since;
     const fs::path baseline_sass = ws.kind_dir(task, ArtifactKind::perf) / "sass_baseline.sass";
     std::error_code ec;
@@ -393,22 +473,23 @@ struct Tuner::Impl {
       must("sass", {"sass", "dump", "--baseline", "--report", report.string()});
     }
     if (gpu) {
-      auto sc = latest_valid_evidence(ws, task, EvidenceKind::sass_compare);
+      auto sc = snap.latest_valid(EvidenceKind::sass_compare);
       if (!sc || sc->timestamp < base.streak_since) {
         must("sass", {"sass", "compare", "--iter", base.kernel});
         did = true;
       }
     }
     if (did) event({{"event", "escalation"}, {"base", base.kernel}, {"discard_streak", base.discard_streak}});
-    return false;  // continue with the idea in the same pass
   }
 
-  std::optional<Checkpoint> checkpoint() {
-    try {
-      return read_checkpoint(ws, task);
-    } catch (const Error&) {
-      return std::nullopt;
+  // The open plan of this step's snapshot (a damaged checkpoint is no plan: `croq state` reports it).
+  Checkpoint plan(const char* step) const {
+    auto cp = snap.open_checkpoint();
+    if (!cp) {
+      throw Error(ExitCode::internal, fmt::format("{} without an open plan{}", step,
+                                                  snap.checkpoint_error().empty() ? "" : ": " + snap.checkpoint_error()));
     }
+    return *cp;
   }
 
   // The kernel built (or to build) for the open plan.
@@ -422,8 +503,7 @@ struct Tuner::Impl {
   }
 
   void implement() {
-    auto cp = checkpoint();
-    if (!cp) throw Error(ExitCode::internal, "IMPLEMENT without a checkpoint");
+    auto cp = std::optional<Checkpoint>(plan("IMPLEMENT"));
     must("checkpoint", {"checkpoint", "read"});
     FamilyConfig cfg = recorded(cp->extra.value("params", json::object()));
     std::string kernel = kernel_of_plan(*cp);
@@ -443,8 +523,7 @@ struct Tuner::Impl {
   }
 
   void verify() {
-    auto cp = checkpoint();
-    std::string kernel = kernel_of_plan(*cp);
+    std::string kernel = kernel_of_plan(plan("VERIFY"));
     VerbResult r = call("verify", {"checkpoint", "verify", "--iter", kernel});
     if (r.exit_code == static_cast<int>(ExitCode::drift)) {
       throw Error(ExitCode::internal, "croq's own candidate drifted from its plan: " + r.doc.dump());
@@ -461,15 +540,13 @@ struct Tuner::Impl {
     if (fs::exists(ws.kind_dir(task, ArtifactKind::bin) / (kernel + ".so"), ec)) return;
     event({{"event", "rebuild"}, {"kernel", kernel}});
     FamilyConfig cfg;
-    auto cp = checkpoint();
+    auto cp = snap.open_checkpoint();
     // The open plan's candidate (not kernel_of_plan, which would reserve an id when no source exists).
     const bool plans_candidate = cp && kernel.rfind(cp->iter + "_", 0) == 0;
     if (plans_candidate) {
       cfg = recorded(cp->extra.value("params", json::object()));
-    } else {
-      for (const auto& r : Ledger(ws, task).read_all().records) {
-        if (r.kernel == kernel) cfg = recorded(r.extra.value("params", json::object()));
-      }
+    } else if (const RoundRecord* r = snap.record_of(kernel)) {
+      cfg = recorded(r->extra.value("params", json::object()));
     }
     json b = build(kernel, cfg, "");
     if (get_string(b, "verdict").value_or("") != "OK") {
@@ -480,7 +557,7 @@ struct Tuner::Impl {
   }
 
   void measure_and_store() {
-    auto cp = checkpoint();
+    auto cp = std::optional<Checkpoint>(plan("MEASURE"));
     std::string kernel = kernel_of_plan(*cp);
     ensure_built(kernel);
     VerbResult m = measured("measure", {"measure", "--iter", kernel}, false);
@@ -538,6 +615,7 @@ struct Tuner::Impl {
 
   void store(const Checkpoint& cp, const std::string& kernel, const std::string& decision, const std::string& file,
              const std::string& why) {
+    (void)snap.index();  // as before this store: after_store folds the stored record into it
     json extra = {{"harness_ms", harness_json()}, {"decision_reason", why}};
     std::string category = get_string(cp.extra, "category").value_or("misc");
     VerbResult r = must("store", {"store-round", "--iter", iter_of(kernel), "--kernel", kernel, "--decision", decision,
@@ -547,6 +625,7 @@ struct Tuner::Impl {
   }
 
   void store_failure(const Checkpoint& cp, const std::string& kernel, const std::string& decision, const json& measurement) {
+    (void)snap.index();  // as before this store: after_store folds the stored record into it
     std::string category = get_string(cp.extra, "category").value_or("misc");
     std::vector<std::string> args = {"store-round", "--iter", iter_of(kernel), "--kernel", kernel, "--decision", decision,
                                      "--bottleneck", cp.bottleneck, "--idea", cp.idea, "--category", category,
@@ -563,7 +642,10 @@ struct Tuner::Impl {
     ++rounds_this_run;
     call("reinforce", {"reinforce"});  // the protocol's reinforce step after every store; its output is not used here
     json rec = r.doc.value("record", json::object());
-    LedgerIndex idx = Ledger(ws, task).index();
+    // The index after the store: this step's (loaded before the store), folded with the record the
+    // store answered with.
+    LedgerIndex idx = snap.index();
+    if (auto stored = RoundRecord::from_json(rec)) idx.fold(*stored);
     json e = {{"event", "round"},
               {"round", rec.value("round", 0)},
               {"kernel", kernel},
@@ -595,14 +677,14 @@ struct Tuner::Impl {
     ProcessSpec add;
     add.argv = {"git", "-C", ws.root().string(), "add", "-A", "tuning/"};
     add.timeout = std::chrono::milliseconds(60000);
-    ProcessResult a = process_runner().run(add);
+    ProcessResult a = runner.run(add);
     ProcessSpec commit;
     double tflops = rec.value("tflops", 0.0);
     commit.argv = {"git", "-C", ws.root().string(), "commit", "-q", "-m",
                    fmt::format("tune({}): {} {} {} - {} {:.2f} TFLOPS (KEEP)\n\n{}", task.dsl, task.shape.op,
                                task.shape.dtype_token, task.shape.text, kernel, tflops, rec.value("idea", ""))};
     commit.timeout = std::chrono::milliseconds(60000);
-    ProcessResult c = process_runner().run(commit);
+    ProcessResult c = runner.run(commit);
     event({{"event", "git_commit"}, {"ok", a.ok() && c.ok()}, {"detail", c.ok() ? "" : c.err + c.out}});
   }
 
@@ -618,6 +700,7 @@ struct Tuner::Impl {
       if (++guard > 20 * std::max(1, opt.rounds) + 100) throw Error(ExitCode::internal, "tune made no progress");
       VerbResult st = must("state", {"state"});
       std::string step = st.doc.value("step", "");
+      load_snapshot();  // one load per step, after the verbs of the last one
       if (step == "SHAPE_COMPLETE" || exhausted) break;
       if (step == "PREPARE") {
         prepare();
@@ -630,8 +713,8 @@ struct Tuner::Impl {
       } else if (step == "MEASURE" || step == "DECIDE") {
         measure_and_store();
       } else if (step == "STORE") {
-        auto cp = checkpoint();
-        store_failure(*cp, kernel_of_plan(*cp), "COMPILE_FAIL", json(nullptr));
+        Checkpoint cp = plan("STORE");
+        store_failure(cp, kernel_of_plan(cp), "COMPILE_FAIL", json(nullptr));
       } else {
         throw Error(ExitCode::internal, "unknown protocol step " + step);
       }
@@ -639,7 +722,7 @@ struct Tuner::Impl {
     tune_doc["completed"] = true;
     tune_doc["finished_at"] = now_iso8601();
     save_tune_doc();
-    LedgerIndex idx = Ledger(ws, task).index();
+    const LedgerIndex& idx = snap.index();
     json summary = {{"task", task.id()},
                     {"family", family->name()},
                     {"seed", opt.seed},
@@ -657,8 +740,8 @@ struct Tuner::Impl {
     if (idx.best) {
       // The best kernel's source and parameters, for the final summary.
       if (auto src = find_primary_source(ws, task, idx.best->kernel)) summary["best_source"] = ws.display(*src);
-      for (const auto& r : Ledger(ws, task).read_all().records) {
-        if (r.kernel == idx.best->kernel && r.extra.contains("params")) summary["best_params"] = r.extra["params"];
+      if (const RoundRecord* r = snap.record_of(idx.best->kernel); r && r->extra.contains("params")) {
+        summary["best_params"] = r->extra["params"];
       }
     }
     event({{"event", "done"}, {"summary", summary}});
@@ -666,8 +749,9 @@ struct Tuner::Impl {
   }
 };
 
-Tuner::Tuner(VerbClient& client, const Workspace& ws, TaskRef task, TuneOptions options, Progress progress)
-    : m(std::make_shared<Impl>(client, ws, std::move(task), std::move(options), std::move(progress))) {}
+Tuner::Tuner(VerbClient& client, ProcessRunner& runner, const Workspace& ws, TaskRef task, TuneOptions options,
+             Progress progress)
+    : m(std::make_shared<Impl>(client, runner, ws, std::move(task), std::move(options), std::move(progress))) {}
 
 json Tuner::run() { return m->run(); }
 

@@ -14,6 +14,7 @@
 #include "croq/search/family.hpp"
 #include "croq/search/verb_client.hpp"
 #include "croq/util/json.hpp"
+#include "croq/util/process.hpp"
 #include "croq/workspace/workspace.hpp"
 
 namespace croq {
@@ -45,8 +46,13 @@ FamilyProblem problem_from_task(const TaskRef& task);
 class Tuner {
  public:
   using Progress = std::function<void(const json& event)>;
-  Tuner(VerbClient& client, const Workspace& ws, TaskRef task, TuneOptions options, Progress progress);
-  // Runs until the round budget is met or no idea is left; returns the summary document.
+  // `client` runs croq's verbs (SelfExecClient: as child processes; a fake in tests), `runner` the
+  // tuner's own commands (git for --git-commit).
+  Tuner(VerbClient& client, ProcessRunner& runner, const Workspace& ws, TaskRef task, TuneOptions options,
+        Progress progress);
+  // Runs until the round budget is met or no idea is left; returns the summary document. PREPARE
+  // stores the first starting kernel that passes (the family's default, else its alternatives in
+  // order) and stops with an error naming each failure only when none does.
   json run();
 
  private:

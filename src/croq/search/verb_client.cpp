@@ -16,8 +16,8 @@ std::string VerbResult::message() const {
   return err;
 }
 
-SelfExecClient::SelfExecClient(std::filesystem::path croq_exe, std::filesystem::path root)
-    : m_exe(std::move(croq_exe)), m_root(std::move(root)) {}
+SelfExecClient::SelfExecClient(ProcessRunner& runner, std::filesystem::path croq_exe, std::filesystem::path root)
+    : m_runner(runner), m_exe(std::move(croq_exe)), m_root(std::move(root)) {}
 
 VerbResult SelfExecClient::call(const std::vector<std::string>& args, std::chrono::seconds timeout) {
   ProcessSpec spec;
@@ -27,7 +27,7 @@ VerbResult SelfExecClient::call(const std::vector<std::string>& args, std::chron
   // A driver killed outright (croq sweep or croq tune under SIGKILL) takes its step with it; the
   // records are crash-safe, and the next run resumes from the evidence.
   spec.parent_death_signal = SIGKILL;
-  ProcessResult r = process_runner().run(spec);
+  ProcessResult r = m_runner.run(spec);
   VerbResult v;
   v.wall_ms = r.wall_ms;
   v.err = r.err;

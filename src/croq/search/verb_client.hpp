@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "croq/util/json.hpp"
+#include "croq/util/process.hpp"
 
 namespace croq {
 
@@ -27,13 +28,14 @@ class VerbClient {
   virtual VerbResult call(const std::vector<std::string>& args, std::chrono::seconds timeout) = 0;
 };
 
-// Runs `<croq executable> --root <root> -q <args>` through the process runner.
+// Runs `<croq executable> --root <root> -q <args>` through the process runner it is given.
 class SelfExecClient : public VerbClient {
  public:
-  SelfExecClient(std::filesystem::path croq_exe, std::filesystem::path root);
+  SelfExecClient(ProcessRunner& runner, std::filesystem::path croq_exe, std::filesystem::path root);
   VerbResult call(const std::vector<std::string>& args, std::chrono::seconds timeout) override;
 
  private:
+  ProcessRunner& m_runner;
   std::filesystem::path m_exe;
   std::filesystem::path m_root;
 };
