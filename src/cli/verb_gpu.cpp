@@ -122,31 +122,24 @@ VerbRunner setup_gpu_lease(CLI::App& app) {
     // The command inherits stdin and stderr; its stdout goes to stderr, so that croq's own stdout
     // stays one JSON document. The lock's descriptor is close-on-exec: the lease stays with croq,
     // which holds it until the command has ended.
-    Stopwatch clock;
     std::fflush(nullptr);
-    const pid_t child = ::fork();
-    if (child < 0) throw Error(ExitCode::failure, std::string("fork failed: ") + std::strerror(errno));
-    if (child == 0) {
-      ::dup2(2, 1);
-      std::vector<char*> argv;
-      for (auto& a : o->command) argv.push_back(a.data());
-      argv.push_back(nullptr);
-      ::execvp(argv[0], argv.data());
-      std::fprintf(stderr, "croq gpu lease: cannot run %s: %s\n", argv[0], std::strerror(errno));
-      ::_exit(127);
-    }
-    int status = 0;
-    while (::waitpid(child, &status, 0) < 0 && errno == EINTR) {
-    }
+    ProcessSpec spec;
+    spec.argv = o->command;
+    spec.stdout_to_stderr = true;
+    spec.new_process_group = false;  // the terminal's Ctrl-C reaches the command as it reaches croq
+    ProcessResult r = process_runner().run(spec);
+    if (!r.started) std::fprintf(stderr, "croq gpu lease: cannot run %s: %s\n", o->command[0].c_str(), r.spawn_error.c_str());
+    const bool exited = !r.started || r.term_signal == 0;
+    const int exit_code = r.started ? r.exit_code : 127;
     json doc;
     doc["device_id"] = id;
     doc["command"] = o->command;
     doc["waited_ms"] = lease.waited().count();
-    doc["held_ms"] = std::round(clock.elapsed_ms());
-    doc["exit_code"] = WIFEXITED(status) ? json(WEXITSTATUS(status)) : json(nullptr);
-    doc["signal"] = WIFSIGNALED(status) ? json(WTERMSIG(status)) : json(nullptr);
+    doc["held_ms"] = std::round(r.wall_ms);
+    doc["exit_code"] = exited ? json(exit_code) : json(nullptr);
+    doc["signal"] = exited ? json(nullptr) : json(r.term_signal);
     ctx.emit(doc);
-    const bool ok = WIFEXITED(status) && WEXITSTATUS(status) == 0;
+    const bool ok = exited && exit_code == 0;
     return ok ? ExitCode::ok : ExitCode::failure;
   };
 }

@@ -3,16 +3,12 @@
 // every start. The arguments are already checked (help and usage errors come from croq itself);
 // the process is replaced by croq-web with the same command line, keeping its pid, standard
 // streams and exit code.
-#include <unistd.h>
-
-#include <cerrno>
-#include <cstring>
-
 #include <fmt/format.h>
 
 #include "cli/web_verbs.hpp"
 #include "croq/util/error.hpp"
 #include "croq/util/paths.hpp"
+#include "croq/util/process.hpp"
 
 namespace croq::cli {
 
@@ -36,13 +32,10 @@ namespace {
   std::vector<std::string> args;
   args.push_back(exe.string());
   for (const auto& a : ctx.argv) args.push_back(a);
-  std::vector<char*> argv;
-  for (auto& a : args) argv.push_back(a.data());
-  argv.push_back(nullptr);
   ctx.out.flush();
   ctx.err.flush();
-  ::execv(exe.c_str(), argv.data());
-  throw Error(ExitCode::internal, fmt::format("cannot start {}: {}", exe.string(), std::strerror(errno)));
+  const std::string why = replace_process(args);
+  throw Error(ExitCode::internal, fmt::format("cannot start {}: {}", exe.string(), why));
 }
 
 }  // namespace

@@ -39,7 +39,8 @@ ChildStatus wait_exit(SupervisedLauncher& l, const ChildHandle& h) {
 
 TEST(WebChild, OutputGoesToTheRunLogAndTheExitStatusIsRecorded) {
   TempDir dir;
-  SupervisedLauncher l;
+  SystemProcessRunner runner;
+  SupervisedLauncher l(runner);
   Launched r = l.launch(spec_in(dir, {"sh", "-c", "echo out $CROQ_TEST_VALUE; echo err >&2; pwd; exit 3"}));
   ASSERT_TRUE(r.started) << r.error;
   EXPECT_GT(r.handle.pid, 0);
@@ -56,7 +57,8 @@ TEST(WebChild, OutputGoesToTheRunLogAndTheExitStatusIsRecorded) {
 
 TEST(WebChild, SigtermReachesTheCommandAndTheSupervisorRecordsIt) {
   TempDir dir;
-  SupervisedLauncher l;
+  SystemProcessRunner runner;
+  SupervisedLauncher l(runner);
   Launched r = l.launch(spec_in(dir, {"sleep", "60"}));
   ASSERT_TRUE(r.started) << r.error;
   EXPECT_EQ(l.poll(r.handle).kind, ChildStatus::Kind::running);
@@ -68,7 +70,8 @@ TEST(WebChild, SigtermReachesTheCommandAndTheSupervisorRecordsIt) {
 
 TEST(WebChild, SigkillEndsEverythingAndLeavesNoStatus) {
   TempDir dir;
-  SupervisedLauncher l;
+  SystemProcessRunner runner;
+  SupervisedLauncher l(runner);
   Launched r = l.launch(spec_in(dir, {"sleep", "60"}));
   ASSERT_TRUE(r.started);
   l.signal(r.handle, SIGKILL);
@@ -77,7 +80,8 @@ TEST(WebChild, SigkillEndsEverythingAndLeavesNoStatus) {
 
 TEST(WebChild, AMissingProgramIsNotStarted) {
   TempDir dir;
-  SupervisedLauncher l;
+  SystemProcessRunner runner;
+  SupervisedLauncher l(runner);
   Launched r = l.launch(spec_in(dir, {"no-such-program-croq"}));
   EXPECT_FALSE(r.started);
   EXPECT_NE(r.error.find("not found"), std::string::npos);
@@ -85,7 +89,8 @@ TEST(WebChild, AMissingProgramIsNotStarted) {
 
 TEST(WebChild, ARecycledPidIsNotMistakenForTheChild) {
   TempDir dir;
-  SupervisedLauncher l;
+  SystemProcessRunner runner;
+  SupervisedLauncher l(runner);
   Launched r = l.launch(spec_in(dir, {"sleep", "60"}));
   ASSERT_TRUE(r.started);
   ChildHandle wrong = r.handle;

@@ -1,8 +1,9 @@
 // Long-running children of the scheduler (drivers: croq tune, agent sessions, any command), behind
 // a narrow interface so the scheduler is tested with a fake.
 //
-// The real launcher starts each child under a small supervisor process, forked from the server
-// and detached from it (its own session and process group):
+// The real launcher starts each child with ProcessRunner::start_detached (util/process.hpp, croq's
+// one place that forks and execs), under a small supervisor process, forked from the server and
+// detached from it (its own session and process group):
 //   server ── fork ─> supervisor (setsid; ignores SIGTERM/SIGINT/SIGHUP; no inherited descriptors)
 //                        └─ fork+exec ─> the command (stdout+stderr appended to the run log,
 //                                        stdin /dev/null, default signal handling)
@@ -23,7 +24,11 @@
 #include <string>
 #include <vector>
 
+#include "croq/util/process.hpp"
+
 namespace croq::web {
+
+using croq::process_start_time;
 
 struct LaunchSpec {
   std::vector<std::string> argv;   // argv[0] looked up on PATH if it has no '/'
@@ -65,14 +70,15 @@ class ChildLauncher {
 
 class SupervisedLauncher final : public ChildLauncher {
  public:
+  explicit SupervisedLauncher(ProcessRunner& runner) : m_runner(runner) {}
   Launched launch(const LaunchSpec& spec) override;
   ChildStatus poll(const ChildHandle& handle) override;
   void signal(const ChildHandle& handle, int sig) override;
+
+ private:
+  ProcessRunner& m_runner;
 };
 
-// The start time of a process (field 22 of /proc/<pid>/stat); nullopt if it does not exist or
-// is a zombie.
-std::optional<long long> process_start_time(int pid);
 // Reads a supervisor's status file; nullopt if absent or unreadable.
 std::optional<ChildStatus> read_child_status(const std::filesystem::path& status_path);
 

@@ -107,7 +107,7 @@ ExitCode run_serve(const Workspace& ws, const ServeOptions& opts, const std::fun
   mo.verbs = o->verbs;
   if (!o->once) mo.default_gpu = default_gpu_key();
 
-  SupervisedLauncher launcher;
+  SupervisedLauncher launcher(deps.runner);
   if (o->once) {
     Monitor monitor(ws, *db, launcher, mo);
     SyncStats s = monitor.initial_sync();
