@@ -60,8 +60,9 @@ ExitCode run_report(Context& ctx, const ReportVerbOptions& opts) {
     ro.bottleneck_window = o->window;
     web::ReportResult r = web::write_report(ctx.ws(), ro);
     json doc = {{"ok", true}, {"out", r.out.string()}, {"tasks", r.summary.size()}, {"files", r.files},
-                {"summary", r.summary}};
+                {"summary", r.summary}, {"problems", r.problems}};
     ctx.emit(doc);
+    for (const auto& p : r.problems) ctx.note("croq report: cannot read " + p);
     ctx.note(fmt::format("croq report: {} tasks, {} files in {} (open index.html)", r.summary.size(), r.files.size(),
                          r.out.string()));
     return ExitCode::ok;

@@ -392,3 +392,14 @@ TEST(WebHttp, SystemPanelShowsWhoHoldsAGpuLease) {
   if (old) ::setenv("CROQ_LEASE_DIR", saved.c_str(), 1);
   else ::unsetenv("CROQ_LEASE_DIR");
 }
+
+// A damaged file the task page reads (the baseline's result: device and measurement method) is
+// named on the page instead of being left out without a word.
+TEST(WebHttp, ADamagedBaselineResultIsNamedOnTheTaskPage) {
+  Server s;
+  atomic_write(s.ws.baseline_result(s.task), "{ damaged");
+  auto page = s.client().Get("/tasks/" + s.uid);
+  ASSERT_TRUE(page);
+  EXPECT_EQ(page->status, 200);
+  EXPECT_NE(page->body.find(s.ws.display(s.ws.baseline_result(s.task)) + " cannot be read"), std::string::npos);
+}

@@ -3,6 +3,7 @@
 
 #include "croq/ledger/documents.hpp"
 #include "croq/util/error.hpp"
+#include "croq/util/fs.hpp"
 #include "croq/web/report.hpp"
 #include "support/test_support.hpp"
 #include "support/web_support.hpp"
@@ -140,4 +141,28 @@ TEST(WebReport, CsvCellsNeverRunAsFormulas) {
   EXPECT_EQ(csv_field("+3"), "+3");
   EXPECT_EQ(csv_field("1e-3"), "1e-3");
   EXPECT_EQ(csv_field("a=b"), "a=b");
+}
+
+// A damaged file is named in the report (index.html and the result), not silently left out.
+TEST(WebReport, DamagedFilesAreNamedInTheReport) {
+  TempDir dir;
+  Workspace ws(dir.path());
+  TaskRef a = make_task("cpu_x86_64", "cpp", "matmul_f32_64x64x64", "search");
+  test::store_rounds(ws, a, {110, 120});
+  atomic_write(ws.task_config(a), "{ not json");
+  append_line(ws.idea_log(a), "{\"round\": \"this is not a record\"}", false, {}, ws.root());
+  ReportOptions o;
+  o.all = true;
+  o.out = dir / "report";
+  ReportResult r = write_report(ws, o);
+  ASSERT_EQ(r.summary.size(), 1u) << "the readable records are still reported";
+  const std::string config = ws.display(ws.task_config(a));
+  const std::string log = ws.display(ws.idea_log(a));
+  ASSERT_EQ(r.problems.size(), 2u);
+  EXPECT_NE(r.problems[0].find(config), std::string::npos) << r.problems[0];
+  EXPECT_NE(r.problems[1].find(log), std::string::npos) << r.problems[1];
+  std::string html = slurp(dir / "report/index.html");
+  EXPECT_NE(html.find("Files that could not be read (2)"), std::string::npos);
+  EXPECT_NE(html.find(config), std::string::npos);
+  EXPECT_NE(html.find(log), std::string::npos);
 }

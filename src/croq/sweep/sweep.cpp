@@ -642,7 +642,8 @@ json sweep_status(const std::filesystem::path& root) {
           if (idx.best && idx.best->tflops) e["best_tflops"] = *idx.best->tflops;
           if (idx.baseline && idx.baseline->tflops) e["baseline_tflops"] = *idx.baseline->tflops;
         }
-      } catch (const Error&) {
+      } catch (const Error& err) {
+        e["ledger_error"] = err.what();  // a damaged ledger is named in the status, not skipped
       }
     }
     const std::string st = get_string(e, "status").value_or("pending");
@@ -653,6 +654,7 @@ json sweep_status(const std::filesystem::path& root) {
                 {"baseline_tflops", e.value("baseline_tflops", json(nullptr))}, {"device", e.value("device", json(nullptr))},
                 {"worker_seconds", e.value("worker_seconds", 0.0)}};
     if (e.contains("error") && st != "done") row["error"] = e["error"];
+    if (e.contains("ledger_error")) row["ledger_error"] = e["ledger_error"];
     shapes.push_back(row);
   }
   json out = {{"state_file", sf.path().string()}, {"shapes", shapes}, {"counts", counts}};

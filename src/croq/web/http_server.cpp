@@ -917,6 +917,7 @@ HttpServer::HttpServer(Monitor& monitor, HttpOptions options)
     } catch (const std::exception& e) {
       what = e.what();
     } catch (...) {
+      what = "an exception that is not a std::exception";
     }
     send_error(res, 500, "internal", what);
   });

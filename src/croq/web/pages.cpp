@@ -283,11 +283,18 @@ std::string fragment_task_head(Monitor& m, const TaskRow& r) {
   s += fmt::format("<div class=\"sub\">{} · {} · {} · mode {} · task_uid <code>{}</code> · {}</div>", esc(r.model),
                    esc(r.dsl), esc(r.gpu), esc(r.spec.value("mode", "")), esc(r.uid), esc(r.origin));
   s += "<div>" + badge_state(r.state) + " <span class=\"muted\">" + esc(r.reason) + "</span></div>";
-  // The device and how it is measured, from the baseline's result (every ratio is against it).
+  // The device and how it is measured, from the baseline's result (every ratio is against it). A
+  // file that cannot be read is named on the page.
+  fs::path baseline_file;
   try {
     TaskRef task = make_task(r.gpu, r.dsl, r.shape_key, r.model);
-    if (auto text = read_file(m.workspace().baseline_result(task))) {
-      if (auto b = try_parse_json(*text); b && b->is_object()) {
+    baseline_file = m.workspace().baseline_result(task);
+    if (auto text = read_file(baseline_file)) {
+      auto b = try_parse_json(*text);
+      if (!b || !b->is_object()) {
+        s += "<div class=\"small warn\" id=\"device\">" + esc(m.workspace().display(baseline_file)) +
+             " cannot be read: not a JSON object</div>";
+      } else {
         const json dev = b->value("device", json::object());
         const json stat = b->value("statistics", json::object());
         std::string clock = dev.contains("sm_clock_mhz") && dev["sm_clock_mhz"].is_number()
@@ -305,7 +312,10 @@ std::string fragment_task_head(Monitor& m, const TaskRow& r) {
                          b->contains("tflops") && (*b)["tflops"].is_number() ? format_rate((*b)["tflops"].get<double>()) : "");
       }
     }
-  } catch (const std::exception&) {
+  } catch (const std::exception& e) {
+    s += "<div class=\"small warn\" id=\"device\">" +
+         esc(baseline_file.empty() ? std::string("the baseline's result") : m.workspace().display(baseline_file)) +
+         " cannot be read: " + esc(e.what()) + "</div>";
   }
   s += action_buttons(r);
   s += "<div class=\"cards\">";

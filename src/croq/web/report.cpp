@@ -42,12 +42,19 @@ std::optional<double> median(std::vector<double> v) {
   return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
 }
 
-std::vector<RoundRecord> read_records(const Workspace& ws, const TaskRef& t) {
+// The task's records; what could not be read is added to `problems`, with the file's path.
+std::vector<RoundRecord> read_records(const Workspace& ws, const TaskRef& t, std::vector<std::string>& problems) {
   std::error_code ec;
   Ledger ledger(ws, t);
-  if (fs::exists(ws.idea_log(t), ec)) return ledger.read_all().records;
+  if (fs::exists(ws.idea_log(t), ec)) {
+    JsonlParse p = ledger.read_all();
+    for (const auto& w : p.warnings) problems.push_back(ws.display(ws.idea_log(t)) + ": " + w);
+    return p.records;
+  }
   std::vector<std::string> w;
-  return ledger.read_tsv(&w);
+  auto rows = ledger.read_tsv(&w);
+  for (const auto& x : w) problems.push_back(ws.display(ws.results_tsv(t)) + ": " + x);
+  return rows;
 }
 
 json summarise(const TaskData& d) {
@@ -148,11 +155,13 @@ ReportResult write_report(const Workspace& ws, const ReportOptions& o) {
   std::vector<TaskRef> all = ws.list_tasks();
   std::vector<TaskRef> chosen;
   std::map<std::string, std::string> uids;
+  std::map<std::string, std::string> config_problems;  // task id -> why its task_config.json cannot be read
   for (const auto& t : all) {
     try {
       if (auto cfg = read_task_config(ws, t)) uids[t.id()] = get_string(*cfg, "task_uid").value_or("");
-    } catch (const Error&) {
+    } catch (const Error& e) {
       uids[t.id()] = "";
+      config_problems[t.id()] = e.what();
     }
   }
   if (o.all) {
@@ -183,11 +192,12 @@ ReportResult write_report(const Workspace& ws, const ReportOptions& o) {
     TaskData d;
     d.task = t;
     d.uid = uids[t.id()];
-    try {
-      if (auto cfg = read_task_config(ws, t)) d.mode = get_string(*cfg, "mode").value_or("");
-    } catch (const Error&) {
+    if (auto bad = config_problems.find(t.id()); bad != config_problems.end()) {
+      result.problems.push_back(bad->second);
+    } else if (auto cfg = read_task_config(ws, t)) {
+      d.mode = get_string(*cfg, "mode").value_or("");
     }
-    d.records = read_records(ws, t);
+    d.records = read_records(ws, t, result.problems);
     d.rounds = chart_rounds(d.records);
     d.slug = fmt::format("{}__{}__{}__{}", t.shape.text, t.model, t.dsl, t.gpu);
     tasks.push_back(std::move(d));
@@ -309,6 +319,11 @@ ReportResult write_report(const Workspace& ws, const ReportOptions& o) {
           "<th class=\"num\">Rounds</th><th class=\"num\">KEEP / DISCARD / failed</th><th class=\"num\">Time per round</th>"
           "</tr></thead><tbody>" +
           summary_rows + "</tbody></table></div>";
+  if (!result.problems.empty()) {
+    html += fmt::format("<h2>Files that could not be read ({})</h2><ul class=\"problems\">", result.problems.size());
+    for (const auto& p : result.problems) html += "<li class=\"mono small\">" + xml_escape(p) + "</li>";
+    html += "</ul>";
+  }
   html += "<div class=\"small\"><a href=\"summary.csv\">summary.csv</a> · <a href=\"convergence_all.svg\">convergence_all.svg</a></div>";
   html += "<h2>Convergence, all tasks</h2><div class=\"chart\">" + over + "</div>";
   html += sections;

@@ -34,6 +34,9 @@ struct ReportResult {
   fs::path out;
   std::vector<std::string> files;      // relative to out
   json summary = json::array();        // one object per task (the summary.csv rows)
+  // Files that could not be read, each "<path>: <what is wrong>" (also listed in index.html): a
+  // damaged file is reported, never silently left out.
+  std::vector<std::string> problems;
 };
 
 // Throws Error(usage) without a selection, Error(not_found) for a selector that matches nothing.

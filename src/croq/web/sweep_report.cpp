@@ -30,6 +30,7 @@ struct Row {
   double gpu_hours = 0;
   std::map<std::string, int> bottlenecks;
   std::vector<std::pair<double, int>> stored;  // (epoch ms, round) of each stored round >= 1
+  std::string problem;  // why the shape's ledger could not be read ("" if it could)
 };
 
 std::string num(std::optional<double> v, const char* f = "{:.3f}") { return v ? fmt::format(fmt::runtime(f), *v) : ""; }
@@ -163,7 +164,8 @@ SweepReportResult write_sweep_report(const Workspace& ws, const fs::path& out) {
           }
           if (best) r.best = best;
         }
-      } catch (const Error&) {
+      } catch (const Error& e) {
+        r.problem = e.what();  // shown in the report: a damaged ledger is named, not skipped without a word
       }
     }
     rows.push_back(r);
@@ -186,6 +188,7 @@ SweepReportResult write_sweep_report(const Workspace& ws, const fs::path& out) {
                 {"best_tflops", r.best ? json(*r.best) : json(nullptr)},
                 {"ratio", ratio ? json(*ratio) : json(nullptr)}, {"rounds", r.rounds}, {"target_rounds", r.target},
                 {"gpu_hours", r.gpu_hours}};
+    if (!r.problem.empty()) row["problem"] = r.problem;
     for (const auto& c : k_classes) {
       auto it = r.bottlenecks.find(c);
       const int n = it == r.bottlenecks.end() ? 0 : it->second;
@@ -237,6 +240,11 @@ SweepReportResult write_sweep_report(const Workspace& ws, const fs::path& out) {
       "body{font-family:sans-serif;margin:2em}table{border-collapse:collapse;margin:1em 0}td,th{border:1px solid #ccc;"
       "padding:3px 8px;text-align:right}th{background:#f3f3f3}td.k{text-align:left}</style></head><body>";
   html += "<h1>croq sweep report</h1><p>" + xml_escape(ws.root().string()) + ", " + xml_escape(now_iso8601()) + "</p>";
+  std::string problems;
+  for (const auto& r : rows) {
+    if (!r.problem.empty()) problems += "<li>" + xml_escape(r.key) + ": " + xml_escape(r.problem) + "</li>";
+  }
+  if (!problems.empty()) html += "<h2>Ledgers that could not be read</h2><ul>" + problems + "</ul>";
   html += "<h2>Best / baseline by shape and dtype</h2><table><tr><th>M x N x K</th>";
   for (const auto& dt : dtypes) html += "<th>" + xml_escape(dt) + "</th>";
   html += "</tr>";
