@@ -5,8 +5,8 @@
 #include <random>
 
 #include "croq/util/error.hpp"
-#include "croq/util/read_count.hpp"
 #include "croq/util/fs.hpp"
+#include "croq/util/read_count.hpp"
 #include "croq/util/text.hpp"
 #include "croq/util/time.hpp"
 

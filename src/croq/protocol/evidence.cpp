@@ -4,9 +4,9 @@
 #include <fmt/format.h>
 
 #include "croq/util/error.hpp"
-#include "croq/util/read_count.hpp"
 #include "croq/util/fs.hpp"
 #include "croq/util/hash.hpp"
+#include "croq/util/read_count.hpp"
 #include "croq/util/time.hpp"
 #include "croq/workspace/ids.hpp"
 

@@ -8,9 +8,9 @@
 #include "croq/protocol/command.hpp"
 #include "croq/protocol/snapshot.hpp"
 #include "croq/util/error.hpp"
-#include "croq/util/read_count.hpp"
 #include "croq/util/fs.hpp"
 #include "croq/util/hash.hpp"
+#include "croq/util/read_count.hpp"
 #include "croq/util/time.hpp"
 #include "croq/workspace/ids.hpp"
 #include "croq/workspace/operators.hpp"
@@ -191,7 +191,9 @@ std::string normalised_source_hash(const fs::path& file) {
 
 }  // namespace
 
-TaskState derive_state(const Workspace& ws, const TaskRef& task) { return derive_state(ws, task, TaskSnapshot(ws, task)); }
+TaskState derive_state(const Workspace& ws, const TaskRef& task) {
+  return derive_state(ws, task, TaskSnapshot(ws, task));
+}
 
 TaskState derive_state(const Workspace& ws, const TaskRef& task, const TaskSnapshot& snap) {
   TaskState s;

@@ -229,6 +229,12 @@ struct Tuner::Impl {
     if (!bi.best) starting_kernel();
   }
 
+  // An attempt-log entry of a starting kernel that failed (with the parameters it was built with).
+  static bool failed_start(const json& a) {
+    return a.is_object() && a.contains("starting_kernel") && a["starting_kernel"] == true && a.contains("params") &&
+           a["params"].is_object();
+  }
+
   // A starting kernel to try: a whole configuration, its idea sentence and its tag.
   struct StartCandidate {
     FamilyConfig cfg;
@@ -276,7 +282,7 @@ struct Tuner::Impl {
   void starting_kernel() {
     std::set<std::string> failed_before;
     for (const auto& a : snap.attempts()) {
-      if (a.value("starting_kernel", false) && a.contains("params")) {
+      if (failed_start(a)) {
         failed_before.insert(config_to_json(recorded(a["params"])).dump());
       }
     }
@@ -409,7 +415,7 @@ struct Tuner::Impl {
       }
     }
     for (const auto& a : snap.attempts()) {
-      if (a.value("starting_kernel", false) && a.contains("params") && a["params"].is_object()) {
+      if (failed_start(a)) {
         measured->insert(config_to_json(recorded(a["params"])).dump());
       }
     }
