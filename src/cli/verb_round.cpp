@@ -128,7 +128,9 @@ VerbRunner setup_round(CLI::App& app) {
     std::optional<Checkpoint> cp;
     try {
       cp = read_checkpoint(ws, t);
-    } catch (const Error&) {
+    } catch (const Error& e) {
+      ctx.note(std::string("round: the plan (checkpoint) could not be read and is ignored: ") + e.what() +
+               " (croq session validate names the damage)");
     }
     if (kernel.empty()) {
       if (cp && cp->open()) {

@@ -37,7 +37,10 @@ void fill_defaults(Context& ctx, const TaskRef& t, StoreRequest& req, const std:
   std::optional<Checkpoint> cp;
   try {
     cp = read_checkpoint(ctx.ws(), t);
-  } catch (const Error&) {
+  } catch (const Error& e) {
+    ctx.note(std::string("store-round: the plan (checkpoint) could not be read, so its idea and bottleneck are not "
+                         "copied into the record: ") +
+             e.what() + " (croq session validate names the damage)");
   }
   const std::string planned = req.iter.substr(0, req.iter.find('_'));
   if (cp && cp->open() && cp->iter == planned) {

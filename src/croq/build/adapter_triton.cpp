@@ -15,6 +15,9 @@
 
 namespace croq::build_detail {
 
+// croq_runner.py --check's exit code for a forbidden library call (its EXIT_FORBIDDEN_CHECK).
+constexpr int k_runner_forbidden_exit = 3;
+
 void build_triton(const Workspace& ws, const BuildTarget& t, const BuildOptions& o, const Toolchain& tc,
                   CompilerVersions& versions, BuildRecord& rec) {
   if (forbid_if_impure(ws, "triton", {t.source}, rec)) return;
@@ -65,8 +68,8 @@ void build_triton(const Workspace& ws, const BuildTarget& t, const BuildOptions&
     cache.store(key, {}, json{{"command", command}, {"compile_ms", clock.elapsed_ms()}}, log);
     return;
   }
-  // Exit 3: a forbidden call found by the AST check; anything else: it does not parse or import.
-  if (r.exit_code == 3) {
+  // EXIT_FORBIDDEN_CHECK: a forbidden call found by the AST check; anything else: it does not parse or import.
+  if (r.exit_code == k_runner_forbidden_exit) {
     rec.doc["verdict"] = "LIBRARY_CALL_FORBIDDEN";
     if (report && report->contains("findings")) rec.doc["purity"] = (*report)["findings"];
   } else {

@@ -48,6 +48,7 @@ std::vector<fs::path> choreo_toolchain_candidates(const ChoreoPin& pin, const En
   try {
     out.push_back(find_project_dir("scripts").parent_path() / ".toolchains" / name);
   } catch (const Error&) {
+    // An installed croq without its source tree: that place is simply not searched.
   }
   if (auto t = env("CROQ_TOOLCHAINS"); t && !t->empty()) out.push_back(fs::path(*t) / name);
   if (auto x = env("XDG_DATA_HOME"); x && !x->empty()) {

@@ -129,6 +129,7 @@ json tier_c_for(const DiscoverRequest& req, const EnvLookup& env) {
       std::error_code ec;
       if (fs::exists(p, ec)) refs.push_back(p.string());
     } catch (const Error&) {
+      // An installed croq without its source tree: that reference is left out of the list.
     }
   };
   add_project("include/croq/kernel_abi.h");

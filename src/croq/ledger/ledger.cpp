@@ -657,10 +657,7 @@ StoreOutcome Ledger::store(RoundRecord record, const StoreOptions& options, std:
   std::vector<int> release;
   if (num && !is_failure(record.decision)) release.push_back(*num);
   if (auto planned = get_string(record.extra, "planned_iter")) {
-    try {
-      release.push_back(parse_iter_number(*planned));
-    } catch (const Error&) {
-    }
+    if (auto n = try_parse_iter_number(*planned)) release.push_back(*n);
   }
 
   // 2. A legacy task's rows become the JSONL first (the TSV stays as it is).

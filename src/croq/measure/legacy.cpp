@@ -1,11 +1,11 @@
 // Legacy output parsing (legacy.hpp).
 #include "croq/measure/legacy.hpp"
 
-#include <cmath>
 #include <regex>
 
 #include <fmt/format.h>
 
+#include "croq/util/number.hpp"
 #include "croq/util/text.hpp"
 
 namespace croq {
@@ -15,11 +15,7 @@ namespace {
 std::optional<double> last_number(const std::string& text, const std::regex& re) {
   std::optional<double> v;
   for (auto it = std::sregex_iterator(text.begin(), text.end(), re); it != std::sregex_iterator(); ++it) {
-    try {
-      double x = std::stod((*it)[1].str());
-      if (std::isfinite(x)) v = x;
-    } catch (...) {
-    }
+    if (auto x = parse_decimal_number((*it)[1].str())) v = *x;
   }
   return v;
 }

@@ -9,6 +9,8 @@
 #include "croq/profile/classifier.hpp"
 #include "croq/util/error.hpp"
 #include "croq/util/fs.hpp"
+#include "croq/util/number.hpp"
+#include "croq/util/text.hpp"
 
 namespace croq::profile {
 
@@ -32,18 +34,15 @@ CpuMachine this_cpu() {
     m.f32_flop_per_cycle = 8;
   }
   if (auto f = read_file("/sys/devices/system/cpu/cpu0/cpufreq/cpuinfo_max_freq")) {
-    try {
-      m.mhz = std::stod(*f) / 1000.0;
-    } catch (...) {
-    }
+    m.mhz = parse_decimal_number(trim(*f)).value_or(0) / 1000.0;
   }
   if (m.mhz <= 0) {
     auto pos = info.find("cpu MHz");
     if (pos != std::string::npos) {
-      auto colon = info.find(':', pos);
-      try {
-        m.mhz = std::stod(info.substr(colon + 1, 20));
-      } catch (...) {
+      const auto colon = info.find(':', pos);
+      const auto eol = info.find('\n', pos);
+      if (colon != std::string::npos && colon < eol) {
+        m.mhz = parse_decimal_number(trim(std::string_view(info).substr(colon + 1, eol - colon - 1))).value_or(0);
       }
     }
   }

@@ -126,6 +126,8 @@ std::string task_uid_or_placeholder(const Workspace& ws, const TaskRef& task) {
       if (auto uid = get_string(*cfg, "task_uid"); uid && !uid->empty()) return *uid;
     }
   } catch (const Error&) {
+    // Only the wording of a suggested command depends on it; the guard's decision does not, and
+    // croq session validate reports a damaged task_config.json.
   }
   return "<uid>";
 }
@@ -135,6 +137,7 @@ std::string source_kernel(const Workspace& ws, const TaskRef& task, const std::s
   try {
     if (auto p = find_primary_source(ws, task, iter)) return p->stem().string();
   } catch (const Error&) {
+    // An unreadable srcs/ folder: there is no kernel name to suggest, and the guard says so.
   }
   return {};
 }

@@ -78,11 +78,7 @@ json DriftReport::to_json() const {
 DriftReport assess_drift(const Checkpoint& plan, int built_iter, bool candidate_present,
                          const std::string& candidate_source, bool base_present, const std::string& base_source) {
   DriftReport r;
-  int planned = -1;
-  try {
-    planned = parse_iter_number(plan.iter);
-  } catch (...) {
-  }
+  const int planned = try_parse_iter_number(plan.iter).value_or(-1);
   if (planned >= 0 && planned != built_iter) {
     r.significant = true;
     r.findings.push_back(fmt::format("planned {} but built {}", iter_number_name(planned), iter_number_name(built_iter)));

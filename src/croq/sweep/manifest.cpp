@@ -8,6 +8,7 @@
 
 #include "croq/util/error.hpp"
 #include "croq/util/fs.hpp"
+#include "croq/util/number.hpp"
 #include "croq/workspace/dtype.hpp"
 #include "croq/workspace/ids.hpp"
 #include "croq/workspace/operators.hpp"
@@ -99,12 +100,7 @@ void check_shape(const ShapeSpec& s, const std::string& source) {
 std::optional<int64_t> dim_of(const json& j) {
   if (j.is_number_integer() && j.get<int64_t>() > 0) return j.get<int64_t>();
   if (j.is_string()) {
-    try {
-      size_t used = 0;
-      long long v = std::stoll(j.get<std::string>(), &used);
-      if (used == j.get<std::string>().size() && v > 0) return v;
-    } catch (...) {
-    }
+    if (auto v = parse_decimal_integer(j.get<std::string>()); v && *v > 0) return *v;
   }
   return std::nullopt;
 }

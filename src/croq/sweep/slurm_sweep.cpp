@@ -464,6 +464,8 @@ json stop_slurm_sweep(const std::filesystem::path& root, SlurmClient& slurm, boo
                 dump_compact({{"event", "slurm_cancel"}, {"slurm_job", id}, {"live_tasks", live}, {"at", now_iso8601()}}),
                 false, {}, root);
   } catch (const Error&) {
+    // The log line is a record of the cancel, not its cause: the job is cancelled either way and
+    // the answer says so.
   }
   if (wait) {
     const auto deadline = std::chrono::steady_clock::now() + timeout;

@@ -475,6 +475,7 @@ void Runner::worker(Device dev) {
       try {
         save_state();
       } catch (...) {
+        // Already handling a failure; the next save (or croq sweep status) records the state.
       }
       note(fmt::format("croq sweep: {} failed: {}", q->key, e.what()));
     }

@@ -236,21 +236,23 @@ IterId parse_iter_id(const std::string& text) {
   return *id;
 }
 
-int parse_iter_number(const std::string& text) {
+std::optional<int> try_parse_iter_number(const std::string& text) {
   std::string digits = text;
   if (digits.rfind("iter", 0) == 0) digits = digits.substr(4);
-  auto us = digits.find('_');
-  if (us != std::string::npos) {
-    std::string tag = digits.substr(us + 1);
-    digits = digits.substr(0, us);
-    if (!is_tag(tag)) throw_usage(fmt::format("invalid iteration '{}'", printable(text)));
+  if (auto us = digits.find('_'); us != std::string::npos) {
+    if (!is_tag(digits.substr(us + 1))) return std::nullopt;
+    digits.resize(us);
   }
   if (digits.empty() || digits.size() > 6 ||
       !std::all_of(digits.begin(), digits.end(), [](char c) { return std::isdigit(static_cast<unsigned char>(c)); })) {
-    throw_usage(fmt::format("invalid iteration '{}'", printable(text)),
-                "give iter<NNN> (e.g. iter007) or iter<NNN>_<tag>");
+    return std::nullopt;
   }
   return std::stoi(digits);
+}
+
+int parse_iter_number(const std::string& text) {
+  if (auto n = try_parse_iter_number(text)) return *n;
+  throw_usage(fmt::format("invalid iteration '{}'", printable(text)), "give iter<NNN> (e.g. iter007) or iter<NNN>_<tag>");
 }
 
 std::string attempt_letters(int index) {

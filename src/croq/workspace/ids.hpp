@@ -68,6 +68,8 @@ IterId parse_iter_id(const std::string& text);              // throws usage
 std::optional<IterId> try_parse_iter_id(const std::string& text);
 // Accepts "iter007", "7", "007" -> 7 (for --iter arguments); throws usage otherwise.
 int parse_iter_number(const std::string& text);
+// The same forms as parse_iter_number; nullopt for anything else (never throws).
+std::optional<int> try_parse_iter_number(const std::string& text);
 
 // attempt<AAAA>_<tag>
 struct AttemptId {
