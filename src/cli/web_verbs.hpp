@@ -11,28 +11,11 @@
 #include <vector>
 
 #include "cli/cli.hpp"
+#include "croq/web/serve_options.hpp"
 
 namespace croq::cli {
 
-struct ServeOptions {
-  std::string bind;
-  std::string db;
-  std::string token_file;
-  int poll_ms = 500;
-  int scan_every = 4;
-  int max_running = 0;
-  int threads = 16;
-  int max_streams = 128;
-  int max_client_streams = 32;
-  int max_client_connections = 128;
-  int head_timeout_ms = 5000;
-  int body_timeout_ms = 10000;
-  int stop_grace_ms = 10000;
-  size_t max_body = 1 << 20;
-  bool no_scheduler = false;
-  bool check = false;
-  bool once = false;
-};
+using web::ServeOptions;  // croq/web/serve_options.hpp: the same struct the monitor runs with
 
 struct ReportVerbOptions {
   std::vector<std::string> tasks;

@@ -13,24 +13,7 @@
 namespace croq::cli {
 
 ExitCode run_serve(Context& ctx, const ServeOptions& o) {
-  web::ServeOptions w;
-  w.bind = o.bind;
-  w.db = o.db;
-  w.token_file = o.token_file;
-  w.poll_ms = o.poll_ms;
-  w.scan_every = o.scan_every;
-  w.max_running = o.max_running;
-  w.threads = o.threads;
-  w.max_streams = o.max_streams;
-  w.max_client_streams = o.max_client_streams;
-  w.max_client_connections = o.max_client_connections;
-  w.head_timeout_ms = o.head_timeout_ms;
-  w.body_timeout_ms = o.body_timeout_ms;
-  w.stop_grace_ms = o.stop_grace_ms;
-  w.max_body = o.max_body;
-  w.no_scheduler = o.no_scheduler;
-  w.check = o.check;
-  w.once = o.once;
+  web::ServeOptions w = o;
   for (const auto& v : verbs()) w.verbs.insert(v.name);
   StepDeps deps = step_deps(ctx);
   deps.note = [&ctx](const std::string& line) {
