@@ -198,7 +198,7 @@ void ManifestNamesTheBestKeepOfEveryTaskAndTheFilesAreThere(Fixture& fx) {
     EXPECT_EQ(k["source_sha256"].get<std::string>().size(), 64u);
     EXPECT_NE(k["flags_origin"].get<std::string>().find("build_"), std::string::npos) << "the recorded build flags";
   }
-  for (const char* file : {"lib/libmm.so", "lib/libmm.a", "include/mm.h", "include/croq/kernel_abi.h",
+  for (const char* file : {"lib/libmm.so", "lib/libmm.a", "include/mm.h", "include/croq/kernel_abi.h", "include/croq/host_scalar.h",
                            "lib/cmake/mm/mmConfig.cmake", "lib/cmake/mm/mmConfigVersion.cmake", "manifest.json",
                            "README.md", "src/build.sh", "src/mm_dispatch.cpp", "torch/setup.py", "torch/mm_torch.cpp",
                            "torch/test_mm_torch.py"}) {

@@ -182,8 +182,12 @@ json export_library(const Workspace& ws, const ExportRequest& req) {
     }
   } cleanup{tmp};
   for (const char* d : {"include/croq", "src/kernels", "src/symbols", "build", "lib", "torch"}) ensure_dir(tmp / d);
-  fs::copy_file(find_project_dir("include") / "croq" / "kernel_abi.h", tmp / "include/croq/kernel_abi.h",
-                fs::copy_options::overwrite_existing);
+  // croq's headers: the ABI, and the host conversions that CPU kernels include.
+  for (const auto& h : fs::directory_iterator(find_project_dir("include") / "croq")) {
+    if (h.is_regular_file()) {
+      fs::copy_file(h.path(), tmp / "include/croq" / h.path().filename(), fs::copy_options::overwrite_existing);
+    }
+  }
 
   // Sources and the compile of each kernel to an object.
   std::vector<Step> compiles;

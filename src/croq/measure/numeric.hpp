@@ -3,29 +3,23 @@
 // E4M3 saturating to +-448 (its NaN is 0x7F/0xFF). Used by the CPU runner to build inputs and by
 // both runners to read outputs on the host.
 #pragma once
+#include <croq/host_scalar.h>
+
+#include <cstddef>
 #include <cstdint>
-#include <cstring>
 
 #include "croq/workspace/dtype.hpp"
 
 namespace croq {
 
-inline uint32_t f32_bits(float f) {
-  uint32_t u;
-  std::memcpy(&u, &f, 4);
-  return u;
-}
-inline float f32_from_bits(uint32_t u) {
-  float f;
-  std::memcpy(&f, &u, 4);
-  return f;
-}
-
-float f16_to_f32(uint16_t h);
-uint16_t f32_to_f16(float f);
-float bf16_to_f32(uint16_t h);
-uint16_t f32_to_bf16(float f);
-float e4m3_to_f32(uint8_t v);
+// One copy of the conversions, shared with CPU candidates (include/croq/host_scalar.h).
+using croq_host::bf16_to_f32;
+using croq_host::e4m3_to_f32;
+using croq_host::f16_to_f32;
+using croq_host::f32_bits;
+using croq_host::f32_from_bits;
+using croq_host::f32_to_bf16;
+using croq_host::f32_to_f16;
 uint8_t f32_to_e4m3(float f);
 
 // Reads element `index` of a buffer of type `t` as f32 (tf32 is stored as f32).

@@ -6,6 +6,7 @@
 //   cublas  calls cublasGemmEx (left undefined)      -> LIBRARY_CALL_FORBIDDEN, before it runs
 // The CLI tests compile this file with the system C++ compiler.
 #include <croq/kernel_abi.h>
+#include <croq/host_scalar.h>
 
 #include <cstdint>
 #include <cstring>
@@ -22,18 +23,6 @@
 extern "C" int cublasGemmEx(void*);
 #endif
 
-static float half_to_float(uint16_t h) {
-  uint32_t sign = (h & 0x8000u) << 16, exp = (h >> 10) & 0x1F, man = h & 0x3FF, bits;
-  if (exp == 0) {
-    float v = static_cast<float>(man) / 16777216.0f;
-    return sign ? -v : v;
-  }
-  bits = exp == 31 ? (sign | 0x7F800000u | (man << 13)) : (sign | ((exp + 112) << 23) | (man << 13));
-  float f;
-  std::memcpy(&f, &bits, 4);
-  return f;
-}
-
 CROQ_EXPORT croq_status croq_matmul(const croq_matmul_problem* p, const void* a, const void* b, void* c, void*, size_t,
                                     void* stream) {
   if (stream != nullptr || p->c_type != CROQ_F32) return CROQ_UNSUPPORTED;
@@ -47,10 +36,7 @@ CROQ_EXPORT croq_status croq_matmul(const croq_matmul_problem* p, const void* a,
 #elif MODE_OF(CROQ_TEST_MODE) == MODE_cublas
   return cublasGemmEx(c) == 0 ? CROQ_OK : CROQ_INTERNAL;
 #endif
-  const bool f16 = p->a_type == CROQ_F16;
-  auto ld = [&](const void* base, int64_t i) {
-    return f16 ? half_to_float(static_cast<const uint16_t*>(base)[i]) : static_cast<const float*>(base)[i];
-  };
+  auto ld = [&](const void* base, int64_t i) { return croq_host::load(base, p->a_type, i); };
   float* out = static_cast<float*>(c);
   for (int64_t i = 0; i < p->m; ++i) {
     for (int64_t j = 0; j < p->n; ++j) {

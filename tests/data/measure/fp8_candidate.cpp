@@ -12,6 +12,7 @@
 //   v1_only         exports only version 1's croq_matmul                         -> UNSUPPORTED
 // The CLI tests compile this file with the system C++ compiler.
 #include <croq/kernel_abi.h>
+#include <croq/host_scalar.h>
 
 #include <cstdint>
 #include <cstring>
@@ -27,85 +28,8 @@
 #define MODE_OF(m) CAT(MODE_, m)
 #define MODE MODE_OF(CROQ_TEST_MODE)
 
-namespace {
-
-float bits_to_f32(uint32_t u) {
-  float f;
-  std::memcpy(&f, &u, 4);
-  return f;
-}
-
-float f16_to_f32(uint16_t h) {
-  const uint32_t sign = static_cast<uint32_t>(h & 0x8000u) << 16;
-  uint32_t exp = (h >> 10) & 0x1Fu, man = h & 0x3FFu;
-  if (exp == 0x1F) return bits_to_f32(sign | 0x7F800000u | (man << 13));
-  if (exp == 0) {
-    if (man == 0) return bits_to_f32(sign);
-    int e = -1;
-    do {
-      ++e;
-      man <<= 1;
-    } while ((man & 0x400u) == 0);
-    return bits_to_f32(sign | ((112u - static_cast<uint32_t>(e)) << 23) | ((man & 0x3FFu) << 13));
-  }
-  return bits_to_f32(sign | ((exp + 112u) << 23) | (man << 13));
-}
-
-float e4m3_to_f32(uint8_t v) {
-  const float sign = (v & 0x80u) ? -1.0f : 1.0f;
-  const int exp = (v >> 3) & 0xF, man = v & 0x7;
-  if (exp == 0xF && man == 0x7) return bits_to_f32(0x7FC00000u);
-  if (exp == 0) return sign * static_cast<float>(man) / 8.0f / 64.0f;
-  return sign * (1.0f + static_cast<float>(man) / 8.0f) * bits_to_f32(static_cast<uint32_t>(exp - 7 + 127) << 23);
-}
-
-float load(const void* p, croq_dtype t, int64_t i) {
-  switch (t) {
-    case CROQ_F16: return f16_to_f32(static_cast<const uint16_t*>(p)[i]);
-    case CROQ_BF16: return bits_to_f32(static_cast<uint32_t>(static_cast<const uint16_t*>(p)[i]) << 16);
-    case CROQ_E4M3: return e4m3_to_f32(static_cast<const uint8_t*>(p)[i]);
-    default: return static_cast<const float*>(p)[i];
-  }
-}
-
-uint16_t f32_to_f16(float f) {
-  uint32_t x;
-  std::memcpy(&x, &f, 4);
-  const uint32_t sign = (x >> 16) & 0x8000u;
-  const int32_t exp = static_cast<int32_t>((x >> 23) & 0xFFu) - 127 + 15;
-  uint32_t man = x & 0x7FFFFFu;
-  if (((x >> 23) & 0xFFu) == 0xFFu) return static_cast<uint16_t>(sign | 0x7C00u | (man ? 0x200u : 0u));
-  if (exp >= 31) return static_cast<uint16_t>(sign | 0x7C00u);
-  if (exp <= 0) {
-    if (exp < -10) return static_cast<uint16_t>(sign);
-    man |= 0x800000u;
-    const int shift = 14 - exp;
-    uint32_t half = man >> shift;
-    const uint32_t rem = man & ((1u << shift) - 1), mid = 1u << (shift - 1);
-    if (rem > mid || (rem == mid && (half & 1u))) ++half;
-    return static_cast<uint16_t>(sign | half);
-  }
-  uint32_t half = sign | (static_cast<uint32_t>(exp) << 10) | (man >> 13);
-  const uint32_t rem = man & 0x1FFFu;
-  if (rem > 0x1000u || (rem == 0x1000u && (half & 1u))) ++half;
-  return static_cast<uint16_t>(half);
-}
-
-void store(void* p, croq_dtype t, int64_t i, float v) {
-  switch (t) {
-    case CROQ_F16: static_cast<uint16_t*>(p)[i] = f32_to_f16(v); break;
-    case CROQ_BF16: {
-      uint32_t x;
-      std::memcpy(&x, &v, 4);
-      x += 0x7FFFu + ((x >> 16) & 1u);  // round to nearest even (inputs here are finite)
-      static_cast<uint16_t*>(p)[i] = static_cast<uint16_t>(x >> 16);
-      break;
-    }
-    default: static_cast<float*>(p)[i] = v; break;
-  }
-}
-
-}  // namespace
+using croq_host::load;
+using croq_host::store;
 
 extern "C" {
 
