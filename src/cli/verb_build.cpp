@@ -2,9 +2,9 @@
 #include <memory>
 
 #include "cli/verbs.hpp"
-#include "croq/build/choreo.hpp"
 #include "croq/steps/build_step.hpp"
 #include "croq/util/paths.hpp"
+#include "croq/util/process.hpp"
 #include "croq/workspace/ids.hpp"
 
 namespace croq::cli {

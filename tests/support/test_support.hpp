@@ -70,36 +70,6 @@ inline CroqRun run_croq(const fs::path& root, const std::vector<std::string>& ar
 #endif
 
 // Splits a command line into words as a POSIX shell would (quotes; no expansions).
-inline std::vector<std::string> shell_words(const std::string& line) {
-  std::vector<std::string> words;
-  std::string cur;
-  bool in_word = false;
-  for (size_t i = 0; i < line.size(); ++i) {
-    char c = line[i];
-    if (c == '\'') {
-      size_t e = std::min(line.find('\'', i + 1), line.size());
-      cur += line.substr(i + 1, e - i - 1);
-      i = e;
-      in_word = true;
-    } else if (c == '"') {
-      size_t e = i + 1;
-      while (e < line.size() && line[e] != '"') {
-        if (line[e] == '\\' && e + 1 < line.size()) ++e;
-        cur += line[e++];
-      }
-      i = e;
-      in_word = true;
-    } else if (c == ' ') {
-      if (in_word) words.push_back(cur);
-      cur.clear();
-      in_word = false;
-    } else {
-      cur += c;
-      in_word = true;
-    }
-  }
-  if (in_word) words.push_back(cur);
-  return words;
-}
+inline std::vector<std::string> shell_words(const std::string& line) { return split_shell_words(line); }
 
 }  // namespace croq::test

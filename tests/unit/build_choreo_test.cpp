@@ -7,6 +7,7 @@
 
 #include "croq/build/choreo.hpp"
 #include "croq/util/fs.hpp"
+#include "croq/util/process.hpp"
 
 namespace croq {
 namespace {

@@ -96,38 +96,6 @@ std::string expand_shell_vars(const std::string& text, const std::map<std::strin
   return out;
 }
 
-std::vector<std::string> split_shell_words(const std::string& text) {
-  std::vector<std::string> words;
-  std::string cur;
-  bool in_word = false;
-  char quote = 0;
-  for (size_t i = 0; i < text.size(); ++i) {
-    char c = text[i];
-    if (quote) {
-      if (c == quote) quote = 0;
-      else if (c == '\\' && quote == '"' && i + 1 < text.size()) cur += text[++i];
-      else cur += c;
-      continue;
-    }
-    if (c == '\'' || c == '"') {
-      quote = c;
-      in_word = true;
-    } else if (c == '\\' && i + 1 < text.size()) {
-      cur += text[++i];
-      in_word = true;
-    } else if (std::isspace(static_cast<unsigned char>(c))) {
-      if (in_word) words.push_back(cur);
-      cur.clear();
-      in_word = false;
-    } else {
-      cur += c;
-      in_word = true;
-    }
-  }
-  if (in_word) words.push_back(cur);
-  return words;
-}
-
 std::optional<ChoreoMatmulSignature> find_matmul_signature(std::string_view co_source, std::string* why) {
   std::string code = strip_comments_c(co_source);
   static const std::regex fn_re(R"(__co__\s+[\w:<>]+\s+(\w+)\s*\(([^)]*)\))");

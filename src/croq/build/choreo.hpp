@@ -50,8 +50,6 @@ ChoreoScript parse_cute_result(std::string_view script);
 // `unknown` when given.
 std::string expand_shell_vars(const std::string& text, const std::map<std::string, std::string>& vars,
                               std::vector<std::string>* unknown = nullptr);
-// Splits a flags string into words (whitespace separated, single and double quotes honoured).
-std::vector<std::string> split_shell_words(const std::string& text);
 
 // The signature of a .co GEMM kernel croq can bind to its kernel ABI, when the .co has one:
 // a single __co__ function taking either

@@ -125,5 +125,8 @@ std::optional<std::filesystem::path> find_executable(const std::string& name);
 // Shell-quotes one word for scripts croq writes (cmd/build_iter<NNN>.sh and friends).
 std::string shell_quote(const std::string& word);
 std::string shell_join(const std::vector<std::string>& argv);
+// The words of a command line or flags string as a POSIX shell splits them: whitespace separates,
+// single and double quotes and backslash escapes are honoured; no expansion.
+std::vector<std::string> split_shell_words(const std::string& text);
 
 }  // namespace croq
