@@ -62,6 +62,9 @@ class FakeVerbClient : public VerbClient {
   std::function<Outcome(const Call&)> outcome;
   std::function<std::string(const std::string& kernel)> bottleneck;
   double baseline_tflops = 10.0;
+  // A refusal of store-round's noise-aware guard (rule noise_aware_decision) for a KEEP of this
+  // kernel, as croq's guard words it; "" stores the round.
+  std::function<std::string(const std::string& kernel)> keep_refusal = [](const std::string&) { return std::string(); };
   // Thresholds written by `croq protocol begin` (target_rounds and start_round are set from it).
   ProtocolConfig protocol;
 
@@ -111,7 +114,10 @@ class FakeVerbClient : public VerbClient {
     } catch (const Error& e) {
       r.exit_code = static_cast<int>(e.code());
       r.doc = {{"error", {{"message", e.what()}, {"hint", e.hint()}}}};
-      if (e.details().is_object()) r.doc["error"]["details"] = e.details();
+      // As croq's CLI writes an error: the details' fields beside the message (cli.cpp).
+      if (e.details().is_object()) {
+        for (auto it = e.details().begin(); it != e.details().end(); ++it) r.doc["error"][it.key()] = it.value();
+      }
       r.err = e.what();
     }
     return r;
@@ -295,6 +301,13 @@ class FakeVerbClient : public VerbClient {
         if (file.is_relative()) file = m_ws.root() / file;
         json m = json::parse(*read_file(file));
         if (auto t = get_number(m, "tflops")) req.tflops = *t;
+      }
+      if (req.decision == "KEEP") {
+        if (std::string why = keep_refusal(req.kernel); !why.empty()) {
+          throw Error(ExitCode::refused, "STORE refused (noise_aware_decision): " + why,
+                      "measure the pairs, then store again; or store this round as DISCARD",
+                      json{{"step", "STORE"}, {"rule", "noise_aware_decision"}, {"reason", why}});
+        }
       }
       StoreRoundResult r = store_round(ledger, req, lock);
       return {{"ok", true}, {"record", r.outcome.record.to_json()}};

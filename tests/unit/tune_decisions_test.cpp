@@ -126,6 +126,36 @@ TEST(TuneDecisions, ACloseCallIsMeasuredInPairsAndDecidedOnThem) {
   EXPECT_TRUE(t.has_event("close_call"));
 }
 
+// store-round's guard weighs the evidence again when the round is stored. Where it does not back
+// the KEEP the decide step reported (on a loaded machine a re-run can leave a gain inside the noise
+// margin), the tune stores the DISCARD the guard offers, with its reason, and goes on; before, the
+// refusal ended the tune with exit 1.
+TEST(TuneDecisions, AKeepTheStoresGuardDoesNotBackIsStoredAsTheDiscardItOffers) {
+  Tune t(k_f32);
+  t.client.outcome = [&](const FakeVerbClient::Call& c) {
+    FakeVerbClient::Outcome o;
+    o.tflops = c.tag == "cpp_tiled_default" ? 5.0 : 5.5;  // +10 %: a clear KEEP for decide
+    return o;
+  };
+  t.client.keep_refusal = [](const std::string& kernel) {
+    return kernel.find("cpp_tiled_default") == std::string::npos
+               ? std::string("5.5 TFLOPS vs best 5.0 TFLOPS: +10.00% is inside the noise margin 12.00%")
+               : std::string();
+  };
+  json summary;
+  ASSERT_NO_THROW(summary = t.run(2));
+  auto recs = t.records();
+  ASSERT_EQ(recs.size(), 4u) << summary.dump();  // baseline, starting kernel, two rounds
+  for (size_t i : {2u, 3u}) {
+    EXPECT_EQ(recs[i].decision, Decision::DISCARD) << recs[i].extra.dump();
+    EXPECT_NE(get_string(recs[i].extra, "decision_reason").value_or("").find("did not back the KEEP: 5.5 TFLOPS"),
+              std::string::npos)
+        << recs[i].extra.dump();
+  }
+  EXPECT_TRUE(t.has_event("keep_refused"));
+  EXPECT_EQ(summary["best"].value("kernel", ""), recs[1].kernel) << "the best stays the starting kernel";
+}
+
 // Two active bases: after structural_reset_streak rounds without a KEEP on the first, the next
 // idea is planned on the other base.
 TEST(TuneDecisions, AfterTheResetStreakTheOtherActiveBaseIsChosen) {

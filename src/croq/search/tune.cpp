@@ -619,15 +619,43 @@ struct Tuner::Impl {
     }
   }
 
-  void store(const Checkpoint& cp, const std::string& kernel, const std::string& decision, const std::string& file,
-             const std::string& why) {
+  void store(const Checkpoint& cp, const std::string& kernel, std::string decision, const std::string& file,
+             std::string why) {
     (void)snap.index();  // as before this store: after_store folds the stored record into it
-    json extra = {{"harness_ms", harness_json()}, {"decision_reason", why}};
-    std::string category = get_string(cp.extra, "category").value_or("misc");
-    VerbResult r = must("store", {"store-round", "--iter", iter_of(kernel), "--kernel", kernel, "--decision", decision,
-                                  "--measurement", file, "--bottleneck", cp.bottleneck, "--idea", cp.idea, "--category",
-                                  category, "--expected-gain", cp.expected_gain, "--extra", dump_compact(extra)});
+    const std::string category = get_string(cp.extra, "category").value_or("misc");
+    auto args = [&] {
+      json extra = {{"harness_ms", harness_json()}, {"decision_reason", why}};
+      return std::vector<std::string>{"store-round", "--iter", iter_of(kernel), "--kernel", kernel, "--decision",
+                                      decision, "--measurement", file, "--bottleneck", cp.bottleneck, "--idea", cp.idea,
+                                      "--category", category, "--expected-gain", cp.expected_gain, "--extra",
+                                      dump_compact(extra)};
+    };
+    VerbResult r = call("store", args());
+    if (!r.ok() && decision == "KEEP" && refusal_rule(r) == "noise_aware_decision") {
+      // store-round's guard weighs the evidence again when the round is stored, and it does not
+      // back this KEEP (on a loaded machine a re-run can leave a gain inside the noise margin). The
+      // round is stored as the DISCARD the guard offers, with its reason: nothing is kept that the
+      // guard does not back, and the tune goes on.
+      const std::string refusal = r.doc["error"].value("reason", r.message());
+      event({{"event", "keep_refused"}, {"kernel", kernel}, {"reason", refusal}});
+      decision = "DISCARD";
+      why = "store-round's guard did not back the KEEP: " + refusal;
+      r = call("store", args());
+    }
+    if (!r.ok()) {
+      throw Error(ExitCode::failure, fmt::format("croq store-round failed (exit {}): {}", r.exit_code, r.message()),
+                  "see the message above; `croq state` shows where the task stands");
+    }
     after_store(r, kernel, decision);
+  }
+
+  // The protocol rule behind a refusal (exit 5), as croq's CLI writes it in the error; "" otherwise.
+  static std::string refusal_rule(const VerbResult& r) {
+    if (r.exit_code != static_cast<int>(ExitCode::refused) || !r.doc.is_object() || !r.doc.contains("error") ||
+        !r.doc["error"].is_object()) {
+      return {};
+    }
+    return r.doc["error"].value("rule", "");
   }
 
   void store_failure(const Checkpoint& cp, const std::string& kernel, const std::string& decision, const json& measurement) {
