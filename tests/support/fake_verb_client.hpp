@@ -296,12 +296,15 @@ class FakeVerbClient : public VerbClient {
       req.expected_gain = opt(o, "--expected-gain");
       if (o.count("--round")) req.round = std::stoi(opt(o, "--round"));
       if (o.count("--extra")) req.extra = json::parse(opt(o, "--extra"));
+      json measurement = nullptr;
       if (o.count("--measurement")) {
         fs::path file = opt(o, "--measurement");
         if (file.is_relative()) file = m_ws.root() / file;
-        json m = json::parse(*read_file(file));
-        if (auto t = get_number(m, "tflops")) req.tflops = *t;
+        measurement = json::parse(*read_file(file));
+        if (auto t = get_number(measurement, "tflops")) req.tflops = *t;
       }
+      // The protocol's own guard, as croq store-round asks it before it stores.
+      guard_store(m_ws, m_task, make_round_record(req), measurement);
       if (req.decision == "KEEP") {
         if (std::string why = keep_refusal(req.kernel); !why.empty()) {
           throw Error(ExitCode::refused, "STORE refused (noise_aware_decision): " + why,

@@ -126,6 +126,35 @@ TEST(TuneDecisions, ACloseCallIsMeasuredInPairsAndDecidedOnThem) {
   EXPECT_TRUE(t.has_event("close_call"));
 }
 
+// A suspicious gain (+55 %) is measured again, the best too. The re-run's figure (+30 % over the
+// recorded best) is no longer suspicious, so store-round's guard decides it as a first measurement:
+// inside the noise margin, a close call. The tuner decides it the same way and settles it on pairs;
+// before, it decided against the best's re-run figure (+62 %, a clear KEEP), which store-round's
+// guard refused (seen on a loaded machine: the tune ended with exit 1).
+TEST(TuneDecisions, ARerunFigureThatIsNoLongerSuspiciousIsDecidedAsTheGuardDecidesIt) {
+  Tune t(k_f32);
+  t.client.outcome = [&](const FakeVerbClient::Call& c) {
+    FakeVerbClient::Outcome o;
+    o.cv = 0.25;
+    if (c.tag == "cpp_tiled_default") {
+      o.tflops = c.nth == 1 ? 5.0 : 4.0;
+      if (c.nth == 1) o.cv = 0.005;
+      return o;
+    }
+    o.tflops = c.nth == 1 ? 5.0 * 1.55 : 5.0 * 1.30;
+    return o;
+  };
+  json summary;
+  ASSERT_NO_THROW(summary = t.run(1));
+  auto recs = t.records();
+  ASSERT_EQ(recs.size(), 3u) << summary.dump();
+  EXPECT_TRUE(t.has_event("rerun"));
+  EXPECT_TRUE(t.has_event("close_call"));
+  EXPECT_FALSE(t.has_event("keep_refused"));
+  EXPECT_NE(get_string(recs[2].extra, "decision_reason").value_or("").find("close call settled on"), std::string::npos)
+      << recs[2].extra.dump();
+}
+
 // store-round's guard weighs the evidence again when the round is stored. Where it does not back
 // the KEEP the decide step reported (on a loaded machine a re-run can leave a gain inside the noise
 // margin), the tune stores the DISCARD the guard offers, with its reason, and goes on; before, the

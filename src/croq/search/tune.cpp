@@ -587,7 +587,12 @@ struct Tuner::Impl {
         ensure_built(base);
         measured("measure", {"measure", "--iter", base}, true);
       }
-      d = must("decide", {"decide", "--measurement", file, "--kernel", kernel, "--rerun"});
+      // Decided as store-round's guard decides: on the new figures first; only where they are still
+      // suspicious, as a re-run (against the best's new measurement).
+      d = must("decide", {"decide", "--measurement", file, "--kernel", kernel});
+      if (d.doc.value("needs_rerun", false)) {
+        d = must("decide", {"decide", "--measurement", file, "--kernel", kernel, "--rerun"});
+      }
     }
     if (d.doc.value("needs_pairs", false)) measure_pairs(kernel, file, d);
     std::string decision = d.doc.value("decision", "DISCARD");
