@@ -461,11 +461,15 @@ const std::vector<VerbSpec>& verbs() {
        "generated and shown once). Adding, starting or changing a task needs the token on loopback too: "
        "without --token-file the dashboard and the API only read. Requests are read whole within time "
        "limits before a thread takes them, each client address has a cap on connections and event streams, "
-       "and the API is answered by threads that event streams never hold. See docs/monitor.md.\n\n"
-       "Output: once listening, `{ok, url, bind, port, db, root, auth, scheduler, tasks, adopted, "
-       "records_indexed, index_ms, pid}`. `--check`: `{clean, tasks_on_disk, tasks_in_db, rounds_on_disk, "
-       "rounds_in_db, differences, pending}`, exit 1 if the database differs from the ledgers. `--once`: the "
-       "sync statistics. Exit 6 if another croq serve uses the database or the port is taken.",
+       "and the API is answered by threads that event streams never hold. Servers of several machines may "
+       "share one PostgreSQL database, each for its own workspace: each syncs and schedules only the tasks it "
+       "owns (owner `<host>:<root>`, or CROQ_SERVE_OWNER), shows every server's, and records actions on "
+       "another server's task for that server to carry out. See docs/monitor.md.\n\n"
+       "Output: once listening, `{ok, url, bind, port, db, root, owner, auth, scheduler, tasks, adopted, "
+       "records_indexed, index_ms, pid}`. `--check`: `{clean, owner, tasks_on_disk, tasks_in_db, "
+       "tasks_of_other_servers, tasks_unclaimed, rounds_on_disk, rounds_in_db, differences, pending}` (this "
+       "server's tasks only), exit 1 if the database differs from the ledgers. `--once`: the sync statistics. "
+       "Exit 6 if another croq serve uses the database or the port is taken.",
        setup_serve},
       {"report", "a static HTML report with SVG figures and CSV tables",
        "Reads the ledgers directly (no server needed) and writes into --out: index.html, summary.csv "

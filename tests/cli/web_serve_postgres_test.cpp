@@ -7,6 +7,7 @@
 #include <cstdlib>
 #include <random>
 
+#include "croq/util/fs.hpp"
 #include "croq/util/process.hpp"
 #include "croq/util/text.hpp"
 #include "support/test_support.hpp"
@@ -68,5 +69,58 @@ TEST(WebServePostgresCli, OnceIndexesTheLedgersIntoPostgresAndCheckFindsThemInSt
   auto bad = run_croq(dir.path(), {"serve", "--once", "--db", "postgresql://croq:pw-s3cret@127.0.0.1:1/x?connect_timeout=3"});
   EXPECT_EQ(bad.rc, 2) << bad.out << bad.err;
   EXPECT_EQ((bad.out + bad.err).find("pw-s3cret"), std::string::npos) << bad.out << bad.err;
+  psql("DROP SCHEMA " + schema + " CASCADE");
+}
+
+// Two workspaces (two servers, as on two machines) index into one database: each --once adopts
+// only its own tasks, each --check compares only its own rows and is clean, and a copy of the
+// other's task (the same task_uid) is reported as a conflict, not taken.
+TEST(WebServePostgresCli, TwoWorkspacesShareOneDatabaseAndEachChecksOnlyItsOwnTasks) {
+  const char* base = std::getenv("CROQ_TEST_POSTGRES");
+  if (!base || !*base) {
+    GTEST_SKIP() << "no PostgreSQL server (CROQ_TEST_POSTGRES): `ctest -R web_serve_postgres` starts one "
+                    "(tests/postgres/start_postgres.sh) and runs this";
+  }
+  const std::string schema = "two" + std::to_string(::getpid()) + "_" + std::to_string(std::random_device{}() % 100000);
+  ASSERT_EQ(psql("CREATE SCHEMA " + schema), "");
+  const std::string url =
+      std::string(base) + (std::string(base).find('?') == std::string::npos ? "?" : "&") + "options=-csearch_path%3D" + schema;
+  TempDir a_dir, b_dir;
+  Workspace a(a_dir.path()), b(b_dir.path());
+  const TaskRef task = make_task("cpu_x86_64", "cpp", "matmul_f32_64x64x64", "search");
+  test::store_rounds(a, task, {110, 120});
+  test::store_rounds(b, task, {90});  // the same key on the other machine: another task
+  test::store_rounds(b, make_task("cpu_x86_64", "cpp", "matmul_f32_32x32x32", "search"), {70});
+  auto once_a = run_croq(a_dir.path(), {"serve", "--once", "--db", url});
+  ASSERT_EQ(once_a.rc, 0) << once_a.out << once_a.err;
+  auto once_b = run_croq(b_dir.path(), {"serve", "--once", "--db", url});
+  ASSERT_EQ(once_b.rc, 0) << once_b.out << once_b.err;
+  EXPECT_EQ(once_b.doc["tasks_adopted"], 2);
+  EXPECT_NE(once_a.doc.value("owner", ""), once_b.doc.value("owner", ""));
+  EXPECT_EQ(psql("SELECT COUNT(*) FROM " + schema + ".tasks"), "3");
+  // A's next pass leaves B's rows as they are.
+  ASSERT_EQ(run_croq(a_dir.path(), {"serve", "--once", "--db", url}).rc, 0);
+  EXPECT_EQ(psql("SELECT COUNT(*) FROM " + schema + ".rounds"), "7");
+  auto check_a = run_croq(a_dir.path(), {"serve", "--check", "--db", url});
+  EXPECT_EQ(check_a.rc, 0) << check_a.out << check_a.err;
+  EXPECT_EQ(check_a.doc["tasks_in_db"], 1);
+  EXPECT_EQ(check_a.doc["tasks_of_other_servers"], 2);
+  auto check_b = run_croq(b_dir.path(), {"serve", "--check", "--db", url});
+  EXPECT_EQ(check_b.rc, 0) << check_b.out << check_b.err;
+  EXPECT_EQ(check_b.doc["tasks_in_db"], 2);
+  // A folder copied from A into B's workspace keeps A's task_uid: a conflict on B, not a theft.
+  const TaskRef copy = make_task("cpu_x86_64", "cpp", "matmul_f32_64x64x64", "copied");
+  test::store_rounds(b, copy, {60});
+  const std::string a_uid = psql("SELECT uid FROM " + schema + ".tasks WHERE owner = '" +
+                                 once_a.doc.value("owner", "") + "'");
+  atomic_write(b.task_config(copy), json{{"task_uid", a_uid}}.dump(), false);
+  auto conflict = run_croq(b_dir.path(), {"serve", "--once", "--db", url});
+  EXPECT_EQ(conflict.rc, 0) << conflict.out << conflict.err;
+  ASSERT_EQ(conflict.doc["conflicts"].size(), 1u) << conflict.out;
+  EXPECT_NE(conflict.err.find("conflict"), std::string::npos) << conflict.err;
+  EXPECT_EQ(psql("SELECT owner FROM " + schema + ".tasks WHERE uid = '" + a_uid + "'"), once_a.doc.value("owner", ""));
+  auto check_conflict = run_croq(b_dir.path(), {"serve", "--check", "--db", url});
+  EXPECT_EQ(check_conflict.rc, 1) << check_conflict.out;
+  EXPECT_NE(check_conflict.out.find("owned_elsewhere"), std::string::npos) << check_conflict.out;
   psql("DROP SCHEMA " + schema + " CASCADE");
 }

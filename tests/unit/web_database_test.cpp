@@ -1,21 +1,28 @@
 // The monitor's database: versioned migrations, WAL, refusal of newer schemas, tasks, rounds and
-// sync positions written together. The tests of the Database interface run against both backends
+// sync positions written together, and several servers (each with its own workspace) sharing one
+// database: task owners, sync and scheduler keeping to their own rows, requests for other servers'
+// tasks. The tests of the Database interface run against both backends
 // (WebDatabaseBackends/*/sqlite and */postgresql): the PostgreSQL instances need a server named by
 // CROQ_TEST_POSTGRES, which the ctest test `web_database_postgres` starts in a temporary folder
 // (tests/postgres/start_postgres.sh) before running them; without one they are skipped, saying so.
 #include <gtest/gtest.h>
 #include <sqlite3.h>
+#include <unistd.h>
 
 #include <atomic>
 #include <cstdlib>
 #include <random>
 
+#include "croq/ledger/documents.hpp"
 #include "croq/util/error.hpp"
 #include "croq/util/process.hpp"
 #include "croq/util/text.hpp"
 #include "croq/web/database.hpp"
+#include "croq/web/ledger_sync.hpp"
 #include "croq/web/postgres_database.hpp"
+#include "croq/web/scheduler.hpp"
 #include "support/test_support.hpp"
+#include "support/web_support.hpp"
 
 using namespace croq;
 using namespace croq::web;
@@ -132,18 +139,43 @@ TEST_P(WebDatabaseBackends, ReopeningAppliesNoMigrationTwice) {
   EXPECT_EQ(scalar("SELECT COUNT(*) FROM schema_migrations"), std::to_string(newest_schema_version()));
 }
 
+// A task row as a server of that version wrote it (the columns of schema version 1).
+const char* k_v1_task =
+    "INSERT INTO tasks (uid, task_key, gpu, dsl, shape_key, model, origin, spec, state, created_at, updated_at, "
+    "stats) VALUES ('aaa111', 'cpu_x86_64/cpp/matmul_f32_64x64x64/m1', 'cpu_x86_64', 'cpp', 'matmul_f32_64x64x64', "
+    "'m1', 'created', '{\"device\":\"cpu\"}', 'queued', '2026-01-01T00:00:00.000Z', '2026-01-01T00:00:00.000Z', "
+    "'{\"rounds\":1}')";
+
 TEST_P(WebDatabaseBackends, UpgradeFromTheFirstVersionKeepsEveryRow) {
   {
     DatabaseOptions o;
     o.target_version = 1;
     auto db = open_database(location(), o);
     EXPECT_EQ(db->schema_version(), 1);
-    db->insert_task(sample_task("aaa111"));
   }
+  scalar(k_v1_task);
+  scalar("INSERT INTO rounds (task_uid, seq, round, iter, kernel, tflops, decision, bottleneck, category, idea, "
+         "expected_gain, timestamp, source, record) VALUES ('aaa111', 0, 0, 'iter000', 'iter000_x', 10, 'BASELINE', "
+         "'', '', '', '', '', 'jsonl', '{}')");
+  scalar("INSERT INTO ledger_sync (task_uid, kind, bytes, tail_sig, records, size, mtime_ns) VALUES "
+         "('aaa111', 'jsonl', 10, 'sig', 1, 10, 5)");
+  scalar("INSERT INTO task_history (task_uid, at, kind, data) VALUES ('aaa111', 't1', 'created', '{}')");
   auto db = open_database(location());
   EXPECT_EQ(db->schema_version(), newest_schema_version());
   ASSERT_TRUE(db->task("aaa111"));
   EXPECT_EQ(db->task("aaa111")->state, "queued");
+  EXPECT_EQ(db->task("aaa111")->stats["rounds"], 1);
+  EXPECT_EQ(db->task("aaa111")->owner, "");  // not claimed yet
+  EXPECT_EQ(db->round_count("aaa111"), 1);
+  EXPECT_EQ(db->sync_state("aaa111")->bytes, 10u);
+  EXPECT_EQ(db->history("aaa111", 10).size(), 1u);
+  // The rebuilt table still anchors the rows that refer to it.
+  try {
+    db->add_history("nosuchtask", "t2", "x", json::object());
+    FAIL() << "a history row of no task was accepted";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ExitCode::conflict);
+  }
 }
 
 TEST_P(WebDatabaseBackends, NewerSchemaIsRefusedAndLeftUntouched) {
@@ -184,22 +216,79 @@ TEST(WebDatabase, ReadOnlyOpenOfAMissingFileIsNotFound) {
   EXPECT_FALSE(std::filesystem::exists(dir / "none.db"));
 }
 
-TEST_P(WebDatabaseBackends, DuplicateUidOrKeyIsAConflict) {
+TEST_P(WebDatabaseBackends, DuplicateUidOrKeyOfOneOwnerIsAConflict) {
   auto db = open_database(location());
-  db->insert_task(sample_task("aaa111"));
+  TaskRow a = sample_task("aaa111");
+  a.owner = "hostA:/a";
+  db->insert_task(a);
   try {
-    db->insert_task(sample_task("aaa111", "other"));
+    TaskRow same_uid = sample_task("aaa111", "other");
+    same_uid.owner = "hostB:/b";
+    db->insert_task(same_uid);
     FAIL();
   } catch (const Error& e) {
     EXPECT_EQ(e.code(), ExitCode::conflict);
   }
   try {
-    db->insert_task(sample_task("bbb222"));  // same key
+    TaskRow same_key = sample_task("bbb222");
+    same_key.owner = "hostA:/a";
+    db->insert_task(same_key);
     FAIL();
   } catch (const Error& e) {
     EXPECT_EQ(e.code(), ExitCode::conflict);
   }
   EXPECT_EQ(db->tasks().size(), 1u);
+  // The same key on another machine is another task.
+  TaskRow b = sample_task("bbb222");
+  b.owner = "hostB:/b";
+  db->insert_task(b);
+  EXPECT_EQ(db->tasks().size(), 2u);
+  EXPECT_EQ(db->task_by_key("hostA:/a", a.key)->uid, "aaa111");
+  EXPECT_EQ(db->task_by_key("hostB:/b", a.key)->uid, "bbb222");
+  EXPECT_FALSE(db->task_by_key("", a.key));
+  // update_task never moves a row to another owner: only claim_task gives an unclaimed one.
+  TaskRow moved = *db->task("aaa111");
+  moved.owner = "hostB:/b";
+  db->update_task(moved);
+  EXPECT_EQ(db->task("aaa111")->owner, "hostA:/a");
+  EXPECT_FALSE(db->claim_task("aaa111", "hostB:/b"));
+  TaskRow c = sample_task("ccc333", "m3");
+  db->insert_task(c);
+  EXPECT_TRUE(db->claim_task("ccc333", "hostB:/b"));
+  EXPECT_FALSE(db->claim_task("ccc333", "hostA:/a"));
+  EXPECT_EQ(db->task("ccc333")->owner, "hostB:/b");
+}
+
+TEST_P(WebDatabaseBackends, RequestsAreKeptInOrderUntilRemoved) {
+  auto db = open_database(location());
+  TaskRow a = sample_task("aaa111");
+  a.owner = "hostA:/a";
+  db->insert_task(a);
+  TaskRow b = sample_task("bbb222", "m2");
+  b.owner = "hostB:/b";
+  db->insert_task(b);
+  TaskRequest q;
+  q.task_uid = "aaa111";
+  q.action = "pause";
+  q.requested_by = "hostB:/b";
+  q.requested_at = "t1";
+  const long long first = db->add_request(q);
+  q.action = "cancel";
+  const long long second = db->add_request(q);
+  EXPECT_LT(first, second);
+  q.task_uid = "bbb222";
+  db->add_request(q);
+  auto for_a = db->requests_for("hostA:/a");
+  ASSERT_EQ(for_a.size(), 2u);
+  EXPECT_EQ(for_a[0].action, "pause");
+  EXPECT_EQ(for_a[1].action, "cancel");
+  EXPECT_EQ(for_a[0].requested_by, "hostB:/b");
+  EXPECT_EQ(db->task_requests("bbb222").size(), 1u);
+  db->remove_request(first);
+  ASSERT_EQ(db->requests_for("hostA:/a").size(), 1u);
+  EXPECT_EQ(db->requests_for("hostA:/a")[0].id, second);
+  q.task_uid = "nosuchtask";
+  EXPECT_THROW(db->add_request(q), Error);
 }
 
 TEST_P(WebDatabaseBackends, UpdateKeepsTheStatsThatOnlyTheSyncWrites) {
@@ -293,4 +382,246 @@ TEST_P(WebDatabaseBackends, HistoryIsNewestFirst) {
   ASSERT_EQ(h.size(), 2u);
   EXPECT_EQ(h[0]["kind"], "started");
   EXPECT_EQ(h[1]["data"]["state"], "queued");
+}
+
+// ---- several servers on one database ----
+
+namespace {
+
+// One server of a fleet: a workspace of its own, its own connection to the shared database, its
+// sync and its scheduler (fake children, so nothing runs), under its default owner name.
+struct FleetServer {
+  TempDir dir;
+  Workspace ws{dir.path()};
+  std::unique_ptr<Database> db;
+  test::FakeLauncher launcher;
+  LedgerSync sync;
+  Scheduler sched;
+
+  explicit FleetServer(const std::string& location)
+      : db(open_database(location)), sync(ws, *db, nullptr), sched(ws, *db, nullptr, launcher, options()) {}
+
+  static SchedulerOptions options() {
+    SchedulerOptions o;
+    o.croq_exe = "/usr/bin/croq";
+    return o;
+  }
+  const std::string& owner() const { return sync.owner(); }
+  TaskRow add(const std::string& model) {
+    return sched.create(TaskSpec::from_json(
+        json{{"gpu", "cpu_x86_64"},
+             {"dsl", "cpp"},
+             {"shape_key", "matmul_f32_64x64x64"},
+             {"model", model},
+             {"driver", {{"kind", "command"}, {"argv", {"bash", "drive.sh"}}}}}));
+  }
+  // One step of a server: sync (a full scan), then the scheduler.
+  void step() {
+    sync.full_scan();
+    sched.tick();
+  }
+};
+
+const TaskRef k_task = make_task("cpu_x86_64", "cpp", "matmul_f32_64x64x64", "search");
+
+bool history_has(Database& db, const std::string& uid, const std::string& kind) {
+  for (const auto& h : db.history(uid, 100)) {
+    if (h["kind"] == kind) return true;
+  }
+  return false;
+}
+
+}  // namespace
+
+TEST_P(WebDatabaseBackends, EachServerIsNamedByItsHostAndWorkspace) {
+  FleetServer a(location());
+  char host[256] = {0};
+  ASSERT_EQ(::gethostname(host, sizeof host - 1), 0);
+  EXPECT_EQ(a.owner(), std::string(host) + ":" + std::filesystem::weakly_canonical(a.dir.path()).string());
+  EXPECT_EQ(a.sched.owner(), a.owner());
+  FleetServer b(location());
+  EXPECT_NE(a.owner(), b.owner());
+}
+
+TEST_P(WebDatabaseBackends, TwoServersSeeEveryTaskAndNeitherTakesTheOthersForVanished) {
+  FleetServer a(location());
+  FleetServer b(location());
+  // The same task key on both machines: two tasks, one per owner.
+  test::store_rounds(a.ws, k_task, {110, 120});
+  test::store_rounds(b.ws, k_task, {90});
+  a.sync.full_scan();
+  b.sync.full_scan();
+  auto rows = a.db->tasks();
+  ASSERT_EQ(rows.size(), 2u);
+  ASSERT_EQ(b.db->tasks().size(), 2u);
+  auto mine_a = a.db->task_by_key(a.owner(), k_task.id());
+  auto mine_b = a.db->task_by_key(b.owner(), k_task.id());
+  ASSERT_TRUE(mine_a && mine_b);
+  EXPECT_NE(mine_a->uid, mine_b->uid);
+  EXPECT_EQ(a.db->round_count(mine_a->uid), 3);
+  EXPECT_EQ(a.db->round_count(mine_b->uid), 2);
+  // A task only B has: A's polls and scans leave it (and its rounds) as B wrote them.
+  test::store_rounds(b.ws, make_task("cpu_x86_64", "cpp", "matmul_f32_32x32x32", "search"), {70, 80, 85});
+  b.sync.full_scan();
+  auto only_b = a.db->task_by_key(b.owner(), "cpu_x86_64/cpp/matmul_f32_32x32x32/search");
+  ASSERT_TRUE(only_b);
+  for (int i = 0; i < 2; ++i) {
+    a.sync.poll_known();
+    a.sync.full_scan();
+    a.sched.tick();
+  }
+  EXPECT_EQ(a.db->round_count(only_b->uid), 4);
+  EXPECT_EQ(a.db->round_count(mine_b->uid), 2);
+  EXPECT_EQ(a.db->sync_state(only_b->uid)->records, 4);
+  EXPECT_EQ(a.db->task(only_b->uid)->stats["rounds"], only_b->stats["rounds"]);
+  EXPECT_EQ(a.db->task(only_b->uid)->state, "external");
+  EXPECT_EQ(a.db->task(only_b->uid)->owner, b.owner());
+  EXPECT_FALSE(a.db->task_by_key(a.owner(), only_b->key));  // A adopted nothing of B's
+  EXPECT_EQ(a.db->tasks().size(), 3u);
+}
+
+TEST_P(WebDatabaseBackends, ASchedulerStartsStopsAndAdoptsOnlyItsOwnTasks) {
+  FleetServer a(location());
+  FleetServer b(location());
+  b.launcher.next_pid = 5000;  // B's children are unknown to A's launcher, as on another machine
+  TaskRow ta = a.add("a");
+  TaskRow tb = b.add("b");  // the same device ("cpu") on another machine
+  EXPECT_EQ(ta.owner, a.owner());
+  EXPECT_EQ(tb.owner, b.owner());
+  a.step();
+  EXPECT_EQ(a.db->task(ta.uid)->state, "running");
+  EXPECT_EQ(a.db->task(tb.uid)->state, "queued");  // A does not start B's queued task
+  EXPECT_EQ(a.launcher.children.size(), 1u);
+  b.step();
+  EXPECT_EQ(b.db->task(tb.uid)->state, "running");
+  EXPECT_EQ(b.launcher.children.size(), 1u);
+  // A's scheduler does not take B's child (unknown to it) for one that ended, nor adopt it.
+  a.sched.recover();
+  for (int i = 0; i < 2; ++i) a.step();
+  TaskRow still = *a.db->task(tb.uid);
+  EXPECT_EQ(still.state, "running");
+  EXPECT_EQ(still.crash_count, 0);
+  EXPECT_EQ(still.runs, 1);
+  EXPECT_FALSE(history_has(*a.db, tb.uid, "adopted_child"));
+  EXPECT_EQ(a.launcher.children.size(), 1u);
+  // Each scheduler's device slots are its own machine's.
+  EXPECT_EQ(a.sched.devices()["cpu"]["task"], ta.uid);
+  EXPECT_EQ(b.sched.devices()["cpu"]["task"], tb.uid);
+}
+
+TEST_P(WebDatabaseBackends, AnActionOnAnotherServersTaskIsARequestItsOwnerCarriesOut) {
+  FleetServer a(location());
+  FleetServer b(location());
+  b.launcher.next_pid = 5000;
+  TaskRow tb = b.add("b");
+  b.step();
+  ASSERT_EQ(b.db->task(tb.uid)->state, "running");
+  // At A: not done there, refused directly, recorded for B.
+  EXPECT_THROW(a.sched.act(tb.uid, "pause"), Error);
+  TaskRequest q = a.sched.request(tb.uid, "pause");
+  EXPECT_EQ(q.requested_by, a.owner());
+  EXPECT_THROW(a.sched.request(tb.uid, "explode"), Error);
+  try {
+    a.sched.update_spec(tb.uid, TaskSpec::from_json(tb.spec, tb.gpu));
+    FAIL() << "A changed B's spec";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ExitCode::refused);
+    EXPECT_NE(std::string(e.what()).find(b.owner()), std::string::npos) << e.what();
+  }
+  a.step();
+  EXPECT_EQ(a.db->task(tb.uid)->state, "running");
+  EXPECT_EQ(a.db->task_requests(tb.uid).size(), 1u);  // A leaves it to B
+  EXPECT_TRUE(history_has(*a.db, tb.uid, "requested"));
+  // B carries it out at its next tick: the child is asked to stop (and, being a fake that ends on
+  // SIGTERM, is found stopped in the same tick).
+  b.step();
+  EXPECT_EQ(b.launcher.children.begin()->second.signals, std::vector<int>{SIGTERM});
+  EXPECT_EQ(b.db->task(tb.uid)->state, "paused");
+  EXPECT_TRUE(b.db->task_requests(tb.uid).empty());
+  EXPECT_TRUE(history_has(*b.db, tb.uid, "request_done"));
+  // A request that does not apply when the owner reads it is refused in the history, not lost.
+  a.sched.request(tb.uid, "retry");
+  b.step();
+  EXPECT_EQ(b.db->task(tb.uid)->state, "paused");
+  EXPECT_TRUE(b.db->task_requests(tb.uid).empty());
+  EXPECT_TRUE(history_has(*b.db, tb.uid, "request_refused"));
+  a.sched.request(tb.uid, "resume");
+  b.step();
+  EXPECT_EQ(b.db->task(tb.uid)->state, "running");
+}
+
+TEST_P(WebDatabaseBackends, CheckComparesOnlyTheServersOwnRows) {
+  FleetServer a(location());
+  FleetServer b(location());
+  test::store_rounds(a.ws, k_task, {110});
+  test::store_rounds(b.ws, make_task("cpu_x86_64", "cpp", "matmul_f32_32x32x32", "search"), {90});
+  a.sync.full_scan();
+  b.sync.full_scan();
+  CheckReport ra = check_database(a.ws, *a.db, a.owner());
+  EXPECT_TRUE(ra.clean()) << ra.to_json().dump();
+  EXPECT_EQ(ra.tasks_in_db, 1);
+  EXPECT_EQ(ra.tasks_of_other_servers, 1);
+  EXPECT_EQ(ra.rounds_in_db, 2);
+  EXPECT_EQ(ra.to_json()["owner"], a.owner());
+  CheckReport rb = check_database(b.ws, *b.db);  // the default owner is the server's own
+  EXPECT_TRUE(rb.clean()) << rb.to_json().dump();
+  EXPECT_EQ(rb.tasks_in_db, 1);
+}
+
+TEST_P(WebDatabaseBackends, ARowFromBeforeOwnersIsClaimedByTheServerThatHoldsItOnDisk) {
+  {
+    DatabaseOptions o;
+    o.target_version = 2;
+    auto db = open_database(location(), o);
+  }
+  scalar(k_v1_task);  // key cpu_x86_64/cpp/matmul_f32_64x64x64/m1, uid aaa111
+  FleetServer a(location());
+  FleetServer b(location());
+  const TaskRef t = make_task("cpu_x86_64", "cpp", "matmul_f32_64x64x64", "m1");
+  ensure_task_config(a.ws, t, "aaa111");
+  test::store_rounds(a.ws, t, {110, 120});
+  // B does not hold it: B leaves it unclaimed, and its --check does not count it as B's.
+  SyncStats sb = b.sync.full_scan();
+  EXPECT_EQ(sb.tasks_claimed, 0);
+  EXPECT_EQ(b.db->task("aaa111")->owner, "");
+  EXPECT_THROW(b.sched.request("aaa111", "pause"), Error);  // no owner to carry it out
+  EXPECT_EQ(check_database(b.ws, *b.db).tasks_unclaimed, 1);
+  EXPECT_TRUE(check_database(b.ws, *b.db).clean());
+  // A holds it: claimed (not adopted twice), then synced as A's.
+  SyncStats sa = a.sync.full_scan();
+  EXPECT_EQ(sa.tasks_claimed, 1);
+  EXPECT_EQ(sa.tasks_adopted, 0);
+  ASSERT_EQ(a.db->tasks().size(), 1u);
+  EXPECT_EQ(a.db->task("aaa111")->owner, a.owner());
+  EXPECT_EQ(a.db->round_count("aaa111"), 3);
+  EXPECT_TRUE(history_has(*a.db, "aaa111", "claimed"));
+  EXPECT_TRUE(check_database(a.ws, *a.db).clean()) << check_database(a.ws, *a.db).to_json().dump();
+  // A second server holding a copy of it finds it claimed: a conflict.
+  ensure_task_config(b.ws, t, "aaa111");
+  SyncStats again = b.sync.full_scan();
+  ASSERT_EQ(again.conflicts.size(), 1u);
+  EXPECT_EQ(a.db->task("aaa111")->owner, a.owner());
+}
+
+TEST_P(WebDatabaseBackends, ATaskWhoseUidAnotherServerOwnsIsAConflictNotStolen) {
+  FleetServer a(location());
+  FleetServer b(location());
+  test::store_rounds(a.ws, k_task, {110, 120});
+  a.sync.full_scan();
+  const std::string uid = a.db->task_by_key(a.owner(), k_task.id())->uid;
+  // B's workspace holds a copy of A's task (the same task_uid), with other rounds.
+  ensure_task_config(b.ws, k_task, uid);
+  test::store_rounds(b.ws, k_task, {50});
+  SyncStats s = b.sync.full_scan();
+  ASSERT_EQ(s.conflicts.size(), 1u) << s.to_json().dump();
+  EXPECT_NE(s.conflicts[0].find(uid), std::string::npos) << s.conflicts[0];
+  EXPECT_NE(s.conflicts[0].find(a.owner()), std::string::npos) << s.conflicts[0];
+  EXPECT_EQ(s.tasks_adopted, 0);
+  EXPECT_EQ(b.db->tasks().size(), 1u);
+  EXPECT_EQ(b.db->task(uid)->owner, a.owner());
+  EXPECT_EQ(b.db->round_count(uid), 3);  // A's rounds, untouched
+  CheckReport rb = check_database(b.ws, *b.db);
+  ASSERT_FALSE(rb.clean());
+  EXPECT_EQ(rb.differences[0].kind, "owned_elsewhere");
+  EXPECT_TRUE(check_database(a.ws, *a.db).clean());
 }

@@ -403,3 +403,69 @@ TEST(WebHttp, ADamagedBaselineResultIsNamedOnTheTaskPage) {
   EXPECT_EQ(page->status, 200);
   EXPECT_NE(page->body.find(s.ws.display(s.ws.baseline_result(s.task)) + " cannot be read"), std::string::npos);
 }
+
+// One monitor shows every server's tasks of a shared database, each with its owner; an action on
+// another server's task is recorded for its owner (202), and its files and logs are not looked
+// for on this machine (where a task of the same key may be this server's own).
+TEST(WebHttp, AnotherServersTaskIsShownWithItsOwnerAndActionsOnItBecomeRequests) {
+  Server s;
+  TaskRow other;
+  other.uid = "0ther0000001";
+  other.gpu = s.task.gpu;
+  other.dsl = s.task.dsl;
+  other.shape_key = s.task.shape.text;
+  other.model = s.task.model;
+  other.key = s.task.id();  // the same key as this server's task
+  other.origin = "created";
+  other.owner = "gpu-node-7:/data/tuning";
+  other.state = "queued";
+  other.created_at = other.updated_at = other.queued_at = "2026-01-01T00:00:00.000Z";
+  other.spec = {{"device", "cpu"}, {"driver", {{"kind", "command"}, {"argv", {"bash", "x.sh"}}}}};
+  s.db->insert_task(other);
+  auto c = s.client();
+  json list = body_json(c.Get("/api/v1/tasks"));
+  ASSERT_EQ(list["tasks"].size(), 2u) << list.dump();
+  for (const auto& t : list["tasks"]) {
+    const bool mine = t["uid"] == s.uid;
+    EXPECT_EQ(t["owner"], mine ? s.monitor->owner() : other.owner);
+    EXPECT_EQ(t["this_server"], mine);
+  }
+  auto page = c.Get("/");
+  ASSERT_TRUE(page);
+  EXPECT_NE(page->body.find("gpu-node-7"), std::string::npos);
+  EXPECT_NE(page->body.find("(this server)"), std::string::npos);
+  auto task_page = c.Get("/tasks/" + other.uid);
+  ASSERT_TRUE(task_page);
+  EXPECT_EQ(task_page->status, 200);
+  EXPECT_NE(task_page->body.find("The run logs are on gpu-node-7:/data/tuning"), std::string::npos);
+
+  auto pause = c.Post("/api/v1/tasks/" + other.uid + "/pause", "{}", "application/json");
+  ASSERT_TRUE(pause);
+  EXPECT_EQ(pause->status, 202) << pause->body;
+  json doc = body_json(pause);
+  EXPECT_EQ(doc["request"]["action"], "pause");
+  EXPECT_EQ(doc["request"]["requested_by"], s.monitor->owner());
+  EXPECT_NE(doc.value("message", "").find(other.owner), std::string::npos) << pause->body;
+  EXPECT_EQ(s.db->task(other.uid)->state, "queued");  // left to its owner
+  ASSERT_EQ(s.db->task_requests(other.uid).size(), 1u);
+  EXPECT_EQ(body_json(c.Get("/api/v1/tasks/" + other.uid))["requests"].size(), 1u);
+  s.monitor->step(true);
+  EXPECT_EQ(s.db->task(other.uid)->state, "queued");
+  EXPECT_EQ(s.db->task_requests(other.uid).size(), 1u);
+
+  auto patch = c.Patch("/api/v1/tasks/" + other.uid, R"({"priority": 3})", "application/json");
+  ASSERT_TRUE(patch);
+  EXPECT_EQ(patch->status, 409);
+  EXPECT_NE(patch->body.find(other.owner), std::string::npos) << patch->body;
+  for (const std::string p : {"/files", "/files/logs/idea-log.jsonl", "/log"}) {
+    auto r = c.Get("/api/v1/tasks/" + other.uid + p);
+    ASSERT_TRUE(r) << p;
+    EXPECT_EQ(r->status, 404) << p;
+    EXPECT_NE(r->body.find(other.owner), std::string::npos) << p << ": " << r->body;
+  }
+  // This server's own task is untouched and still served from this disk.
+  auto own = c.Post("/api/v1/tasks/" + s.uid + "/pause", "{}", "application/json");
+  ASSERT_TRUE(own);
+  EXPECT_EQ(own->status, 409);  // an external task cannot be paused: acted on here, not requested
+  EXPECT_EQ(c.Get("/api/v1/tasks/" + s.uid + "/files/logs/idea-log.jsonl")->status, 200);
+}

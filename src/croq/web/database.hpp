@@ -6,6 +6,11 @@
 //
 // Backends keep a versioned schema: numbered migrations applied in order, each in a transaction,
 // recorded in schema_migrations; a database written by a newer croq is refused, never dropped.
+//
+// Several servers (machines, each with its own workspace) may share one database: every task row
+// has an owner, the server whose workspace holds the task. Only the owner syncs and schedules a
+// row; another server shows it and records actions on it as requests (TaskRequest) that the
+// owner's scheduler carries out.
 #pragma once
 #include <cstdint>
 #include <memory>
@@ -27,6 +32,8 @@ struct TaskRow {
   std::string shape_key;
   std::string model;
   std::string origin;     // "created" (by this monitor) or "adopted" (found on disk)
+  std::string owner;      // the server that syncs and schedules it (server_owner(), ledger_sync.hpp);
+                          // empty: a row from before owners, not claimed yet
   json spec = json::object();
   std::string state;      // task_state.hpp
   std::string reason;     // why the task is in its state, one line
@@ -84,6 +91,18 @@ struct SyncUpdate {
   std::optional<json> stats;       // new ledger summary, if it changed
 };
 
+// An action (pause, resume, cancel, retry) asked for at one server on a task another server owns,
+// kept until the owner's scheduler has carried it out (or refused it, in the task's history).
+struct TaskRequest {
+  long long id = 0;          // assigned by the database, in the order requests arrive
+  std::string task_uid;
+  std::string action;
+  std::string requested_by;  // the owner name of the server that took the request
+  std::string requested_at;
+
+  json to_json() const;
+};
+
 struct RoundQuery {
   int after_seq = -1;        // only rows with seq > after_seq
   int limit = 0;             // 0: all
@@ -103,14 +122,28 @@ class Database {
   // Backend facts for the system panel: {backend, location, schema_version, bytes, ...}.
   virtual json info() = 0;
 
-  // In creation order (ties: insertion order).
+  // Every owner's tasks, in creation order (ties: insertion order).
   virtual std::vector<TaskRow> tasks() = 0;
   virtual std::optional<TaskRow> task(const std::string& uid) = 0;
-  virtual std::optional<TaskRow> task_by_key(const std::string& key) = 0;
-  // Throws Error(conflict) when the uid or the key exists.
+  // The task of `owner` with that key ("" finds an unclaimed row): keys are unique per owner.
+  virtual std::optional<TaskRow> task_by_key(const std::string& owner, const std::string& key) = 0;
+  // Throws Error(conflict) when the uid, or the key of the same owner, exists.
   virtual void insert_task(const TaskRow& row) = 0;
-  // Writes every field but `stats` (owned by apply_sync). Throws Error(not_found).
+  // Writes every field but `stats` (owned by apply_sync) and `owner` (claim_task). Throws
+  // Error(not_found).
   virtual void update_task(const TaskRow& row) = 0;
+  // Gives an unclaimed row (empty owner) to `owner`, atomically: true if this call claimed it,
+  // false if the row has an owner already (another server may have claimed it first).
+  virtual bool claim_task(const std::string& uid, const std::string& owner) = 0;
+
+  // Requests for tasks of other servers: recorded by the server that took them, carried out and
+  // removed by the owner. Returns the new request's id.
+  virtual long long add_request(const TaskRequest& request) = 0;
+  // Pending requests for the tasks `owner` owns, oldest first.
+  virtual std::vector<TaskRequest> requests_for(const std::string& owner) = 0;
+  // Pending requests of one task, oldest first.
+  virtual std::vector<TaskRequest> task_requests(const std::string& uid) = 0;
+  virtual void remove_request(long long id) = 0;
 
   virtual std::optional<SyncState> sync_state(const std::string& uid) = 0;
   virtual void apply_sync(const std::string& uid, const SyncUpdate& update) = 0;

@@ -535,6 +535,17 @@ struct HttpServer::Impl {
     return *row;
   }
 
+  // Files and logs of another server's task are on that machine, not under this workspace (where
+  // a task of the same key may be this server's own).
+  void require_here(const TaskRow& row, const char* what) const {
+    if (monitor.owns(row)) return;
+    throw Error(ExitCode::not_found,
+                fmt::format("task {} belongs to {}: {} are on that machine", row.uid,
+                            row.owner.empty() ? std::string("no server yet") : "server " + row.owner, what),
+                row.owner.empty() ? std::string("the server whose workspace holds it claims it at its next scan")
+                                  : "open the monitor of " + row.owner + " for them");
+  }
+
   httplib::Server::HandlerResponse check(const Request& req, Response& res) {
     // cpp-httplib prefers brotli whenever a client accepts it and compresses at brotli's
     // slowest setting (seconds for a task page); gzip is as good for these pages at a fraction
@@ -742,6 +753,9 @@ struct HttpServer::Impl {
       TaskRow row = task_or_404(req.matches[1]);
       json doc = {{"ok", true}, {"task", monitor.task_json(row)}};
       doc["history"] = monitor.db().history(row.uid, 20);
+      json requests = json::array();
+      for (const auto& q : monitor.db().task_requests(row.uid)) requests.push_back(q.to_json());
+      doc["requests"] = requests;
       send_json(res, doc);
     }));
     svr.Patch(std::string("/api/v1/tasks/") + k_uid, guarded([this](const Request& req, Response& res) {
@@ -751,8 +765,20 @@ struct HttpServer::Impl {
     svr.Post(std::string("/api/v1/tasks/") + k_uid + "/(pause|resume|cancel|retry)",
              guarded([this](const Request& req, Response& res) {
                (void)parse_body(req);
-               TaskRow row = monitor.act(req.matches[1], req.matches[2]);
-               send_json(res, {{"ok", true}, {"task", monitor.task_json(row)}});
+               ActResult done = monitor.act(req.matches[1], req.matches[2]);
+               if (done.request) {
+                 // Another server's task: recorded for its owner, whose scheduler carries it out.
+                 send_json(res,
+                           {{"ok", true},
+                            {"task", monitor.task_json(done.task)},
+                            {"request", done.request->to_json()},
+                            {"message", fmt::format("task {} belongs to server {}: the request is recorded and that "
+                                                    "server carries it out at its next poll",
+                                                    done.task.uid, done.task.owner)}},
+                           202);
+                 return;
+               }
+               send_json(res, {{"ok", true}, {"task", monitor.task_json(done.task)}});
              }));
     svr.Get(std::string("/api/v1/tasks/") + k_uid + "/rounds", guarded([this](const Request& req, Response& res) {
       TaskRow row = task_or_404(req.matches[1]);
@@ -789,6 +815,7 @@ struct HttpServer::Impl {
       TaskRow row = task_or_404(req.matches[1]);
       int run = int_param(req, "run", 0, 0, 1 << 30);
       int lines = int_param(req, "tail", 200, 1, 100000);
+      require_here(row, "its run logs");
       if (run > row.runs) throw_not_found(fmt::format("task {} has {} runs", row.uid, row.runs));
       res.set_header("Cache-Control", "no-store");
       res.set_content(run_log_tail(monitor.workspace(), row, run, lines), "text/plain; charset=utf-8");
@@ -805,6 +832,7 @@ struct HttpServer::Impl {
             }));
     svr.Get(std::string("/api/v1/tasks/") + k_uid + "/files(/.*)?", guarded([this](const Request& req, Response& res) {
       TaskRow row = task_or_404(req.matches[1]);
+      require_here(row, "its files");
       std::string rel = req.matches[2];
       if (!rel.empty()) rel.erase(0, 1);
       serve_task_file(monitor, row, rel, res);
@@ -815,7 +843,7 @@ struct HttpServer::Impl {
       send_json(res, doc);
     }));
     svr.Get("/api/v1/check", guarded([this](const Request&, Response& res) {
-      json doc = check_database(monitor.workspace(), monitor.db()).to_json();
+      json doc = check_database(monitor.workspace(), monitor.db(), monitor.owner()).to_json();
       doc["ok"] = true;
       send_json(res, doc);
     }));

@@ -2,9 +2,11 @@
 #include "croq/web/ledger_sync.hpp"
 
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <fstream>
 
 #include <fmt/format.h>
@@ -84,8 +86,17 @@ bool same_number(std::optional<double> a, std::optional<double> b) {
 
 json SyncStats::to_json() const {
   return {{"tasks_scanned", tasks_scanned}, {"tasks_adopted", tasks_adopted}, {"tasks_changed", tasks_changed},
-          {"rounds_added", rounds_added},   {"reindexed", reindexed},         {"ms", ms},
-          {"warnings", warnings}};
+          {"rounds_added", rounds_added},   {"reindexed", reindexed},         {"tasks_claimed", tasks_claimed},
+          {"ms", ms},                       {"warnings", warnings},           {"conflicts", conflicts}};
+}
+
+std::string server_owner(const Workspace& ws) {
+  if (const char* o = std::getenv("CROQ_SERVE_OWNER"); o && *o) return o;
+  char name[256] = {0};
+  std::string host = ::gethostname(name, sizeof name - 1) == 0 && name[0] ? std::string(name) : "localhost";
+  std::error_code ec;
+  fs::path root = fs::weakly_canonical(fs::absolute(ws.root()), ec);
+  return host + ":" + (ec ? ws.root().string() : root.string());
 }
 
 json ledger_stats(const Workspace& ws, const TaskRef& task) {
@@ -149,17 +160,57 @@ json ledger_stats(const Workspace& ws, const TaskRef& task) {
   return s;
 }
 
-LedgerSync::LedgerSync(const Workspace& ws, Database& db, EventBus* bus) : m_ws(ws), m_db(db), m_bus(bus) {}
+LedgerSync::LedgerSync(const Workspace& ws, Database& db, EventBus* bus, std::string owner)
+    : m_ws(ws), m_db(db), m_bus(bus), m_owner(owner.empty() ? server_owner(ws) : std::move(owner)) {}
 
 void LedgerSync::publish(const std::string& kind, const std::string& uid, json data) {
   if (m_bus) m_bus->publish(kind, uid, std::move(data));
 }
 
+// A row the database already holds for a task on this disk: this server's once claimed (a row
+// from before owners, for the same task), else a conflict.
+TaskRow LedgerSync::claim(TaskRow row, const TaskRef& task, SyncStats* stats) {
+  if (row.owner.empty() && row.key == task.id()) {
+    if (m_db.claim_task(row.uid, m_owner)) {
+      row.owner = m_owner;
+      m_db.add_history(row.uid, now_iso8601(), "claimed",
+                       {{"owner", m_owner}, {"state", row.state}, {"reason", "claimed by " + m_owner}});
+      if (stats) ++stats->tasks_claimed;
+      publish("task", row.uid, {{"change", "claimed"}, {"key", row.key}, {"owner", m_owner}});
+      return row;
+    }
+    if (auto fresh = m_db.task(row.uid)) row = *fresh;  // another server claimed it first
+  }
+  if (row.owner == m_owner) {
+    throw Error(ExitCode::conflict,
+                fmt::format("task {} has task_uid {}, which is this server's task {}: two folders with one task_uid",
+                            task.id(), row.uid, row.key),
+                "if one folder is a copy of the other, give it a task_uid of its own: remove task_uid from its "
+                "task_config.json (the next scan writes a new one)");
+  }
+  throw Error(ExitCode::conflict,
+              fmt::format("task {} on this disk has task_uid {}, which belongs to {} (task {} there); "
+                          "this server leaves it alone",
+                          task.id(), row.uid, row.owner.empty() ? std::string("no server yet") : "server " + row.owner,
+                          row.key),
+              "if this folder is a copy of that task, give it a task_uid of its own: remove task_uid from its "
+              "task_config.json (the next scan writes a new one)");
+}
+
 TaskRow LedgerSync::adopt(const TaskRef& task, SyncStats* stats) {
   std::lock_guard lock(m_mutex);
-  if (auto known = m_db.task_by_key(task.id())) return *known;
+  if (auto known = m_db.task_by_key(m_owner, task.id())) return *known;
   std::optional<json> cfg = read_task_config(m_ws, task);  // throws corrupt: reported by the caller
   std::string uid = cfg ? get_string(*cfg, "task_uid").value_or("") : "";
+  if (!uid.empty()) {
+    if (auto existing = m_db.task(uid)) return claim(*existing, task, stats);
+  } else if (auto unclaimed = m_db.task_by_key("", task.id())) {
+    // A row from before owners whose task_config.json has lost its task_uid: claimed, and the
+    // uid written back.
+    TaskRow row = claim(*unclaimed, task, stats);
+    ensure_task_config(m_ws, task, row.uid);
+    return row;
+  }
   if (uid.empty()) {
     // The seeds' rule: a task's uid is written into its task_config.json before anything else.
     json written = ensure_task_config(m_ws, task, new_task_uid());
@@ -176,6 +227,7 @@ TaskRow LedgerSync::adopt(const TaskRef& task, SyncStats* stats) {
   row.created_at = cfg ? get_string(*cfg, "created_at").value_or(now_iso8601()) : now_iso8601();
   row.updated_at = now_iso8601();
   row.origin = "adopted";
+  row.owner = m_owner;
   row.state = run_state_name(RunState::external);
   row.reason = "found on disk";
   // A task `croq tune` started says so in logs/tune.json: shown as croq tune's, with its times.
@@ -249,6 +301,7 @@ TaskRow LedgerSync::adopt(const TaskRef& task, SyncStats* stats) {
 
 int LedgerSync::sync_task(const TaskRow& row, SyncStats* stats) {
   std::lock_guard lock(m_mutex);
+  if (row.owner != m_owner) return 0;  // another server's: its disk, not this one, says what it holds
   TaskRef task;
   try {
     task = make_task(row.gpu, row.dsl, row.shape_key, row.model);
@@ -366,6 +419,12 @@ SyncStats LedgerSync::full_scan() {
     try {
       TaskRow row = adopt(t, &stats);
       sync_task(row, &stats);
+    } catch (const Error& e) {
+      if (e.code() != ExitCode::conflict) {
+        stats.warnings.push_back(fmt::format("{}: {}", t.id(), e.what()));
+      } else {
+        stats.conflicts.push_back(e.hint().empty() ? std::string(e.what()) : fmt::format("{} ({})", e.what(), e.hint()));
+      }
     } catch (const std::exception& e) {
       stats.warnings.push_back(fmt::format("{}: {}", t.id(), e.what()));
     }
@@ -379,6 +438,7 @@ SyncStats LedgerSync::poll_known() {
   SyncStats stats;
   Stopwatch clock;
   for (const TaskRow& row : m_db.tasks()) {
+    if (row.owner != m_owner) continue;
     ++stats.tasks_scanned;
     try {
       sync_task(row, &stats);
@@ -397,8 +457,11 @@ json CheckItem::to_json() const { return {{"task", task}, {"uid", uid}, {"kind",
 json CheckReport::to_json() const {
   json j;
   j["clean"] = clean();
+  j["owner"] = owner;
   j["tasks_on_disk"] = tasks_on_disk;
   j["tasks_in_db"] = tasks_in_db;
+  j["tasks_of_other_servers"] = tasks_of_other_servers;
+  j["tasks_unclaimed"] = tasks_unclaimed;
   j["rounds_on_disk"] = rounds_on_disk;
   j["rounds_in_db"] = rounds_in_db;
   j["differences"] = json::array();
@@ -408,10 +471,20 @@ json CheckReport::to_json() const {
   return j;
 }
 
-CheckReport check_database(const Workspace& ws, Database& db) {
+CheckReport check_database(const Workspace& ws, Database& db, const std::string& owner) {
   CheckReport rep;
-  std::map<std::string, TaskRow> by_key;
-  for (auto& row : db.tasks()) by_key[row.key] = row;
+  rep.owner = owner.empty() ? server_owner(ws) : owner;
+  std::map<std::string, TaskRow> by_key;  // this server's rows
+  std::map<std::string, TaskRow> others;  // every other row, by uid
+  for (auto& row : db.tasks()) {
+    if (row.owner == rep.owner) {
+      by_key[row.key] = row;
+    } else {
+      if (row.owner.empty()) ++rep.tasks_unclaimed;
+      else ++rep.tasks_of_other_servers;
+      others[row.uid] = row;
+    }
+  }
   rep.tasks_in_db = static_cast<int>(by_key.size());
   std::map<std::string, bool> on_disk;
   for (const TaskRef& t : ws.list_tasks()) {
@@ -439,9 +512,22 @@ CheckReport check_database(const Workspace& ws, Database& db) {
     }
     rep.rounds_on_disk += static_cast<int>(records.size());
     if (it == by_key.end()) {
-      add(rep.differences, disk_uid, "missing_in_db",
-          fmt::format("on disk with {} records, not in the database (the server adopts it at its next scan)",
-                      records.size()));
+      auto other = disk_uid.empty() ? others.end() : others.find(disk_uid);
+      if (other != others.end() && !other->second.owner.empty()) {
+        add(rep.differences, disk_uid, "owned_elsewhere",
+            fmt::format("its task_uid belongs to server {} (task {} there); this server leaves it alone (if this "
+                        "folder is a copy, remove task_uid from its task_config.json)",
+                        other->second.owner, other->second.key));
+      } else if (other != others.end()) {
+        add(rep.differences, disk_uid, "missing_in_db",
+            fmt::format("on disk with {} records; its row in the database has no owner yet (from before owners: "
+                        "the server claims it at its next scan)",
+                        records.size()));
+      } else {
+        add(rep.differences, disk_uid, "missing_in_db",
+            fmt::format("on disk with {} records, not in the database (the server adopts it at its next scan)",
+                        records.size()));
+      }
       continue;
     }
     const TaskRow& row = it->second;

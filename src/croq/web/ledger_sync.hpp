@@ -12,6 +12,11 @@
 //    next action) from the protocol engine (derive_state) and the checkpoint.
 // Changes are found by polling file sizes and times (cheap: a few stats per task and tick), with
 // a full folder scan for new tasks every few ticks. `check` compares the two sides.
+//
+// A database may be shared by the servers of several machines (PostgreSQL), each for its own
+// workspace: the sync reads and writes only the rows this server owns (server_owner()). A row from
+// before owners (empty owner) is claimed by the first server whose workspace holds the task; a
+// task on this disk whose task_uid another server owns is a conflict, reported and left alone.
 #pragma once
 #include <map>
 #include <mutex>
@@ -31,23 +36,34 @@ struct SyncStats {
   int tasks_changed = 0;
   int rounds_added = 0;
   int reindexed = 0;
+  int tasks_claimed = 0;  // rows from before owners, claimed by this server
   double ms = 0;
   std::vector<std::string> warnings;
+  std::vector<std::string> conflicts;  // tasks on this disk whose task_uid another server owns
   json to_json() const;
 };
 
+// This server's name as the owner of its task rows: CROQ_SERVE_OWNER where set (a host name that
+// is not stable, e.g. a container's), else "<host name>:<canonical workspace root>".
+std::string server_owner(const Workspace& ws);
+
 class LedgerSync {
  public:
-  // `bus` may be null (no events: `serve --once`, tests).
-  LedgerSync(const Workspace& ws, Database& db, EventBus* bus);
+  // `bus` may be null (no events: `serve --once`, tests). `owner` empty: server_owner(ws).
+  LedgerSync(const Workspace& ws, Database& db, EventBus* bus, std::string owner = {});
+
+  const std::string& owner() const { return m_owner; }
 
   // Finds tasks on disk (adopting new ones) and syncs every task.
   SyncStats full_scan();
   // Syncs the tasks the database knows, only those whose files changed.
   SyncStats poll_known();
-  // Syncs one task now (after the scheduler or the API created it). Returns rounds added.
+  // Syncs one task now (after the scheduler or the API created it). Returns rounds added; 0 for
+  // another server's task, which is never touched.
   int sync_task(const TaskRow& row, SyncStats* stats = nullptr);
-  // Adopts one task folder if the database does not know it. Returns its row.
+  // Adopts one task folder if the database does not know it as this server's (claiming a row
+  // from before owners that has its task_uid). Returns its row. Throws Error(conflict) when
+  // another server owns its task_uid.
   TaskRow adopt(const TaskRef& task, SyncStats* stats = nullptr);
   // Holds off every sync while a caller creates a task (so a scan cannot adopt a folder that is
   // being created).
@@ -62,10 +78,12 @@ class LedgerSync {
     int64_t proto_mtime = -1;
   };
   void publish(const std::string& kind, const std::string& uid, json data);
+  TaskRow claim(TaskRow row, const TaskRef& task, SyncStats* stats);
 
   const Workspace& m_ws;
   Database& m_db;
   EventBus* m_bus;
+  std::string m_owner;
   std::recursive_mutex m_mutex;  // one sync at a time
   std::map<std::string, Seen> m_seen;  // by uid
 };
@@ -78,14 +96,19 @@ struct CheckItem {
   std::string task;    // task key
   std::string uid;
   std::string kind;    // "missing_in_db", "missing_on_disk", "uid_differs", "round_differs",
-                       // "extra_rounds_in_db", "behind", "stats_differ", "state_differs", "unreadable"
+                       // "extra_rounds_in_db", "behind", "stats_differ", "state_differs", "unreadable",
+                       // "owned_elsewhere" (its task_uid is another server's: a conflict)
   std::string detail;
   json to_json() const;
 };
 
+// Compares this server's rows only: other servers' rows are theirs to check.
 struct CheckReport {
+  std::string owner;        // the server whose rows were compared
   int tasks_on_disk = 0;
-  int tasks_in_db = 0;
+  int tasks_in_db = 0;      // this server's rows
+  int tasks_of_other_servers = 0;
+  int tasks_unclaimed = 0;  // rows from before owners that no server has claimed yet
   int rounds_on_disk = 0;
   int rounds_in_db = 0;
   std::vector<CheckItem> differences;  // the database says something the disk does not
@@ -94,6 +117,7 @@ struct CheckReport {
   json to_json() const;
 };
 
-CheckReport check_database(const Workspace& ws, Database& db);
+// `owner` empty: server_owner(ws).
+CheckReport check_database(const Workspace& ws, Database& db, const std::string& owner = {});
 
 }  // namespace croq::web

@@ -16,11 +16,22 @@
 
 namespace croq::web {
 
+namespace {
+
+// The options with this server's owner name filled in, for the sync and the scheduler alike.
+MonitorOptions with_owner(MonitorOptions o, const Workspace& ws) {
+  if (o.owner.empty()) o.owner = server_owner(ws);
+  o.scheduler.owner = o.owner;
+  return o;
+}
+
+}  // namespace
+
 Monitor::Monitor(const Workspace& ws, Database& db, ChildLauncher& launcher, MonitorOptions options)
     : m_ws(ws),
       m_db(db),
-      m_options(std::move(options)),
-      m_sync(ws, db, &m_bus),
+      m_options(with_owner(std::move(options), ws)),
+      m_sync(ws, db, &m_bus, m_options.owner),
       m_scheduler(ws, db, &m_bus, launcher, m_options.scheduler),
       m_started_at(now_iso8601()),
       m_started(std::chrono::steady_clock::now()) {}
@@ -149,6 +160,7 @@ TaskRow Monitor::create_task(const json& body) {
 TaskRow Monitor::update_task(const std::string& uid, const json& body) {
   auto row = m_db.task(uid);
   if (!row) throw_not_found(fmt::format("no task {}", uid));
+  m_scheduler.require_own_spec(*row);
   if (!body.is_object()) throw_usage("the body must be a JSON object");
   // A patch: the fields given replace the task's; identity fields may be repeated unchanged.
   json merged = row->spec;
@@ -160,10 +172,19 @@ TaskRow Monitor::update_task(const std::string& uid, const json& body) {
   return out;
 }
 
-TaskRow Monitor::act(const std::string& uid, const std::string& action) {
-  TaskRow row = m_scheduler.act(uid, action);
+ActResult Monitor::act(const std::string& uid, const std::string& action) {
+  auto row = m_db.task(uid);
+  if (!row) throw_not_found(fmt::format("no task {}", uid));
+  ActResult out;
+  if (!owns(*row)) {
+    // Another server's task: its scheduler carries the request out at its next tick.
+    out.request = m_scheduler.request(uid, action);
+    out.task = *m_db.task(uid);
+    return out;
+  }
+  out.task = m_scheduler.act(uid, action);
   wake();
-  return row;
+  return out;
 }
 
 json Monitor::task_json(const TaskRow& r) const {
@@ -175,6 +196,8 @@ json Monitor::task_json(const TaskRow& r) const {
   j["shape_key"] = r.shape_key;
   j["model"] = r.model;
   j["origin"] = r.origin;
+  j["owner"] = r.owner;
+  j["this_server"] = owns(r);
   j["state"] = r.state;
   j["reason"] = r.reason;
   j["spec"] = r.spec;
@@ -230,6 +253,7 @@ json Monitor::system_info() {
   server["started_at"] = m_started_at;
   server["uptime_s"] = std::chrono::duration<double>(std::chrono::steady_clock::now() - m_started).count();
   server["root"] = m_ws.root().string();
+  server["owner"] = m_options.owner;
   j["server"] = server;
   try {
     j["database"] = m_db.info();

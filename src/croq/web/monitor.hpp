@@ -29,6 +29,14 @@ struct MonitorOptions {
   std::string default_gpu;     // gpu key for tasks that name none (detected GPU, or CROQ_GPU)
   std::set<std::string> verbs; // croq verbs of this build, to accept the tune / agent drivers
   json server_facts = json::object();  // shown on the system panel (bind, auth, version, ...)
+  std::string owner;           // this server as the owner of its task rows; empty: server_owner(ws)
+};
+
+// What an action asked at this server did: carried out on a task of this server, or recorded as
+// a request for the owner of another server's task.
+struct ActResult {
+  TaskRow task;
+  std::optional<TaskRequest> request;
 };
 
 class Monitor {
@@ -49,7 +57,12 @@ class Monitor {
   // Validates a task spec (JSON body of POST /api/v1/tasks) and creates the task.
   TaskRow create_task(const json& body);
   TaskRow update_task(const std::string& uid, const json& body);
-  TaskRow act(const std::string& uid, const std::string& action);
+  ActResult act(const std::string& uid, const std::string& action);
+
+  // This server's name as the owner of task rows, and whether a row is this server's (whose
+  // files, logs and children are on this machine).
+  const std::string& owner() const { return m_options.owner; }
+  bool owns(const TaskRow& row) const { return row.owner == m_options.owner; }
 
   json system_info();
   // A fact shown on the system panel (the bound port is known only after the HTTP side binds).

@@ -92,7 +92,18 @@ std::string rounds_cell(const TaskRow& r) {
   return budget > 0 ? fmt::format("{} / {}", rounds, budget) : std::to_string(rounds);
 }
 
-std::string task_row_html(const TaskRow& r) {
+// The server that owns a task ("host:/root"), as shown: the host, the workspace beneath it.
+std::string owner_html(const TaskRow& r, const std::string& this_owner) {
+  if (r.owner.empty()) return "<span class=\"muted\" title=\"a row from before task owners\">unclaimed</span>";
+  const size_t colon = r.owner.find(':');
+  const std::string host = r.owner.substr(0, colon);
+  const std::string where = colon == std::string::npos ? std::string() : r.owner.substr(colon + 1);
+  return fmt::format("<span class=\"owner\" title=\"{}\">{}</span>{}<div class=\"muted small\">{}</div>", esc(r.owner),
+                     esc(host), r.owner == this_owner ? " <span class=\"muted small\">(this server)</span>" : "",
+                     esc(where));
+}
+
+std::string task_row_html(const TaskRow& r, const std::string& this_owner) {
   std::string s = "<tr>";
   s += fmt::format("<td><a class=\"key\" href=\"/tasks/{}\">{}</a><div class=\"muted small\">{} · {} · {}</div></td>",
                    esc(r.uid), breakable(r.shape_key), esc(r.model), esc(r.dsl), esc(r.gpu));
@@ -102,6 +113,7 @@ std::string task_row_html(const TaskRow& r) {
   s += "<td class=\"num\">" + rounds_cell(r) + "</td>";
   s += "<td class=\"hide-sm\">" + when(last_activity(r)) + "</td>";
   s += "<td class=\"hide-sm\">" + esc(protocol_text(r.stats)) + "</td>";
+  s += "<td class=\"hide-sm\">" + owner_html(r, this_owner) + "</td>";
   s += "</tr>";
   return s;
 }
@@ -242,11 +254,11 @@ std::string fragment_task_rows(Monitor& m, const ListQuery& q) {
   int shown = 0;
   for (const auto& r : rows) {
     if (!q.state.empty() && r.state != q.state) continue;
-    s += task_row_html(r);
+    s += task_row_html(r, m.owner());
     ++shown;
   }
   if (shown == 0) {
-    s += "<tr><td colspan=\"7\" class=\"muted\">No tasks yet. <a href=\"/add\">Add one</a>, or start a task with "
+    s += "<tr><td colspan=\"8\" class=\"muted\">No tasks yet. <a href=\"/add\">Add one</a>, or start a task with "
          "croq's verbs in this workspace: the monitor finds it.</td></tr>";
   }
   return s;
@@ -268,7 +280,8 @@ std::string page_tasks(Monitor& m, const ListQuery& q) {
   main += "</div><div id=\"flash\" class=\"flash\"></div>";
   main += "<div class=\"scroll\"><table class=\"grid\" id=\"tasks\"><thead><tr><th>Task</th><th>State</th>"
           "<th class=\"num\">Best TFLOPS</th><th class=\"num\">% of baseline</th><th class=\"num\">Rounds</th>"
-          "<th class=\"hide-sm\">Last activity</th><th class=\"hide-sm\">Protocol</th></tr></thead>"
+          "<th class=\"hide-sm\">Last activity</th><th class=\"hide-sm\">Protocol</th><th class=\"hide-sm\">Server</th>"
+          "</tr></thead>"
           "<tbody id=\"task-rows\">";
   main += fragment_task_rows(m, q);
   main += "</tbody></table></div>";
@@ -283,39 +296,46 @@ std::string fragment_task_head(Monitor& m, const TaskRow& r) {
   s += fmt::format("<div class=\"sub\">{} · {} · {} · mode {} · task_uid <code>{}</code> · {}</div>", esc(r.model),
                    esc(r.dsl), esc(r.gpu), esc(r.spec.value("mode", "")), esc(r.uid), esc(r.origin));
   s += "<div>" + badge_state(r.state) + " <span class=\"muted\">" + esc(r.reason) + "</span></div>";
+  s += "<div class=\"small\" id=\"owner\">server " + owner_html(r, m.owner()) + "</div>";
   // The device and how it is measured, from the baseline's result (every ratio is against it). A
-  // file that cannot be read is named on the page.
+  // file that cannot be read is named on the page. Another server's files are on its machine.
   fs::path baseline_file;
-  try {
-    TaskRef task = make_task(r.gpu, r.dsl, r.shape_key, r.model);
-    baseline_file = m.workspace().baseline_result(task);
-    if (auto text = read_file(baseline_file)) {
-      auto b = try_parse_json(*text);
-      if (!b || !b->is_object()) {
-        s += "<div class=\"small warn\" id=\"device\">" + esc(m.workspace().display(baseline_file)) +
-             " cannot be read: not a JSON object</div>";
-      } else {
-        const json dev = b->value("device", json::object());
-        const json stat = b->value("statistics", json::object());
-        std::string clock = dev.contains("sm_clock_mhz") && dev["sm_clock_mhz"].is_number()
-                                ? fmt::format(", SM clock {} MHz", dev["sm_clock_mhz"].get<double>())
-                                : "";
-        std::string peak = dev.contains("peak_tflops") && dev["peak_tflops"].is_number() && dev["peak_tflops"].get<double>() > 0
-                               ? ", peak " + format_rate(dev["peak_tflops"].get<double>())
-                               : "";
-        s += fmt::format("<div class=\"small muted\" id=\"device\">device <b>{}</b> ({}{}{}{}) · measured {} with warm-up {}, "
-                         "L2 flush {}, {} repetitions, CV {:.2f} % · baseline {} {}</div>",
-                         esc(dev.value("name", "?")), esc(dev.value("key", r.gpu)), esc(clock), esc(peak),
-                         dev.value("driver", "").empty() ? "" : ", driver " + esc(dev.value("driver", "")),
-                         esc(stat.value("method", "")), stat.value("warmup", 0), stat.value("l2_flush", false) ? "on" : "off",
-                         stat.value("reps", 0), stat.value("cv", 0.0) * 100, esc(b->value("library", "")),
-                         b->contains("tflops") && (*b)["tflops"].is_number() ? format_rate((*b)["tflops"].get<double>()) : "");
+  if (!m.owns(r)) {
+    s += "<div class=\"small muted\" id=\"device\">the task's files, logs and children are on " +
+         esc(r.owner.empty() ? std::string("the machine that holds it (not claimed yet)") : r.owner) +
+         "; actions here are sent to that server as requests</div>";
+  } else {
+    try {
+      TaskRef task = make_task(r.gpu, r.dsl, r.shape_key, r.model);
+      baseline_file = m.workspace().baseline_result(task);
+      if (auto text = read_file(baseline_file)) {
+        auto b = try_parse_json(*text);
+        if (!b || !b->is_object()) {
+          s += "<div class=\"small warn\" id=\"device\">" + esc(m.workspace().display(baseline_file)) +
+               " cannot be read: not a JSON object</div>";
+        } else {
+          const json dev = b->value("device", json::object());
+          const json stat = b->value("statistics", json::object());
+          std::string clock = dev.contains("sm_clock_mhz") && dev["sm_clock_mhz"].is_number()
+                                  ? fmt::format(", SM clock {} MHz", dev["sm_clock_mhz"].get<double>())
+                                  : "";
+          std::string peak = dev.contains("peak_tflops") && dev["peak_tflops"].is_number() && dev["peak_tflops"].get<double>() > 0
+                                 ? ", peak " + format_rate(dev["peak_tflops"].get<double>())
+                                 : "";
+          s += fmt::format("<div class=\"small muted\" id=\"device\">device <b>{}</b> ({}{}{}{}) · measured {} with warm-up {}, "
+                           "L2 flush {}, {} repetitions, CV {:.2f} % · baseline {} {}</div>",
+                           esc(dev.value("name", "?")), esc(dev.value("key", r.gpu)), esc(clock), esc(peak),
+                           dev.value("driver", "").empty() ? "" : ", driver " + esc(dev.value("driver", "")),
+                           esc(stat.value("method", "")), stat.value("warmup", 0), stat.value("l2_flush", false) ? "on" : "off",
+                           stat.value("reps", 0), stat.value("cv", 0.0) * 100, esc(b->value("library", "")),
+                           b->contains("tflops") && (*b)["tflops"].is_number() ? format_rate((*b)["tflops"].get<double>()) : "");
+        }
       }
+    } catch (const std::exception& e) {
+      s += "<div class=\"small warn\" id=\"device\">" +
+           esc(baseline_file.empty() ? std::string("the baseline's result") : m.workspace().display(baseline_file)) +
+           " cannot be read: " + esc(e.what()) + "</div>";
     }
-  } catch (const std::exception& e) {
-    s += "<div class=\"small warn\" id=\"device\">" +
-         esc(baseline_file.empty() ? std::string("the baseline's result") : m.workspace().display(baseline_file)) +
-         " cannot be read: " + esc(e.what()) + "</div>";
   }
   s += action_buttons(r);
   s += "<div class=\"cards\">";
@@ -491,7 +511,11 @@ std::string page_task(Monitor& m, const TaskRow& r, bool all_rounds) {
   main += "</tbody></table></div>";
   main += "<div class=\"row2\"><div><h2>Idea log</h2><ul class=\"ideas\" id=\"ideas\">" + fragment_ideas(m, r) + "</ul></div>";
   main += fmt::format("<div><h2>Live log <span class=\"muted small\">run {}</span></h2>", r.runs);
-  main += "<pre class=\"log\" id=\"log\">" + esc(run_log_tail(m.workspace(), r, 0, 200)) + "</pre>";
+  main += "<pre class=\"log\" id=\"log\">" +
+          esc(m.owns(r) ? run_log_tail(m.workspace(), r, 0, 200)
+                        : "The run logs are on " + (r.owner.empty() ? std::string("the machine that holds the task")
+                                                                     : r.owner) + ".") +
+          "</pre>";
   main += "<h2>History</h2><div class=\"scroll\"><table class=\"grid\"><tbody>";
   for (const auto& h : m.db().history(r.uid, 15)) {
     std::string detail = h["data"].value("reason", "");
@@ -699,6 +723,11 @@ std::string page_source(Monitor& m, const TaskRow& r, const std::string& kernel)
   auto src = find_primary_source(ws, task, kernel);
   std::string main = fmt::format("<h1><a href=\"/tasks/{}\">{}</a> · <span class=\"mono\">{}</span></h1>", esc(r.uid),
                                  breakable(r.shape_key), esc(kernel));
+  if (!m.owns(r)) {
+    return layout(kernel, "task", r.uid,
+                  main + "<p>The sources of this task are on " +
+                      esc(r.owner.empty() ? std::string("the machine that holds it") : r.owner) + ".</p>");
+  }
   if (!src) return layout(kernel, "task", r.uid, main + "<p>No source of this kernel in srcs/.</p>");
   const std::string text = read_file(*src).value_or("");
   // The base it was derived from: the record's `base` (its plan's), else none.

@@ -18,6 +18,7 @@
 #include "croq/util/rate_limit.hpp"
 #include "croq/util/text.hpp"
 #include "croq/util/time.hpp"
+#include "croq/web/ledger_sync.hpp"
 
 namespace croq::web {
 
@@ -50,7 +51,13 @@ bool mentions_rate_limit(std::string_view text) { return mentions_rate_limit_phr
 
 Scheduler::Scheduler(const Workspace& ws, Database& db, EventBus* bus, ChildLauncher& launcher,
                      SchedulerOptions options, Clock now)
-    : m_ws(ws), m_db(db), m_bus(bus), m_launcher(launcher), m_options(std::move(options)), m_now(std::move(now)) {}
+    : m_ws(ws),
+      m_db(db),
+      m_bus(bus),
+      m_launcher(launcher),
+      m_options(std::move(options)),
+      m_owner(m_options.owner.empty() ? server_owner(ws) : m_options.owner),
+      m_now(std::move(now)) {}
 
 std::string Scheduler::now_text() const { return to_iso8601(now()); }
 
@@ -314,7 +321,7 @@ void Scheduler::tail_log(const TaskRow& row, const TaskRef& task, bool final) {
 void Scheduler::recover() {
   std::lock_guard lock(m_mutex);
   for (TaskRow row : m_db.tasks()) {
-    if (!state_has_child(row.state)) continue;
+    if (row.owner != m_owner || !state_has_child(row.state)) continue;
     TaskRef task = make_task(row.gpu, row.dsl, row.shape_key, row.model);
     if (row.pid == 0) {
       // The server stopped between starting the run and recording its pid: the supervisor wrote it.
@@ -337,10 +344,33 @@ void Scheduler::recover() {
   }
 }
 
+// Requests other servers took for this server's tasks, oldest first: each is carried out (or its
+// refusal noted in the task's history) before it is removed, so none is lost to a crash between.
+void Scheduler::carry_out_requests() {
+  for (const TaskRequest& q : m_db.requests_for(m_owner)) {
+    json note = {{"action", q.action}, {"requested_by", q.requested_by}, {"requested_at", q.requested_at}};
+    try {
+      TaskRow row = act_locked(q.task_uid, q.action);
+      note["state"] = row.state;
+      note["reason"] = fmt::format("{} asked by {}: done", q.action, q.requested_by);
+      m_db.add_history(q.task_uid, now_text(), "request_done", note);
+    } catch (const Error& e) {
+      note["reason"] = fmt::format("{} asked by {}: not done: {}", q.action, q.requested_by, e.what());
+      m_db.add_history(q.task_uid, now_text(), "request_refused", note);
+      if (m_bus) m_bus->publish("task", q.task_uid, {{"change", "request_refused"}, {"reason", note["reason"]}});
+    }
+    m_db.remove_request(q.id);
+  }
+}
+
 void Scheduler::tick() {
   std::lock_guard lock(m_mutex);
+  carry_out_requests();
   const auto t_now = now();
-  std::vector<TaskRow> rows = m_db.tasks();
+  std::vector<TaskRow> rows;
+  for (TaskRow& row : m_db.tasks()) {
+    if (row.owner == m_owner) rows.push_back(std::move(row));  // other servers schedule theirs
+  }
   std::set<std::string> busy;
   int running = 0;
   // 1. Children: output, exits, budgets, stop escalation.
@@ -437,7 +467,7 @@ void Scheduler::tick() {
 TaskRow Scheduler::create(const TaskSpec& spec) {
   std::lock_guard lock(m_mutex);
   TaskRef task = spec.task();
-  if (auto existing = m_db.task_by_key(task.id())) {
+  if (auto existing = m_db.task_by_key(m_owner, task.id())) {
     throw Error(ExitCode::conflict, fmt::format("task {} exists (task_uid {})", task.id(), existing->uid),
                 "change its driver or budgets with PATCH /api/v1/tasks/" + existing->uid);
   }
@@ -454,6 +484,7 @@ TaskRow Scheduler::create(const TaskSpec& spec) {
   row.shape_key = task.shape.text;
   row.model = task.model;
   row.origin = "created";
+  row.owner = m_owner;
   row.spec = spec.to_json();
   row.created_at = now_text();
   // The seeds' rule: the task_uid is written into task_config.json before anything else.
@@ -474,9 +505,46 @@ TaskRow Scheduler::create(const TaskSpec& spec) {
 
 TaskRow Scheduler::act(const std::string& uid, const std::string& action) {
   std::lock_guard lock(m_mutex);
+  return act_locked(uid, action);
+}
+
+TaskRequest Scheduler::request(const std::string& uid, const std::string& action) {
+  std::lock_guard lock(m_mutex);
+  auto found = m_db.task(uid);
+  if (!found) throw_not_found(fmt::format("no task {}", uid));
+  if (action != "pause" && action != "resume" && action != "cancel" && action != "retry") {
+    throw_usage(fmt::format("unknown action '{}'", preview(action, 20)), "actions: pause resume cancel retry");
+  }
+  if (found->owner.empty()) {
+    refuse(fmt::format("cannot {} task {}: no server has claimed it yet (a row from before task owners)", action, uid),
+           "start croq serve (or croq serve --once) in the workspace that holds it; that server claims it");
+  }
+  TaskRequest q;
+  q.task_uid = uid;
+  q.action = action;
+  q.requested_by = m_owner;
+  q.requested_at = now_text();
+  q.id = m_db.add_request(q);
+  m_db.add_history(uid, q.requested_at, "requested",
+                   {{"action", action},
+                    {"requested_by", m_owner},
+                    {"owner", found->owner},
+                    {"state", found->state},
+                    {"reason", fmt::format("{} asked by {}; its owner {} carries it out", action, m_owner,
+                                           found->owner)}});
+  if (m_bus) m_bus->publish("task", uid, {{"change", "requested"}, {"request", q.to_json()}});
+  return q;
+}
+
+TaskRow Scheduler::act_locked(const std::string& uid, const std::string& action) {
   auto found = m_db.task(uid);
   if (!found) throw_not_found(fmt::format("no task {}", uid));
   TaskRow row = *found;
+  if (row.owner != m_owner) {
+    refuse(fmt::format("task {} belongs to {}; this server ({}) cannot {} it directly",
+                       uid, row.owner.empty() ? std::string("no server yet") : "server " + row.owner, m_owner, action),
+           "ask through the API (POST /api/v1/tasks/<uid>/<action>), which records the request for its owner");
+  }
   const std::string s = row.state;
   const bool has_driver = row.spec.contains("driver") && row.spec["driver"].value("kind", "none") != "none";
   auto not_now = [&](const std::string& what) {
@@ -547,6 +615,7 @@ TaskRow Scheduler::update_spec(const std::string& uid, const TaskSpec& spec) {
   auto found = m_db.task(uid);
   if (!found) throw_not_found(fmt::format("no task {}", uid));
   TaskRow row = *found;
+  require_own_spec(row);
   if (state_has_child(row.state)) refuse("the task is running", "pause it first");
   TaskRef task = spec.task();
   if (task.id() != row.key) {
@@ -571,10 +640,19 @@ TaskRow Scheduler::update_spec(const std::string& uid, const TaskSpec& spec) {
   return row;
 }
 
+void Scheduler::require_own_spec(const TaskRow& row) const {
+  if (row.owner == m_owner) return;
+  refuse(fmt::format("task {} belongs to {}: its spec lives in that workspace's task_config.json", row.uid,
+                     row.owner.empty() ? std::string("no server yet") : "server " + row.owner),
+         row.owner.empty() ? std::string("start croq serve in the workspace that holds it first")
+                           : "change it through the monitor of " + row.owner);
+}
+
 json Scheduler::devices() {
   std::lock_guard lock(m_mutex);
   json out = json::object();
   for (const TaskRow& row : m_db.tasks()) {
+    if (row.owner != m_owner) continue;  // another machine's devices
     std::string device = row.spec.value("device", "");
     if (device.empty()) continue;
     if (!out.contains(device)) out[device] = nullptr;

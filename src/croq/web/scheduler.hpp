@@ -15,6 +15,11 @@
 // are checked every tick; reaching one stops the child (SIGTERM, then SIGKILL after the grace
 // period) and marks the task done. Every state change is written to the database, to the task's
 // memory/<key>/<model>/monitor/state.json, to the task history, and published as an event.
+//
+// Several servers may share one database, each for its own workspace: a scheduler starts, stops,
+// adopts and changes only the tasks its server owns (TaskRow::owner). An action on another
+// server's task is recorded as a request (request()); the owner's scheduler carries it out at its
+// next tick, or notes in the task's history why it could not.
 #pragma once
 #include <chrono>
 #include <functional>
@@ -38,6 +43,7 @@ struct SchedulerOptions {
   std::chrono::milliseconds stop_grace{10000};
   double crash_backoff_seconds = 5;
   double park_max_seconds = 6 * 3600;
+  std::string owner;                    // this server (server_owner()); empty: server_owner(ws)
 };
 
 class Scheduler {
@@ -54,14 +60,25 @@ class Scheduler {
   // Creates a task: mints its task_uid and writes task_config.json first, then the database row.
   // Throws Error(conflict) if the task exists, Error(usage) on a bad spec.
   TaskRow create(const TaskSpec& spec);
-  // pause | resume | cancel | retry. Throws Error(refused) when the action does not apply to
-  // the task's state, Error(not_found) for an unknown task.
+  // pause | resume | cancel | retry on a task of this server. Throws Error(refused) when the
+  // action does not apply to the task's state or the task is another server's (request() is for
+  // those), Error(not_found) for an unknown task.
   TaskRow act(const std::string& uid, const std::string& action);
+  // Records `action` for the owner of another server's task to carry out at its next tick.
+  // Throws Error(refused) for a task no server has claimed yet, Error(usage) for an unknown action.
+  TaskRequest request(const std::string& uid, const std::string& action);
   // Replaces the driver, device, budgets, mode or priority of a task that has no child running.
+  // Throws Error(refused) for another server's task (its task_config.json is on that machine).
   TaskRow update_spec(const std::string& uid, const TaskSpec& spec);
 
-  // Device slots: {"0": {"task": uid, "key": ..., "since": ...}, "cpu": null, ...}
+  // Throws Error(refused), naming the owner, for another server's task: its spec lives in that
+  // workspace's task_config.json.
+  void require_own_spec(const TaskRow& row) const;
+
+  // Device slots of this server's tasks: {"0": {"task": uid, "key": ..., "since": ...}, "cpu": null, ...}
   json devices();
+
+  const std::string& owner() const { return m_owner; }
 
  private:
   struct LogTail {
@@ -74,6 +91,8 @@ class Scheduler {
   std::chrono::system_clock::time_point now() const { return m_now(); }
   std::string now_text() const;
   void commit(TaskRow& row, const std::string& history_kind, json history = json::object());
+  TaskRow act_locked(const std::string& uid, const std::string& action);
+  void carry_out_requests();
   ChildHandle handle_of(const TaskRow& row, const TaskRef& task) const;
   bool budget_reached(const TaskRow& row, const TaskSpec& spec, std::string* why) const;
   void request_stop(TaskRow& row, const std::string& target, const std::string& reason);
@@ -88,6 +107,7 @@ class Scheduler {
   EventBus* m_bus;
   ChildLauncher& m_launcher;
   SchedulerOptions m_options;
+  std::string m_owner;
   Clock m_now;
   std::mutex m_mutex;
   std::map<std::string, LogTail> m_tails;  // by task uid

@@ -61,16 +61,19 @@ ExitCode run_serve(const Workspace& ws, const ServeOptions& opts, const std::fun
     DatabaseOptions dopt;
     dopt.read_only = true;
     auto db = open_database(db_location, dopt);
-    CheckReport rep = check_database(ws, *db);
+    CheckReport rep = check_database(ws, *db, server_owner(ws));
     json doc = rep.to_json();
     doc["ok"] = rep.clean();
     doc["db"] = db->location();
     doc["root"] = ws.root().string();
     emit(doc);
     if (rep.clean()) {
-      note(fmt::format("croq serve --check: the database matches the ledgers ({} tasks, {} records{})",
+      note(fmt::format("croq serve --check: the database matches the ledgers ({} tasks, {} records{}{})",
                            rep.tasks_on_disk, rep.rounds_on_disk,
-                           rep.pending.empty() ? "" : fmt::format("; {} tasks still being indexed", rep.pending.size())));
+                           rep.pending.empty() ? "" : fmt::format("; {} tasks still being indexed", rep.pending.size()),
+                           rep.tasks_of_other_servers == 0
+                               ? ""
+                               : fmt::format("; {} tasks of other servers not compared", rep.tasks_of_other_servers)));
     } else {
       note(fmt::format("croq serve --check: {} differences between the database and the ledgers",
                            rep.differences.size()));
@@ -115,9 +118,11 @@ ExitCode run_serve(const Workspace& ws, const ServeOptions& opts, const std::fun
     doc["ok"] = true;
     doc["db"] = db->location();
     doc["root"] = ws.root().string();
+    doc["owner"] = monitor.owner();
     emit(doc);
     note(fmt::format("croq serve --once: {} tasks scanned, {} adopted, {} records added in {:.0f} ms",
                          s.tasks_scanned, s.tasks_adopted, s.rounds_added, s.ms));
+    for (const auto& c : s.conflicts) note("croq serve: conflict: " + c);
     return ExitCode::ok;
   }
 
@@ -159,6 +164,7 @@ ExitCode run_serve(const Workspace& ws, const ServeOptions& opts, const std::fun
               {"port", port},
               {"db", db->location()},
               {"root", ws.root().string()},
+              {"owner", monitor.owner()},
               {"auth", auth.required ? "token" : "none"},
               {"scheduler", mo.run_scheduler},
               {"tasks", first.tasks_scanned},
@@ -173,6 +179,7 @@ ExitCode run_serve(const Workspace& ws, const ServeOptions& opts, const std::fun
     note(fmt::format("croq serve: open {}?token=<token> once in a browser, or send 'Authorization: Bearer <token>'", url));
   }
   for (const auto& w : first.warnings) note("croq serve: warning: " + w);
+  for (const auto& c : first.conflicts) note("croq serve: conflict: " + c);
 
   std::thread signal_thread([&] {
     int sig = 0;

@@ -91,6 +91,53 @@ CREATE INDEX task_history_by_task ON task_history(task_uid, id);
 CREATE INDEX rounds_by_decision ON rounds(task_uid, decision);
 CREATE INDEX rounds_by_bottleneck ON rounds(task_uid, bottleneck);
 )sql"},
+      // Keys become unique per owner, which SQLite cannot change in place: the table is rebuilt
+      // (rowids kept, so the creation order stays) with foreign keys off (migrate()).
+      {3, "task owners (several servers on one database) and requests for other servers' tasks",
+       R"sql(
+CREATE TABLE tasks_v3 (
+  uid TEXT PRIMARY KEY,
+  task_key TEXT NOT NULL,
+  gpu TEXT NOT NULL, dsl TEXT NOT NULL, shape_key TEXT NOT NULL, model TEXT NOT NULL,
+  origin TEXT NOT NULL,
+  spec TEXT NOT NULL,
+  state TEXT NOT NULL,
+  reason TEXT NOT NULL DEFAULT '',
+  created_at TEXT NOT NULL,
+  updated_at TEXT NOT NULL,
+  queued_at TEXT NOT NULL DEFAULT '',
+  not_before TEXT NOT NULL DEFAULT '',
+  stop_target TEXT NOT NULL DEFAULT '',
+  stop_requested_at TEXT NOT NULL DEFAULT '',
+  runs INTEGER NOT NULL DEFAULT 0,
+  crash_count INTEGER NOT NULL DEFAULT 0,
+  park_count INTEGER NOT NULL DEFAULT 0,
+  run_seconds REAL NOT NULL DEFAULT 0,
+  pid INTEGER NOT NULL DEFAULT 0,
+  pid_start INTEGER NOT NULL DEFAULT 0,
+  run_started_at TEXT NOT NULL DEFAULT '',
+  last_exit TEXT NOT NULL DEFAULT 'null',
+  stats TEXT NOT NULL DEFAULT '{}',
+  owner TEXT NOT NULL DEFAULT '',
+  UNIQUE (owner, task_key)
+);
+INSERT INTO tasks_v3 (rowid, uid, task_key, gpu, dsl, shape_key, model, origin, spec, state, reason, created_at,
+  updated_at, queued_at, not_before, stop_target, stop_requested_at, runs, crash_count, park_count, run_seconds,
+  pid, pid_start, run_started_at, last_exit, stats)
+SELECT rowid, uid, task_key, gpu, dsl, shape_key, model, origin, spec, state, reason, created_at,
+  updated_at, queued_at, not_before, stop_target, stop_requested_at, runs, crash_count, park_count, run_seconds,
+  pid, pid_start, run_started_at, last_exit, stats FROM tasks;
+DROP TABLE tasks;
+ALTER TABLE tasks_v3 RENAME TO tasks;
+CREATE TABLE task_requests (
+  id INTEGER PRIMARY KEY AUTOINCREMENT,
+  task_uid TEXT NOT NULL REFERENCES tasks(uid),
+  action TEXT NOT NULL,
+  requested_by TEXT NOT NULL,
+  requested_at TEXT NOT NULL
+);
+CREATE INDEX task_requests_by_task ON task_requests(task_uid, id);
+)sql"},
   };
   return list;
 }
@@ -170,7 +217,7 @@ json parse_or(const std::string& text, json fallback) {
 const char* k_task_columns =
     "uid, task_key, gpu, dsl, shape_key, model, origin, spec, state, reason, created_at, updated_at, "
     "queued_at, not_before, stop_target, stop_requested_at, runs, crash_count, park_count, run_seconds, "
-    "pid, pid_start, run_started_at, last_exit, stats";
+    "pid, pid_start, run_started_at, last_exit, stats, owner";
 
 TaskRow read_task(const Stmt& s) {
   TaskRow t;
@@ -199,6 +246,7 @@ TaskRow read_task(const Stmt& s) {
   t.run_started_at = s.text(22);
   t.last_exit = parse_or(s.text(23), nullptr);
   t.stats = parse_or(s.text(24), json::object());
+  t.owner = s.text(25);
   return t;
 }
 
@@ -230,8 +278,11 @@ class SqliteDatabase final : public Database {
         exec("PRAGMA journal_mode=WAL");
         exec("PRAGMA synchronous=NORMAL");
       }
-      exec("PRAGMA foreign_keys=ON");
+      // A migration that rebuilds a table runs with foreign keys off (SQLite's way to rebuild a
+      // table that others reference); migrate() checks them before it commits.
+      exec("PRAGMA foreign_keys=OFF");
       migrate();
+      exec("PRAGMA foreign_keys=ON");
     } catch (...) {
       sqlite3_close(m_db);
       m_db = nullptr;
@@ -288,10 +339,10 @@ class SqliteDatabase final : public Database {
     return std::nullopt;
   }
 
-  std::optional<TaskRow> task_by_key(const std::string& key) override {
+  std::optional<TaskRow> task_by_key(const std::string& owner, const std::string& key) override {
     std::lock_guard lock(m_mutex);
-    Stmt s(m_db, fmt::format("SELECT {} FROM tasks WHERE task_key = ?1", k_task_columns));
-    s.bind(1, key);
+    Stmt s(m_db, fmt::format("SELECT {} FROM tasks WHERE owner = ?1 AND task_key = ?2", k_task_columns));
+    s.bind(1, owner).bind(2, key);
     if (s.step()) return read_task(s);
     return std::nullopt;
   }
@@ -300,10 +351,10 @@ class SqliteDatabase final : public Database {
     std::lock_guard lock(m_mutex);
     require_writable();
     Stmt s(m_db, fmt::format("INSERT INTO tasks ({}) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, "
-                             "?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20, ?21, ?22, ?23, ?24, ?25)",
+                             "?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20, ?21, ?22, ?23, ?24, ?25, ?26)",
                              k_task_columns));
     bind_task(s, t);
-    s.bind(25, dump_compact(t.stats));
+    s.bind(25, dump_compact(t.stats)).bind(26, t.owner);
     s.run();
   }
 
@@ -319,6 +370,48 @@ class SqliteDatabase final : public Database {
     bind_task(s, t);
     s.run();
     if (sqlite3_changes(m_db) == 0) throw_not_found(fmt::format("no task {} in the database", t.uid));
+  }
+
+  bool claim_task(const std::string& uid, const std::string& owner) override {
+    std::lock_guard lock(m_mutex);
+    require_writable();
+    Stmt s(m_db, "UPDATE tasks SET owner = ?2 WHERE uid = ?1 AND owner = ''");
+    s.bind(1, uid).bind(2, owner).run();
+    return sqlite3_changes(m_db) > 0;
+  }
+
+  long long add_request(const TaskRequest& r) override {
+    std::lock_guard lock(m_mutex);
+    require_writable();
+    Stmt s(m_db,
+           "INSERT INTO task_requests (task_uid, action, requested_by, requested_at) VALUES (?1, ?2, ?3, ?4)");
+    s.bind(1, r.task_uid).bind(2, r.action).bind(3, r.requested_by).bind(4, r.requested_at).run();
+    return sqlite3_last_insert_rowid(m_db);
+  }
+
+  std::vector<TaskRequest> requests_for(const std::string& owner) override {
+    std::lock_guard lock(m_mutex);
+    Stmt s(m_db,
+           "SELECT r.id, r.task_uid, r.action, r.requested_by, r.requested_at FROM task_requests r "
+           "JOIN tasks t ON t.uid = r.task_uid WHERE t.owner = ?1 ORDER BY r.id");
+    s.bind(1, owner);
+    return read_requests(s);
+  }
+
+  std::vector<TaskRequest> task_requests(const std::string& uid) override {
+    std::lock_guard lock(m_mutex);
+    Stmt s(m_db,
+           "SELECT id, task_uid, action, requested_by, requested_at FROM task_requests WHERE task_uid = ?1 "
+           "ORDER BY id");
+    s.bind(1, uid);
+    return read_requests(s);
+  }
+
+  void remove_request(long long id) override {
+    std::lock_guard lock(m_mutex);
+    require_writable();
+    Stmt s(m_db, "DELETE FROM task_requests WHERE id = ?1");
+    s.bind(1, id).run();
   }
 
   std::optional<SyncState> sync_state(const std::string& uid) override {
@@ -509,11 +602,33 @@ class SqliteDatabase final : public Database {
         Stmt s(m_db, "INSERT INTO schema_migrations (version, description, applied_at) VALUES (?1, ?2, ?3)");
         s.bind(1, m.version).bind(2, m.description).bind(3, now_iso8601()).run();
       }
+      Stmt fk(m_db, "PRAGMA foreign_key_check");
+      if (fk.step()) {
+        throw Error(ExitCode::corrupt,
+                    fmt::format("the monitor database {}: a row of {} refers to a missing row after the upgrade",
+                                m_path.string(), fk.text(0)),
+                    "the database is left as it was; rebuild it from the ledgers (move it away, then `croq serve "
+                    "--once`)");
+      }
       exec("COMMIT");
     } catch (...) {
       sqlite3_exec(m_db, "ROLLBACK", nullptr, nullptr, nullptr);
       throw;
     }
+  }
+
+  static std::vector<TaskRequest> read_requests(Stmt& s) {
+    std::vector<TaskRequest> out;
+    while (s.step()) {
+      TaskRequest r;
+      r.id = s.integer(0);
+      r.task_uid = s.text(1);
+      r.action = s.text(2);
+      r.requested_by = s.text(3);
+      r.requested_at = s.text(4);
+      out.push_back(std::move(r));
+    }
+    return out;
   }
 
   static void bind_task(Stmt& s, const TaskRow& t) {
@@ -532,6 +647,11 @@ class SqliteDatabase final : public Database {
 };
 
 }  // namespace
+
+json TaskRequest::to_json() const {
+  return {{"id", id}, {"task_uid", task_uid}, {"action", action}, {"requested_by", requested_by},
+          {"requested_at", requested_at}};
+}
 
 json RoundRow::to_json() const {
   json j;

@@ -171,7 +171,10 @@
         if (action === 'cancel' && !confirm('Cancel this task? Its child process is stopped.')) return;
         b.disabled = true;
         send('POST', '/api/v1/tasks/' + b.getAttribute('data-uid') + '/' + action, {})
-          .then(function () { if (page === 'task') refreshTask(); else refreshList(); })
+          .then(function (j) {
+            if (j && j.request && j.message) flash(j.message);  // another server's task: a request
+            if (page === 'task') refreshTask(); else refreshList();
+          })
           .catch(function (e) { flash(e.message); })
           .then(function () { b.disabled = false; });
       });
