@@ -145,8 +145,11 @@ TEST(IterId, IterArgumentAcceptsTheSeedsSpellings) {
   EXPECT_EQ(parse_iter_number("7"), 7);
   EXPECT_EQ(parse_iter_number("007"), 7);
   EXPECT_EQ(parse_iter_number("iter012_stages4"), 12);
+  EXPECT_EQ(try_parse_iter_number("iter012_stages4"), 12);
+  EXPECT_EQ(try_parse_iter_number("iter999999"), 999999);
   for (const char* bad : {"", "iter", "1.5", "-1", "iter7x", "iter012_", "iter012_Bad", "1234567", "abc"}) {
     EXPECT_THROW(parse_iter_number(bad), Error) << bad;
+    EXPECT_FALSE(try_parse_iter_number(bad).has_value()) << bad;  // the same forms, without throwing
   }
 }
 
