@@ -29,20 +29,36 @@ std::string psql(const std::string& sql) {
   return trim(r.out);
 }
 
+// A schema of its own on the test server, so that runs never see each other's tables; `url`
+// selects it through libpq's options. Empty `name` when no server is given (the test skips).
+struct TestSchema {
+  std::string name, url;
+};
+
+TestSchema new_schema(const std::string& prefix) {
+  const char* base = std::getenv("CROQ_TEST_POSTGRES");
+  if (!base || !*base) return {};
+  TestSchema s;
+  s.name = prefix + std::to_string(::getpid()) + "_" + std::to_string(std::random_device{}() % 100000);
+  s.url = std::string(base) + (std::string(base).find('?') == std::string::npos ? "?" : "&") +
+          "options=-csearch_path%3D" + s.name;
+  return s;
+}
+
+const char* k_no_server =
+    "no PostgreSQL server (CROQ_TEST_POSTGRES): `ctest -R web_serve_postgres` starts one "
+    "(tests/postgres/start_postgres.sh) and runs this";
+
 }  // namespace
 
 TEST(WebServePostgresCli, OnceIndexesTheLedgersIntoPostgresAndCheckFindsThemInStep) {
-  const char* base = std::getenv("CROQ_TEST_POSTGRES");
-  if (!base || !*base) {
-    GTEST_SKIP() << "no PostgreSQL server (CROQ_TEST_POSTGRES): `ctest -R web_serve_postgres` starts one "
-                    "(tests/postgres/start_postgres.sh) and runs this";
-  }
-  const std::string schema = "cli" + std::to_string(::getpid()) + "_" + std::to_string(std::random_device{}() % 100000);
+  const TestSchema ts = new_schema("cli");
+  if (ts.name.empty()) GTEST_SKIP() << k_no_server;
+  const std::string& schema = ts.name;
   ASSERT_EQ(psql("CREATE SCHEMA " + schema), "");
   // The URL with a password (ignored by the test server's trust authentication): never printed.
-  std::string url = base;
+  std::string url = ts.url;
   url.replace(url.find("croq@"), 5, "croq:pw-s3cret@");
-  url += std::string(url.find('?') == std::string::npos ? "?" : "&") + "options=-csearch_path%3D" + schema;
   TempDir dir;
   Workspace ws(dir.path());
   const TaskRef task = make_task("cpu_x86_64", "cpp", "matmul_f32_64x64x64", "search");
@@ -76,15 +92,11 @@ TEST(WebServePostgresCli, OnceIndexesTheLedgersIntoPostgresAndCheckFindsThemInSt
 // only its own tasks, each --check compares only its own rows and is clean, and a copy of the
 // other's task (the same task_uid) is reported as a conflict, not taken.
 TEST(WebServePostgresCli, TwoWorkspacesShareOneDatabaseAndEachChecksOnlyItsOwnTasks) {
-  const char* base = std::getenv("CROQ_TEST_POSTGRES");
-  if (!base || !*base) {
-    GTEST_SKIP() << "no PostgreSQL server (CROQ_TEST_POSTGRES): `ctest -R web_serve_postgres` starts one "
-                    "(tests/postgres/start_postgres.sh) and runs this";
-  }
-  const std::string schema = "two" + std::to_string(::getpid()) + "_" + std::to_string(std::random_device{}() % 100000);
+  const TestSchema ts = new_schema("two");
+  if (ts.name.empty()) GTEST_SKIP() << k_no_server;
+  const std::string& schema = ts.name;
   ASSERT_EQ(psql("CREATE SCHEMA " + schema), "");
-  const std::string url =
-      std::string(base) + (std::string(base).find('?') == std::string::npos ? "?" : "&") + "options=-csearch_path%3D" + schema;
+  const std::string& url = ts.url;
   TempDir a_dir, b_dir;
   Workspace a(a_dir.path()), b(b_dir.path());
   const TaskRef task = make_task("cpu_x86_64", "cpp", "matmul_f32_64x64x64", "search");
