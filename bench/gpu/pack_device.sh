@@ -9,8 +9,12 @@
 # CuTe/CUTLASS include folders and toolchain.json; about 4 MB): a GPU script unpacks it with
 #   bench/gpu/pack_device.sh --unpack-toolchain
 # into .carry/croq/toolchains/choreo-<commit12>/, beside croq, where croq finds it by itself.
+# The pack with the GPU tests' kernels and the fuzz executables is over a device call's 64 MiB;
+# --bundle compresses .carry/croq (and .carry/fuzz, when packed) into one .carry/bundle.tar.xz
+# (about 25 MB) to carry instead, and --unbundle unpacks it there (python3's tarfile: no xz needed).
 # Usage: bench/gpu/pack_device.sh [build-folder]   (default: build)
 #        bench/gpu/pack_device.sh --unpack-toolchain
+#        bench/gpu/pack_device.sh --bundle | --unbundle
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 dest=.carry/croq
@@ -26,6 +30,20 @@ if [ "${1:-}" = "--unpack-toolchain" ]; then
     fi
     "$dir/build/choreo" --help >/dev/null 2>&1 && echo "$dir"
   done
+  exit 0
+fi
+if [ "${1:-}" = "--bundle" ]; then
+  parts=(croq)
+  [ -d .carry/fuzz ] && parts+=(fuzz)
+  tar -cf - -C .carry "${parts[@]}" | xz -T0 -6 >.carry/bundle.tar.xz.part
+  mv .carry/bundle.tar.xz.part .carry/bundle.tar.xz
+  du -h .carry/bundle.tar.xz | awk '{print "bundled " $1 " into .carry/bundle.tar.xz ('"${parts[*]}"')"}'
+  exit 0
+fi
+if [ "${1:-}" = "--unbundle" ]; then
+  python3 -c 'import sys, tarfile; t = tarfile.open(sys.argv[1]); t.extractall(sys.argv[2], **({"filter": "tar"} if hasattr(tarfile, "data_filter") else {}))' \
+    .carry/bundle.tar.xz .carry
+  echo "unbundled $(cat .carry/croq/commit.txt 2>/dev/null) into .carry"
   exit 0
 fi
 build=${1:-build}

@@ -13,7 +13,6 @@
 #include <thread>
 
 #include "croq/gpu/device_key.hpp"
-#include "croq/gpu/lease.hpp"
 #include <fmt/format.h>
 
 #include "croq/measure/invoke.hpp"
@@ -84,8 +83,8 @@ TEST(HopperGemmOnGpu, SampledConfigurationsAreCorrectOnOddShapes) {
     }
   }
   // Every configuration is compiled first, on all cores (nvcc takes seconds each), then verified
-  // one at a time under the device's lease, so a croq measurement running beside the test never
-  // shares the GPU with it.
+  // one at a time (the test process holds the device's lease, gpu_lease_env.cpp, so a croq
+  // measurement running beside the test never shares the GPU with it).
   std::atomic<size_t> next{0};
   auto compile = [&] {
     for (size_t i = next++; i < jobs.size(); i = next++) {
@@ -105,7 +104,6 @@ TEST(HopperGemmOnGpu, SampledConfigurationsAreCorrectOnOddShapes) {
   std::vector<std::thread> threads;
   for (unsigned t = 0; t < std::max(1u, std::min(16u, std::thread::hardware_concurrency())); ++t) threads.emplace_back(compile);
   for (auto& t : threads) t.join();
-  const std::string lease_id = query_gpus().front().uuid;
   int built = 0;
   for (const auto& j : jobs) {
     SCOPED_TRACE(fmt::format("{}x{}x{} {} {}: {}", j.cs.m, j.cs.n, j.cs.k, j.cs.dtype, j.cs.col ? "col" : "row",
@@ -123,7 +121,6 @@ TEST(HopperGemmOnGpu, SampledConfigurationsAreCorrectOnOddShapes) {
     job.options.seed = 7;
     job.options.mode = RunMode::verify;
     job.timeout = std::chrono::seconds(30);  // a verify takes a second or two; a hang costs no more than this
-    DeviceLease lease = DeviceLease::acquire(lease_id, "croq_gpu_tests HopperGemmOnGpu", std::chrono::minutes(10));
     Measurement m = run_measure_job(job, process_runner());
     EXPECT_EQ(verdict_name(m.verdict), std::string("PASS")) << m.reason << ": " << m.detail;
   }

@@ -21,7 +21,6 @@
 #include <fmt/format.h>
 
 #include "croq/gpu/device_key.hpp"
-#include "croq/gpu/lease.hpp"
 #include "croq/search/hopper_gemm_sp_family.hpp"
 #include "croq/util/fs.hpp"
 #include "croq/util/paths.hpp"
@@ -89,7 +88,7 @@ TEST(HopperGemmSpOnGpu, SampledConfigurationsAreCorrectOnOddShapes) {
       jobs.push_back({ci, cfg, dir / fmt::format("c{}.so", jobs.size()), {}});
     }
   }
-  // Compiled on all cores first (seconds each), then verified one at a time under the device's lease.
+  // Compiled on all cores first (seconds each), then verified one at a time (the process holds the device's lease: gpu_lease_env.cpp).
   std::atomic<size_t> next{0};
   auto compile = [&] {
     for (size_t i = next++; i < jobs.size(); i = next++) {
@@ -107,13 +106,11 @@ TEST(HopperGemmSpOnGpu, SampledConfigurationsAreCorrectOnOddShapes) {
   for (unsigned t = 0; t < std::max(1u, std::min(16u, std::thread::hardware_concurrency())); ++t)
     threads.emplace_back(compile);
   for (auto& t : threads) t.join();
-  const std::string lease_id = query_gpus().front().uuid;
   int verified = 0;
   for (const auto& j : jobs) {
     const auto& cs = cases[j.case_index];
     SCOPED_TRACE(fmt::format("{}x{}x{} {}: {}", cs.m, cs.n, cs.k, cs.dtype, describe(j.cfg)));
     ASSERT_TRUE(j.build.ok()) << j.build.err.substr(0, 4000);
-    DeviceLease lease = DeviceLease::acquire(lease_id, "croq_gpu_tests HopperGemmSpOnGpu", std::chrono::minutes(10));
     ProcessSpec run;
     run.argv = {driver.string(), j.so.string(), cs.driver_dtype, fmt::format("{}x{}x{}", cs.m, cs.n, cs.k), "--no-time",
                 "--seed", "11"};
@@ -160,7 +157,6 @@ TEST(HopperGemmSpOnGpu, PromotionKeepsE4m3PreciseAtLongK) {
   const std::vector<std::pair<std::string, FamilyConfig>> kernels = {
       {"unpromoted 128x256", plain}, {"promoted per sub-tile 128x256", sub}, {"promoted whole 128x192", whole},
       {"family default", def}};
-  const std::string lease_id = query_gpus().front().uuid;
   std::map<std::string, double> err;
   for (size_t i = 0; i < kernels.size(); ++i) {
     const auto& [name, cfg] = kernels[i];
@@ -173,7 +169,6 @@ TEST(HopperGemmSpOnGpu, PromotionKeepsE4m3PreciseAtLongK) {
     args.insert(args.end(), {include, "-shared", "-Xcompiler", "-fPIC", "-o", so.string(), src.string()});
     ProcessResult built = nvcc(args);
     ASSERT_TRUE(built.ok()) << built.err.substr(0, 4000);
-    DeviceLease lease = DeviceLease::acquire(lease_id, "croq_gpu_tests HopperGemmSpOnGpu", std::chrono::minutes(10));
     ProcessSpec run;
     run.argv = {driver.string(), so.string(), "e4m3", "256x512x32768", "--no-time", "--seed", "11"};
     run.timeout = std::chrono::seconds(120);

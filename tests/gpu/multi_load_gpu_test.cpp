@@ -13,7 +13,6 @@
 
 #include "croq/build/builder.hpp"
 #include "croq/gpu/device_key.hpp"
-#include "croq/gpu/lease.hpp"
 #include "croq/search/hopper_gemm_family.hpp"
 #include "croq/util/fs.hpp"
 #include "croq/util/process.hpp"
@@ -86,8 +85,6 @@ TEST(HopperGemmOnGpu, DifferentlyConfiguredKernelsOfOneDtypeWorkSideBySideInOneP
     ProcessSpec run;
     run.argv = argv;
     run.timeout = std::chrono::minutes(2);
-    DeviceLease lease = DeviceLease::acquire(query_gpus().front().uuid, "croq_gpu_tests multi-load",
-                                             std::chrono::minutes(10));
     ProcessResult r = process_runner().run(run);
     EXPECT_TRUE(r.ok()) << r.describe() << "\n" << r.out << r.err;
     size_t ok_lines = 0;

@@ -26,6 +26,26 @@ class Lease : public ::testing::Test {
   test::TempDir m_dir;
 };
 
+// A process that holds a device's lease and asks for it again waits on itself: the second flock(2)
+// is another open file description. The GPU test binary holds the lease for its whole run
+// (tests/gpu/gpu_lease_env.cpp), so a GPU test that takes it again hangs until its time limit
+// (on the H200, four tests did, 2026-12-02). Only the environment may take it there.
+TEST(GpuTestsLease, OnlyTheTestEnvironmentTakesTheLeaseInTheGpuTestBinary) {
+  const std::filesystem::path dir = std::filesystem::path(CROQ_SOURCE_DIR) / "tests" / "gpu";
+  int scanned = 0;
+  for (const auto& entry : std::filesystem::directory_iterator(dir)) {
+    if (entry.path().extension() != ".cpp" || entry.path().filename() == "gpu_lease_env.cpp") continue;
+    ++scanned;
+    std::ifstream in(entry.path());
+    std::string line;
+    for (int n = 1; std::getline(in, line); ++n) {
+      EXPECT_EQ(line.find("DeviceLease::"), std::string::npos)
+          << entry.path().filename().string() << ":" << n << " takes the device's lease the process already holds: " << line;
+    }
+  }
+  EXPECT_GE(scanned, 5);
+}
+
 TEST_F(Lease, OnlyOneHolderAtATimeAndTheWaiterIsToldWho) {
   auto first = DeviceLease::try_acquire("GPU-1234", "croq measure iter004_x");
   ASSERT_TRUE(first);
