@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <cmath>
 #include <cstring>
 #include <fstream>
 #include <thread>
@@ -87,6 +88,7 @@ class CpuBackend : public MeasureBackend {
     m_c_bytes = count_c() * static_cast<size_t>(scalar_type_bytes(m_p.dtype.output));
     m_c.assign(m_c_bytes + 2 * k_guard_bytes, k_guard_byte);
     m_ref.assign(input_sets, std::vector<float>(count_c(), 0.0f));
+    if (m_p.scale_mode == CROQ_SCALE_BLOCK) m_mag.assign(input_sets, std::vector<float>(count_c(), 0.0f));
     if (m_candidate) {
       m_ws.assign(m_candidate->workspace_for(m_p), 0);
       const size_t prepared = m_candidate->prepared_bytes_for(m_p);
@@ -140,6 +142,12 @@ class CpuBackend : public MeasureBackend {
     apply_block_scales(set, a.data(), b.data());
     sgemm(a.data(), b.data(), m_ref[set].data());
     apply_tensor_scales(set, m_ref[set].data());
+    if (!m_mag.empty()) {
+      // The block-scaled rule's magnitude, sum_k |a_ik sa| |b_kj sb| (tolerance.hpp).
+      for (float& x : a) x = std::fabs(x);
+      for (float& x : b) x = std::fabs(x);
+      sgemm(a.data(), b.data(), m_mag[set].data());
+    }
     return {};
   }
 
@@ -186,7 +194,8 @@ class CpuBackend : public MeasureBackend {
   DeviceStatus synchronize() override { return {}; }
 
   DeviceStatus compare(int set, const ToleranceSpec& tol, Verification& v) override {
-    compare_host(c_ptr(), m_p.dtype.output, m_ref[set].data(), m_p.desc.m, m_p.desc.n, tol, v);
+    compare_host(c_ptr(), m_p.dtype.output, m_ref[set].data(), m_p.desc.m, m_p.desc.n, tol, v, 8,
+                 m_mag.empty() ? nullptr : m_mag[set].data());
     int64_t changed = 0;
     for (size_t i = 0; i < k_guard_bytes; ++i) {
       changed += m_c[i] != k_guard_byte;
@@ -326,6 +335,7 @@ class CpuBackend : public MeasureBackend {
   std::vector<uint8_t> m_c;
   size_t m_c_bytes = 0;
   std::vector<std::vector<float>> m_ref;  // per input set
+  std::vector<std::vector<float>> m_mag;  // per input set, the block-scaled operator only: sum |a b| scaled
   std::vector<uint8_t> m_ws;
   std::vector<uint8_t> m_flush;
   int m_flush_count = 0;

@@ -177,6 +177,12 @@ __global__ void scale_upcast_kernel(const __nv_fp8_e4m3* in, const float* scale,
   }
 }
 
+__global__ void abs_kernel(float* p, size_t count) {
+  for (size_t i = blockIdx.x * size_t(blockDim.x) + threadIdx.x; i < count; i += size_t(gridDim.x) * blockDim.x) {
+    p[i] = fabsf(p[i]);
+  }
+}
+
 __global__ void f32_to_bf16_kernel(const float* in, __nv_bfloat16* out, size_t count) {
   for (size_t i = blockIdx.x * size_t(blockDim.x) + threadIdx.x; i < count; i += size_t(gridDim.x) * blockDim.x) {
     out[i] = __float2bfloat16_rn(in[i]);
@@ -191,6 +197,7 @@ __global__ void upcast_e4m3_kernel(const __nv_fp8_e4m3* in, __half* out, size_t 
 
 struct CompareAcc {
   unsigned long long mismatches;
+  unsigned long long excused;
   unsigned long long nan_count;
   unsigned int max_abs_bits;  // non-negative floats compare as their bit patterns
   unsigned int max_rel_bits;
@@ -199,14 +206,16 @@ struct CompareAcc {
 };
 
 template <typename T>
-__global__ void compare_kernel(const T* got, const float* want, size_t count, double base, double rel, CompareAcc* acc) {
-  unsigned long long mism = 0, nans = 0;
+__global__ void compare_kernel(const T* got, const float* want, const float* mag, double mag_tol, size_t count,
+                               double base, double rel, CompareAcc* acc) {
+  unsigned long long mism = 0, nans = 0, excused = 0;
   float max_abs = 0.f, max_rel = 0.f;
   double d2 = 0, w2 = 0;
   for (size_t i = blockIdx.x * size_t(blockDim.x) + threadIdx.x; i < count; i += size_t(gridDim.x) * blockDim.x) {
     const float g = to_float<T>(got[i]);
     const float w = want[i];
-    if (element_fails(g, w, base, rel)) ++mism;
+    if (element_fails(g, w, base, rel, mag ? mag_tol * mag[i] : 0.0)) ++mism;
+    else if (mag && element_fails(g, w, base, rel)) ++excused;
     if (!isfinite(g)) {
       ++nans;
     } else {
@@ -220,6 +229,7 @@ __global__ void compare_kernel(const T* got, const float* want, size_t count, do
   for (int off = 16; off > 0; off >>= 1) {
     mism += __shfl_down_sync(0xffffffffu, mism, off);
     nans += __shfl_down_sync(0xffffffffu, nans, off);
+    excused += __shfl_down_sync(0xffffffffu, excused, off);
     max_abs = fmaxf(max_abs, __shfl_down_sync(0xffffffffu, max_abs, off));
     max_rel = fmaxf(max_rel, __shfl_down_sync(0xffffffffu, max_rel, off));
     d2 += __shfl_down_sync(0xffffffffu, d2, off);
@@ -228,6 +238,7 @@ __global__ void compare_kernel(const T* got, const float* want, size_t count, do
   if ((threadIdx.x & 31) == 0) {
     if (mism) atomicAdd(&acc->mismatches, mism);
     if (nans) atomicAdd(&acc->nan_count, nans);
+    if (excused) atomicAdd(&acc->excused, excused);
     atomicMax(&acc->max_abs_bits, __float_as_uint(max_abs));
     atomicMax(&acc->max_rel_bits, __float_as_uint(max_rel));
     atomicAdd(&acc->sum_d2, d2);
@@ -366,6 +377,7 @@ struct CudaDevice::Impl {
   void* c = nullptr;
   size_t c_bytes = 0;
   std::vector<float*> refs;  // the f32 reference of each input set
+  std::vector<float*> mags;  // block-scaled: sum_k |a_ik sa| |b_kj sb| of each input set (tolerance.hpp)
   __half* a16 = nullptr;
   __half* b16 = nullptr;
   void* workspace = nullptr;
@@ -455,6 +467,7 @@ struct CudaDevice::Impl {
     for (void* ptr : a) cudaFree(ptr);
     for (void* ptr : b) cudaFree(ptr);
     for (float* ptr : refs) cudaFree(ptr);
+    for (float* ptr : mags) cudaFree(ptr);
     for (void* ptr : {static_cast<void*>(c_alloc), static_cast<void*>(a16),
                       static_cast<void*>(b16), workspace, flush, static_cast<void*>(acc), lib_ws}) {
       if (ptr) cudaFree(ptr);
@@ -929,6 +942,11 @@ CudaStatus CudaDevice::prepare(const CudaProblem& p, int sets, size_t workspace_
   if (p.scale_mode == 2) {
     CK(cudaMalloc(reinterpret_cast<void**>(&s.a32), s.in_count_a() * sizeof(float)));
     CK(cudaMalloc(reinterpret_cast<void**>(&s.b32), s.in_count_b() * sizeof(float)));
+    for (int i = 0; i < sets; ++i) {
+      float* r = nullptr;
+      CK(cudaMalloc(reinterpret_cast<void**>(&r), s.out_count() * sizeof(float)));
+      s.mags.push_back(r);
+    }
   }
   if (p.scale_mode != 0) {
     std::vector<float*>* lists[4] = {&s.a_scale, &s.b_scale, &s.a_scale_t, &s.b_scale_t};
@@ -1078,6 +1096,14 @@ CudaStatus CudaDevice::reference(int set) {
                                                                        static_cast<uint64_t>(s.p.scale_bn));
     CK(cudaGetLastError());
     if (auto st = s.gemm_ex(s.ref_handle, s.a32, s.b32, CUDA_R_32F, s.refs[set], CUDA_R_32F, CUBLAS_COMPUTE_32F_PEDANTIC);
+        !st.ok) {
+      return st;
+    }
+    // The rule's magnitude, sum_k |a_ik sa| |b_kj sb|: the same GEMM of the operands' absolute values.
+    abs_kernel<<<grid_for(s.in_count_a()), 256, 0, s.stream>>>(s.a32, s.in_count_a());
+    abs_kernel<<<grid_for(s.in_count_b()), 256, 0, s.stream>>>(s.b32, s.in_count_b());
+    CK(cudaGetLastError());
+    if (auto st = s.gemm_ex(s.ref_handle, s.a32, s.b32, CUDA_R_32F, s.mags[set], CUDA_R_32F, CUBLAS_COMPUTE_32F_PEDANTIC);
         !st.ok) {
       return st;
     }
@@ -1319,22 +1345,25 @@ CudaStatus CudaDevice::synchronize() {
   return {};
 }
 
-CudaStatus CudaDevice::compare(int set, double base_tol, double rel_tol, CompareResult& out) {
+CudaStatus CudaDevice::compare(int set, double base_tol, double rel_tol, double mag_tol, CompareResult& out) {
   Impl& s = *m;
   const float* ref = s.refs[set];
+  const float* mag = s.mags.empty() ? nullptr : s.mags[set];
   CK(cudaMemsetAsync(s.acc, 0, sizeof(CompareAcc), s.stream));
   const size_t n = s.out_count();
   const unsigned grid = grid_for(n);
   switch (s.p.out) {
     case Elem::f16:
-      compare_kernel<<<grid, 256, 0, s.stream>>>(static_cast<const __half*>(s.c), ref, n, base_tol, rel_tol, s.acc);
-      break;
-    case Elem::bf16:
-      compare_kernel<<<grid, 256, 0, s.stream>>>(static_cast<const __nv_bfloat16*>(s.c), ref, n, base_tol, rel_tol,
+      compare_kernel<<<grid, 256, 0, s.stream>>>(static_cast<const __half*>(s.c), ref, mag, mag_tol, n, base_tol, rel_tol,
                                                   s.acc);
       break;
+    case Elem::bf16:
+      compare_kernel<<<grid, 256, 0, s.stream>>>(static_cast<const __nv_bfloat16*>(s.c), ref, mag, mag_tol, n, base_tol,
+                                                  rel_tol, s.acc);
+      break;
     default:
-      compare_kernel<<<grid, 256, 0, s.stream>>>(static_cast<const float*>(s.c), ref, n, base_tol, rel_tol, s.acc);
+      compare_kernel<<<grid, 256, 0, s.stream>>>(static_cast<const float*>(s.c), ref, mag, mag_tol, n, base_tol, rel_tol,
+                                                  s.acc);
       break;
   }
   CK(cudaGetLastError());
@@ -1348,6 +1377,7 @@ CudaStatus CudaDevice::compare(int set, double base_tol, double rel_tol, Compare
   out = {};
   out.mismatches = static_cast<int64_t>(acc.mismatches);
   out.nan_count = static_cast<int64_t>(acc.nan_count);
+  out.magnitude_excused = static_cast<int64_t>(acc.excused);
   float f;
   std::memcpy(&f, &acc.max_abs_bits, 4);
   out.max_abs = f;
@@ -1363,12 +1393,17 @@ CudaStatus CudaDevice::compare(int set, double base_tol, double rel_tol, Compare
   return {};
 }
 
-CudaStatus CudaDevice::download(int set, std::vector<uint8_t>& c, std::vector<float>& ref) {
+CudaStatus CudaDevice::download(int set, std::vector<uint8_t>& c, std::vector<float>& ref, std::vector<float>& mag) {
   Impl& s = *m;
   c.resize(s.c_bytes);
   ref.resize(s.out_count());
   CK(cudaMemcpy(c.data(), s.c, s.c_bytes, cudaMemcpyDeviceToHost));
   CK(cudaMemcpy(ref.data(), s.refs[set], ref.size() * sizeof(float), cudaMemcpyDeviceToHost));
+  mag.clear();
+  if (!s.mags.empty()) {
+    mag.resize(s.out_count());
+    CK(cudaMemcpy(mag.data(), s.mags[set], mag.size() * sizeof(float), cudaMemcpyDeviceToHost));
+  }
   return {};
 }
 

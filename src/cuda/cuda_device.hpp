@@ -94,6 +94,7 @@ struct CompareResult {
   double sum_d2 = 0;     // sum of (got - want)^2 over finite got
   double sum_w2 = 0;     // sum of want^2
   int64_t guard_bytes_changed = 0;
+  int64_t magnitude_excused = 0;  // within the limit only through its magnitude term
 };
 
 // One way a library computes the problem.
@@ -148,8 +149,10 @@ class CudaDevice {
   int launch(int set, CudaStatus& st);
   int launch_in_range(int set, const char* range, CudaStatus& st);
   CudaStatus synchronize();
-  CudaStatus compare(int set, double base_tol, double rel_tol, CompareResult& out);   // C against set's reference
-  CudaStatus download(int set, std::vector<uint8_t>& c, std::vector<float>& ref);
+  // C against set's reference; mag_tol: the block-scaled rule's factor of sum |a b| (tolerance.hpp)
+  CudaStatus compare(int set, double base_tol, double rel_tol, double mag_tol, CompareResult& out);
+  // C, the reference and (block-scaled only, else empty) the reference's magnitude
+  CudaStatus download(int set, std::vector<uint8_t>& c, std::vector<float>& ref, std::vector<float>& mag);
 
   CudaStatus flush_l2();
   CudaStatus hold();

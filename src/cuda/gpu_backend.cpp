@@ -133,11 +133,12 @@ class GpuBackend : public MeasureBackend {
 
   DeviceStatus compare(int set, const ToleranceSpec& tol, Verification& v) override {
     CompareResult r;
-    if (auto st = m_dev->compare(set, tol.base_tol, tol.rel_tol, r); !st.ok) return to_status(st);
+    if (auto st = m_dev->compare(set, tol.base_tol, tol.rel_tol, tol.mag_tol, r); !st.ok) return to_status(st);
     v.tolerance = tol;
     v.elements = m_p.desc.m * m_p.desc.n;
     v.mismatches = r.mismatches;
     v.nan_count = r.nan_count;
+    v.magnitude_excused = r.magnitude_excused;
     v.max_abs_err = r.max_abs;
     v.max_rel_err = r.max_rel;
     v.normwise_rel_err = r.sum_w2 > 0 ? std::sqrt(r.sum_d2 / r.sum_w2) : 0.0;
@@ -146,13 +147,15 @@ class GpuBackend : public MeasureBackend {
     if (!*v.passed && m_failure_details) {
       // The details (worst elements) come from the host comparison of the same data.
       std::vector<uint8_t> c;
-      std::vector<float> ref;
-      if (auto st = m_dev->download(set, c, ref); !st.ok) return to_status(st);
+      std::vector<float> ref, mag;
+      if (auto st = m_dev->download(set, c, ref, mag); !st.ok) return to_status(st);
       Verification host;
-      compare_host(c.data(), m_p.dtype.output, ref.data(), m_p.desc.m, m_p.desc.n, tol, host);
+      compare_host(c.data(), m_p.dtype.output, ref.data(), m_p.desc.m, m_p.desc.n, tol, host, 8,
+                   mag.empty() ? nullptr : mag.data());
       v.worst = host.worst;
       v.mismatches = host.mismatches;
       v.nan_count = host.nan_count;
+      v.magnitude_excused = host.magnitude_excused;
       v.max_abs_err = host.max_abs_err;
       v.max_rel_err = host.max_rel_err;
       v.normwise_rel_err = host.normwise_rel_err;

@@ -116,6 +116,27 @@ TEST_F(Fp8Cli, CandidatesThatMisapplyTheScalesGetVerifyFail) {
   EXPECT_NE(v1.doc["detail"].get<std::string>().find("per-tensor scales"), std::string::npos) << v1.doc.dump();
 }
 
+// The block-scaled rule's magnitude term (tolerance.hpp): a kernel that sums each 128-deep block
+// in the reduced precision of FP8 tensor cores (13 mantissa bits, truncated, as measured on the
+// H200) passes, although some of its elements, where the block scales make the sum cancel, err
+// beyond the fixed term 0.5 + 0.01 |want| alone (the rule before the magnitude term refused it).
+TEST_F(Fp8Cli, ABlockScaledKernelThatAccumulatesAsFp8TensorCoresDoPasses) {
+  const char* key = "blockscaled_e4m3bf16_64x256x1024";
+  build("tc_accumulate", "iter001_tc_accumulate", key);
+  auto r = measure("iter001_tc_accumulate", "verify", key);
+  ASSERT_EQ(r.rc, 0) << r.err << r.out;
+  const json& v = r.doc["verification"];
+  EXPECT_EQ(r.doc["verdict"], "PASS") << v.dump();
+  EXPECT_DOUBLE_EQ(v["tolerance"]["mag_tol"].get<double>(), 1.0 / 1024) << v.dump();
+  EXPECT_NE(v["tolerance"]["rule"].get<std::string>().find("sum|a b|"), std::string::npos) << v.dump();
+  // The record counts the elements only the magnitude term let pass.
+  EXPECT_GT(v["tolerance"]["magnitude_excused"].get<int64_t>(), 0) << "no element needs the magnitude term: " << v.dump();
+  // The dense e4m3 rule has no magnitude term.
+  build("ok", "iter001_ok", k_dense_key);
+  auto dense = measure("iter001_ok", "verify", k_dense_key);
+  EXPECT_FALSE(dense.doc["verification"]["tolerance"].contains("mag_tol")) << dense.doc.dump();
+}
+
 TEST_F(Fp8Cli, TheReferenceKernelPassesBothOperatorsAndOutputTypes) {
   const std::string ref = std::string(CROQ_SOURCE_DIR) + "/kernels/cpp/blockscaled/reference.cpp";
   for (const char* key : {k_block_key, k_dense_key, "matmul_e4m3f16_16x24x200", "blockscaled_e4m3bf16_8x128x128"}) {

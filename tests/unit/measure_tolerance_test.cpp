@@ -61,6 +61,33 @@ TEST(MeasureTolerance, HostComparisonCountsMismatchesNansAndListsTheWorst) {
   EXPECT_DOUBLE_EQ(v.worst[1].got, 60.0);
 }
 
+// The block-scaled operator's rule adds 2^-10 x sum|a b| (scaled) to the element limit: an element
+// whose scaled products cancel to near zero may err by a rounding of the magnitude, not more; the
+// dense e4m3 rule and every other row have no such term.
+TEST(MeasureTolerance, TheBlockScaledLimitGrowsWithTheElementsMagnitude) {
+  const DtypePair d = *parse_dtype_pair("e4m3bf16");
+  const ToleranceSpec block = tolerance_for(d, "blockscaled");
+  EXPECT_DOUBLE_EQ(block.mag_tol, 1.0 / 1024);
+  EXPECT_DOUBLE_EQ(tolerance_for(d, "matmul").mag_tol, 0.0);
+  EXPECT_DOUBLE_EQ(tolerance_for(*parse_dtype_pair("f16f32")).mag_tol, 0.0);
+  // Element 0: want 2, magnitude 2e5 (limit 0.5 + 0.02 + 195.3); element 1: the same error, no magnitude.
+  const std::vector<float> want = {2.0f, 2.0f}, mag = {2e5f, 0.0f};
+  std::vector<float> got = {2.0f + 150.0f, 2.0f};
+  Verification v;
+  compare_host(got.data(), ScalarType::f32, want.data(), 1, 2, block, v, 4, mag.data());
+  EXPECT_EQ(v.mismatches, 0);
+  EXPECT_EQ(v.magnitude_excused, 1);  // element 0 passes only through the magnitude term
+  got = {2.0f + 250.0f, 2.0f + 150.0f};
+  compare_host(got.data(), ScalarType::f32, want.data(), 1, 2, block, v, 4, mag.data());
+  EXPECT_EQ(v.mismatches, 2);  // beyond 2^-10 x 2e5, and no magnitude to excuse the other
+  // Without the magnitude (a rule that has none), the first error fails too.
+  got = {2.0f + 150.0f, 2.0f};
+  compare_host(got.data(), ScalarType::f32, want.data(), 1, 2, block, v, 4, nullptr);
+  EXPECT_EQ(v.mismatches, 1);
+  EXPECT_FALSE(element_fails(152.0, 2.0, 0.5, 0.01, 195.3125));
+  EXPECT_TRUE(element_fails(252.0, 2.0, 0.5, 0.01, 195.3125));
+}
+
 TEST(MeasureTolerance, NormwiseErrorCatchesASmallErrorEverywhere) {
   const int64_t m = 10, n = 10;
   std::vector<float> want(100), got(100);

@@ -116,17 +116,19 @@ json Measurement::to_json() const {
   const Verification& v = verification;
   json worst = json::array();
   for (const auto& w : v.worst) worst.push_back({{"i", w.i}, {"j", w.j}, {"got", number(w.got)}, {"want", number(w.want)}});
+  json tolerance = {{"base_tol", v.tolerance.base_tol},
+                    {"rel_tol", v.tolerance.rel_tol},
+                    {"normwise", v.tolerance.normwise},
+                    {"rule", v.tolerance.rule}};
+  if (v.tolerance.mag_tol > 0) tolerance["mag_tol"] = v.tolerance.mag_tol;
+  if (v.tolerance.mag_tol > 0) tolerance["magnitude_excused"] = v.magnitude_excused;
   j["verification"] = {{"passed", opt_bool(v.passed)},
                        {"elements", v.elements},
                        {"mismatches", v.mismatches},
                        {"max_abs_err", number(v.max_abs_err)},
                        {"max_rel_err", number(v.max_rel_err)},
                        {"normwise_rel_err", number(v.normwise_rel_err)},
-                       {"tolerance",
-                        {{"base_tol", v.tolerance.base_tol},
-                         {"rel_tol", v.tolerance.rel_tol},
-                         {"normwise", v.tolerance.normwise},
-                         {"rule", v.tolerance.rule}}},
+                       {"tolerance", tolerance},
                        {"worst", worst},
                        {"nan_count", v.nan_count},
                        {"guard_bytes_changed", v.guard_bytes_changed},
@@ -296,6 +298,8 @@ std::optional<Measurement> Measurement::from_json(const json& j, std::string* wh
       o.tolerance.rel_tol = read_number(t, "rel_tol").value_or(0);
       o.tolerance.normwise = read_number(t, "normwise").value_or(0);
       o.tolerance.rule = read_string(t, "rule");
+      o.tolerance.mag_tol = read_number(t, "mag_tol").value_or(0);
+      o.magnitude_excused = read_int(t, "magnitude_excused");
     }
     if (v.contains("worst") && v["worst"].is_array()) {
       for (const auto& w : v["worst"]) {

@@ -40,6 +40,9 @@ struct ToleranceSpec {
   double rel_tol = 0.01;
   double normwise = 1e-3;   // limit of ||got - want||_F / ||want||_F
   std::string rule;         // which row of the table ("f16/bf16 in, f32 accumulate")
+  // The block-scaled operator only (tolerance.hpp): a third term of the element limit, mag_tol
+  // times sum_k |a_ik b_kj| with the scales applied (the reference's magnitude); 0 elsewhere.
+  double mag_tol = 0;
 };
 
 struct WorstElement {
@@ -52,6 +55,9 @@ struct Verification {
   int64_t elements = 0;
   int64_t mismatches = 0;
   int64_t nan_count = 0;          // non-finite outputs (poison left or NaN computed)
+  // Elements within the limit only through its magnitude term (a rule with mag_tol > 0: the
+  // block-scaled operator), i.e. those the fixed terms alone would refuse.
+  int64_t magnitude_excused = 0;
   double max_abs_err = 0;
   double max_rel_err = 0;
   double normwise_rel_err = 0;

@@ -9,8 +9,9 @@
 // then rounded to the input type (round to nearest even). Zero has probability 2^-24 per element
 // before rounding; inputs are never all zeros and never structured.
 //
-// Element rule: an element fails when !(|got - want| <= base_tol + rel_tol * |want|). The negated
-// form makes a NaN or infinite `got` fail.
+// Element rule: an element fails when !(|got - want| <= base_tol + rel_tol * |want| + mag_term),
+// mag_term being 0 but for the block-scaled operator (mag_tol * sum_k |a_ik b_kj| with the scales
+// applied, tolerance.hpp). The negated form makes a NaN or infinite `got` fail.
 #pragma once
 #include <cstdint>
 
@@ -170,11 +171,11 @@ CROQ_HD float fp8_block_scale(uint64_t seed, int which, uint64_t index) {
 // The seed of the second verification run, derived from the first (recorded in the measurement).
 CROQ_HD uint64_t second_seed(uint64_t seed) { return splitmix64(seed ^ 0x5EC0D5EEDull); }
 
-CROQ_HD bool element_fails(double got, double want, double base_tol, double rel_tol) {
+CROQ_HD bool element_fails(double got, double want, double base_tol, double rel_tol, double mag_term = 0) {
   double d = got - want;
   if (d < 0) d = -d;
   double w = want < 0 ? -want : want;
-  return !(d <= base_tol + rel_tol * w);
+  return !(d <= base_tol + rel_tol * w + mag_term);
 }
 
 }  // namespace croq

@@ -12,7 +12,9 @@ namespace croq {
 namespace {
 
 json tolerance_json(const ToleranceSpec& t) {
-  return {{"base_tol", t.base_tol}, {"rel_tol", t.rel_tol}, {"normwise", t.normwise}, {"rule", t.rule}};
+  json j = {{"base_tol", t.base_tol}, {"rel_tol", t.rel_tol}, {"normwise", t.normwise}, {"rule", t.rule}};
+  if (t.mag_tol > 0) j["mag_tol"] = t.mag_tol;
+  return j;
 }
 
 json dtypes_json() {

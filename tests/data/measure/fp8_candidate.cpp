@@ -10,6 +10,10 @@
 //                   [K/128, N/128] (the transposed layout)                       -> VERIFY_FAIL
 //   first_seed      caches the scales of its first call by pointer              -> VERIFY_FAIL (second seed)
 //   v1_only         exports only version 1's croq_matmul                         -> UNSUPPORTED
+//   tc_accumulate   block-scaled: each 128-deep block summed as FP8 tensor cores  -> PASS
+//                   do, the partial sum truncated to 13 mantissa bits after
+//                   every 32 products, then scaled and added in f32 (within the
+//                   rule's 2^-10 x sum|a b|, beyond its fixed absolute term)
 // The CLI tests compile this file with the system C++ compiler.
 #include <croq/kernel_abi.h>
 #include <croq/host_scalar.h>
@@ -24,6 +28,7 @@
 #define MODE_row_blocks 5
 #define MODE_first_seed 6
 #define MODE_v1_only 7
+#define MODE_tc_accumulate 8
 #define CAT(a, b) a##b
 #define MODE_OF(m) CAT(MODE_, m)
 #define MODE MODE_OF(CROQ_TEST_MODE)
@@ -57,6 +62,31 @@ CROQ_EXPORT croq_status croq_gemm(const croq_gemm_desc* d, const croq_gemm_opera
   (void)cached_a;
   (void)cached_b;
   (void)kb;
+#if MODE == MODE_tc_accumulate
+  if (!block) return CROQ_UNSUPPORTED;
+  auto truncate13 = [](float x) {
+    uint32_t u;
+    std::memcpy(&u, &x, 4);
+    u &= ~((1u << 10) - 1u);  // 23 - 13 mantissa bits dropped, toward zero
+    std::memcpy(&x, &u, 4);
+    return x;
+  };
+  for (int64_t i = 0; i < d->m; ++i) {
+    for (int64_t j = 0; j < d->n; ++j) {
+      float acc = 0.f;
+      for (int64_t q0 = 0; q0 < d->k; q0 += bk) {
+        float part = 0.f;
+        for (int64_t q = q0; q < d->k && q < q0 + bk; ++q) {
+          part += load(o->a, d->a_type, i * d->lda + q) * load(o->b, d->b_type, j * d->ldb + q);
+          if ((q - q0) % 32 == 31) part = truncate13(part);
+        }
+        acc += truncate13(part) * o->a_scale[i * kb + q0 / bk] * o->b_scale[(j / bn) * kb + q0 / bk];
+      }
+      store(o->c, d->c_type, i * d->ldc + j, acc);
+    }
+  }
+  return CROQ_OK;
+#endif
   for (int64_t i = 0; i < d->m; ++i) {
     for (int64_t j = 0; j < d->n; ++j) {
       float acc = 0.f;
