@@ -18,6 +18,7 @@
 #include "croq/util/process.hpp"
 #include "croq/util/text.hpp"
 #include "croq/web/database.hpp"
+#include "croq/web/event_bus.hpp"
 #include "croq/web/ledger_sync.hpp"
 #include "croq/web/postgres_database.hpp"
 #include "croq/web/scheduler.hpp"
@@ -478,6 +479,49 @@ TEST_P(WebDatabaseBackends, TwoServersSeeEveryTaskAndNeitherTakesTheOthersForVan
   EXPECT_EQ(a.db->task(only_b->uid)->owner, b.owner());
   EXPECT_FALSE(a.db->task_by_key(a.owner(), only_b->key));  // A adopted nothing of B's
   EXPECT_EQ(a.db->tasks().size(), 3u);
+}
+
+// A dashboard open on one server follows another server's task live: the poll after that server
+// stored rounds or changed the state sends the same events as for a task of its own, with the
+// owner named (the first poll only takes note; unchanged rows send nothing).
+TEST_P(WebDatabaseBackends, AnotherServersProgressReachesThisServersEventStream) {
+  FleetServer a(location());
+  FleetServer b(location());
+  web::EventBus bus;
+  LedgerSync watcher(a.ws, *a.db, &bus);  // A's monitor, with its event stream
+  test::store_rounds(b.ws, k_task, {100});
+  b.sync.full_scan();
+  const auto tb = a.db->task_by_key(b.owner(), k_task.id());
+  ASSERT_TRUE(tb);
+  EXPECT_EQ(watcher.poll_known().remote_changed, 0);  // first sight
+  const uint64_t start = bus.last_id();
+  EXPECT_EQ(watcher.poll_known().remote_changed, 0);  // nothing changed
+  EXPECT_EQ(bus.last_id(), start);
+  test::store_rounds(b.ws, k_task, {120, 130}, std::nullopt, 2);  // two more rounds at B
+  b.sync.full_scan();
+  TaskRow changed = *b.db->task(tb->uid);
+  changed.state = "paused";
+  changed.reason = "paused at B";
+  changed.updated_at = "2026-12-02T17:00:00Z";
+  b.db->update_task(changed);
+  const SyncStats s = watcher.poll_known();
+  EXPECT_EQ(s.remote_changed, 1);
+  auto batch = bus.wait_after(start, std::chrono::milliseconds(0));
+  std::string kinds;
+  int rounds = 0;
+  for (const auto& e : batch.events) {
+    EXPECT_EQ(e->task_uid, tb->uid);
+    EXPECT_EQ(e->data.value("owner", ""), b.owner()) << e->data.dump();
+    kinds += e->kind + " ";
+    if (e->kind == "round") ++rounds;
+  }
+  EXPECT_EQ(rounds, 2) << kinds;
+  ASSERT_FALSE(batch.events.empty());
+  EXPECT_EQ(batch.events.back()->kind, "state");
+  EXPECT_EQ(batch.events.back()->data["state"], "paused");
+  // A's own sync never touched B's rows (the baseline and three rounds, as B stored them).
+  EXPECT_EQ(a.db->round_count(tb->uid), 4);
+  EXPECT_EQ(a.db->task(tb->uid)->owner, b.owner());
 }
 
 TEST_P(WebDatabaseBackends, ASchedulerStartsStopsAndAdoptsOnlyItsOwnTasks) {

@@ -87,7 +87,7 @@ bool same_number(std::optional<double> a, std::optional<double> b) {
 json SyncStats::to_json() const {
   return {{"tasks_scanned", tasks_scanned}, {"tasks_adopted", tasks_adopted}, {"tasks_changed", tasks_changed},
           {"rounds_added", rounds_added},   {"reindexed", reindexed},         {"tasks_claimed", tasks_claimed},
-          {"ms", ms},                       {"warnings", warnings},           {"conflicts", conflicts}};
+          {"remote_changed", remote_changed}, {"ms", ms}, {"warnings", warnings}, {"conflicts", conflicts}};
 }
 
 std::string server_owner(const Workspace& ws) {
@@ -165,6 +165,62 @@ LedgerSync::LedgerSync(const Workspace& ws, Database& db, EventBus* bus, std::st
 
 void LedgerSync::publish(const std::string& kind, const std::string& uid, json data) {
   if (m_bus) m_bus->publish(kind, uid, std::move(data));
+}
+
+namespace {
+
+// What a round or stats event carries of a task's stats.
+json stats_summary(const json& stats) {
+  if (!stats.is_object()) return json::object();
+  return {{"best_tflops", stats.value("best_tflops", json(nullptr))},
+          {"pct_of_baseline", stats.value("pct_of_baseline", json(nullptr))},
+          {"rounds", stats.value("rounds", json(nullptr))},
+          {"records", stats.value("records", json(nullptr))},
+          {"last_activity", stats.value("last_activity", json(nullptr))},
+          {"protocol", stats.value("protocol", json(nullptr))}};
+}
+
+}  // namespace
+
+// Another server's task: its rows change only through that server; what changed since the last
+// poll goes out as the events this server sends for its own tasks (with `owner` added), so that a
+// dashboard open here follows it live.
+void LedgerSync::watch_remote(const TaskRow& row, SyncStats& stats) {
+  Remote now{row.state, row.updated_at, m_db.round_count(row.uid), dump_compact(row.stats)};
+  auto it = m_remote.find(row.uid);
+  if (it == m_remote.end()) {  // first sight: take note, send nothing (the page loads the rest)
+    m_remote.emplace(row.uid, std::move(now));
+    return;
+  }
+  Remote& was = it->second;
+  if (now.state == was.state && now.updated_at == was.updated_at && now.rounds == was.rounds && now.stats == was.stats) {
+    return;
+  }
+  ++stats.remote_changed;
+  const json summary = stats_summary(row.stats);
+  if (now.rounds > was.rounds) {
+    RoundQuery q;
+    q.after_seq = was.rounds - 1;
+    for (const RoundRow& r : m_db.rounds(row.uid, q)) {
+      json d = r.to_json();
+      d["idea"] = preview(r.idea, 200);
+      d["stats"] = summary;
+      d["owner"] = row.owner;
+      publish("round", row.uid, std::move(d));
+    }
+  } else if (now.rounds < was.rounds) {
+    publish("task", row.uid, {{"change", "reindexed"}, {"stats", summary}, {"owner", row.owner}});
+  } else if (now.stats != was.stats) {
+    publish("task", row.uid, {{"change", "stats"}, {"stats", summary}, {"owner", row.owner}});
+  }
+  if (now.state != was.state || now.updated_at != was.updated_at) {
+    publish("state", row.uid,
+            {{"state", row.state}, {"reason", row.reason}, {"runs", row.runs}, {"crash_count", row.crash_count},
+             {"park_count", row.park_count}, {"not_before", row.not_before}, {"stop_target", row.stop_target},
+             {"device", row.spec.value("device", "")}, {"last_exit", row.last_exit}, {"change", "remote"},
+             {"owner", row.owner}});
+  }
+  was = std::move(now);
 }
 
 // A row the database already holds for a task on this disk: this server's once claimed (a row
@@ -387,14 +443,7 @@ int LedgerSync::sync_task(const TaskRow& row, SyncStats* stats) {
     if (update.replace && prev) ++stats->reindexed;
   }
   json summary;
-  if (update.stats) {
-    summary = {{"best_tflops", (*update.stats)["best_tflops"]},
-               {"pct_of_baseline", (*update.stats)["pct_of_baseline"]},
-               {"rounds", (*update.stats)["rounds"]},
-               {"records", (*update.stats)["records"]},
-               {"last_activity", (*update.stats)["last_activity"]},
-               {"protocol", (*update.stats)["protocol"]}};
-  }
+  if (update.stats) summary = stats_summary(*update.stats);
   if (update.replace) {
     publish("task", row.uid, {{"change", "reindexed"}, {"records", state.records}, {"stats", summary}});
   } else {
@@ -438,7 +487,15 @@ SyncStats LedgerSync::poll_known() {
   SyncStats stats;
   Stopwatch clock;
   for (const TaskRow& row : m_db.tasks()) {
-    if (row.owner != m_owner) continue;
+    if (row.owner != m_owner) {
+      if (row.owner.empty() || !m_bus) continue;
+      try {
+        watch_remote(row, stats);
+      } catch (const std::exception& e) {
+        stats.warnings.push_back(fmt::format("{} (server {}): {}", row.key, row.owner, e.what()));
+      }
+      continue;
+    }
     ++stats.tasks_scanned;
     try {
       sync_task(row, &stats);

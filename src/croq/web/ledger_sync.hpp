@@ -37,6 +37,7 @@ struct SyncStats {
   int rounds_added = 0;
   int reindexed = 0;
   int tasks_claimed = 0;  // rows from before owners, claimed by this server
+  int remote_changed = 0;  // other servers' tasks whose rows changed since the last poll (events sent)
   double ms = 0;
   std::vector<std::string> warnings;
   std::vector<std::string> conflicts;  // tasks on this disk whose task_uid another server owns
@@ -56,7 +57,9 @@ class LedgerSync {
 
   // Finds tasks on disk (adopting new ones) and syncs every task.
   SyncStats full_scan();
-  // Syncs the tasks the database knows, only those whose files changed.
+  // Syncs the tasks the database knows, only those whose files changed; then publishes what other
+  // servers wrote to their own rows since the last poll (new rounds, state, stats), so that this
+  // server's event stream shows their progress live too (the first poll only takes note).
   SyncStats poll_known();
   // Syncs one task now (after the scheduler or the API created it). Returns rounds added; 0 for
   // another server's task, which is never touched.
@@ -77,8 +80,14 @@ class LedgerSync {
     int64_t ev_size = -1, ev_mtime = -1;
     int64_t proto_mtime = -1;
   };
+  struct Remote {
+    std::string state, updated_at;
+    int rounds = 0;
+    std::string stats;  // dumped
+  };
   void publish(const std::string& kind, const std::string& uid, json data);
   TaskRow claim(TaskRow row, const TaskRef& task, SyncStats* stats);
+  void watch_remote(const TaskRow& row, SyncStats& stats);
 
   const Workspace& m_ws;
   Database& m_db;
@@ -86,6 +95,7 @@ class LedgerSync {
   std::string m_owner;
   std::recursive_mutex m_mutex;  // one sync at a time
   std::map<std::string, Seen> m_seen;  // by uid
+  std::map<std::string, Remote> m_remote;  // other servers' tasks as last published, by uid
 };
 
 // The summary of one task's ledger (the `stats` of TaskRow), computed from the files.
