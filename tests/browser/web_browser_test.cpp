@@ -275,7 +275,11 @@ TEST(WebBrowser, AddATaskWatchItsRoundsArriveThenCancelIt) {
   b.click("button[data-action=cancel]");
   ASSERT_TRUE(wait_for([&] {
     return b.script("var e = document.querySelector('#task-head .badge'); return e ? e.textContent : '';") == "cancelled";
-  }, std::chrono::seconds(30)));
+  }, std::chrono::seconds(30))) << "the task as the API has it: " << [&] {
+    auto r = api.Get("/api/v1/tasks/" + uid);
+    return r ? r->body.substr(0, 3000) : std::string("no answer");
+  }()
+                                << "\nserver: " << serve.err();
   auto t = try_parse_json(api.Get("/api/v1/tasks/" + uid)->body);
   ASSERT_TRUE(t);
   EXPECT_EQ((*t)["task"]["state"], "cancelled");
