@@ -9,6 +9,9 @@
 #                  (ldd, minus glibc and libstdc++) and the grown corpus (build-fuzz/corpus)
 #   GPU machine: OUT=... bash bench/gpu/fuzz_beside.sh SECONDS [WORKERS=2] [CPUS=6-15] &
 #                  ... the call's GPU work ...; wait
+#                or, to stop with the GPU work instead of waiting for SECONDS:
+#                  bash bench/gpu/fuzz_beside.sh SECONDS ... & fz=$!; ... the GPU work ...; kill -TERM $fz; wait $fz
+#                  (the workers get SIGINT, print their figures and the results are written as below)
 #                writes $OUT/fuzz-runs.tsv (bench/fuzz.sh's columns: one line
 #                per target, seconds = wall seconds, runs summed over the workers), $OUT/fuzz.log,
 #                $OUT/fuzz-corpus.tgz (the grown corpus, to unpack into build-fuzz/ here) and any
@@ -53,7 +56,14 @@ for t in $targets; do
     pids+=($!)
   done
 done
-for p in "${pids[@]}"; do wait "$p"; done
+# SIGTERM or SIGINT ends the run early: the workers are interrupted (libFuzzer then prints its final
+# figures) and the results below are written for the time they ran.
+stop_workers() { kill -INT "${pids[@]}" 2>/dev/null; }
+trap stop_workers TERM INT
+for p in "${pids[@]}"; do
+  while kill -0 "$p" 2>/dev/null; do wait "$p"; done
+done
+trap - TERM INT
 elapsed=$(( $(date +%s) - started ))
 # cpu_seconds is left empty here: the workers are pinned to idle cores, so seconds x workers is their CPU time.
 printf 'date\tcommit\ttarget\tseconds\truns\tcrashes\tcorpus_files\tworkers\thost\tcpu_seconds\n' >"$out/fuzz-runs.tsv"

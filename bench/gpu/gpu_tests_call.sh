@@ -28,6 +28,8 @@ bin=.carry/croq/bin/croq_gpu_tests
   echo "| filter | passed | failed | skipped | seconds | exit |"
   echo "|---|---|---|---|---|---|"
 } >"$OUT/gpu-tests.md"
+linebuf=(stdbuf -oL -eL)
+command -v stdbuf >/dev/null || linebuf=()
 n=0
 start=$SECONDS
 for f in $FILTERS; do
@@ -39,7 +41,8 @@ for f in $FILTERS; do
   left=$((BUDGET - (SECONDS - start)))
   limit=$((left < LIMIT ? left : LIMIT))
   t0=$SECONDS
-  timeout "$limit" "$bin" --gtest_filter="$f" >"$OUT/gpu-tests/$n.log" 2>&1
+  # Line-buffered, so that a test stopped by its limit leaves what it printed (stdbuf where present).
+  timeout "$limit" "${linebuf[@]}" "$bin" --gtest_filter="$f" >"$OUT/gpu-tests/$n.log" 2>&1
   rc=$?
   passed=$(grep -c '^\[       OK \]' "$OUT/gpu-tests/$n.log")
   failed=$(grep -c '^\[  FAILED  \].*ms)$' "$OUT/gpu-tests/$n.log")
