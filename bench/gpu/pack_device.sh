@@ -18,15 +18,19 @@
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 dest=.carry/croq
+# Unpacks a .tar.xz into a folder: tar needs the xz program for -J (the GPU machine may lack it);
+# python3's tarfile reads .tar.xz without it.
+untar_xz() {
+  mkdir -p "$2"
+  if command -v xz >/dev/null; then tar -xJf "$1" -C "$2"
+  else python3 -c 'import sys, tarfile; t = tarfile.open(sys.argv[1]); t.extractall(sys.argv[2], **({"filter": "data"} if hasattr(tarfile, "data_filter") else {}))' "$1" "$2"; fi
+}
 if [ "${1:-}" = "--unpack-toolchain" ]; then
   for tarball in "$dest"/toolchains/choreo-*.tar.xz; do
     [ -f "$tarball" ] || { echo "pack_device: no CroqTile toolchain in $dest/toolchains" >&2; exit 1; }
     dir=${tarball%.tar.xz}
     if [ ! -x "$dir/build/choreo" ]; then
-      mkdir -p "$dir"
-      # tar needs the xz program for -J; python3's tarfile reads .tar.xz without it.
-      if command -v xz >/dev/null; then tar -xJf "$tarball" -C "$dir"
-      else python3 -c 'import sys, tarfile; t = tarfile.open(sys.argv[1]); t.extractall(sys.argv[2], **({"filter": "data"} if hasattr(tarfile, "data_filter") else {}))' "$tarball" "$dir"; fi
+      untar_xz "$tarball" "$dir"
     fi
     "$dir/build/choreo" --help >/dev/null 2>&1 && echo "$dir"
   done
@@ -41,8 +45,7 @@ if [ "${1:-}" = "--bundle" ]; then
   exit 0
 fi
 if [ "${1:-}" = "--unbundle" ]; then
-  python3 -c 'import sys, tarfile; t = tarfile.open(sys.argv[1]); t.extractall(sys.argv[2], **({"filter": "tar"} if hasattr(tarfile, "data_filter") else {}))' \
-    .carry/bundle.tar.xz .carry
+  untar_xz .carry/bundle.tar.xz .carry
   echo "unbundled $(cat .carry/croq/commit.txt 2>/dev/null) into .carry"
   exit 0
 fi

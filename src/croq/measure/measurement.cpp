@@ -75,6 +75,12 @@ json opt_num(const std::optional<T>& v) {
 
 double tflops_of(double flops, double ms) { return ms > 0 ? flops / (ms * 1e-3) / 1e12 : 0.0; }
 
+json ToleranceSpec::to_json() const {
+  json j = {{"base_tol", base_tol}, {"rel_tol", rel_tol}, {"normwise", normwise}, {"rule", rule}};
+  if (mag_tol > 0) j["mag_tol"] = mag_tol;
+  return j;
+}
+
 json Measurement::to_json() const {
   json j;
   j["schema"] = schema;
@@ -116,11 +122,7 @@ json Measurement::to_json() const {
   const Verification& v = verification;
   json worst = json::array();
   for (const auto& w : v.worst) worst.push_back({{"i", w.i}, {"j", w.j}, {"got", number(w.got)}, {"want", number(w.want)}});
-  json tolerance = {{"base_tol", v.tolerance.base_tol},
-                    {"rel_tol", v.tolerance.rel_tol},
-                    {"normwise", v.tolerance.normwise},
-                    {"rule", v.tolerance.rule}};
-  if (v.tolerance.mag_tol > 0) tolerance["mag_tol"] = v.tolerance.mag_tol;
+  json tolerance = v.tolerance.to_json();
   if (v.tolerance.mag_tol > 0) tolerance["magnitude_excused"] = v.magnitude_excused;
   j["verification"] = {{"passed", opt_bool(v.passed)},
                        {"elements", v.elements},

@@ -44,6 +44,9 @@ struct ToleranceSpec {
   // The block-scaled operator only (tolerance.hpp): a third term of the element limit, mag_tol
   // times sum_k |a_ik b_kj| with the scales applied (the reference's magnitude); 0 elsewhere.
   double mag_tol = 0;
+
+  // {"base_tol","rel_tol","normwise","rule"}, plus "mag_tol" where it is not 0.
+  json to_json() const;
 };
 
 struct WorstElement {

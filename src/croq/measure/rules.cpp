@@ -11,12 +11,6 @@ namespace croq {
 
 namespace {
 
-json tolerance_json(const ToleranceSpec& t) {
-  json j = {{"base_tol", t.base_tol}, {"rel_tol", t.rel_tol}, {"normwise", t.normwise}, {"rule", t.rule}};
-  if (t.mag_tol > 0) j["mag_tol"] = t.mag_tol;
-  return j;
-}
-
 json dtypes_json() {
   json out = json::object();
   // Every accepted spelling, in the table's order (known_dtype_spellings lists them all).
@@ -30,7 +24,7 @@ json dtypes_json() {
                  {"output", scalar_type_name(d->output)},
                  {"compute", scalar_type_name(d->compute)},
                  {"peak_column", peak_column(*d)},
-                 {"tolerance", tolerance_json(tolerance_for(*d))}};
+                 {"tolerance", tolerance_for(*d).to_json()}};
   }
   return out;
 }

@@ -52,6 +52,9 @@ struct TaskRow {
   std::string run_started_at;
   json last_exit = nullptr;  // {run, exit_code, signal, outcome, at}
   json stats = json::object();
+
+  // The data of a `state` event for this row (api.md): its scheduling fields and `change`.
+  json state_event(const std::string& change) const;
 };
 
 // One stored round of a task's ledger, in file order (`seq` counts valid records from 0).

@@ -214,11 +214,9 @@ void LedgerSync::watch_remote(const TaskRow& row, SyncStats& stats) {
     publish("task", row.uid, {{"change", "stats"}, {"stats", summary}, {"owner", row.owner}});
   }
   if (now.state != was.state || now.updated_at != was.updated_at) {
-    publish("state", row.uid,
-            {{"state", row.state}, {"reason", row.reason}, {"runs", row.runs}, {"crash_count", row.crash_count},
-             {"park_count", row.park_count}, {"not_before", row.not_before}, {"stop_target", row.stop_target},
-             {"device", row.spec.value("device", "")}, {"last_exit", row.last_exit}, {"change", "remote"},
-             {"owner", row.owner}});
+    json d = row.state_event("remote");
+    d["owner"] = row.owner;
+    publish("state", row.uid, std::move(d));
   }
   was = std::move(now);
 }

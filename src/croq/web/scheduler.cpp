@@ -73,11 +73,7 @@ void Scheduler::commit(TaskRow& row, const std::string& history_kind, json histo
   history["reason"] = row.reason;
   m_db.add_history(row.uid, row.updated_at, history_kind, history);
   if (m_bus) {
-    json d = {{"state", row.state},         {"reason", row.reason},         {"runs", row.runs},
-              {"crash_count", row.crash_count}, {"park_count", row.park_count}, {"not_before", row.not_before},
-              {"stop_target", row.stop_target}, {"device", row.spec.value("device", "")},
-              {"last_exit", row.last_exit},  {"change", history_kind}};
-    m_bus->publish("state", row.uid, std::move(d));
+    m_bus->publish("state", row.uid, row.state_event(history_kind));
   }
 }
 

@@ -653,6 +653,13 @@ json TaskRequest::to_json() const {
           {"requested_at", requested_at}};
 }
 
+json TaskRow::state_event(const std::string& change) const {
+  return {{"state", state},         {"reason", reason},           {"runs", runs},
+          {"crash_count", crash_count}, {"park_count", park_count}, {"not_before", not_before},
+          {"stop_target", stop_target}, {"device", spec.value("device", "")}, {"last_exit", last_exit},
+          {"change", change}};
+}
+
 json RoundRow::to_json() const {
   json j;
   j["seq"] = seq;
