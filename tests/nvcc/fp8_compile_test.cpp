@@ -128,5 +128,30 @@ TEST(Fp8TemplateCompiles, AHalfSwizzleRowIsRefusedByBoth) {
   EXPECT_NE(r.log.find("BK must be a multiple of the swizzle width"), std::string::npos) << r.log;
 }
 
+// Dense e4m3 with long K promoting every 4 k blocks with a WGMMA group in flight between promotions
+// (the family's first alternatives there): the default tile and the widest that holds both sets of
+// sums, two consumers of 64 x 192 (96 + 96 registers), compile without spills; promotion after
+// every stage with a group in flight is refused by the family and the template's static_assert.
+TEST(Fp8TemplateCompiles, PromotionEveryFourKBlocksCompilesWithoutSpills) {
+  if (!nvcc_path()) GTEST_SKIP() << "nvcc not found (set CROQ_NVCC)";
+  HopperGemmFamily f;
+  auto p = fp8_problem(8192, 8192, 8192);
+  int compiled = 0;
+  for (const auto& a : f.alternatives(p)) {
+    if (a.tag != "prom4" && a.tag != "co128x192_prom4") continue;
+    SCOPED_TRACE(a.name);
+    ASSERT_FALSE(f.violation(a.config, p));
+    expect_clean(compile(f, a.config, p));
+    ++compiled;
+  }
+  EXPECT_EQ(compiled, 2);
+  FamilyConfig c = f.default_config(p);
+  c["MMA_DEPTH"] = "1";
+  ASSERT_TRUE(f.violation(c, p));
+  auto r = compile(f, c, p);
+  EXPECT_FALSE(r.ok);
+  EXPECT_NE(r.log.find("CROQ_MMA_DEPTH 0"), std::string::npos) << r.log;
+}
+
 }  // namespace
 }  // namespace croq

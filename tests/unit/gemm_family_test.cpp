@@ -414,7 +414,7 @@ TEST(HopperGemmFamily, EveryConfigurationIsLegalOrRefusedWithAReason) {
         ++legal;
         expect_hopper_invariants(c, p);
       }
-    }, {{"RASTER", "1"}, {"GROUP", "8"}, {"MMA_DEPTH", "1"}});
+    }, {{"RASTER", "1"}, {"GROUP", "8"}, {"MMA_DEPTH", "1"}, {"PROMOTE_EVERY", "1"}});
     EXPECT_GT(legal, 1000);
     EXPECT_GT(refused, 1000);
     EXPECT_GT(reasons.size(), 4u);
@@ -434,7 +434,7 @@ TEST(HopperGemmFamily, SplitKAndEpilogueLegalityFollowTheProblem) {
         expect_hopper_invariants(c, p);
         split_legal += iv(c, "SPLIT_K") > 1;
       }
-    }, {{"RASTER", "1"}, {"GROUP", "8"}, {"MMA_DEPTH", "1"}, {"SWIZZLE", "128"}, {"BK", "64"}, {"CLUSTER_N", "1"}});
+    }, {{"RASTER", "1"}, {"GROUP", "8"}, {"MMA_DEPTH", "1"}, {"PROMOTE_EVERY", "1"}, {"SWIZZLE", "128"}, {"BK", "64"}, {"CLUSTER_N", "1"}});
   }
   EXPECT_GT(split_legal, 100u);
 }
@@ -446,11 +446,11 @@ TEST(HopperGemmFamily, TileOrderNeverDecidesLegality) {
   // MMA_DEPTH enters no constraint either; SPLIT_K is held at 2 (legal for this K) to keep the
   // walk short.
   for_each_config(f, [&](const FamilyConfig& c) { reference.push_back(!f.violation(c, p)); },
-                  {{"RASTER", "1"}, {"GROUP", "8"}, {"MMA_DEPTH", "1"}, {"SPLIT_K", "2"}, {"STREAM_K", "0"}});
+                  {{"RASTER", "1"}, {"GROUP", "8"}, {"MMA_DEPTH", "1"}, {"PROMOTE_EVERY", "1"}, {"SPLIT_K", "2"}, {"STREAM_K", "0"}});
   for (auto [raster, group] : std::vector<std::pair<const char*, const char*>>{{"0", "1"}, {"2", "16"}, {"3", "4"}}) {
     size_t i = 0, differ = 0;
     for_each_config(f, [&](const FamilyConfig& c) { differ += reference.at(i++) != !f.violation(c, p); },
-                    {{"RASTER", raster}, {"GROUP", group}, {"MMA_DEPTH", "1"}, {"SPLIT_K", "2"}, {"STREAM_K", "0"}});
+                    {{"RASTER", raster}, {"GROUP", group}, {"MMA_DEPTH", "1"}, {"PROMOTE_EVERY", "1"}, {"SPLIT_K", "2"}, {"STREAM_K", "0"}});
     EXPECT_EQ(i, reference.size());
     EXPECT_EQ(differ, 0u) << raster << "/" << group;
   }
@@ -601,6 +601,72 @@ TEST(HopperGemmFamily, E4m3IsComputedWithOneByteElementsAndBColumnMajor) {
   EXPECT_FALSE(AmpereGemmFamily().supports(problem({1024, 1024, 1024}, "e4m3bf16", true, "sm_80")));
 }
 
+// Promotion every 2 or 4 k blocks (PROMOTE_EVERY): where dense e4m3 promotes, the default drains
+// every stage's WGMMAs (PROMOTE_EVERY=1, MMA_DEPTH=0, 0.65 x cuBLASLt at 8192^3 on the H200); the
+// intervals keep a WGMMA group in flight between promotions and come first among the alternatives.
+// Elsewhere the parameter is 1, and a configuration recorded before it existed reads as 1.
+TEST(HopperGemmFamily, LongKE4m3MayPromoteEveryTwoOrFourKBlocks) {
+  HopperGemmFamily f;
+  const auto p = problem({8192, 8192, 8192}, "e4m3bf16", false, "sm_90a");
+  const FamilyConfig def = f.default_config(p);
+  ASSERT_FALSE(f.violation(def, p));
+  EXPECT_EQ(def.at("PROMOTE_EVERY"), "1");
+  EXPECT_EQ(def.at("MMA_DEPTH"), "0");
+  const auto alts = f.alternatives(p);
+  ASSERT_GE(alts.size(), 3u);
+  EXPECT_EQ(alts[0].tag, "prom4");
+  EXPECT_EQ(alts[1].tag, "prom2");
+  EXPECT_EQ(alts[2].tag, "co128x192_prom4");
+  for (size_t i = 0; i < 3; ++i) {
+    SCOPED_TRACE(alts[i].name);
+    EXPECT_FALSE(f.violation(alts[i].config, p));
+    EXPECT_EQ(alts[i].config.at("MMA_DEPTH"), "1");
+    EXPECT_NE(alts[i].config.at("PROMOTE_EVERY"), "1");
+    EXPECT_LE(2 * HopperGemmFamily::accumulator_registers(alts[i].config),
+              HopperGemmFamily::max_accumulators(alts[i].config));
+  }
+  EXPECT_EQ(alts[2].config.at("BN"), "192");
+  const std::string src = f.render_source(alts[0].config, p);
+  EXPECT_NE(src.find("#define CROQ_PROMOTE 1\n"), std::string::npos);
+  EXPECT_NE(src.find("#define CROQ_PROMOTE_EVERY 4\n"), std::string::npos);
+  for (const auto& a : alts) EXPECT_FALSE(f.violation(a.config, p)) << a.name;
+  // Every stage a promotion: its WGMMAs are waited for, so MMA_DEPTH=0 (or a longer interval).
+  FamilyConfig every1_depth1 = def;
+  every1_depth1["MMA_DEPTH"] = "1";
+  ASSERT_TRUE(f.violation(every1_depth1, p));
+  EXPECT_NE(f.violation(every1_depth1, p)->find("PROMOTE_EVERY=2 or 4"), std::string::npos);
+  FamilyConfig every4_depth0 = def;
+  every4_depth0["PROMOTE_EVERY"] = "4";
+  EXPECT_FALSE(f.violation(every4_depth0, p));
+  FamilyConfig every8 = def;
+  every8["PROMOTE_EVERY"] = "8";
+  ASSERT_TRUE(f.violation(every8, p));
+  EXPECT_NE(f.violation(every8, p)->find("not one of"), std::string::npos);
+  // No promotion (16-bit inputs; e4m3 with K <= 4096), or every stage (block-scaled): 1 only.
+  for (auto q : {problem({8192, 8192, 8192}, "f16f32", false, "sm_90a"),
+                 problem({4096, 4096, 4096}, "e4m3bf16", false, "sm_90a")}) {
+    FamilyConfig c = f.default_config(q);
+    EXPECT_EQ(c.at("PROMOTE_EVERY"), "1");
+    c["PROMOTE_EVERY"] = "2";
+    ASSERT_TRUE(f.violation(c, q));
+    EXPECT_NE(f.violation(c, q)->find("PROMOTE_EVERY=1"), std::string::npos);
+    EXPECT_EQ(f.render_source(f.default_config(q), q).find("#define CROQ_PROMOTE 1"), std::string::npos);
+    for (const auto& a : f.alternatives(q)) EXPECT_EQ(a.config.at("PROMOTE_EVERY"), "1") << a.name;
+  }
+  auto bs = problem({4096, 7168, 7168}, "e4m3bf16", false, "sm_90a");
+  bs.op = "blockscaled";
+  FamilyConfig b = f.default_config(bs);
+  b["PROMOTE_EVERY"] = "2";
+  b["MMA_DEPTH"] = "1";
+  ASSERT_TRUE(f.violation(b, bs));
+  EXPECT_NE(f.violation(b, bs)->find("PROMOTE_EVERY=1"), std::string::npos);
+  // Recorded before the parameter existed: read as promoting every stage, the old default.
+  FamilyConfig old = def;
+  old.erase("PROMOTE_EVERY");
+  EXPECT_NE(f.violation(old, p).value_or("").find("PROMOTE_EVERY is missing"), std::string::npos);
+  EXPECT_EQ(with_recorded_defaults(f, old), def);
+}
+
 // The block-scaled operator (e4m3 -> bf16, scales per 1x128 of A and 128x128 of B): the same
 // template with CROQ_BLOCKSCALE=1, promoting each 128-deep k block's WGMMA sums into a second set
 // of f32 registers; its defaults and alternatives are legal for every typical shape, and what the
@@ -648,7 +714,8 @@ TEST(HopperGemmFamily, HandMeasuredConfigurationsAreLegalForTheirShapes) {
   const FamilyConfig base{{"BM", "128"},      {"BN", "256"},     {"BK", "64"},        {"STAGES", "4"},
                           {"CONSUMERS", "2"}, {"PINGPONG", "0"}, {"MMA_DEPTH", "1"},  {"CLUSTER_M", "1"},
                           {"CLUSTER_N", "1"}, {"PERSISTENT", "1"}, {"RASTER", "1"},   {"GROUP", "8"},
-                          {"SPLIT_K", "1"},   {"STREAM_K", "0"}, {"EPILOGUE", "0"}, {"SWIZZLE", "128"}};
+                          {"SPLIT_K", "1"},   {"STREAM_K", "0"}, {"EPILOGUE", "0"}, {"SWIZZLE", "128"},
+                          {"PROMOTE_EVERY", "1"}};
   int checked = 0;
   for (const char* list : {"gemm_configs.txt", "gemm_configs_wide.txt", "gemm_configs_large.txt", "gemm_configs_sk.txt",
                            "gemm_configs_sk_onewave.txt"}) {
@@ -727,6 +794,7 @@ TEST(HopperGemmFamily, ProbeConfigurationsAreLegalForTheirTimedShapes) {
       ASSERT_NE(eq, std::string::npos) << line;
       c[kv.substr(0, eq)] = kv.substr(eq + 1);
     }
+    c = with_recorded_defaults(f, c);  // lines written before a parameter existed read as without it
     EXPECT_FALSE(gemm::check_listed_values(c, f.params())) << label << ": " << *gemm::check_listed_values(c, f.params());
     std::istringstream gs(group_list);
     std::string g;

@@ -19,7 +19,7 @@ long long ceil_div(long long a, long long b) { return (a + b - 1) / b; }
 
 const char* k_order[] = {"BM",        "BN",        "BK",       "STAGES",   "CONSUMERS", "PINGPONG",
                          "PERSISTENT", "RASTER",    "GROUP",    "CLUSTER_M", "CLUSTER_N", "EPILOGUE",
-                         "SWIZZLE",    "MMA_DEPTH", "SPLIT_K",  "STREAM_K"};
+                         "SWIZZLE",    "MMA_DEPTH", "SPLIT_K",  "STREAM_K",  "PROMOTE_EVERY"};
 
 // Split-K partial sums a configuration may keep in the workspace: beyond this, splitting is not
 // the way to fill the GPU (the problem has plenty of tiles).
@@ -101,6 +101,12 @@ std::vector<ParamSpec> HopperGemmFamily::params() const {
        "ranges, one per CTA, so no CTA idles in a partial last wave; partial sums are added in k order by the CTA "
        "holding each tile's last k block",
        "0"},
+      {"PROMOTE_EVERY", {"1", "2", "4"}, false, "compute",
+       "where the kernel promotes (e4m3 with K > 4096; the block-scaled operator: every stage): k blocks between "
+       "promotions of the WGMMA sums into f32 registers. 1 waits for each stage's WGMMAs (MMA_DEPTH=0); 2 or 4 "
+       "lets the tensor cores accumulate 2 or 4 x BK of K at their reduced precision and keeps one WGMMA group in "
+       "flight between promotions (MMA_DEPTH=1); 1 where the kernel does not promote",
+       "1"},
   };
 }
 
@@ -157,10 +163,21 @@ std::optional<std::string> HopperGemmFamily::violation(const FamilyConfig& c, co
   if (auto bad = gemm::check_listed_values(c, params())) return bad;
   if (is_blockscaled(p) && get(c, "BK") != 128)
     return "the block-scaled kernel promotes once per 128-deep scale block: BK=128";
+  const int promote_every = get(c, "PROMOTE_EVERY");
+  if (!promotes(p) && promote_every != 1)
+    return fmt::format("PROMOTE_EVERY applies where the kernel promotes (e4m3 with K > {}, the block-scaled operator): "
+                       "PROMOTE_EVERY=1",
+                       k_fp8_promote_k);
+  if (is_blockscaled(p) && promote_every != 1)
+    return "the block-scaled kernel promotes every stage (one 128-deep scale block each): PROMOTE_EVERY=1";
   if (promotes(p)) {
-    const char* what = is_blockscaled(p) ? "the block-scaled kernel" : "e4m3 with K > 16384 (two-level accumulation)";
-    if (get(c, "MMA_DEPTH") != 0)
-      return fmt::format("{} waits for each stage's WGMMAs before promoting their sums: MMA_DEPTH=0", what);
+    const std::string what = is_blockscaled(p)
+                                 ? std::string("the block-scaled kernel")
+                                 : fmt::format("e4m3 with K > {} (two-level accumulation)", k_fp8_promote_k);
+    if (promote_every == 1 && get(c, "MMA_DEPTH") != 0)
+      return fmt::format("{} promoting every stage (PROMOTE_EVERY=1) waits for each stage's WGMMAs before promoting "
+                         "their sums: MMA_DEPTH=0 (or PROMOTE_EVERY=2 or 4)",
+                         what);
     if (2 * accumulator_registers(c) > max_accumulators(c))
       return fmt::format("{} keeps a second set of f32 sums (promotion): 2 x {} registers per consumer thread exceed {}",
                          what, accumulator_registers(c), max_accumulators(c));
@@ -279,6 +296,7 @@ FamilyConfig arrangement(const TileChoice& t, int split, int cluster_m, int epil
   c["MMA_DEPTH"] = "1";
   c["SPLIT_K"] = std::to_string(split);
   c["STREAM_K"] = "0";
+  c["PROMOTE_EVERY"] = "1";
   c["STAGES"] = "2";
   for (int s = max_stages; s >= 2; --s) {
     c["STAGES"] = std::to_string(s);
@@ -298,7 +316,7 @@ std::vector<Alternative> HopperGemmFamily::alternatives(const FamilyProblem& p) 
   const FamilyConfig def = default_config(p);
   auto add = [&](std::string name, std::string tag, FamilyConfig c) {
     if (is_fp8(p)) c = fp8_stages(c, std::max(2, std::min(8, get(c, "STAGES"))));
-    if (promotes(p)) c["MMA_DEPTH"] = "0";
+    if (promotes(p) && get(c, "PROMOTE_EVERY") == 1) c["MMA_DEPTH"] = "0";
     if (c == def || violation(c, p)) return;
     for (const auto& a : out) {
       if (a.config == c) return;
@@ -307,6 +325,20 @@ std::vector<Alternative> HopperGemmFamily::alternatives(const FamilyProblem& p) 
   };
   // Which alternatives are offered where, and the measurements behind each choice:
   // docs/hopper-gemm-family.md ("Alternatives").
+  // Dense e4m3 with long K (the default promotes every stage, its WGMMAs drained each time): fewer
+  // promotions, one WGMMA group in flight between them; and the widest tile that holds both sets
+  // of sums, 128x192 with two consumers (96 + 96 registers each).
+  if (promotes(p) && !is_blockscaled(p)) {
+    for (const char* every : {"4", "2"}) {
+      FamilyConfig c = def;
+      c["PROMOTE_EVERY"] = every;
+      c["MMA_DEPTH"] = "1";
+      add(fmt::format("promotion every {} k blocks, one WGMMA group in flight", every), fmt::format("prom{}", every), c);
+    }
+    FamilyConfig wide = arrangement({128, 192, 2, 0}, get(def, "SPLIT_K"), 1, 2);
+    wide["PROMOTE_EVERY"] = "4";
+    add("cooperative 128x192, promotion every 4 k blocks", "co128x192_prom4", wide);
+  }
   // The large tiles: less L2->SM traffic per FLOP (256x192 is the largest tile two consumers
   // hold); the ping-pong 128x192 kernel hides each tile's epilogue under the other consumer's MMAs.
   auto add_large_tiles = [&] {
@@ -452,10 +484,10 @@ std::vector<std::string> HopperGemmFamily::build_flags(const FamilyConfig&, cons
 
 std::vector<std::string> HopperGemmFamily::params_for_bottleneck(const std::string& bottleneck) const {
   if (bottleneck == "compute_bound")
-    return {"BN", "CONSUMERS", "STREAM_K", "PINGPONG", "BM", "MMA_DEPTH", "EPILOGUE", "STAGES"};
+    return {"BN", "CONSUMERS", "STREAM_K", "PINGPONG", "BM", "MMA_DEPTH", "PROMOTE_EVERY", "EPILOGUE", "STAGES"};
   if (bottleneck == "memory_bound") return {"CLUSTER_M", "CLUSTER_N", "RASTER", "GROUP", "BN", "BM", "EPILOGUE", "STAGES"};
   if (bottleneck == "latency_bound")
-    return {"SPLIT_K", "STREAM_K", "STAGES", "BK", "MMA_DEPTH", "CONSUMERS", "PERSISTENT", "EPILOGUE"};
+    return {"SPLIT_K", "STREAM_K", "STAGES", "BK", "MMA_DEPTH", "PROMOTE_EVERY", "CONSUMERS", "PERSISTENT", "EPILOGUE"};
   if (bottleneck == "launch_bound") return {"SPLIT_K", "STREAM_K", "BM", "BN", "PERSISTENT", "CLUSTER_M", "STAGES"};
   return {"STAGES", "BN", "CLUSTER_M", "SPLIT_K", "STREAM_K", "GROUP", "EPILOGUE", "BM", "BK"};  // mixed
 }

@@ -62,8 +62,13 @@
  *                               dtypes 1 f16->f32, 2 f16->f16, 4 bf16->f32, 8 bf16->bf16,
  *                               16 e4m3->f16, 32 e4m3->bf16 (the last two with CROQ_ELEM_BYTES=1);
  *                               layouts 1 B row-major, 2 B "col"
- *   CROQ_PROMOTE                e4m3: 1 adds each stage's WGMMA sums into a second set of f32
- *                               registers (two-level accumulation for long K; needs MMA_DEPTH 0)
+ *   CROQ_PROMOTE                e4m3: 1 adds the WGMMA sums into a second set of f32 registers
+ *                               every CROQ_PROMOTE_EVERY stages (two-level accumulation for long K)
+ *   CROQ_PROMOTE_EVERY          with CROQ_PROMOTE: k blocks (stages) between promotions, 1, 2 or 4
+ *                               (default 1; the block-scaled kernel: 1). Each promotion waits for
+ *                               every WGMMA in flight; between promotions CROQ_MMA_DEPTH 1 keeps the
+ *                               next stage's WGMMAs issued while the last ones run. With 1, MMA_DEPTH
+ *                               must be 0 (every stage is a promotion).
  *   CROQ_ELEM_BYTES             bytes per input element: 2 (f16, bf16; the default) or 1 (e4m3).
  *                               BK counts elements, so a stage row of BK elements is BK * ELEM_BYTES
  *                               bytes and one WGMMA step covers 32 bytes of K (k16 or k32)
@@ -158,6 +163,9 @@
 #ifndef CROQ_PROMOTE
 #define CROQ_PROMOTE 0
 #endif
+#ifndef CROQ_PROMOTE_EVERY
+#define CROQ_PROMOTE_EVERY 1
+#endif
 #ifndef CROQ_DTYPES
 #if CROQ_ELEM_BYTES == 1
 #define CROQ_DTYPES 48
@@ -230,11 +238,18 @@ static_assert(EB == 2 || ((CROQ_BLAYOUTS & 1) == 0 && (CROQ_DTYPES & 15) == 0),
               "e4m3 (CROQ_ELEM_BYTES=1): FP8 WGMMA reads B K-major only (CROQ_BLAYOUTS=2), dtypes 16 and 32");
 static_assert(EB == 1 || (CROQ_DTYPES & 48) == 0, "the e4m3 dtypes (16, 32) need CROQ_ELEM_BYTES=1");
 constexpr bool BLOCKSCALE = CROQ_BLOCKSCALE != 0;
-// Two-level accumulation (e4m3): each stage's WGMMA sums are added into f32 registers, so the tensor
-// cores' reduced-precision accumulation never spans more than BK of K (long K). BLOCKSCALE implies it.
+// Two-level accumulation (e4m3): every PROMOTE_EVERY stages the WGMMA sums are added into f32
+// registers, so the tensor cores' reduced-precision accumulation never spans more than
+// PROMOTE_EVERY * BK of K (long K). BLOCKSCALE implies it, every stage (one scale block each).
 constexpr bool PROMOTE = BLOCKSCALE || CROQ_PROMOTE != 0;
-static_assert(!PROMOTE || (EB == 1 && CROQ_MMA_DEPTH == 0),
-              "CROQ_PROMOTE: e4m3 only, CROQ_MMA_DEPTH 0 (each stage's WGMMAs are waited for before promotion)");
+constexpr int PROMOTE_EVERY = CROQ_PROMOTE_EVERY;
+static_assert(PROMOTE_EVERY == 1 || PROMOTE_EVERY == 2 || PROMOTE_EVERY == 4, "CROQ_PROMOTE_EVERY must be 1, 2 or 4");
+static_assert(!PROMOTE || EB == 1, "CROQ_PROMOTE: e4m3 only");
+static_assert(PROMOTE || PROMOTE_EVERY == 1, "CROQ_PROMOTE_EVERY applies with CROQ_PROMOTE: 1 without it");
+static_assert(!PROMOTE || PROMOTE_EVERY > 1 || CROQ_MMA_DEPTH == 0,
+              "CROQ_PROMOTE with CROQ_PROMOTE_EVERY 1 promotes after every stage, waiting for its WGMMAs: "
+              "CROQ_MMA_DEPTH 0");
+static_assert(!BLOCKSCALE || PROMOTE_EVERY == 1, "CROQ_BLOCKSCALE promotes every stage (one scale block each)");
 static_assert(!BLOCKSCALE || (EB == 1 && BK == 128 && CROQ_MMA_DEPTH == 0 && (CROQ_DTYPES & 16) == 0),
               "CROQ_BLOCKSCALE: e4m3 -> bf16, BK 128 (one scale block per stage), CROQ_MMA_DEPTH 0 (each stage's "
               "WGMMAs are waited for before their sums are promoted)");
@@ -915,8 +930,10 @@ __global__ void __launch_bounds__(THREADS, 1)
 #pragma unroll
           for (int ma = 0; ma < M_ATOMS; ++ma) {
             const uint64_t da = make_desc(sa + (region * BM + row0 + ma * 64) * SW + koff, 16, 8 * SW);
-            wgmma_m64<BN, KIND, B_KMAJOR ? 0 : 1>(acc[ma], da, db,
-                                                  PROMOTE ? (kk != 0 ? 1 : 0) : ((kb != kb0 || kk != 0) ? 1 : 0));
+            // The first WGMMA of a unit, and with promotion the first after each, starts afresh.
+            wgmma_m64<BN, KIND, B_KMAJOR ? 0 : 1>(
+                acc[ma], da, db, PROMOTE ? ((kk != 0 || (kb - kb0) % PROMOTE_EVERY != 0) ? 1 : 0)
+                                         : ((kb != kb0 || kk != 0) ? 1 : 0));
           }
         }
         wgmma_commit();
@@ -940,10 +957,21 @@ __global__ void __launch_bounds__(THREADS, 1)
               pacc[ma][i] = kb == kb0 ? v : pacc[ma][i] + v;
             }
         } else if constexpr (PROMOTE) {
+          // Every PROMOTE_EVERY stages and after the unit's last: the WGMMAs retired (with MMA_DEPTH
+          // 1 this stage's are still running; the stage itself is released as usual, after the
+          // next stage's wait), their sums added; the next stage's WGMMAs start afresh.
+          if ((kb - kb0 + 1) % PROMOTE_EVERY == 0 || kb + 1 == kb1) {
+            if constexpr (CROQ_MMA_DEPTH == 1) {
+              wgmma_wait<0>();
 #pragma unroll
-          for (int ma = 0; ma < M_ATOMS; ++ma)
+              for (int ma = 0; ma < M_ATOMS; ++ma) fence_acc(acc[ma]);
+            }
+            const bool first = kb - kb0 < PROMOTE_EVERY;
 #pragma unroll
-            for (int i = 0; i < BN / 2; ++i) pacc[ma][i] = kb == kb0 ? acc[ma][i] : pacc[ma][i] + acc[ma][i];
+            for (int ma = 0; ma < M_ATOMS; ++ma)
+#pragma unroll
+              for (int i = 0; i < BN / 2; ++i) pacc[ma][i] = first ? acc[ma][i] : pacc[ma][i] + acc[ma][i];
+          }
         }
         prev_stage = stage;
         if (++stage == STAGES) {
@@ -1619,5 +1647,5 @@ CROQ_EXPORT size_t croq_gemm_workspace_bytes(const croq_gemm_desc* d) {
 
 CROQ_EXPORT const char* croq_kernel_info(void) {
   return "{\"name\":\"hopper_gemm\",\"params\":{\"BM\":" CROQ_STR(CROQ_BM) ",\"BN\":" CROQ_STR(
-      CROQ_BN) ",\"BK\":" CROQ_STR(CROQ_BK) ",\"STAGES\":" CROQ_STR(CROQ_STAGES) ",\"CONSUMERS\":" CROQ_STR(CROQ_CONSUMERS) ",\"PINGPONG\":" CROQ_STR(CROQ_PINGPONG) ",\"PERSISTENT\":" CROQ_STR(CROQ_PERSISTENT) ",\"RASTER\":" CROQ_STR(CROQ_RASTER) ",\"GROUP\":" CROQ_STR(CROQ_GROUP) ",\"CLUSTER_M\":" CROQ_STR(CROQ_CLUSTER_M) ",\"CLUSTER_N\":" CROQ_STR(CROQ_CLUSTER_N) ",\"EPILOGUE\":" CROQ_STR(CROQ_EPILOGUE) ",\"SWIZZLE\":" CROQ_STR(CROQ_SWIZZLE) ",\"MMA_DEPTH\":" CROQ_STR(CROQ_MMA_DEPTH) ",\"SPLIT_K\":" CROQ_STR(CROQ_SPLIT_K) ",\"STREAM_K\":" CROQ_STR(CROQ_STREAM_K) ",\"DTYPES\":" CROQ_STR(CROQ_DTYPES) ",\"ELEM_BYTES\":" CROQ_STR(CROQ_ELEM_BYTES) ",\"BLAYOUTS\":" CROQ_STR(CROQ_BLAYOUTS) "}}";
+      CROQ_BN) ",\"BK\":" CROQ_STR(CROQ_BK) ",\"STAGES\":" CROQ_STR(CROQ_STAGES) ",\"CONSUMERS\":" CROQ_STR(CROQ_CONSUMERS) ",\"PINGPONG\":" CROQ_STR(CROQ_PINGPONG) ",\"PERSISTENT\":" CROQ_STR(CROQ_PERSISTENT) ",\"RASTER\":" CROQ_STR(CROQ_RASTER) ",\"GROUP\":" CROQ_STR(CROQ_GROUP) ",\"CLUSTER_M\":" CROQ_STR(CROQ_CLUSTER_M) ",\"CLUSTER_N\":" CROQ_STR(CROQ_CLUSTER_N) ",\"EPILOGUE\":" CROQ_STR(CROQ_EPILOGUE) ",\"SWIZZLE\":" CROQ_STR(CROQ_SWIZZLE) ",\"MMA_DEPTH\":" CROQ_STR(CROQ_MMA_DEPTH) ",\"PROMOTE\":" CROQ_STR(CROQ_PROMOTE) ",\"PROMOTE_EVERY\":" CROQ_STR(CROQ_PROMOTE_EVERY) ",\"SPLIT_K\":" CROQ_STR(CROQ_SPLIT_K) ",\"STREAM_K\":" CROQ_STR(CROQ_STREAM_K) ",\"DTYPES\":" CROQ_STR(CROQ_DTYPES) ",\"ELEM_BYTES\":" CROQ_STR(CROQ_ELEM_BYTES) ",\"BLAYOUTS\":" CROQ_STR(CROQ_BLAYOUTS) "}}";
 }
