@@ -578,7 +578,13 @@ class AbiCandidate:
                 setattr(d, f, getattr(p, f))
             ops = self.GemmOperands()
             ops.a, ops.b, ops.c = a.data_ptr(), b.data_ptr(), c.data_ptr()
+            if problem.get("scale_mode") == "tensor":
+                d.scale_mode = 1  # CROQ_SCALE_TENSOR
+                ops.a_scale, ops.b_scale = problem["a_scale"].data_ptr(), problem["b_scale"].data_ptr()
             status = self.gemm(self.ctypes.byref(d), self.ctypes.byref(ops), stream)
+        elif problem.get("scale_mode") == "tensor":
+            raise NotImplementedError("e4m3 carries per-tensor scales, which version 1's croq_matmul cannot receive: "
+                                      "export croq_gemm (kernel ABI version 2)")
         else:
             status = self.fn(self.ctypes.byref(p), a.data_ptr(), b.data_ptr(), c.data_ptr(), None, 0, stream)
         if status == 1:
@@ -739,21 +745,82 @@ def torch_dtype(torch, t):
             "e4m3": getattr(torch, "float8_e4m3fn", None)}[t]
 
 
+def _exp2_neg_frac(f):
+    """2^-f for f in [0, 1) (floats or tensors): the C++ runners' polynomial (portable.hpp), within
+    about 2e-3 of the exact value, far below e4m3's rounding step."""
+    return 1.0 + f * (-0.6931472 + f * (0.2402265 + f * (-0.0555041 + f * 0.0096181)))
+
+
+def fp8_scaled_value(x):
+    """An e4m3 input of a scaled problem from the generator's value x in [-1, 1) (before rounding to
+    e4m3): sign(x) * 448 * 2^(-10 |x|), magnitudes log-uniform from 0.44 to 448, computed as the C++
+    runners' fp8_scaled_from_uniform (src/croq/measure/portable.hpp) computes it;
+    MeasureRules.BothRunnersDrawFp8InputsAndScalesAlike compares the two."""
+    e = 10.0 * abs(x)
+    ei = int(e)
+    v = 448.0 * _exp2_neg_frac(e - ei) / float(1 << ei)
+    return -v if x < 0 else v
+
+
+def fp8_scaled_values(torch, x):
+    """fp8_scaled_value of every element of the f32 tensor x."""
+    e = 10.0 * x.abs()
+    ei = torch.floor(e)
+    v = 448.0 * _exp2_neg_frac(e - ei) * torch.exp2(-ei)
+    return torch.where(x < 0, -v, v)
+
+
+def pow10_approx(e):
+    """10^e as portable.hpp's pow10_approx: 2^(e log2 10) split into a power of two and a polynomial."""
+    y = e * 3.3219281
+    yi = int(y) if y >= 0 else int(y - 1.0)
+    f = y - yi
+    return (1.0 + f * (0.6931472 + f * (0.2402265 + f * (0.0555041 + f * 0.0096181)))) * 2.0 ** yi
+
+
+def fp8_tensor_scales(t, u_a, u_b):
+    """The per-tensor scales (a_scale, b_scale) from the generator's values t, u_a, u_b in [-1, 1):
+    six orders of magnitude, drawn so that the scaled products keep the output at the size of the
+    unscaled operators' (portable.hpp's fp8_tensor_scale_from)."""
+    return (pow10_approx(3.0 * t) / 128.0 * (1.0 + 0.25 * u_a), pow10_approx(-3.0 * t) / 384.0 * (1.0 + 0.25 * u_b))
+
+
 def make_inputs(torch, pb, seed, device):
+    """A, B, the poisoned C, the f32 reference and what the candidate's problem gains for these inputs
+    (e4m3: the per-tensor scales, as f32 tensors of one element on the device, as the kernel ABI
+    passes them; docs/measurement.md, step 3)."""
     g = torch.Generator(device=device)
     g.manual_seed(seed)
     ti = torch_dtype(torch, pb.inp)
     if ti is None:
         raise RuntimeError("this torch has no float8_e4m3fn")
-    a = (torch.rand((pb.m, pb.k), generator=g, device=device, dtype=torch.float32) * 2 - 1).to(ti)
     b_shape = (pb.n, pb.k) if pb.b_layout == "col" else (pb.k, pb.n)
-    b = (torch.rand(b_shape, generator=g, device=device, dtype=torch.float32) * 2 - 1).to(ti)
+    extra = {}
+    if pb.inp == "e4m3":
+        # The whole e4m3 range, and scales a kernel cannot ignore (the C++ runners' inputs, drawn
+        # from this runner's generator).
+        def draw(shape):
+            x = torch.rand(shape, generator=g, device=device, dtype=torch.float32) * 2 - 1
+            return fp8_scaled_values(torch, x).to(ti)
+
+        a, b = draw((pb.m, pb.k)), draw(b_shape)
+        t, u_a, u_b = (torch.rand(3, generator=g, device=device, dtype=torch.float32) * 2 - 1).tolist()
+        sa, sb = fp8_tensor_scales(t, u_a, u_b)
+        extra = {"scale_mode": "tensor",
+                 "a_scale": torch.tensor([sa], device=device, dtype=torch.float32),
+                 "b_scale": torch.tensor([sb], device=device, dtype=torch.float32)}
+    else:
+        a = (torch.rand((pb.m, pb.k), generator=g, device=device, dtype=torch.float32) * 2 - 1).to(ti)
+        b = (torch.rand(b_shape, generator=g, device=device, dtype=torch.float32) * 2 - 1).to(ti)
     b_kn = b.t() if pb.b_layout == "col" else b
     # The reference: f32 accumulation, computed by the runner (never by the candidate), true f32
-    # multiplies (no TF32) so it is the more precise of the two.
+    # multiplies (no TF32) so it is the more precise of the two; the scales applied to the f32
+    # product, as the C++ runners do.
     ref = torch.matmul(a.to(torch.float32), b_kn.to(torch.float32))
+    if extra:
+        ref = ref * (extra["a_scale"] * extra["b_scale"])
     c = torch.full((pb.m, pb.n), float("nan"), device=device, dtype=torch_dtype(torch, pb.out))
-    return a, b, c, ref
+    return a, b, c, ref, extra
 
 
 def verify(torch, c, ref, tol, worst_n=5):
@@ -834,14 +901,14 @@ def measure_guarded(args, doc, pb, tol, torch, device, guard):
     problem = pb.candidate_dict()
     sync = torch.cuda.synchronize if device == "cuda" else (lambda: None)
 
-    def call(a, b, c):
+    def call(a, b, c, extra):
         with guard:
-            fn(dict(problem), a, b, c)
+            fn(dict(problem, **extra), a, b, c)
 
-    def run_checked(a, b, c):
+    def run_checked(a, b, c, extra):
         """One call; returns a verdict string and reason when it failed, else None."""
         try:
-            call(a, b, c)
+            call(a, b, c, extra)
             sync()
         except ForbiddenCall:
             return "LIBRARY_CALL_FORBIDDEN", "the candidate called " + ", ".join(sorted(set(guard.violations)))
@@ -859,9 +926,9 @@ def measure_guarded(args, doc, pb, tol, torch, device, guard):
     # 1. Verification with the recorded seed. The first call also compiles the Triton kernels and
     # runs any @triton.autotune benchmark: both happen here, outside every timed region, and are
     # reported (process.first_call_ms, process.autotune; croq measure keeps `process` as written).
-    a, b, c, ref = make_inputs(torch, pb, args.seed, device)
+    a, b, c, ref, extra = make_inputs(torch, pb, args.seed, device)
     first = time.perf_counter()
-    failed = run_checked(a, b, c)
+    failed = run_checked(a, b, c, extra)
     doc["process"]["first_call_ms"] = (time.perf_counter() - first) * 1e3
     tuners = autotuners(mod)
     if tuners:
@@ -879,26 +946,26 @@ def measure_guarded(args, doc, pb, tol, torch, device, guard):
         # nor the reference, nor the JIT compile or autotune, nor a warm-up launch is captured.
         for _ in range(args.warmup):
             c.fill_(float("nan"))
-            failed = run_checked(a, b, c)
+            failed = run_checked(a, b, c, extra)
             if failed:
                 return finish(doc, *failed)
         c.fill_(float("nan"))
         sync()
         torch.cuda.nvtx.range_push(PROFILE_RANGE)
-        failed = run_checked(a, b, c)
+        failed = run_checked(a, b, c, extra)
         torch.cuda.nvtx.range_pop()
         if failed:
             return finish(doc, *failed)
         return finish(doc, "PASS", "")
 
     # 2. A second seed: fresh inputs in fresh buffers (catches results remembered between calls).
-    a2, b2, c2, ref2 = make_inputs(torch, pb, args.seed + 1, device)
-    failed = run_checked(a2, b2, c2)
+    a2, b2, c2, ref2, extra2 = make_inputs(torch, pb, args.seed + 1, device)
+    failed = run_checked(a2, b2, c2, extra2)
     if failed:
         return finish(doc, *failed)
     v2 = verify(torch, c2, ref2, tol)
     doc["verification"]["second_seed_passed"] = v2["passed"]
-    del a2, b2, c2, ref2
+    del a2, b2, c2, ref2, extra2
     if not v2["passed"]:
         doc["verification"]["passed"] = False
         return finish(doc, "VERIFY_FAIL", "second seed: " + verify_reason(v2, tol))
@@ -928,7 +995,7 @@ def measure_guarded(args, doc, pb, tol, torch, device, guard):
         return ("VERIFY_FAIL", "timed launch %d, verified after it ran (chosen at random): %s" % (rep, verify_reason(vt, tol)))
 
     tuned_before = autotune_state(tuners)
-    t = time_candidate(torch, device, args, lambda: call(a, b, c), sync, poison, after_rep)
+    t = time_candidate(torch, device, args, lambda: call(a, b, c, extra), sync, poison, after_rep)
     doc["verification"]["timed_checked"] = timed["checked"]
     if tuners and autotune_state(tuners) != tuned_before:
         doc["process"]["autotune"] = autotune_report(tuners)
@@ -1223,7 +1290,8 @@ def read_raw(path, scalar):
 def run_selftest(args):
     """croq's tests drive the runner's own rule functions on given arrays (no torch needed): one JSON
     document in, one out. {"verify": [{got, want, m, n, dtype}], "peak": [{name, cc_major, cc_minor,
-    sm_count, max_clock_mhz, dtype}]}; got is raw output values of the dtype's output type, want raw f32."""
+    sm_count, max_clock_mhz, dtype}], "fp8": {"x": [...], "scales": [[t, u_a, u_b], ...]}}; got is raw
+    output values of the dtype's output type, want raw f32."""
     if args.rules is None:
         print("croq_runner.py: --selftest needs --rules (%s)" % (args.rules_error or "missing"), file=sys.stderr)
         return EXIT_USAGE
@@ -1240,6 +1308,10 @@ def run_selftest(args):
         fig = verification_figures(ListOps(), got, want, tol, v["n"])
         fig["tolerance"] = tol
         out["verify"].append(fig)
+    fp8 = req.get("fp8")
+    if fp8 is not None:
+        out["fp8"] = {"values": [fp8_scaled_value(x) for x in fp8.get("x", [])],
+                      "scales": [list(fp8_tensor_scales(*tu)) for tu in fp8.get("scales", [])]}
     for q in req.get("peak", []):
         out["peak"].append(args.rules.peak_tflops(q["name"], q["cc_major"], q["cc_minor"], q["sm_count"],
                                                   q["max_clock_mhz"], q["dtype"]))

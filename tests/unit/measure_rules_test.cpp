@@ -4,6 +4,8 @@
 // must give the C++ verdicts and figures.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <array>
 #include <cmath>
 #include <random>
 
@@ -12,6 +14,7 @@
 #include "croq/measure/invoke.hpp"
 #include "croq/measure/numeric.hpp"
 #include "croq/measure/peak.hpp"
+#include "croq/measure/portable.hpp"
 #include "croq/measure/rules.hpp"
 #include "croq/measure/runner_options.hpp"
 #include "croq/measure/tolerance.hpp"
@@ -195,6 +198,52 @@ TEST(MeasureRules, BothRunnersGiveTheSameVerdictsOnTheSameOutputs) {
   for (size_t i = 0; i < cpp_peaks.size(); ++i) {
     EXPECT_NEAR(py["peak"][i].get<double>(), cpp_peaks[i], 1e-9 * cpp_peaks[i]) << request["peak"][i].dump();
   }
+}
+
+// e4m3 inputs of scaled problems: the Python runner draws x from torch's generator, not croq's
+// stream, but maps it to an input and to the per-tensor scales by the C++ runners' formulas
+// (portable.hpp, their polynomials included): the same values for the same x, up to f32 rounding.
+// A runner that kept inputs in [-1, 1) or scales near 1 fails here.
+TEST(MeasureRules, BothRunnersDrawFp8InputsAndScalesAlike) {
+  if (!find_executable("python3")) GTEST_SKIP() << "no python3";
+  test::TempDir dir;
+  std::vector<float> xs;
+  for (int i = 0; i < 64; ++i) xs.push_back(random_uniform(20261202, 1, static_cast<uint64_t>(i)));
+  xs.insert(xs.end(), {-1.0f, -0.5f, 0.0f, 0.05f, 0.999f});
+  std::vector<std::array<float, 3>> tu;
+  for (int i = 0; i < 16; ++i)
+    tu.push_back({random_uniform(7, 6, 3 * i), random_uniform(7, 6, 3 * i + 1), random_uniform(7, 6, 3 * i + 2)});
+  tu.push_back({-1.0f, -1.0f, -1.0f});
+  tu.push_back({0.999f, 0.999f, 0.999f});
+  json request = {{"fp8", {{"x", xs}, {"scales", json::array()}}}};
+  for (const auto& v : tu) request["fp8"]["scales"].push_back({v[0], v[1], v[2]});
+  atomic_write(dir / "request.json", request.dump(), false);
+  ProcessResult r = run_python({"--rules", dump_compact(measurement_rules()), "--selftest", (dir / "request.json").string()});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const json py = json::parse(r.out);
+  ASSERT_EQ(py["fp8"]["values"].size(), xs.size());
+  double lo = 1e9, hi = 0;
+  for (size_t i = 0; i < xs.size(); ++i) {
+    const double want = fp8_scaled_from_uniform(xs[i]);
+    const double got = py["fp8"]["values"][i].get<double>();
+    EXPECT_NEAR(got, want, 1e-5 * std::fabs(want)) << "x = " << xs[i];
+    lo = std::min(lo, std::fabs(want));
+    hi = std::max(hi, std::fabs(want));
+  }
+  EXPECT_LT(lo, 1.0);  // the format's range, not [-1, 1)
+  EXPECT_GT(hi, 400.0);
+  ASSERT_EQ(py["fp8"]["scales"].size(), tu.size());
+  double smallest = 1e9, largest = 0;
+  for (size_t i = 0; i < tu.size(); ++i) {
+    for (int which = 0; which < 2; ++which) {
+      const double want = fp8_tensor_scale_from(tu[i][0], tu[i][1 + which], which);
+      const double got = py["fp8"]["scales"][i][which].get<double>();
+      EXPECT_NEAR(got, want, 1e-5 * want) << "t = " << tu[i][0] << ", scale " << which;
+      smallest = std::min(smallest, want);
+      largest = std::max(largest, want);
+    }
+  }
+  EXPECT_GT(largest / smallest, 1e5);  // orders of magnitude a kernel cannot ignore
 }
 
 }  // namespace

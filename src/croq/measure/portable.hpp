@@ -116,11 +116,13 @@ CROQ_HD unsigned char sparse24_meta_byte(uint64_t seed, uint64_t index, uint64_t
 // stream `stream` is sign(x) * 448 * 2^(-10 |x|) for x = random_uniform(seed, stream, index),
 // magnitudes log-uniform between 0.44 and 448 (e4m3's largest finite value), then rounded to
 // e4m3. Their mean square is about 1.45e4 (RMS ~ 120).
-CROQ_HD float fp8_scaled_value(uint64_t seed, uint64_t stream, uint64_t index) {
-  const float x = random_uniform(seed, stream, index);
+// fp8_scaled_from_uniform is the formula for a given x (the Python runner draws its x from its own
+// generator and applies the same formula: MeasureRules.BothRunnersDrawFp8InputsAndScalesAlike).
+CROQ_HD float fp8_scaled_from_uniform(float x) {
   const float mag = x < 0.0f ? -x : x;
   // 2^(-10 |x|) as exp2 without <cmath> on the device: integer part by shifting, the rest by a
-  // short polynomial (accuracy of a few 1e-5 is plenty: the value is rounded to e4m3 afterwards).
+  // short polynomial (within about 2e-3 of the exact value, plenty: the value is rounded to e4m3,
+  // whose steps are 1/16, afterwards).
   const float e = 10.0f * mag;
   const int ei = static_cast<int>(e);
   const float f = e - static_cast<float>(ei);  // in [0, 1)
@@ -128,6 +130,10 @@ CROQ_HD float fp8_scaled_value(uint64_t seed, uint64_t stream, uint64_t index) {
   const float p = 1.0f + f * (-0.6931472f + f * (0.2402265f + f * (-0.0555041f + f * 0.0096181f)));
   const float v = 448.0f * p / static_cast<float>(1u << ei);
   return x < 0.0f ? -v : v;
+}
+
+CROQ_HD float fp8_scaled_value(uint64_t seed, uint64_t stream, uint64_t index) {
+  return fp8_scaled_from_uniform(random_uniform(seed, stream, index));
 }
 
 // Scales: f32, spanning six orders of magnitude (10^-3 .. 10^3 times a base) with the A and B
@@ -151,12 +157,16 @@ CROQ_HD float pow10_approx(float e) {
   return yi >= 0 ? p * static_cast<float>(1u << yi) : p / static_cast<float>(1u << -yi);
 }
 
-// Per-tensor scale of A (which = 0) or B (which = 1).
+// Per-tensor scale of A (which = 0) or B (which = 1) for the generator's values t and u.
+CROQ_HD float fp8_tensor_scale_from(float t, float u, int which) {
+  return which == 0 ? pow10_approx(3.0f * t) / 128.0f * (1.0f + 0.25f * u)
+                    : pow10_approx(-3.0f * t) / 384.0f * (1.0f + 0.25f * u);
+}
+
 CROQ_HD float fp8_tensor_scale(uint64_t seed, int which) {
   const float t = random_uniform(seed, k_stream_scale, 0);
   const float u = random_uniform(seed, k_stream_scale, 1 + static_cast<uint64_t>(which));
-  return which == 0 ? pow10_approx(3.0f * t) / 128.0f * (1.0f + 0.25f * u)
-                    : pow10_approx(-3.0f * t) / 384.0f * (1.0f + 0.25f * u);
+  return fp8_tensor_scale_from(t, u, which);
 }
 
 // Block scale `index` of A (which = 0: [M, ceil(K/bk)] row-major) or B (which = 1: [ceil(N/bn),
