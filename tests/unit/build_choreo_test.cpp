@@ -6,8 +6,10 @@
 #include <tuple>
 
 #include "croq/build/choreo.hpp"
+#include "croq/search/croqtile_gemm_family.hpp"
 #include "croq/util/fs.hpp"
 #include "croq/util/process.hpp"
+#include "croq/workspace/dtype.hpp"
 
 namespace croq {
 namespace {
@@ -118,6 +120,37 @@ TEST(BuildChoreo, WrapperChecksTheProblemAndCallsTheKernel) {
   EXPECT_NE(w.find("CROQ_EXPORT croq_status croq_matmul("), std::string::npos);
 }
 
+
+// The croqtile_gemm family's rendered sources name their element types by macros (CROQ_IN_T,
+// CROQ_OUT_T, #defined in front of the template): the ABI wrapper must check the problem against the
+// types those macros stand for, or every family kernel would answer CROQ_UNSUPPORTED (an f16 kernel
+// checked as if it took f32).
+TEST(BuildChoreo, TheFamilysMacroTypesAreResolvedForTheWrapper) {
+  CroqtileGemmFamily f;
+  for (const char* dt : {"f16f32", "bf16f32", "bf16", "f16"}) {
+    FamilyProblem p;
+    p.m = p.n = p.k = 4096;
+    p.dtype = parse_dtype_pair_or_throw(dt);
+    p.arch = "sm_90a";
+    std::string why;
+    auto sig = find_matmul_signature(f.render_source(f.default_config(p), p), &why);
+    ASSERT_TRUE(sig) << dt << ": " << why;
+    const std::string in = std::string(dt).rfind("bf16", 0) == 0 ? "bf16" : "f16";
+    const std::string out = std::string(dt).size() > in.size() ? "f32" : in;
+    EXPECT_EQ(sig->a_type, in) << dt;
+    EXPECT_EQ(sig->c_type, out) << dt;
+    const std::string w = abi_wrapper_source(*sig, "/ws/x.cu");
+    EXPECT_NE(w.find(in == "bf16" ? "p->a_type != CROQ_BF16" : "p->a_type != CROQ_F16"), std::string::npos) << dt;
+    EXPECT_NE(w.find(out == "f32" ? "p->c_type != CROQ_F32" : out == "bf16" ? "p->c_type != CROQ_BF16"
+                                                                           : "p->c_type != CROQ_F16"),
+              std::string::npos)
+        << dt;
+  }
+  // A type macro that is not defined as a choreo type is refused with the reason, not bound as f32.
+  std::string why;
+  EXPECT_FALSE(find_matmul_signature("__co__ void mm(global T [M, K] a, global T [N, K] b, global f32 [M, N] c) {}", &why));
+  EXPECT_NE(why.find("T"), std::string::npos) << why;
+}
 
 std::string bundled(const std::string& rel) { return read_file_or_throw(std::string(CROQ_SOURCE_DIR) + "/kernels/croqtile/" + rel); }
 

@@ -2,6 +2,7 @@
 #include "croq/build/choreo.hpp"
 
 #include <cctype>
+#include <map>
 #include <regex>
 
 #include <fmt/format.h>
@@ -96,6 +97,30 @@ std::string expand_shell_vars(const std::string& text, const std::map<std::strin
   return out;
 }
 
+namespace {
+
+// croq's ABI type of a choreo element type.
+std::optional<std::string> croq_dtype_of(const std::string& choreo_type) {
+  if (choreo_type == "f16") return "CROQ_F16";
+  if (choreo_type == "bf16") return "CROQ_BF16";
+  if (choreo_type == "f32") return "CROQ_F32";
+  if (choreo_type == "f8_e4m3") return "CROQ_E4M3";
+  return std::nullopt;
+}
+
+// The .co's object-like macros whose value is one word (`#define CROQ_IN_T f16`, as a rendered family
+// configuration names its element types): a parameter's type may be such a macro.
+std::map<std::string, std::string> word_macros(const std::string& code) {
+  static const std::regex define_re(R"((?:^|\n)[ \t]*#[ \t]*define[ \t]+(\w+)[ \t]+(\w+)[ \t]*(?=\n|$))");
+  std::map<std::string, std::string> out;
+  for (auto it = std::sregex_iterator(code.begin(), code.end(), define_re); it != std::sregex_iterator(); ++it) {
+    out[(*it)[1].str()] = (*it)[2].str();
+  }
+  return out;
+}
+
+}  // namespace
+
 std::optional<ChoreoMatmulSignature> find_matmul_signature(std::string_view co_source, std::string* why) {
   std::string code = strip_comments_c(co_source);
   static const std::regex fn_re(R"(__co__\s+[\w:<>]+\s+(\w+)\s*\(([^)]*)\))");
@@ -152,12 +177,28 @@ std::optional<ChoreoMatmulSignature> find_matmul_signature(std::string_view co_s
   std::string rows = pa[2];
   if (pc[2].str() != rows) return fail(fmt::format("the output's rows ({}) are not A's rows ({})", pc[2].str(), rows));
   std::string n = pc[3];
-  sig.a_type = pa[1];
-  sig.c_type = pc[1];
-  if (pb[1].str() != sig.a_type) return fail("A and B have different element types");
+  // Element types, through the .co's one-word macros (a few levels at most).
+  const auto macros = word_macros(code);
+  auto type_of = [&](std::string t) {
+    for (int depth = 0; depth < 8; ++depth) {
+      auto it = macros.find(t);
+      if (it == macros.end()) break;
+      t = it->second;
+    }
+    return t;
+  };
+  sig.a_type = type_of(pa[1]);
+  sig.c_type = type_of(pc[1]);
+  if (type_of(pb[1]) != sig.a_type) return fail("A and B have different element types");
+  for (const auto& [what, t] : {std::pair{"A", sig.a_type}, std::pair{"the output", sig.c_type}}) {
+    if (!croq_dtype_of(t)) {
+      return fail(fmt::format("{}'s element type '{}' is not one croq's kernel ABI passes (f16, bf16, f32, f8_e4m3)",
+                              what, t));
+    }
+  }
   if (sig.sparse24) {
     const std::smatch& pm = m[1];
-    if (pm[1].str() != "u8") return fail(fmt::format("the sparse metadata is {}, not u8", pm[1].str()));
+    if (type_of(pm[1]) != "u8") return fail(fmt::format("the sparse metadata is {}, not u8", pm[1].str()));
     if (pm[2].str() != rows) return fail(fmt::format("the metadata's rows ({}) are not A's rows ({})", pm[2].str(), rows));
     // B names K; A's second dimension is K/2 (its own name)
     if (pb[2].str() == n) sig.b_col_major = true;
@@ -188,13 +229,6 @@ std::vector<std::string> choreo_macro_flags(const std::vector<std::string>& chor
 
 namespace {
 
-std::optional<std::string> croq_dtype_of(const std::string& choreo_type) {
-  if (choreo_type == "f16") return "CROQ_F16";
-  if (choreo_type == "bf16") return "CROQ_BF16";
-  if (choreo_type == "f32") return "CROQ_F32";
-  if (choreo_type == "f8_e4m3") return "CROQ_E4M3";
-  return std::nullopt;
-}
 
 // Bytes of one element of a choreo type (the compress kernel moves values as raw bits).
 int element_bytes(const std::string& choreo_type) {
@@ -204,8 +238,8 @@ int element_bytes(const std::string& choreo_type) {
 }
 
 std::string dense_wrapper(const ChoreoMatmulSignature& sig, const std::string& cu_path) {
-  std::string a = croq_dtype_of(sig.a_type).value_or("CROQ_F32");
-  std::string c = croq_dtype_of(sig.c_type).value_or("CROQ_F32");
+  const std::string a = croq_dtype_of(sig.a_type).value();  // find_matmul_signature checked both
+  const std::string c = croq_dtype_of(sig.c_type).value();
   std::string ldb = sig.b_col_major ? "p->k" : "p->n";
   std::string b_dims = sig.b_col_major ? "size_t(p->n), size_t(p->k)" : "size_t(p->k), size_t(p->n)";
   return fmt::format(
@@ -248,8 +282,8 @@ CROQ_EXPORT const char* croq_kernel_info(void) {{
 }
 
 std::string sparse_wrapper(const ChoreoMatmulSignature& sig, const std::string& cu_path) {
-  std::string a = croq_dtype_of(sig.a_type).value_or("CROQ_F32");
-  std::string c = croq_dtype_of(sig.c_type).value_or("CROQ_F32");
+  const std::string a = croq_dtype_of(sig.a_type).value();  // find_matmul_signature checked both
+  const std::string c = croq_dtype_of(sig.c_type).value();
   std::string ldb = sig.b_col_major ? "d->k" : "d->n";
   std::string b_dims = sig.b_col_major ? "size_t(d->n), size_t(d->k)" : "size_t(d->k), size_t(d->n)";
   const int eb = element_bytes(sig.a_type);
