@@ -7,8 +7,9 @@
 #      `croq baseline` (cuBLAS; cuSPARSELt for the sparse operator) in the same workspace:
 #      dense f16->f32 and bf16->f32 at 4096^3 and 8192^3, gemm_sp f16 and e4m3 at 4096x8192x8192
 #      (the sparse ones only when this croq measures the sparse operator);
-#   3. a short `croq tune matmul_f16fp32_4096x4096x4096 --dsl croqtile` (the croqtile_gemm family
-#      from its default), under a time limit, with its convergence against the same cuBLAS.
+#   3. a short `croq tune <CT_TUNE_KEY> --dsl croqtile` (default matmul_f16fp32_4096x4096x4096: the
+#      croqtile_gemm family from its default; a gemm_sp key tunes the croqtile_gemm_sp family), under a
+#      time limit, with its convergence against the task's baseline.
 # Writes $OUT/croqtile-h200.md and $OUT/croqtile-h200.json (and croqtile-ws.tgz, the workspace
 # without binaries and reports; put it at .carry/croqtile/croqtile-ws.tgz and call again to resume
 # the tune where the time limit stopped it).
@@ -20,8 +21,8 @@
 # toolchain (toolchains/choreo-<commit12>.tar.xz), about 16 MB. Then call the device with
 # carry [".carry/croq"] (and ".carry/croqtile" when resuming) and the command
 #   bash bench/gpu/croqtile_evidence.sh
-# Environment: CT_TUNE_ROUNDS (default 20), CT_TUNE_LIMIT_S (default 300), CT_SHAPES_DENSE (the
-# bundled list below), CT_SKIP_TUNE=1.
+# Environment: CT_TUNE_KEY, CT_TUNE_ROUNDS (default 20), CT_TUNE_LIMIT_S (default 300), CT_SHAPES_DENSE
+# (the bundled list below), CT_SKIP_TUNE=1.
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 REPO=$(pwd)
@@ -122,8 +123,8 @@ PY
   say "$key: $(tail -1 "$RESULTS" | cut -c1-300)"
 done <<< "$BUNDLED"
 
-# ---- 3. croq tune --dsl croqtile at 4096^3 ---------------------------------------------------------
-KEY=matmul_f16fp32_4096x4096x4096
+# ---- 3. croq tune --dsl croqtile ------------------------------------------------------------------
+KEY=${CT_TUNE_KEY:-matmul_f16fp32_4096x4096x4096}
 LIMIT=${CT_TUNE_LIMIT_S:-300}
 [ "$LIMIT" -gt "$(( $(left) - 30 ))" ] && LIMIT=$(( $(left) - 30 ))
 if [ "${CT_SKIP_TUNE:-0}" != 1 ] && [ "$LIMIT" -gt 60 ]; then
@@ -164,9 +165,10 @@ logs = glob.glob(f"{ws}/tuning/*/croqtile/logs/{key}/croq-search/idea-log.jsonl"
 recs = [json.loads(l) for l in open(logs[0]) if l.strip()] if logs else []
 base = next((r for r in recs if r.get("decision") == "BASELINE"), None)
 bt = base.get("tflops") if base else None
-print(f"\n## `croq tune {key} --dsl croqtile` (croqtile_gemm family, seed 1)\n")
+family = "croqtile_gemm_sp" if key.startswith("gemm_sp") else "croqtile_gemm"
+print(f"\n## `croq tune {key} --dsl croqtile` ({family} family, seed 1)\n")
 print(f"- baseline: {base.get('kernel') if base else '-'} {f(bt)} TFLOPS\n")
-print("| round | kernel | decision | TFLOPS | best so far | of cuBLAS | bottleneck | idea |")
+print("| round | kernel | decision | TFLOPS | best so far | of the baseline | bottleneck | idea |")
 print("|---|---|---|---|---|---|---|---|")
 best = None
 for r in recs:

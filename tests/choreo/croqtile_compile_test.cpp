@@ -5,8 +5,11 @@
 //   - the croqtile_gemm family's defaults, alternatives and a sample of its legal configurations
 //     go through choreo with the flags croq tune passes (what violation() lets through, choreo
 //     accepts);
+//   - the croqtile_gemm_sp family's defaults, alternatives and legal configurations of every dtype
+//     go through choreo, each consumer waiting for a slice's sparse WGMMAs before it releases the
+//     slot;
 //   - with nvcc as well: `croq build` of every bundled kernel (dense and 2:4 sparse) and of the
-//     family's default (phase 1, phase 2, the ABI shared object), with no CHOREO_HOME or CUTE_HOME
+//     families' defaults (phase 1, phase 2, the ABI shared object), with no CHOREO_HOME or CUTE_HOME
 //     set; each shared object passes croq measure's purity scan (no vendor GEMM library, and no
 //     synchronising or host-reading call, which an enforced task refuses) and exports only the
 //     ABI's entry points, with no STB_GNU_UNIQUE symbol (kernels that compose).
@@ -22,6 +25,7 @@
 #include "croq/build/choreo_toolchain.hpp"
 #include "croq/measure/elf_scan.hpp"
 #include "croq/search/croqtile_gemm_family.hpp"
+#include "croq/search/croqtile_gemm_sp_family.hpp"
 #include "croq/util/fs.hpp"
 #include "croq/util/process.hpp"
 #include "croq/util/text.hpp"
@@ -265,8 +269,104 @@ TEST(CroqtileCompile, CroqBuildsTheFamilyDefaultAsCroqTuneDoes) {
   ASSERT_EQ(r.rc, 0) << r.out << r.err;
   EXPECT_EQ(r.doc["verdict"], "OK") << r.out;
   EXPECT_EQ(r.doc["abi"]["built"], true) << r.out;
+  // Bound to the types the family's macros name (CROQ_IN_T f16), not a fallback.
+  EXPECT_EQ(r.doc["abi"]["a_type"], "f16") << r.out;
   EXPECT_TRUE(fs::exists(srcs / "iter001_croqtile_gemm_default.cu"));
   expect_pure(b.root.path(), r.doc);
+}
+
+// The consumer loop of a rendered sparse configuration: after the slice's sparse WGMMAs, their
+// commit and wait come before the slot's release (choreo does not wait at the end of a foreach in
+// warp-specialised code; the template's if makes it).
+void expect_waits_before_release(const std::string& cu, const std::string& what) {
+  const size_t mma = cu.find("GMMA::SPARSE::");
+  ASSERT_NE(mma, std::string::npos) << what;
+  const size_t wait = cu.find("warpgroup_wait<0>();", mma);
+  const size_t release = cu.find(".arrive();", mma);
+  ASSERT_NE(wait, std::string::npos) << what;
+  ASSERT_NE(release, std::string::npos) << what;
+  EXPECT_LT(wait, release) << what << ": the slot is released before the WGMMAs that read it are waited for";
+}
+
+TEST(CroqtileCompile, SparseFamilyConfigurationsGoThroughThePinnedChoreo) {
+  REQUIRE_TOOLCHAIN(tc);
+  TempDir work;
+  CroqtileGemmSpFamily f;
+  std::vector<std::pair<FamilyConfig, FamilyProblem>> todo;
+  for (const char* dt : {"f16f32", "e4m3f16", "bf16", "e4m3bf16", "f16"}) {
+    for (auto [m, n, k] : {std::tuple{4096, 8192, 8192}, std::tuple{768, 768, 768}}) {
+      FamilyProblem p;
+      p.op = "gemm_sp";
+      p.m = m;
+      p.n = n;
+      p.k = k;
+      p.dtype = parse_dtype_pair_or_throw(dt);
+      p.b_col_major = true;
+      p.arch = "sm_90a";
+      todo.emplace_back(f.default_config(p), p);
+      for (const auto& a : f.alternatives(p)) todo.emplace_back(a.config, p);
+    }
+  }
+  // A sample of the legal space at 4096x8192x8192 of both sweep dtypes (seeded).
+  std::mt19937 rng(11);
+  auto specs = f.params();
+  for (const char* dt : {"f16f32", "e4m3f16"}) {
+    FamilyProblem p = todo.front().second;
+    p.dtype = parse_dtype_pair_or_throw(dt);
+    for (int found = 0, tries = 0; found < 8 && tries < 5000; ++tries) {
+      FamilyConfig c;
+      for (const auto& s : specs) c[s.name] = s.values[rng() % s.values.size()];
+      if (f.violation(c, p)) continue;
+      todo.emplace_back(c, p);
+      ++found;
+    }
+  }
+  int n = 0;
+  for (const auto& [c, prob] : todo) {
+    const std::string what = config_to_json(c).dump() + " " + prob.dtype.canonical;
+    fs::path co = work / fmt::format("sp{}.co", n++);
+    atomic_write(co, f.render_source(c, prob), false);
+    std::string log;
+    ChoreoScript s = phase1(tc, co, f.choreo_flags(c, prob), log, work.path());
+    ASSERT_NE(s.kernel(), nullptr) << what << ":\n" << log;
+    expect_waits_before_release(s.kernel()->content, what);
+  }
+  EXPECT_GE(n, 30);
+}
+
+// `croq build` of the sparse family's default, as croq tune builds it, for both sweep dtypes: phase
+// 1, phase 2 and the sparse ABI shared object (croq_gemm_prepare compresses A off the clock), pure.
+TEST(CroqtileCompile, CroqBuildsTheSparseFamilyDefaultAsCroqTuneDoes) {
+  REQUIRE_TOOLCHAIN(tc);
+  if (!nvcc()) GTEST_SKIP() << "no CUDA toolkit";
+  CroqtileGemmSpFamily f;
+  for (auto [key, dt, a_type] : {std::tuple{"gemm_sp_f16fp32_4096x8192x8192", "f16f32", "f16"},
+                                 std::tuple{"gemm_sp_e4m3fp16_4096x8192x8192", "e4m3f16", "f8_e4m3"}}) {
+    SCOPED_TRACE(key);
+    FamilyProblem p;
+    p.op = "gemm_sp";
+    p.m = 4096;
+    p.n = p.k = 8192;
+    p.dtype = parse_dtype_pair_or_throw(dt);
+    p.b_col_major = true;
+    p.arch = "sm_90a";
+    FamilyConfig c = f.default_config(p);
+    ASSERT_FALSE(f.violation(c, p));
+    CroqBuild b;
+    b.task = {"--gpu", "sm90_NVIDIA_H200", "--dsl", "croqtile", "--shape-key", key, "--model", "family"};
+    fs::path srcs = b.root / "tuning/sm90_NVIDIA_H200/croqtile/srcs" / key / "family";
+    ensure_dir(srcs);
+    atomic_write(srcs / "iter001_croqtile_gemm_sp_default.co", f.render_source(c, p), false);
+    auto r = b.run({"build", "--iter", "1"});
+    ASSERT_EQ(r.rc, 0) << r.out << r.err;
+    EXPECT_EQ(r.doc["verdict"], "OK") << r.out;
+    EXPECT_EQ(r.doc["abi"]["built"], true) << r.out;
+    EXPECT_EQ(r.doc["abi"]["function"], "gemm_sp");
+    EXPECT_EQ(r.doc["abi"]["a_type"], a_type);
+    EXPECT_EQ(r.doc["abi"]["b_layout"], "col");
+    expect_waits_before_release(read_file(srcs / "iter001_croqtile_gemm_sp_default.cu").value_or(""), key);
+    expect_pure(b.root.path(), r.doc);
+  }
 }
 
 }  // namespace

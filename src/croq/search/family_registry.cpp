@@ -4,6 +4,7 @@
 #include "croq/search/family.hpp"
 #include "croq/search/ampere_gemm_family.hpp"
 #include "croq/search/croqtile_gemm_family.hpp"
+#include "croq/search/croqtile_gemm_sp_family.hpp"
 #include "croq/search/hopper_gemm_family.hpp"
 #include "croq/search/hopper_gemm_sp_family.hpp"
 #include "croq/search/triton_gemm_family.hpp"
@@ -23,6 +24,7 @@ std::vector<std::shared_ptr<KernelFamily>> kernel_families() {
   all.push_back(std::make_shared<AmpereGemmFamily>());
   all.push_back(std::make_shared<HopperGemmSpFamily>());
   all.push_back(std::make_shared<CroqtileGemmFamily>());
+  all.push_back(std::make_shared<CroqtileGemmSpFamily>());
   all.push_back(std::make_shared<TritonGemmFamily>());
   return all;
 }
