@@ -1386,7 +1386,15 @@ def parse_args(argv):
         if getattr(args, attr) is None and args.rules is not None:
             setattr(args, attr, args.rules.timing[key])
     if args.b_layout == "auto":
-        args.b_layout = "row"
+        # The layout the C++ runners try first (measure/problem.cpp, layout_order): B stored N x K for
+        # e4m3 inputs, the layout FP8 tensor cores read; K x N otherwise.
+        inp = None
+        if args.rules is not None:
+            try:
+                inp = args.rules.dtype(args.dtype)["input"]
+            except ValueError:
+                inp = None
+        args.b_layout = "col" if inp == "e4m3" else "row"
     if args.device != "cpu":
         args.device = "cuda"
     return args

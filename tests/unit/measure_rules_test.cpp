@@ -15,6 +15,7 @@
 #include "croq/measure/numeric.hpp"
 #include "croq/measure/peak.hpp"
 #include "croq/measure/portable.hpp"
+#include "croq/measure/problem.hpp"
 #include "croq/measure/rules.hpp"
 #include "croq/measure/runner_options.hpp"
 #include "croq/measure/tolerance.hpp"
@@ -70,6 +71,15 @@ TEST(MeasureRules, ThePythonRunnerRefusesToMeasureWithoutTheRules) {
   EXPECT_DOUBLE_EQ(a["target_cv"].get<double>(), defaults.cv_target);
   EXPECT_DOUBLE_EQ(a["time_budget_ms"].get<double>(), defaults.time_budget_ms);
   EXPECT_DOUBLE_EQ(a["rest_window_ms"].get<double>(), defaults.rest_window_ms);
+  // --b-layout auto: the layout the C++ runners try first (layout_order): "col" (B stored N x K) for
+  // e4m3 inputs, "row" otherwise.
+  for (const auto& [dtype, want] : {std::pair{"e4m3bf16", "col"}, std::pair{"e4m3f16", "col"}, std::pair{"f16f32", "row"}}) {
+    ProcessResult q = run_python({"--rules", dump_compact(measurement_rules()), "--candidate", "/x/k.py", "--m", "8",
+                                  "--n", "8", "--k", "16", "--dtype", dtype, "--b-layout", "auto", "--parse-only"});
+    ASSERT_EQ(q.exit_code, 0) << q.err;
+    EXPECT_EQ(json::parse(q.out)["b_layout"], want) << dtype;
+    EXPECT_EQ(want, layout_order("auto", *parse_dtype_pair(dtype), "matmul").front()) << dtype;
+  }
 }
 
 // The Python runner reports a Triton module's first call (JIT compile, @triton.autotune's benchmark,

@@ -170,6 +170,40 @@ TEST(TritonFamily, DefaultsAndAlternativesAreLegalOnEveryTypicalShape) {
   EXPECT_EQ(f.violation(f.default_config(problem({100, 36, 20})), problem({100, 36, 20})), std::nullopt);
 }
 
+// e4m3 (issue 22's FP8 in the family): e4m3 into f16 or bf16 with per-tensor scales, on Hopper, B
+// stored N x K (the layout the Python runner gives e4m3 first, the only one the template takes),
+// one-byte elements in the shared-memory estimate; the template scales the f32 accumulator before
+// the store (after the slices' sum with split-K).
+TEST(TritonFamily, E4m3WithPerTensorScalesOnHopper) {
+  TritonGemmFamily f;
+  EXPECT_EQ(choose_family("", "triton", problem({4096, 4096, 4096}, "e4m3bf16"))->name(), "triton_gemm");
+  for (const char* d : {"e4m3f16", "e4m3bf16"}) EXPECT_TRUE(f.supports(problem({4096, 4096, 4096}, d))) << d;
+  EXPECT_FALSE(f.supports(problem({4096, 4096, 4096}, "e4m3bf16", "sm_89")));
+  EXPECT_FALSE(f.supports(problem({4096, 4096, 1000}, "e4m3bf16")));  // rows of K bytes: a multiple of 16
+  ASSERT_TRUE(f.violation(config(128, 128, 64, 3, 4), problem({4096, 4096, 1000}, "e4m3bf16")));
+  EXPECT_NE(f.violation(config(128, 128, 64, 3, 4), problem({4096, 4096, 1000}, "e4m3bf16"))->find("multiple of 16"),
+            std::string::npos);
+  for (const auto& s : k_typical) {
+    const FamilyProblem p = problem(s, "e4m3bf16");
+    EXPECT_EQ(f.violation(f.default_config(p), p), std::nullopt) << s.m << "x" << s.n << "x" << s.k;
+    for (const auto& a : f.alternatives(p)) EXPECT_EQ(f.violation(a.config, p), std::nullopt) << a.name;
+  }
+  // One-byte elements: a 4-stage 128x256x128 ring fits for e4m3, not for f16.
+  const FamilyConfig deep = config(128, 256, 128, 4, 8);
+  EXPECT_EQ(f.violation(deep, problem({8192, 8192, 8192}, "e4m3bf16")), std::nullopt);
+  ASSERT_TRUE(f.violation(deep, problem({8192, 8192, 8192}, "f16")));
+  // TMA reads e4m3's B in rows of K (N x K): N need not make 16-byte rows.
+  FamilyConfig tma = config(128, 128, 64, 3, 4);
+  tma["TMA"] = "1";
+  EXPECT_EQ(f.violation(tma, problem({4096, 4100, 4096}, "e4m3bf16")), std::nullopt);
+  ASSERT_TRUE(f.violation(tma, problem({4096, 4100, 4096}, "f16f32")));  // f16 rows of N = 4100: 8200 bytes
+  const std::string src = f.render_source(f.default_config(problem({4096, 4096, 4096}, "e4m3bf16")),
+                                          problem({4096, 4096, 4096}, "e4m3bf16"));
+  EXPECT_NE(src.find("\"e4m3bf16\""), std::string::npos);
+  EXPECT_NE(src.find("problem[\"a_scale\"], problem[\"b_scale\"]"), std::string::npos);
+  EXPECT_NE(src.find("acc = acc * (tl.load(sa_ptr) * tl.load(sb_ptr))"), std::string::npos);
+}
+
 TEST(TritonFamily, RenderedSourcesCompileAsPython) {
   auto py = find_executable("python3");
   if (!py) GTEST_SKIP() << "no python3";

@@ -35,6 +35,15 @@ int arch_major(const std::string& arch) {
 
 int input_bytes(const FamilyProblem& p) { return scalar_type_bytes(p.dtype.input); }
 
+bool is_fp8(const FamilyProblem& p) { return p.dtype.input == ScalarType::e4m3; }
+
+// e4m3 into f16 or bf16 with f32 accumulation and per-tensor scales (the template scales the
+// accumulator before the store).
+bool fp8_pair(const DtypePair& d) {
+  return d.input == ScalarType::e4m3 && d.compute == ScalarType::f32 &&
+         (d.output == ScalarType::f16 || d.output == ScalarType::bf16);
+}
+
 long long tiles_of(const FamilyConfig& c, const FamilyProblem& p) {
   return ceil_div(p.m, std::max(1, get(c, "BLOCK_M"))) * ceil_div(p.n, std::max(1, get(c, "BLOCK_N")));
 }
@@ -52,6 +61,11 @@ bool TritonGemmFamily::supports(const FamilyProblem& p) const {
   if (p.arch == "cpu") return false;
   const int major = arch_major(p.arch);
   if (major != 0 && major < 8) return false;  // tl.dot on f16/bf16 tensor cores: sm_80 and later
+  if (fp8_pair(p.dtype)) {
+    // FP8 tensor cores (tl.dot on e4m3): Hopper and later here; K in 16-byte rows.
+    if (major != 0 && major < 9) return false;
+    return p.m > 0 && p.n > 0 && p.k > 0 && p.k % 16 == 0;
+  }
   return gemm::dtype_bit(p.dtype) != 0 && p.m > 0 && p.n > 0 && p.k > 0;
 }
 
@@ -99,8 +113,9 @@ int TritonGemmFamily::accumulator_registers(const FamilyConfig& c) {
 std::optional<std::string> TritonGemmFamily::violation(const FamilyConfig& c, const FamilyProblem& p) const {
   if (p.op != "matmul") return fmt::format("triton_gemm computes matmul, not {}", p.op);
   if (!supports(p)) {
-    return fmt::format("triton_gemm computes f16/bf16 inputs into f32 or the input type on sm_80 or later, not {} on {}",
-                       p.dtype.canonical, p.arch.empty() ? "this device" : p.arch);
+    return fmt::format("triton_gemm computes f16/bf16 inputs into f32 or the input type on sm_80 or later, and e4m3 "
+                       "into f16 or bf16 (K a multiple of 16) on sm_90 or later, not {} {}x{}x{} on {}",
+                       p.dtype.canonical, p.m, p.n, p.k, p.arch.empty() ? "this device" : p.arch);
   }
   if (auto bad = gemm::check_listed_values(c, params())) return bad;
   const int bm = get(c, "BLOCK_M"), bn = get(c, "BLOCK_N"), bk = get(c, "BLOCK_K"), warps = get(c, "NUM_WARPS");
@@ -123,7 +138,8 @@ std::optional<std::string> TritonGemmFamily::violation(const FamilyConfig& c, co
     // A TMA descriptor's strides are multiples of 16 bytes: rows of A (K elements) and of B.
     const long long eb = input_bytes(p);
     if ((p.k * eb) % 16 != 0) return fmt::format("TMA=1: rows of A ({} elements of K) are not a multiple of 16 bytes", p.k);
-    const long long b_row = p.b_col_major ? p.k : p.n;
+    // e4m3's B is stored N x K (the runner's first layout for it, the only one the template takes).
+    const long long b_row = p.b_col_major || is_fp8(p) ? p.k : p.n;
     if ((b_row * eb) % 16 != 0) return fmt::format("TMA=1: rows of B ({} elements) are not a multiple of 16 bytes", b_row);
     if (split > 1) return "TMA=1 with SPLIT_K > 1 is not implemented by the template (split-K uses pointer loads)";
   }

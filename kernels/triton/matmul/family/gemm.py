@@ -1,4 +1,4 @@
-# croq-kernel: {"dtypes": ["f16f32", "f16", "bf16f32", "bf16"], "rank": 20, "tensor_cores": true, "summary": "the triton_gemm family's template at its default (128x256x64, 3 stages, 8 warps)"}
+# croq-kernel: {"dtypes": ["f16f32", "f16", "bf16f32", "bf16", "e4m3f16", "e4m3bf16"], "rank": 20, "tensor_cores": true, "summary": "the triton_gemm family's template at its default (128x256x64, 3 stages, 8 warps)"}
 """croq's triton_gemm family (src/croq/search/triton_gemm_family.cpp): one dense GEMM template whose
 configuration croq's search chooses (`croq tune --dsl triton`). The constants between the two
 configuration marker lines below are the configuration (croq replaces them); the rest is fixed.
@@ -13,8 +13,11 @@ configuration marker lines below are the configuration (croq replaces them); the
                               workspace, added in slice order by a second kernel
 
 The candidate contract is croq's (docs/dsl.md): croq_matmul(problem, a, b, c) computes C = A @ B
-into `c` on the current stream; B is K x N ("row") or stored N x K ("col"). No autotune: the
-configuration is fixed (the croq-tune skill's rule for every iteration after iter000).
+into `c` on the current stream; B is K x N ("row") or stored N x K ("col"). e4m3 inputs (B stored
+N x K, the layout FP8 tensor cores read) come with per-tensor scales, problem["a_scale"] and
+problem["b_scale"] (one-element f32 tensors): C = a_scale * b_scale * (A @ B), the f32 accumulator
+scaled before the store (after the slices' sum with split-K). No autotune: the configuration is
+fixed (the croq-tune skill's rule for every iteration after iter000).
 """
 import torch
 import triton
@@ -52,10 +55,10 @@ def _croq_tile_of(tile_id, num_pid_m, num_pid_n, GROUP_M: tl.constexpr):
 
 
 @triton.jit
-def _croq_mm(a_ptr, b_ptr, c_ptr, M, N, K,
+def _croq_mm(a_ptr, b_ptr, c_ptr, sa_ptr, sb_ptr, M, N, K,
              stride_am, stride_ak, stride_bk, stride_bn, stride_cm, stride_cn, stride_cs,
              BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr,
-             SPLIT_K: tl.constexpr, EVEN_K: tl.constexpr):
+             SPLIT_K: tl.constexpr, EVEN_K: tl.constexpr, SCALED: tl.constexpr):
     """One program per tile (and per k slice when SPLIT_K > 1)."""
     num_pid_m = tl.cdiv(M, BLOCK_M)
     num_pid_n = tl.cdiv(N, BLOCK_N)
@@ -85,6 +88,8 @@ def _croq_mm(a_ptr, b_ptr, c_ptr, M, N, K,
 
     mask = (offs_m[:, None] < M) & (offs_n[None, :] < N)
     if SPLIT_K == 1:
+        if SCALED:
+            acc = acc * (tl.load(sa_ptr) * tl.load(sb_ptr))
         c_ptrs = c_ptr + offs_m[:, None] * stride_cm + offs_n[None, :] * stride_cn
         tl.store(c_ptrs, acc.to(c_ptr.dtype.element_ty), mask=mask)
     else:  # f32 partial sums into slice program_id(1) of the workspace
@@ -93,10 +98,10 @@ def _croq_mm(a_ptr, b_ptr, c_ptr, M, N, K,
 
 
 @triton.jit
-def _croq_mm_persistent(a_ptr, b_ptr, c_ptr, M, N, K,
+def _croq_mm_persistent(a_ptr, b_ptr, c_ptr, sa_ptr, sb_ptr, M, N, K,
                         stride_am, stride_ak, stride_bk, stride_bn, stride_cm, stride_cn,
                         BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr,
-                        NUM_PROGRAMS: tl.constexpr, EVEN_K: tl.constexpr):
+                        NUM_PROGRAMS: tl.constexpr, EVEN_K: tl.constexpr, SCALED: tl.constexpr):
     """One program per SM, looping over the tiles."""
     num_pid_m = tl.cdiv(M, BLOCK_M)
     num_pid_n = tl.cdiv(N, BLOCK_N)
@@ -121,14 +126,16 @@ def _croq_mm_persistent(a_ptr, b_ptr, c_ptr, M, N, K,
                 a = tl.load(a_ptrs, mask=kk[None, :] < K, other=0.0)
                 b = tl.load(b_ptrs, mask=kk[:, None] < K, other=0.0)
             acc = tl.dot(a, b, acc)
+        if SCALED:
+            acc = acc * (tl.load(sa_ptr) * tl.load(sb_ptr))
         c_ptrs = c_ptr + offs_m[:, None] * stride_cm + offs_n[None, :] * stride_cn
         tl.store(c_ptrs, acc.to(c_ptr.dtype.element_ty), mask=(offs_m[:, None] < M) & (offs_n[None, :] < N))
 
 
 @triton.jit
-def _croq_mm_tma(a_desc, b_desc, c_ptr, M, N, K, stride_cm, stride_cn,
+def _croq_mm_tma(a_desc, b_desc, c_ptr, sa_ptr, sb_ptr, M, N, K, stride_cm, stride_cn,
                  BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr,
-                 B_COL: tl.constexpr):
+                 B_COL: tl.constexpr, SCALED: tl.constexpr):
     """One program per tile; A and B through TMA descriptors (out-of-range elements read as zero)."""
     num_pid_m = tl.cdiv(M, BLOCK_M)
     num_pid_n = tl.cdiv(N, BLOCK_N)
@@ -144,6 +151,8 @@ def _croq_mm_tma(a_desc, b_desc, c_ptr, M, N, K, stride_cm, stride_cn,
         else:
             b = b_desc.load([kt * BLOCK_K, off_n])
             acc = tl.dot(a, b, acc)
+    if SCALED:
+        acc = acc * (tl.load(sa_ptr) * tl.load(sb_ptr))
     offs_m = off_m + tl.arange(0, BLOCK_M)
     offs_n = off_n + tl.arange(0, BLOCK_N)
     c_ptrs = c_ptr + offs_m[:, None] * stride_cm + offs_n[None, :] * stride_cn
@@ -151,10 +160,10 @@ def _croq_mm_tma(a_desc, b_desc, c_ptr, M, N, K, stride_cm, stride_cn,
 
 
 @triton.jit
-def _croq_mm_tma_persistent(a_desc, b_desc, c_ptr, M, N, K, stride_cm, stride_cn,
+def _croq_mm_tma_persistent(a_desc, b_desc, c_ptr, sa_ptr, sb_ptr, M, N, K, stride_cm, stride_cn,
                             BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
                             GROUP_M: tl.constexpr, B_COL: tl.constexpr, NUM_PROGRAMS: tl.constexpr,
-                            WARP_SPEC: tl.constexpr):
+                            WARP_SPEC: tl.constexpr, SCALED: tl.constexpr):
     """One program per SM looping over the tiles, TMA loads; WARP_SPEC: the loop warp-specialised."""
     num_pid_m = tl.cdiv(M, BLOCK_M)
     num_pid_n = tl.cdiv(N, BLOCK_N)
@@ -175,18 +184,23 @@ def _croq_mm_tma_persistent(a_desc, b_desc, c_ptr, M, N, K, stride_cm, stride_cn
                 acc = tl.dot(a, b, acc)
         offs_m = off_m + tl.arange(0, BLOCK_M)
         offs_n = off_n + tl.arange(0, BLOCK_N)
+        if SCALED:
+            acc = acc * (tl.load(sa_ptr) * tl.load(sb_ptr))
         c_ptrs = c_ptr + offs_m[:, None] * stride_cm + offs_n[None, :] * stride_cn
         tl.store(c_ptrs, acc.to(c_ptr.dtype.element_ty), mask=(offs_m[:, None] < M) & (offs_n[None, :] < N))
 
 
 @triton.jit
-def _croq_mm_splitk_reduce(w_ptr, c_ptr, M, N, stride_cm, stride_cn, SPLIT_K: tl.constexpr, BLOCK: tl.constexpr):
-    """C = the sum of the SPLIT_K partial products, added in slice order (deterministic)."""
+def _croq_mm_splitk_reduce(w_ptr, c_ptr, sa_ptr, sb_ptr, M, N, stride_cm, stride_cn, SPLIT_K: tl.constexpr,
+                           BLOCK: tl.constexpr, SCALED: tl.constexpr):
+    """C = the sum of the SPLIT_K partial products, added in slice order (deterministic), scaled."""
     offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
     mask = offs < M * N
     acc = tl.zeros((BLOCK,), dtype=tl.float32)
     for s in tl.static_range(SPLIT_K):
         acc += tl.load(w_ptr + s * M * N + offs, mask=mask, other=0.0)
+    if SCALED:
+        acc = acc * (tl.load(sa_ptr) * tl.load(sb_ptr))
     row = offs // N
     col = offs % N
     tl.store(c_ptr + row * stride_cm + col * stride_cn, acc.to(c_ptr.dtype.element_ty), mask=mask)
@@ -217,12 +231,17 @@ def _descriptor(t, block):
 
 
 def croq_matmul(problem, a, b, c):
-    if problem["a_type"] not in ("f16", "bf16"):
-        raise NotImplementedError("the triton_gemm family computes f16 and bf16 inputs")
+    scaled = problem["a_type"] == "e4m3"
+    if problem["a_type"] not in ("f16", "bf16", "e4m3"):
+        raise NotImplementedError("the triton_gemm family computes f16, bf16 and e4m3 inputs")
+    b_col = problem["b_layout"] == "col"
+    if scaled and (problem.get("scale_mode") != "tensor" or not b_col):
+        raise NotImplementedError("the triton_gemm family computes e4m3 with per-tensor scales and B stored N x K")
+    # The scales (one-element f32 tensors on the device) or, unscaled, any pointer the kernels ignore.
+    sa, sb = (problem["a_scale"], problem["b_scale"]) if scaled else (c, c)
     m, n, k = problem["m"], problem["n"], problem["k"]
     if m == 0 or n == 0:
         return
-    b_col = problem["b_layout"] == "col"
     opts = {"num_warps": NUM_WARPS, "num_stages": NUM_STAGES}
     tiles = triton.cdiv(m, BLOCK_M) * triton.cdiv(n, BLOCK_N)
     even_k = k % BLOCK_K == 0
@@ -233,12 +252,14 @@ def croq_matmul(problem, a, b, c):
         b_desc = _descriptor(b, (BLOCK_N, BLOCK_K) if b_col else (BLOCK_K, BLOCK_N))
         if PERSISTENT:
             programs = min(_num_sms(a.device), tiles)
-            _croq_mm_tma_persistent[(programs,)](a_desc, b_desc, c, m, n, k, c.stride(0), c.stride(1),
+            _croq_mm_tma_persistent[(programs,)](a_desc, b_desc, c, sa, sb, m, n, k, c.stride(0), c.stride(1),
                                                  BLOCK_M=BLOCK_M, BLOCK_N=BLOCK_N, BLOCK_K=BLOCK_K, GROUP_M=GROUP_M,
-                                                 B_COL=b_col, NUM_PROGRAMS=programs, WARP_SPEC=bool(WARP_SPEC), **opts)
+                                                 B_COL=b_col, NUM_PROGRAMS=programs, WARP_SPEC=bool(WARP_SPEC),
+                                                 SCALED=scaled, **opts)
         else:
-            _croq_mm_tma[(tiles,)](a_desc, b_desc, c, m, n, k, c.stride(0), c.stride(1),
-                                   BLOCK_M=BLOCK_M, BLOCK_N=BLOCK_N, BLOCK_K=BLOCK_K, GROUP_M=GROUP_M, B_COL=b_col, **opts)
+            _croq_mm_tma[(tiles,)](a_desc, b_desc, c, sa, sb, m, n, k, c.stride(0), c.stride(1),
+                                   BLOCK_M=BLOCK_M, BLOCK_N=BLOCK_N, BLOCK_K=BLOCK_K, GROUP_M=GROUP_M, B_COL=b_col,
+                                   SCALED=scaled, **opts)
         return
     if b_col:  # B stored N x K: element (p, j) at b[j, p]
         stride_bk, stride_bn = b.stride(1), b.stride(0)
@@ -246,26 +267,26 @@ def croq_matmul(problem, a, b, c):
         stride_bk, stride_bn = b.stride(0), b.stride(1)
     if PERSISTENT:
         programs = min(_num_sms(a.device), tiles)
-        _croq_mm_persistent[(programs,)](a, b, c, m, n, k, a.stride(0), a.stride(1), stride_bk, stride_bn,
+        _croq_mm_persistent[(programs,)](a, b, c, sa, sb, m, n, k, a.stride(0), a.stride(1), stride_bk, stride_bn,
                                          c.stride(0), c.stride(1), BLOCK_M=BLOCK_M, BLOCK_N=BLOCK_N, BLOCK_K=BLOCK_K,
-                                         GROUP_M=GROUP_M, NUM_PROGRAMS=programs, EVEN_K=even_k, **opts)
+                                         GROUP_M=GROUP_M, NUM_PROGRAMS=programs, EVEN_K=even_k, SCALED=scaled, **opts)
         return
     if SPLIT_K == 1:
-        _croq_mm[(tiles, 1)](a, b, c, m, n, k, a.stride(0), a.stride(1), stride_bk, stride_bn,
+        _croq_mm[(tiles, 1)](a, b, c, sa, sb, m, n, k, a.stride(0), a.stride(1), stride_bk, stride_bn,
                              c.stride(0), c.stride(1), 0, BLOCK_M=BLOCK_M, BLOCK_N=BLOCK_N, BLOCK_K=BLOCK_K,
-                             GROUP_M=GROUP_M, SPLIT_K=1, EVEN_K=even_k, **opts)
+                             GROUP_M=GROUP_M, SPLIT_K=1, EVEN_K=even_k, SCALED=scaled, **opts)
         return
     key = (a.device, m, n)
     w = _WORKSPACE.get(key)
     if w is None:  # made at the first call, reused by every later one
         w = torch.empty((SPLIT_K, m, n), device=a.device, dtype=torch.float32)
         _WORKSPACE[key] = w
-    _croq_mm[(tiles, SPLIT_K)](a, b, w, m, n, k, a.stride(0), a.stride(1), stride_bk, stride_bn,
+    _croq_mm[(tiles, SPLIT_K)](a, b, w, sa, sb, m, n, k, a.stride(0), a.stride(1), stride_bk, stride_bn,
                                w.stride(1), w.stride(2), w.stride(0), BLOCK_M=BLOCK_M, BLOCK_N=BLOCK_N,
-                               BLOCK_K=BLOCK_K, GROUP_M=GROUP_M, SPLIT_K=SPLIT_K, EVEN_K=even_k, **opts)
+                               BLOCK_K=BLOCK_K, GROUP_M=GROUP_M, SPLIT_K=SPLIT_K, EVEN_K=even_k, SCALED=False, **opts)
     block = 1024
-    _croq_mm_splitk_reduce[(triton.cdiv(m * n, block),)](w, c, m, n, c.stride(0), c.stride(1),
-                                                         SPLIT_K=SPLIT_K, BLOCK=block, num_warps=4)
+    _croq_mm_splitk_reduce[(triton.cdiv(m * n, block),)](w, c, sa, sb, m, n, c.stride(0), c.stride(1),
+                                                         SPLIT_K=SPLIT_K, BLOCK=block, SCALED=scaled, num_warps=4)
 
 
 def croq_kernel_info():
