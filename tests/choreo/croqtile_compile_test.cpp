@@ -78,6 +78,19 @@ std::vector<fs::path> bundled_kernels() {
   return out;
 }
 
+// `count` legal configurations of the family for the problem, drawn with `rng` (seeded by the
+// caller: the same ones every run).
+std::vector<FamilyConfig> sample_legal(const KernelFamily& f, const FamilyProblem& p, std::mt19937& rng, int count) {
+  std::vector<FamilyConfig> out;
+  const auto specs = f.params();
+  for (int tries = 0; static_cast<int>(out.size()) < count && tries < 5000; ++tries) {
+    FamilyConfig c;
+    for (const auto& s : specs) c[s.name] = s.values[rng() % s.values.size()];
+    if (!f.violation(c, p)) out.push_back(c);
+  }
+  return out;
+}
+
 TEST(CroqtileCompile, EveryBundledKernelGoesThroughThePinnedChoreo) {
   REQUIRE_TOOLCHAIN(tc);
   TempDir work;
@@ -126,14 +139,7 @@ TEST(CroqtileCompile, FamilyConfigurationsGoThroughThePinnedChoreo) {
   // A sample of the legal space at 4096^3 (seeded: the same configurations every run).
   FamilyProblem p = todo.front().second;
   std::mt19937 rng(7);
-  auto specs = f.params();
-  for (int found = 0, tries = 0; found < 24 && tries < 5000; ++tries) {
-    FamilyConfig c;
-    for (const auto& s : specs) c[s.name] = s.values[rng() % s.values.size()];
-    if (f.violation(c, p)) continue;
-    todo.emplace_back(c, p);
-    ++found;
-  }
+  for (const auto& c : sample_legal(f, p, rng, 24)) todo.emplace_back(c, p);
   int n = 0;
   for (const auto& [c, prob] : todo) {
     fs::path co = work / fmt::format("cfg{}.co", n++);
@@ -309,17 +315,10 @@ TEST(CroqtileCompile, SparseFamilyConfigurationsGoThroughThePinnedChoreo) {
   }
   // A sample of the legal space at 4096x8192x8192 of both sweep dtypes (seeded).
   std::mt19937 rng(11);
-  auto specs = f.params();
   for (const char* dt : {"f16f32", "e4m3f16"}) {
     FamilyProblem p = todo.front().second;
     p.dtype = parse_dtype_pair_or_throw(dt);
-    for (int found = 0, tries = 0; found < 8 && tries < 5000; ++tries) {
-      FamilyConfig c;
-      for (const auto& s : specs) c[s.name] = s.values[rng() % s.values.size()];
-      if (f.violation(c, p)) continue;
-      todo.emplace_back(c, p);
-      ++found;
-    }
+    for (const auto& c : sample_legal(f, p, rng, 8)) todo.emplace_back(c, p);
   }
   int n = 0;
   for (const auto& [c, prob] : todo) {

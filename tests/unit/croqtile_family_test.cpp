@@ -14,9 +14,12 @@
 #include "croq/search/tune.hpp"
 #include "croq/util/error.hpp"
 #include "croq/workspace/dtype.hpp"
+#include "support/family_walk.hpp"
 
 namespace croq {
 namespace {
+
+using test::for_each_config;
 
 struct Shape {
   int64_t m, n, k;
@@ -40,27 +43,6 @@ FamilyProblem problem(Shape s, const std::string& dtype = "f16f32", const std::s
 }
 
 int iv(const FamilyConfig& c, const char* name) { return gemm::int_param(c, name).value(); }
-
-void for_each_config(const KernelFamily& f, const std::function<void(const FamilyConfig&)>& visit) {
-  auto specs = f.params();
-  std::vector<size_t> idx(specs.size(), 0);
-  FamilyConfig c;
-  for (const auto& s : specs) c[s.name] = s.values[0];
-  for (;;) {
-    visit(c);
-    size_t d = 0;
-    while (d < specs.size()) {
-      if (++idx[d] < specs[d].values.size()) {
-        c[specs[d].name] = specs[d].values[idx[d]];
-        break;
-      }
-      idx[d] = 0;
-      c[specs[d].name] = specs[d].values[0];
-      ++d;
-    }
-    if (d == specs.size()) return;
-  }
-}
 
 // What a legal configuration must satisfy, from the hardware's and the kernel's rules.
 void expect_invariants(const FamilyConfig& c, const FamilyProblem& p) {

@@ -21,9 +21,12 @@
 #include "croq/util/paths.hpp"
 #include "croq/workspace/dtype.hpp"
 #include "croq/workspace/ids.hpp"
+#include "support/family_walk.hpp"
 
 namespace croq {
 namespace {
+
+using test::for_each_config;
 
 struct Shape {
   int64_t m, n, k;
@@ -50,32 +53,6 @@ FamilyProblem problem(Shape s, const std::string& dtype, bool col, const std::st
 }
 
 int iv(const FamilyConfig& c, const char* name) { return gemm::int_param(c, name).value(); }
-
-// Calls `visit` with every configuration of the family's parameter space, the parameters in
-// `fixed` held at the given values.
-void for_each_config(const KernelFamily& f, const std::function<void(const FamilyConfig&)>& visit,
-                     const FamilyConfig& fixed = {}) {
-  auto specs = f.params();
-  for (auto& s : specs)
-    if (fixed.count(s.name)) s.values = {fixed.at(s.name)};
-  std::vector<size_t> idx(specs.size(), 0);
-  FamilyConfig c;
-  for (const auto& s : specs) c[s.name] = s.values[0];
-  for (;;) {
-    visit(c);
-    size_t d = 0;
-    while (d < specs.size()) {
-      if (++idx[d] < specs[d].values.size()) {
-        c[specs[d].name] = specs[d].values[idx[d]];
-        break;
-      }
-      idx[d] = 0;
-      c[specs[d].name] = specs[d].values[0];
-      ++d;
-    }
-    if (d == specs.size()) return;
-  }
-}
 
 // What a legal Hopper configuration must satisfy, computed here from the hardware's rules rather
 // than through the family's own helpers.

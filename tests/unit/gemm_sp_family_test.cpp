@@ -20,9 +20,12 @@
 #include "croq/util/paths.hpp"
 #include "croq/workspace/dtype.hpp"
 #include "support/hopper_sp_gpu_sample.hpp"
+#include "support/family_walk.hpp"
 
 namespace croq {
 namespace {
+
+using test::for_each_config;
 
 struct Shape {
   int64_t m, n, k;
@@ -50,32 +53,6 @@ FamilyProblem problem(Shape s, const std::string& dtype, const std::string& arch
 }
 
 int iv(const FamilyConfig& c, const char* name) { return gemm::int_param(c, name).value(); }
-
-// Calls `visit` with every configuration of the family's space, the parameters in `only` limited to
-// the listed values.
-void for_each_config(const KernelFamily& f, const std::function<void(const FamilyConfig&)>& visit,
-                     const std::map<std::string, std::vector<std::string>>& only = {}) {
-  auto specs = f.params();
-  for (auto& s : specs)
-    if (only.count(s.name)) s.values = only.at(s.name);
-  std::vector<size_t> idx(specs.size(), 0);
-  FamilyConfig c;
-  for (const auto& s : specs) c[s.name] = s.values[0];
-  for (;;) {
-    visit(c);
-    size_t d = 0;
-    while (d < specs.size()) {
-      if (++idx[d] < specs[d].values.size()) {
-        c[specs[d].name] = specs[d].values[idx[d]];
-        break;
-      }
-      idx[d] = 0;
-      c[specs[d].name] = specs[d].values[0];
-      ++d;
-    }
-    if (d == specs.size()) return;
-  }
-}
 
 // What a legal configuration must satisfy, recomputed here from the hardware's rules.
 void expect_invariants(const FamilyConfig& c, const FamilyProblem& p) {

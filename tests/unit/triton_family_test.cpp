@@ -16,9 +16,12 @@
 #include "croq/util/process.hpp"
 #include "croq/workspace/dtype.hpp"
 #include "support/test_support.hpp"
+#include "support/family_walk.hpp"
 
 namespace croq {
 namespace {
+
+using test::for_each_config;
 
 struct Shape {
   int64_t m, n, k;
@@ -39,19 +42,6 @@ FamilyProblem problem(Shape s, const std::string& dtype = "f16f32", const std::s
   p.dtype = parse_dtype_pair_or_throw(dtype);
   p.arch = arch;
   return p;
-}
-
-void for_each_config(const KernelFamily& f, const std::function<void(const FamilyConfig&)>& visit) {
-  const auto specs = f.params();
-  FamilyConfig c;
-  std::function<void(size_t)> rec = [&](size_t i) {
-    if (i == specs.size()) return visit(c);
-    for (const auto& v : specs[i].values) {
-      c[specs[i].name] = v;
-      rec(i + 1);
-    }
-  };
-  rec(0);
 }
 
 FamilyConfig config(int bm, int bn, int bk, int stages, int warps) {

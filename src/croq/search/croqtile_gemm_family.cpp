@@ -180,23 +180,12 @@ FamilyConfig CroqtileGemmFamily::default_config(const FamilyProblem& p) const {
   // The bundled kernel's arrangement (128x256, two consumers: kernels/croqtile/matmul/
   // matmul_f16f32_ws.co) where the problem has a wave of such tiles; smaller tiles below that, so
   // that small problems fill the GPU; the first legal for the problem's shape.
-  struct Tile {
-    int consumers, warp_n;
-  };
-  const Tile tiles[] = {{2, 256}, {2, 192}, {2, 128}, {1, 128}, {1, 64}};
-  std::optional<FamilyConfig> first_legal;
-  for (const Tile& t : tiles) {
-    FamilyConfig c = arrangement(*this, p, t.consumers, t.warp_n);
-    if (violation(c, p)) continue;
-    if (!first_legal) first_legal = c;
-    if (ceil_div(p.m, 64LL * t.consumers) * ceil_div(p.n, t.warp_n) >= sms) return c;
+  const std::pair<int, int> arrangements[] = {{2, 256}, {2, 192}, {2, 128}, {1, 128}, {1, 64}};  // consumers, WARP_N
+  std::vector<gemm::SizedConfig> tiles;
+  for (auto [consumers, warp_n] : arrangements) {
+    tiles.push_back({arrangement(*this, p, consumers, warp_n), ceil_div(p.m, 64LL * consumers) * ceil_div(p.n, warp_n)});
   }
-  // No arrangement makes a wave: the smallest legal tile makes the most blocks.
-  for (auto it = std::rbegin(tiles); it != std::rend(tiles); ++it) {
-    FamilyConfig c = arrangement(*this, p, it->consumers, it->warp_n);
-    if (!violation(c, p)) return c;
-  }
-  if (first_legal) return *first_legal;
+  if (auto c = gemm::first_wave_or_smallest(tiles, [&](const FamilyConfig& c) { return !violation(c, p); }, sms)) return *c;
   // supports() guarantees 64x64 with TILE_K 32 is legal; reached only for unsupported problems.
   FamilyConfig c = arrangement(*this, p, 1, 64);
   c["TILE_K"] = "32";

@@ -198,22 +198,12 @@ FamilyConfig CroqtileGemmSpFamily::default_config(const FamilyProblem& p) const 
   // 128x256 with two consumers (the dense bundled kernel's arrangement) where the problem has a
   // wave of such tiles; smaller tiles below that, so that small problems fill the GPU; the first
   // legal for the problem's shape.
-  struct Tile {
-    int consumers, warp_n;
-  };
-  const Tile tiles[] = {{2, 256}, {2, 192}, {2, 128}, {1, 128}, {1, 64}};
-  std::optional<FamilyConfig> first_legal;
-  for (const Tile& t : tiles) {
-    FamilyConfig c = arrangement(p, t.consumers, t.warp_n);
-    if (violation(c, p)) continue;
-    if (!first_legal) first_legal = c;
-    if (ceil_div(p.m, 64LL * t.consumers) * ceil_div(p.n, t.warp_n) >= sms) return c;
+  const std::pair<int, int> arrangements[] = {{2, 256}, {2, 192}, {2, 128}, {1, 128}, {1, 64}};  // consumers, WARP_N
+  std::vector<gemm::SizedConfig> tiles;
+  for (auto [consumers, warp_n] : arrangements) {
+    tiles.push_back({arrangement(p, consumers, warp_n), ceil_div(p.m, 64LL * consumers) * ceil_div(p.n, warp_n)});
   }
-  for (auto it = std::rbegin(tiles); it != std::rend(tiles); ++it) {
-    FamilyConfig c = arrangement(p, it->consumers, it->warp_n);
-    if (!violation(c, p)) return c;
-  }
-  if (first_legal) return *first_legal;
+  if (auto c = gemm::first_wave_or_smallest(tiles, [&](const FamilyConfig& c) { return !violation(c, p); }, sms)) return *c;
   return arrangement(p, 1, 64);  // supports() guarantees it is legal; reached only for unsupported problems
 }
 

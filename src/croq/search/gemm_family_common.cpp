@@ -91,4 +91,15 @@ int typical_sm_count(const std::string& arch) {
   return 108;
 }
 
+std::optional<FamilyConfig> first_wave_or_smallest(const std::vector<SizedConfig>& largest_first,
+                                                   const std::function<bool(const FamilyConfig&)>& legal, long long sms) {
+  for (const auto& t : largest_first) {
+    if (t.blocks >= sms && legal(t.config)) return t.config;
+  }
+  for (auto it = largest_first.rbegin(); it != largest_first.rend(); ++it) {
+    if (legal(it->config)) return it->config;
+  }
+  return std::nullopt;
+}
+
 }  // namespace croq::gemm

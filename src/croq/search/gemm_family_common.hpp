@@ -3,6 +3,7 @@
 // values, the dtype and layout masks the CUDA templates understand, and rendering a template with
 // its configuration macros in front.
 #pragma once
+#include <functional>
 #include <optional>
 #include <span>
 #include <string>
@@ -40,5 +41,17 @@ std::string render_config(const std::string& family, const std::string& template
 // Multiprocessors of the usual part of each architecture (H100/H200 132, A100 108, ...): used to
 // size defaults, never for correctness.
 int typical_sm_count(const std::string& arch);
+
+// A configuration with the number of blocks (tiles) it launches for the problem.
+struct SizedConfig {
+  FamilyConfig config;
+  long long blocks = 0;
+};
+
+// A default among tile arrangements listed largest first: the first legal one whose blocks make a
+// wave of `sms`, else (no arrangement makes a wave) the smallest legal one, so that small problems
+// fill the GPU; nullopt when none is legal.
+std::optional<FamilyConfig> first_wave_or_smallest(const std::vector<SizedConfig>& largest_first,
+                                                   const std::function<bool(const FamilyConfig&)>& legal, long long sms);
 
 }  // namespace croq::gemm
