@@ -6,8 +6,10 @@
 #include <memory>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "cli/verbs.hpp"
+#include "croq/search/family.hpp"
 #include "croq/sweep/request.hpp"
 #include "croq/sweep/slurm_sweep.hpp"
 #include "croq/sweep/sweep.hpp"
@@ -33,7 +35,9 @@ void add_sweep_options(CLI::App& app, RunOpts& o_, bool local) {
   app.add_option("--op", o->op, "operator of a built-in manifest: gemm_sp (default) or matmul");
   app.add_option("--dtype", o->dtypes_text, "dtype(s), comma-separated, or all (default: the manifest's, else gemm_sp f16,e4m3 "
                                        "and matmul f16fp32)");
-  app.add_option("--dsl", o->s.dsl, "cuda | croqtile | cpp (croq's search) or any dsl (--driver agent)")->required();
+  app.add_option("--dsl", o->s.dsl,
+                 fmt::format("{} (croq's search) or any dsl (--driver agent)", fmt::join(family_dsls(), " | ")))
+      ->required();
   app.add_option("--gpu", o->s.gpu_key, "device key of the tasks (default: CROQ_GPU, else detected; cpu_<arch> for dsl cpp)");
   app.add_option("--model", o->s.model, "model name the rounds are stored under")->default_val("croq-search");
   app.add_option("--mode", o->mode, "from_scratch (the skill's `_fs` keys; the simplest kernel) or from_current_best (the "

@@ -6,9 +6,11 @@
 #include <memory>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "cli/verbs.hpp"
 #include "croq/gpu/device_key.hpp"
+#include "croq/search/family.hpp"
 #include "croq/search/parallel_tune.hpp"
 #include "croq/search/tune.hpp"
 #include "croq/util/paths.hpp"
@@ -36,11 +38,14 @@ struct TuneOpts {
 VerbRunner setup_tune(CLI::App& app) {
   auto o = std::make_shared<TuneOpts>();
   app.add_option("shape_key", o->shape_keys, "shape key(s), e.g. matmul_f32_512x512x512; several run as a sweep")->required();
-  app.add_option("--dsl", o->dsl, "cuda | cpp | croqtile (the dsls croq's search has kernel families for)")->required();
+  app.add_option("--dsl", o->dsl, fmt::format("{} (the dsls croq's search has kernel families for)",
+                                              fmt::join(family_dsls(), " | ")))
+      ->required();
   app.add_option("--rounds", o->rounds, "rounds to complete (per shape)")->default_val(50)->check(CLI::Range(1, 100000));
   app.add_option("--model", o->model, "the model name the rounds are stored under")->default_val("croq-search");
   app.add_option("--seed", o->seed, "random seed of the search (0: a fresh one, recorded in tune.json)")->default_val(0);
-  app.add_option("--family", o->family, "kernel family (default: the first that supports the problem)");
+  app.add_option("--family", o->family,
+                 "kernel family (default: the first of the dsl's that supports the problem): " + families_by_dsl());
   app.add_option("--gpu", o->gpu, "device key (default: CROQ_GPU, else detected; cpu_<arch> for dsl cpp)");
   app.add_option("--task-uid", o->task_uid, "the monitor's task id (new if omitted)");
   app.add_option("--explore", o->explore, "probability of a random legal move instead of the best-ranked one")

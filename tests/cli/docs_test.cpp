@@ -2,6 +2,7 @@
 // `croq help --markdown` prints, and every verb answers --help with its summary and details.
 #include <gtest/gtest.h>
 
+#include "croq/search/family.hpp"
 #include "croq/util/fs.hpp"
 #include "support/test_support.hpp"
 
@@ -79,5 +80,29 @@ TEST(Docs, LedgerVerbsShowTheirTaskOptionsInHelp) {
   for (const char* opt : {"--iter", "--kernel", "--tflops", "--decision", "--bottleneck", "--idea", "--idea-file",
                           "--round", "--category", "--expected-gain", "--extra"}) {
     EXPECT_NE(s.out.find(opt), std::string::npos) << opt;
+  }
+}
+
+// `croq tune --help` names every dsl and every kernel family of the registry (it once listed three
+// dsls of four), and `croq sweep run --help` every dsl croq's search covers.
+TEST(Docs, TuneAndSweepHelpNameEveryFamilyOfTheRegistry) {
+  TempDir dir;
+  auto tune = run_croq(dir.path(), {"tune", "--help"});
+  auto sweep = run_croq(dir.path(), {"sweep", "run", "--help"});
+  ASSERT_EQ(tune.rc, 0) << tune.err;
+  ASSERT_EQ(sweep.rc, 0) << sweep.err;
+  const auto families = croq::kernel_families();
+  ASSERT_GE(families.size(), 9u);
+  for (const auto& f : families) {
+    EXPECT_NE(tune.out.find(f->name()), std::string::npos) << f->name();
+    EXPECT_NE(tune.out.find(f->dsl() + ":"), std::string::npos) << f->dsl();
+  }
+  auto dsl_line = [](const std::string& help) {
+    const size_t at = help.find("--dsl");
+    return at == std::string::npos ? std::string() : help.substr(at, help.find('\n', at) - at);
+  };
+  for (const auto& f : families) {
+    EXPECT_NE(dsl_line(tune.out).find(f->dsl()), std::string::npos) << f->dsl() << " in " << dsl_line(tune.out);
+    EXPECT_NE(dsl_line(sweep.out).find(f->dsl()), std::string::npos) << f->dsl() << " in " << dsl_line(sweep.out);
   }
 }

@@ -75,6 +75,11 @@ class KernelFamily {
 std::vector<std::shared_ptr<KernelFamily>> kernel_families();
 std::shared_ptr<KernelFamily> find_family(const std::string& name);
 
+// The dsls croq's search has kernel families for, in registry order, and for help texts every
+// family by dsl ("cpp: cpp_tiled, cpp_sparse, cpp_fp8; cuda: hopper_gemm, ...").
+std::vector<std::string> family_dsls();
+std::string families_by_dsl();
+
 json config_to_json(const FamilyConfig& c);
 // A configuration read back from a record, with every parameter the family added since it was
 // recorded set to its recorded_default; other parameters are left as they are (missing ones stay

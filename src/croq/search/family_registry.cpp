@@ -36,6 +36,28 @@ std::shared_ptr<KernelFamily> find_family(const std::string& name) {
   return nullptr;
 }
 
+std::vector<std::string> family_dsls() {
+  std::vector<std::string> out;
+  for (const auto& f : kernel_families()) {
+    if (std::find(out.begin(), out.end(), f->dsl()) == out.end()) out.push_back(f->dsl());
+  }
+  return out;
+}
+
+std::string families_by_dsl() {
+  std::string out;
+  for (const auto& dsl : family_dsls()) {
+    out += (out.empty() ? "" : "; ") + dsl + ":";
+    bool first = true;
+    for (const auto& f : kernel_families()) {
+      if (f->dsl() != dsl) continue;
+      out += (first ? " " : ", ") + f->name();
+      first = false;
+    }
+  }
+  return out;
+}
+
 FamilyConfig with_recorded_defaults(const KernelFamily& f, FamilyConfig c) {
   for (const auto& spec : f.params()) {
     if (!spec.recorded_default.empty() && !c.count(spec.name)) c[spec.name] = spec.recorded_default;
