@@ -23,21 +23,21 @@ long long ceil_div(long long a, long long b) { return (a + b - 1) / b; }
 const char* k_order[] = {"WARP_N", "CONSUMERS", "TILE_K", "STAGES", "SWIZ", "MMA_DEPTH", "REGCTRL", "PERSISTENT",
                          "GROUP", "EPILOGUE"};
 
-// choreo's element type names for croq's.
-std::optional<std::string> choreo_type(ScalarType t) {
-  switch (t) {
-    case ScalarType::f16: return "f16";
-    case ScalarType::bf16: return "bf16";
-    case ScalarType::f32: return "f32";
-    default: return std::nullopt;
-  }
-}
-
 int out_bytes(const FamilyProblem& p) { return p.dtype.output == ScalarType::f32 ? 4 : 2; }
 
 constexpr int k_warp_m = 64;  // the WGMMA M: rows of C per consumer warpgroup
 
 }  // namespace
+
+std::optional<std::string> CroqtileGemmFamily::choreo_type_name(ScalarType t) {
+  switch (t) {
+    case ScalarType::f16: return "f16";
+    case ScalarType::bf16: return "bf16";
+    case ScalarType::f32: return "f32";
+    case ScalarType::e4m3: return "f8_e4m3";
+    default: return std::nullopt;
+  }
+}
 
 bool CroqtileGemmFamily::supports(const FamilyProblem& p) const {
   if (p.op != "matmul") return false;
@@ -236,8 +236,8 @@ std::string CroqtileGemmFamily::render_source(const FamilyConfig& c, const Famil
     throw Error(ExitCode::not_found, fmt::format("the croqtile_gemm template {} could not be read", path.string()),
                 "set CROQ_HOME to the croq source tree");
   }
-  const auto in = choreo_type(p.dtype.input), outt = choreo_type(p.dtype.output);
-  if (!in || !outt) {
+  const auto in = choreo_type_name(p.dtype.input), outt = choreo_type_name(p.dtype.output);
+  if (gemm::dtype_bit(p.dtype) == 0 || !in || !outt) {
     throw Error(ExitCode::usage, fmt::format("croqtile_gemm cannot render dtype {}", p.dtype.canonical));
   }
   std::string out = fmt::format("// croqtile_gemm configuration for matmul {}x{}x{} {} (B col), rendered by croq\n",

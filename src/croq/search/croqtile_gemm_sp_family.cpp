@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <fmt/format.h>
 
+#include "croq/search/croqtile_gemm_family.hpp"
 #include "croq/search/gemm_family_common.hpp"
 #include "croq/util/error.hpp"
 #include "croq/util/fs.hpp"
@@ -24,17 +25,6 @@ long long ceil_div(long long a, long long b) { return (a + b - 1) / b; }
 const char* k_order[] = {"WARP_N", "CONSUMERS", "TILE_K", "STAGES", "META", "REGCTRL", "GROUP"};
 
 constexpr int k_warp_m = 64;  // the WGMMA M: rows of C per consumer warpgroup
-
-// choreo's element type names for croq's.
-std::optional<std::string> choreo_type(ScalarType t) {
-  switch (t) {
-    case ScalarType::f16: return "f16";
-    case ScalarType::bf16: return "bf16";
-    case ScalarType::f32: return "f32";
-    case ScalarType::e4m3: return "f8_e4m3";
-    default: return std::nullopt;
-  }
-}
 
 // The pairs the family computes: 16-bit inputs into f32 or their own type, e4m3 into f16 or bf16
 // (f32 accumulation throughout).
@@ -90,14 +80,6 @@ std::vector<ParamSpec> CroqtileGemmSpFamily::params() const {
   };
 }
 
-int CroqtileGemmSpFamily::accumulator_registers(const FamilyConfig& c) { return k_warp_m * get(c, "WARP_N") / 128; }
-
-int CroqtileGemmSpFamily::max_accumulators(const FamilyConfig& c) {
-  const int threads = 128 * (get(c, "CONSUMERS") + 1);
-  const int regs = std::min(255, 65536 / threads) / 8 * 8;
-  return regs - 40;
-}
-
 long long CroqtileGemmSpFamily::smem_bytes(const FamilyConfig& c, const DtypePair& d) {
   const long long eb = std::max(1, input_bytes(d));
   const long long tile_m = k_warp_m * get(c, "CONSUMERS"), wn = get(c, "WARP_N"), tk = get(c, "TILE_K");
@@ -150,10 +132,12 @@ std::optional<std::string> CroqtileGemmSpFamily::violation(const FamilyConfig& c
     return fmt::format("META=1 TMAs rows of TILE_K/8 = {} metadata bytes; TMA moves rows of 16 bytes or more: "
                        "TILE_K=128 (e4m3), or META=0",
                        tk / 8);
-  if (accumulator_registers(c) > max_accumulators(c))
+  // The same consumer arrangement and register budget as croqtile_gemm's.
+  const int acc = CroqtileGemmFamily::accumulator_registers(c), max_acc = CroqtileGemmFamily::max_accumulators(c);
+  if (acc > max_acc)
     return fmt::format("{} f32 accumulators per consumer thread (WARP_N/2) exceed the {} a thread of a {}-warpgroup "
                        "kernel holds: the consumer would spill",
-                       accumulator_registers(c), max_accumulators(c), consumers + 1);
+                       acc, max_acc, consumers + 1);
   const long long smem = smem_bytes(c, p.dtype);
   if (smem > k_smem_limit)
     return fmt::format("needs {} bytes of shared memory ({} stages of packed A, metadata and B slices), more than the "
@@ -239,7 +223,8 @@ std::string CroqtileGemmSpFamily::render_source(const FamilyConfig& c, const Fam
     throw Error(ExitCode::not_found, fmt::format("the croqtile_gemm_sp template {} could not be read", path.string()),
                 "set CROQ_HOME to the croq source tree");
   }
-  const auto in = choreo_type(p.dtype.input), outt = choreo_type(p.dtype.output);
+  const auto in = CroqtileGemmFamily::choreo_type_name(p.dtype.input),
+             outt = CroqtileGemmFamily::choreo_type_name(p.dtype.output);
   if (!computes(p.dtype) || !in || !outt) {
     throw Error(ExitCode::usage, fmt::format("croqtile_gemm_sp cannot render dtype {}", p.dtype.canonical));
   }
@@ -254,8 +239,7 @@ std::string CroqtileGemmSpFamily::render_source(const FamilyConfig& c, const Fam
     auto it = c.find(name);
     if (it != c.end()) out += fmt::format("#define CROQ_{} {}\n", name, it->second);
   }
-  const int consumers = get(c, "CONSUMERS");
-  const int producer_regs = consumers >= 3 ? 32 : 40, consumer_regs = consumers >= 3 ? 160 : 232;
+  const auto [producer_regs, consumer_regs] = CroqtileGemmFamily::regctrl_targets(get(c, "CONSUMERS"));
   out += fmt::format("#define CROQ_PRODUCER_REGS {}\n#define CROQ_CONSUMER_REGS {}\n", producer_regs, consumer_regs);
   out += *text;
   return out;

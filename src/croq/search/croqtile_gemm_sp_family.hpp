@@ -40,10 +40,7 @@ class CroqtileGemmSpFamily : public KernelFamily {
   // The swizzles of the packed A and the B slices: their row bytes (TILE_K/2 and TILE_K elements).
   static int swizzle_a(const FamilyConfig& c, const DtypePair& d);
   static int swizzle_b(const FamilyConfig& c, const DtypePair& d);
-  // f32 accumulators per consumer thread (64 x WARP_N / 128), and the most a consumer thread holds
-  // without spilling (as croqtile_gemm: 65536 / threads registers, at most 255, less 40).
-  static int accumulator_registers(const FamilyConfig& c);
-  static int max_accumulators(const FamilyConfig& c);
+  // Registers (accumulators per consumer, setmaxnreg targets) follow croqtile_gemm's rules.
   static const char* template_path() { return "croqtile/gemm_sp/family/gemm_sp_sm90.co.in"; }
 };
 
