@@ -7,9 +7,10 @@
 #      `croq baseline` (cuBLAS; cuSPARSELt for the sparse operator) in the same workspace:
 #      dense f16->f32 and bf16->f32 at 4096^3 and 8192^3, gemm_sp f16 and e4m3 at 4096x8192x8192
 #      (the sparse ones only when this croq measures the sparse operator);
-#   3. a short `croq tune <CT_TUNE_KEY> --dsl croqtile` (default matmul_f16fp32_4096x4096x4096: the
-#      croqtile_gemm family from its default; a gemm_sp key tunes the croqtile_gemm_sp family), under a
-#      time limit, with its convergence against the task's baseline.
+#   3. a short `croq tune <CT_TUNE_KEY...> --dsl croqtile` (default matmul_f16fp32_4096x4096x4096: the
+#      croqtile_gemm family from its default; a gemm_sp key tunes the croqtile_gemm_sp family; several
+#      keys, space-separated, are tuned at once with --jobs, their builds side by side), under a time
+#      limit, with each shape's convergence against its task's baseline.
 # Writes $OUT/croqtile-h200.md and $OUT/croqtile-h200.json (and croqtile-ws.tgz, the workspace
 # without binaries and reports; put it at .carry/croqtile/croqtile-ws.tgz and call again to resume
 # the tune where the time limit stopped it).
@@ -21,7 +22,7 @@
 # toolchain (toolchains/choreo-<commit12>.tar.xz), about 16 MB. Then call the device with
 # carry [".carry/croq"] (and ".carry/croqtile" when resuming) and the command
 #   bash bench/gpu/croqtile_evidence.sh
-# Environment: CT_TUNE_KEY, CT_TUNE_ROUNDS (default 20), CT_TUNE_LIMIT_S (default 300), CT_SHAPES_DENSE
+# Environment: CT_TUNE_KEY (one key or several, space-separated), CT_TUNE_ROUNDS (default 20), CT_TUNE_LIMIT_S (default 300), CT_SHAPES_DENSE
 # (the bundled list below), CT_SKIP_TUNE=1.
 set -uo pipefail
 cd "$(dirname "$0")/../.."
@@ -124,13 +125,15 @@ PY
 done <<< "$BUNDLED"
 
 # ---- 3. croq tune --dsl croqtile ------------------------------------------------------------------
-KEY=${CT_TUNE_KEY:-matmul_f16fp32_4096x4096x4096}
+read -r -a KEYS <<< "${CT_TUNE_KEY:-matmul_f16fp32_4096x4096x4096}"
 LIMIT=${CT_TUNE_LIMIT_S:-300}
-[ "$LIMIT" -gt "$(( $(left) - 30 ))" ] && LIMIT=$(( $(left) - 30 ))
+[ "$LIMIT" -gt "$(( $(left) - 40 ))" ] && LIMIT=$(( $(left) - 40 ))
 if [ "${CT_SKIP_TUNE:-0}" != 1 ] && [ "$LIMIT" -gt 60 ]; then
-  say "tune: $KEY for at most $LIMIT s"
-  timeout --signal=KILL "$LIMIT" croq --root "$WS" tune "$KEY" --dsl croqtile --rounds "${CT_TUNE_ROUNDS:-20}" --seed 1 \
-    --profile-preset quick > "$WS/tune-summary.json" 2>> "$WS/tune-events.jsonl"
+  say "tune: ${KEYS[*]} for at most $LIMIT s, ${#KEYS[@]} at once"
+  # SIGTERM stops every shape's process where it is (each resumes on the next call); KILL only if not.
+  timeout --signal=TERM --kill-after=20 "$LIMIT" croq --root "$WS" tune "${KEYS[@]}" --dsl croqtile \
+    --rounds "${CT_TUNE_ROUNDS:-20}" --seed 1 --jobs "${#KEYS[@]}" --profile-preset quick \
+    > "$WS/tune-summary.json" 2>> "$WS/tune-events.jsonl"
   say "tune: exit $?"
   tail -3 "$WS/tune-events.jsonl"
 fi
@@ -139,9 +142,9 @@ fi
 tar czf "$DEST/croqtile-ws.tgz" --exclude="*.ncu-rep" --exclude="*.so" --exclude="*.o" -C "$WS" tuning results.jsonl \
   tune-events.jsonl 2>/dev/null
 COMMIT=$(cat "$REPO/.carry/croq/commit.txt" 2>/dev/null || git rev-parse --short=12 HEAD 2>/dev/null)
-python3 - "$WS" "$KEY" "$COMMIT" "$TC" "$DEST/croqtile-h200.json" > "$DEST/croqtile-h200.md" <<'PY'
+python3 - "$WS" "${KEYS[*]}" "$COMMIT" "$TC" "$DEST/croqtile-h200.json" > "$DEST/croqtile-h200.md" <<'PY'
 import json, sys, glob, subprocess, datetime
-ws, key, commit, tc, json_out = sys.argv[1:6]
+ws, keys, commit, tc, json_out = sys.argv[1:6]
 rows = [json.loads(l) for l in open(f"{ws}/results.jsonl") if l.strip()]
 try: env = json.load(open(f"{ws}/env.json"))
 except Exception: env = {}
@@ -161,24 +164,27 @@ for r in rows:
     ratio = r["tflops"] / r["baseline_tflops"] if r.get("tflops") and r.get("baseline_tflops") else None
     note = (r.get("baseline_error") or r.get("measure_error") or r.get("detail") or r.get("reason") or "").replace("|", "/").replace("\n", " ")[:160]
     print(f"| {r['key']} | {r['kernel']} | {r.get('baseline_kernel') or '-'} | {f(r.get('baseline_tflops'))} | {r.get('build')} | {r.get('registers')} | {r.get('verdict')} | {f(r.get('tflops'))} | {f(r.get('cv'), 3)} | {f(ratio, 3)} | {note} |")
-logs = glob.glob(f"{ws}/tuning/*/croqtile/logs/{key}/croq-search/idea-log.jsonl")
-recs = [json.loads(l) for l in open(logs[0]) if l.strip()] if logs else []
-base = next((r for r in recs if r.get("decision") == "BASELINE"), None)
-bt = base.get("tflops") if base else None
-family = "croqtile_gemm_sp" if key.startswith("gemm_sp") else "croqtile_gemm"
-print(f"\n## `croq tune {key} --dsl croqtile` ({family} family, seed 1)\n")
-print(f"- baseline: {base.get('kernel') if base else '-'} {f(bt)} TFLOPS\n")
-print("| round | kernel | decision | TFLOPS | best so far | of the baseline | bottleneck | idea |")
-print("|---|---|---|---|---|---|---|---|")
-best = None
-for r in recs:
-    if r.get("decision") == "BASELINE": continue
-    t = r.get("tflops")
-    if r.get("decision") == "KEEP" and t: best = max(best or 0, t)
-    idea = (r.get("idea") or "").replace("|", "/").replace("\n", " ")[:100]
-    print(f"| {r.get('round')} | {r.get('kernel')} | {r.get('decision')} | {f(t)} | {f(best)} | {f(best / bt if best and bt else None, 3)} | {r.get('bottleneck')} | {idea} |")
-json.dump({"bundled": rows, "tune": {"key": key, "baseline_tflops": bt, "best_tflops": best, "rounds": recs},
-           "env": env, "toolchain": tcj, "commit": commit, "device": gpu}, open(json_out, "w"), indent=1)
+tunes = []
+for key in keys.split():
+    logs = glob.glob(f"{ws}/tuning/*/croqtile/logs/{key}/croq-search/idea-log.jsonl")
+    recs = [json.loads(l) for l in open(logs[0]) if l.strip()] if logs else []
+    base = next((r for r in recs if r.get("decision") == "BASELINE"), None)
+    bt = base.get("tflops") if base else None
+    family = "croqtile_gemm_sp" if key.startswith("gemm_sp") else "croqtile_gemm"
+    print(f"\n## `croq tune {key} --dsl croqtile` ({family} family, seed 1)\n")
+    print(f"- baseline: {base.get('kernel') if base else '-'} {f(bt)} TFLOPS\n")
+    print("| round | kernel | decision | TFLOPS | best so far | of the baseline | bottleneck | idea |")
+    print("|---|---|---|---|---|---|---|---|")
+    best = None
+    for r in recs:
+        if r.get("decision") == "BASELINE": continue
+        t = r.get("tflops")
+        if r.get("decision") == "KEEP" and t: best = max(best or 0, t)
+        idea = (r.get("idea") or "").replace("|", "/").replace("\n", " ")[:100]
+        print(f"| {r.get('round')} | {r.get('kernel')} | {r.get('decision')} | {f(t)} | {f(best)} | {f(best / bt if best and bt else None, 3)} | {r.get('bottleneck')} | {idea} |")
+    tunes.append({"key": key, "baseline_tflops": bt, "best_tflops": best, "rounds": recs})
+json.dump({"bundled": rows, "tunes": tunes, "env": env, "toolchain": tcj, "commit": commit, "device": gpu},
+          open(json_out, "w"), indent=1)
 PY
 say "wrote $DEST/croqtile-h200.md"
 cat "$DEST/croqtile-h200.md"
