@@ -1017,7 +1017,7 @@ def measure_guarded(args, doc, pb, tol, torch, device, guard):
 
     # 4. One more launch (poisoned first, as every one), checked.
     poison()
-    failed = run_checked(a, b, c)
+    failed = run_checked(a, b, c, extra)
     if failed:
         return finish(doc, *failed)
     v3 = verify(torch, c, ref, tol)
