@@ -15,7 +15,8 @@
 #
 # Needs croq's executables packed by bench/gpu/pack_device.sh into .carry/croq (carried), nvcc and
 # ncu. Environment: SWEEP_OP (matmul), SWEEP_DTYPE (f16fp32), SWEEP_ROUNDS (30), SWEEP_LIMIT_S
-# (500), SWEEP_PRESET (quick), SWEEP_SEED (1), SWEEP_GPUS (all).
+# (500), SWEEP_PRESET (quick), SWEEP_SEED (1), SWEEP_GPUS (all), SWEEP_WORKERS (4: shapes at once on
+# each GPU, their builds side by side on the machine's cores; --workers-per-device).
 # Usage: bash bench/gpu/sweep_h200.sh       (results under $OUT, else docs/results)
 set -uo pipefail
 cd "$(dirname "$0")/../.."
@@ -29,6 +30,7 @@ LIMIT=${SWEEP_LIMIT_S:-500}
 PRESET=${SWEEP_PRESET:-quick}
 SEED=${SWEEP_SEED:-1}
 GPUS=${SWEEP_GPUS:-all}
+WORKERS=${SWEEP_WORKERS:-4}
 WS=/tmp/croq-sweep-ws
 DEST=${OUT:-$REPO/docs/results}
 mkdir -p "$DEST" "$WS/tuning"
@@ -38,7 +40,7 @@ fi
 echo "[sweep-h200] croq $(croq --version 2>&1), commit $(cat "$REPO/.carry/croq/commit.txt" 2>/dev/null || git rev-parse --short=12 HEAD)"
 nvidia-smi --query-gpu=index,name,driver_version,utilization.gpu,memory.used,temperature.gpu --format=csv,noheader
 croq --root "$WS" sweep run --manifest typical --op "$OP" --dtype "$DTYPE" --dsl cuda --rounds "$ROUNDS" \
-  --seed "$SEED" --profile-preset "$PRESET" --gpus "$GPUS" > "$DEST/sweep-summary.json" 2>> "$DEST/sweep-events.log" &
+  --seed "$SEED" --profile-preset "$PRESET" --gpus "$GPUS" --workers-per-device "$WORKERS" > "$DEST/sweep-summary.json" 2>> "$DEST/sweep-events.log" &
 pid=$!
 start=$SECONDS
 while kill -0 "$pid" 2>/dev/null && [ $((SECONDS - start)) -lt "$LIMIT" ]; do sleep 2; done
@@ -52,21 +54,21 @@ croq --root "$WS" sweep status > "$DEST/sweep-status.json" 2> "$DEST/sweep-statu
 cat "$DEST/sweep-status.txt"
 croq --root "$WS" report --sweep --out "$DEST/sweep-report" > /dev/null 2>> "$DEST/sweep-events.log" || echo "[sweep-h200] croq report --sweep failed"
 tar czf "$DEST/sweep-ws.tgz" --exclude="*.ncu-rep" --exclude="*.so" -C "$WS" tuning
-python3 - "$DEST/sweep-status.json" "$(cat "$REPO/.carry/croq/commit.txt" 2>/dev/null)" "$ROUNDS" "$OP" "$DTYPE" > "$DEST/sweep-h200.md" <<'PY'
+python3 - "$DEST/sweep-status.json" "$(cat "$REPO/.carry/croq/commit.txt" 2>/dev/null)" "$ROUNDS" "$OP" "$DTYPE" "$WORKERS" > "$DEST/sweep-h200.md" <<'PY'
 import json, sys, subprocess, datetime
-st = json.load(open(sys.argv[1])); commit, rounds, op, dtype = sys.argv[2:6]
+st = json.load(open(sys.argv[1])); commit, rounds, op, dtype, workers = sys.argv[2:7]
 gpu = subprocess.run(["nvidia-smi", "--query-gpu=name,driver_version", "--format=csv,noheader"], capture_output=True, text=True).stdout.strip()
 print(f"# croq sweep on the H200: the 14 typical shapes of {op} {dtype}, from scratch, {rounds} rounds each\n")
 print(f"- date: {datetime.datetime.utcnow().strftime('%Y-%m-%d %H:%M')} UTC")
 print(f"- device: {gpu}")
 print(f"- commit: {commit}")
-print(f"- command: `croq sweep run --manifest typical --op {op} --dtype {dtype} --dsl cuda --rounds {rounds}` (bench/gpu/sweep_h200.sh, resumed across device calls)\n")
+print(f"- command: `croq sweep run --manifest typical --op {op} --dtype {dtype} --dsl cuda --rounds {rounds} --workers-per-device {workers}` (bench/gpu/sweep_h200.sh, resumed across device calls)\n")
 print("| shape | status | rounds | baseline TFLOPS | best TFLOPS | best / baseline | GPU hours |")
 print("|---|---|---|---|---|---|---|")
 for r in st["shapes"]:
     b, t = r.get("baseline_tflops"), r.get("best_tflops")
     ratio = f"{t/b:.3f}" if b and t else "-"
     print(f"| {r['key']} | {r['status']} | {r['current_iter']}/{r.get('target_rounds') or rounds} | {b if b is not None else '-'} | {t if t is not None else '-'} | {ratio} | {r.get('worker_seconds', 0) / 3600:.2f} |")
-print(f"\nCounts: {st.get('counts')}. GPU hours: the worker's device time on the shape (its drivers' wall time). Progress over time and the bottleneck mix: sweep-report/ (croq report --sweep).")
+print(f"\nCounts: {st.get('counts')}. GPU hours: the shape's drivers' wall time (with several workers on a GPU their times overlap: the sum is more than the GPU's). Progress over time and the bottleneck mix: sweep-report/ (croq report --sweep).")
 PY
 cat "$DEST/sweep-h200.md"

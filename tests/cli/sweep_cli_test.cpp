@@ -270,6 +270,36 @@ TEST(SweepCli, AnUnhealthyDeviceIsSkippedAndReportedAndItsShapeMovesToAnotherWor
   EXPECT_NE(run.err.find("never resets"), std::string::npos) << run.err;
 }
 
+TEST(SweepCli, SeveralWorkersOnOneDeviceRunShapesSideBySideWhileTheirMeasurementsTakeTurns) {
+  // One device, three workers on it: their drivers run at once (builds overlap on the CPU) and the
+  // device's lease still keeps every measurement alone.
+  Env w(1, small_manifest(4));
+  auto args = w.args(3, 30);
+  args.insert(args.end(), {"--workers-per-device", "3"});
+  CroqRun run = run_croq(w.root(), args, w.env);
+  ASSERT_EQ(run.rc, 0) << run.out << run.err;
+  EXPECT_EQ(run.doc.value("done", 0), 4) << run.out;
+  int live = 0, most = 0;
+  for (const auto& e : jsonl(w.root() / "tuning" / "sweep-log.jsonl")) {
+    const std::string ev = e.value("event", "");
+    EXPECT_TRUE(e.value("device", "cpu0") == "cpu0") << e.dump();
+    if (ev == "launch") most = std::max(most, ++live);
+    if (ev == "exit") --live;
+  }
+  EXPECT_GE(most, 2) << "the workers of one device never ran two shapes at once";
+  EXPECT_LE(most, 3) << "more drivers than workers on the device";
+  expect_no_overlapping_holdings(w.dir.path() / "leases", {"cpu0"});
+  for (const auto& [key, recs] : ledgers(w.root())) EXPECT_EQ(recs.back().value("round", 0), 3) << key;
+  EXPECT_NE(run.err.find("3 worker(s) on cpu0"), std::string::npos) << run.err;
+  auto sweep_doc = croq::try_parse_json(croq::read_file(w.root() / "tuning" / "sweep.json").value_or("{}"));
+  ASSERT_TRUE(sweep_doc.has_value());
+  EXPECT_EQ(sweep_doc->value("workers_per_device", 0), 3);
+  // Out of range: refused before anything runs.
+  auto bad = w.args(3);
+  bad.insert(bad.end(), {"--workers-per-device", "0"});
+  EXPECT_NE(run_croq(w.root(), bad, w.env).rc, 0);
+}
+
 TEST(SweepCli, RefusesABadManifestAndASecondSweepChangingNothing) {
   Env w(1, json{{"schema", "croq-sweep-manifest-v1"}, {"operator", "matmul"}, {"dtypes", {"f32"}},
                 {"shapes", {{64, 64}}}});

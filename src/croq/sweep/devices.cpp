@@ -1,7 +1,9 @@
 // Devices of a sweep (devices.hpp).
 #include "croq/sweep/devices.hpp"
 
+#include <chrono>
 #include <cstdlib>
+#include <optional>
 #include <set>
 
 #include <fmt/format.h>
@@ -94,7 +96,17 @@ class Gpus : public DeviceSource {
       if (std::to_string(g.index) != d.id) continue;
       if (g.temperature_c >= 85) return fmt::format("temperature {} C (>= 85 C)", g.temperature_c);
       if (!g.uuid.empty()) {
-        ContentionCheck c = check_contention(g.uuid, true);
+        // Under the device's lease, as a measurement checks: with several workers on a device
+        // (--workers-per-device), another worker's measurement or profile is not contention. The
+        // utilization of the measurement just ended settles within a few samples.
+        std::optional<DeviceLease> lease;
+        try {
+          lease.emplace(DeviceLease::acquire(d.lease_id, "croq sweep: health check of device " + d.id,
+                                             std::chrono::minutes(30)));
+        } catch (const Error& e) {
+          return std::string("its lease stayed held for 30 minutes: ") + e.what();
+        }
+        ContentionCheck c = wait_until_idle(g.uuid, std::chrono::seconds(10), std::chrono::milliseconds(500));
         if (c.contended()) {
           std::string why;
           for (const auto& r : c.reasons) why += (why.empty() ? "" : "; ") + r;

@@ -4,6 +4,7 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cmath>
 #include <deque>
 #include <map>
@@ -437,6 +438,11 @@ void Runner::worker(Device dev) {
   while (!stop) {
     if (auto why = devices.unhealthy(dev)) {
       std::lock_guard<std::mutex> lock(mu);
+      // The device's other workers (--workers-per-device) found it first: reported once.
+      if (std::any_of(device_report.begin(), device_report.end(),
+                      [&](const json& x) { return x.value("device", "") == dev.id && !x.value("healthy", true); })) {
+        return;
+      }
       log_event({{"event", "device_unhealthy"}, {"device", dev.id}, {"reason", *why}});
       device_report.push_back({{"device", dev.id}, {"name", dev.name}, {"healthy", false}, {"reason", *why},
                                {"at", now_iso8601()}});
@@ -555,6 +561,7 @@ json Runner::run() {
                 {"gpu", o.gpu_key},
                 {"dsl", o.dsl},
                 {"model", o.model},
+                {"workers_per_device", std::max(1, o.workers_per_device)},
                 {"devices", json::array()}};
     for (const auto& d : chosen) doc["devices"].push_back(d.to_json());
     if (o.exclusive) atomic_write(sweep_doc_path(o.root), dump_pretty(doc) + "\n", true, o.root);
@@ -562,14 +569,17 @@ json Runner::run() {
     log_event({{"event", "sweep_start"}, {"pid", ::getpid()}, {"devices", doc["devices"]}, {"queue", queue.size()},
                {"skipped", results.size()}});
   }
+  const int per_device = std::max(1, o.workers_per_device);
   note(fmt::format("croq sweep: {} shapes to tune, {} done already; {} worker(s) on {}", queue.size(), results.size(),
-                   chosen.size(), [&] {
+                   chosen.size() * static_cast<size_t>(per_device), [&] {
                      std::string s;
                      for (const auto& d : chosen) s += (s.empty() ? "" : ", ") + d.id;
                      return s;
                    }()));
   std::vector<std::thread> threads;
-  for (const auto& d : chosen) threads.emplace_back([this, d] { worker(d); });
+  for (const auto& d : chosen) {
+    for (int i = 0; i < per_device; ++i) threads.emplace_back([this, d] { worker(d); });
+  }
   for (auto& t : threads) t.join();
 
   std::lock_guard<std::mutex> lock(mu);

@@ -5,8 +5,8 @@
 // the skill's format. The queue follows the skill: the shapes left active first, then the
 // manifest's, then (from scratch) every far shape of the dtypes in state.json and every shape
 // marked needs_scratch; a shape done at its budget is skipped, one closed early is reopened, one
-// begun is resumed. One worker per device, pinned to it (`--device`, CUDA_VISIBLE_DEVICES,
-// CROQ_DEVICE; the device's own lease), takes the next shape and runs its driver to the round
+// begun is resumed. One worker per device (or `workers_per_device`), pinned to it (`--device`,
+// CUDA_VISIBLE_DEVICES, CROQ_DEVICE; the device's own lease), takes the next shape and runs its driver to the round
 // budget: croq's own search (`croq tune <key> --device <d>`) or an agent (`croq agent run <key>`,
 // one agent session per shape, restarted when it dies). Builds and other CPU work of the workers
 // overlap; each device's lease keeps its measurements apart. A device that fails its health check
@@ -53,6 +53,10 @@ struct SweepOptions {
   int step_timeout_s = 900;
   int max_restarts = 3;           // consecutive driver deaths without progress before a shape fails
   std::string gpus = "all";
+  // Workers (drivers) per device: 1 keeps a device to one shape at a time; N > 1 runs N shapes on
+  // each device at once, their builds and other CPU work side by side while the device's lease
+  // lets one measurement or profile run at a time (a machine with one GPU and many cores).
+  int workers_per_device = 1;
   // false: one task of a Slurm job array (slurm_sweep.hpp), one of many processes working on the
   // workspace at once: no workspace-wide lock (tuning/.sweep.lock) and no tuning/sweep.json; the
   // per-shape locks and state.json's merged writes keep the tasks apart.
