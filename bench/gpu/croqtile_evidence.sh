@@ -145,6 +145,8 @@ COMMIT=$(cat "$REPO/.carry/croq/commit.txt" 2>/dev/null || git rev-parse --short
 python3 - "$WS" "${KEYS[*]}" "$COMMIT" "$TC" "$DEST/croqtile-h200.json" > "$DEST/croqtile-h200.md" <<'PY'
 import json, sys, glob, subprocess, datetime
 ws, keys, commit, tc, json_out = sys.argv[1:6]
+sys.path.insert(0, "bench/gpu")
+import tunes as tunes_lib
 rows = [json.loads(l) for l in open(f"{ws}/results.jsonl") if l.strip()]
 try: env = json.load(open(f"{ws}/env.json"))
 except Exception: env = {}
@@ -168,7 +170,7 @@ tunes = []
 for key in keys.split():
     logs = glob.glob(f"{ws}/tuning/*/croqtile/logs/{key}/croq-search/idea-log.jsonl")
     recs = [json.loads(l) for l in open(logs[0]) if l.strip()] if logs else []
-    base = next((r for r in recs if r.get("decision") == "BASELINE"), None)
+    base, rows_k = tunes_lib.convergence(recs)
     bt = base.get("tflops") if base else None
     family = "croqtile_gemm_sp" if key.startswith("gemm_sp") else "croqtile_gemm"
     print(f"\n## `croq tune {key} --dsl croqtile` ({family} family, seed 1)\n")
@@ -176,12 +178,8 @@ for key in keys.split():
     print("| round | kernel | decision | TFLOPS | best so far | of the baseline | bottleneck | idea |")
     print("|---|---|---|---|---|---|---|---|")
     best = None
-    for r in recs:
-        if r.get("decision") == "BASELINE": continue
-        t = r.get("tflops")
-        if r.get("decision") == "KEEP" and t: best = max(best or 0, t)
-        idea = (r.get("idea") or "").replace("|", "/").replace("\n", " ")[:100]
-        print(f"| {r.get('round')} | {r.get('kernel')} | {r.get('decision')} | {f(t)} | {f(best)} | {f(best / bt if best and bt else None, 3)} | {r.get('bottleneck')} | {idea} |")
+    for r, best in rows_k:
+        print(f"| {r.get('round')} | {r.get('kernel')} | {r.get('decision')} | {f(r.get('tflops'))} | {f(best)} | {f(best / bt if best and bt else None, 3)} | {r.get('bottleneck')} | {tunes_lib.idea_cell(r, 100)} |")
     tunes.append({"key": key, "baseline_tflops": bt, "best_tflops": best, "rounds": recs})
 json.dump({"bundled": rows, "tunes": tunes, "env": env, "toolchain": tcj, "commit": commit, "device": gpu},
           open(json_out, "w"), indent=1)

@@ -44,6 +44,8 @@ tar czf "$DEST/tune-ws.tgz" --exclude="*.ncu-rep" -C "$WS" tuning
 LOGS=$(ls -d "$WS"/tuning/*/cuda/logs/"$KEY"/croq-search 2>/dev/null | head -1)
 python3 - "$LOGS" "$DEST/tune-events.jsonl" "$KEY" "$rc" "$(cat "$CARRY/commit.txt" 2>/dev/null)" > "$DEST/tune-h200.md" <<'PY'
 import json, sys, statistics, subprocess, datetime
+sys.path.insert(0, "bench/gpu")
+import tunes as tunes_lib
 logs, events_path, key, rc, commit = sys.argv[1:6]
 recs = [json.loads(l) for l in open(f"{logs}/idea-log.jsonl") if l.strip()] if logs else []
 events = []
@@ -58,19 +60,16 @@ print(f"- date: {datetime.datetime.utcnow().strftime('%Y-%m-%d %H:%M')} UTC")
 print(f"- device: {gpu}")
 print(f"- commit: {commit}")
 print(f"- command: `croq tune {key} --dsl cuda --rounds 30 --seed 1 --profile-preset quick` (bench/gpu/tune_evidence.sh); last exit {rc} (137: stopped at the call's time limit, resumed by the next call)")
-base = next((r for r in recs if r.get("decision") == "BASELINE"), None)
+base, rows_k = tunes_lib.convergence(recs)
 bt = base.get("tflops") if base else None
 print(f"- baseline: {base.get('kernel') if base else '-'} {bt} TFLOPS (`croq baseline`, measured by croq's runner)\n")
 print("| round | kernel | decision | TFLOPS | best so far | % of cuBLAS | bottleneck | idea |")
 print("|---|---|---|---|---|---|---|---|")
 best = None
-for r in recs:
-    if r.get("decision") == "BASELINE": continue
+for r, best in rows_k:
     t = r.get("tflops")
-    if r.get("decision") == "KEEP" and t: best = max(best or 0, t)
     pct = f"{100*best/bt:.1f}" if best and bt else "-"
-    idea = (r.get("idea") or "").replace("|", "/").replace("\n", " ")[:90]
-    print(f"| {r.get('round')} | {r.get('kernel')} | {r.get('decision')} | {t if t is not None else '-'} | {best or '-'} | {pct} | {r.get('bottleneck')} | {idea} |")
+    print(f"| {r.get('round')} | {r.get('kernel')} | {r.get('decision')} | {t if t is not None else '-'} | {best or '-'} | {pct} | {r.get('bottleneck')} | {tunes_lib.idea_cell(r, 90)} |")
 rounds = [e for e in events if e.get("event") == "round"]
 steps = {}
 for e in rounds:
