@@ -281,6 +281,65 @@ TEST(CroqtileCompile, CroqBuildsTheFamilyDefaultAsCroqTuneDoes) {
   expect_pure(b.root.path(), r.doc);
 }
 
+// MMA_RUN 4: in each run of four K slices a consumer issues a slice's WGMMAs before it waits for the
+// previous slice's (depth 1) and releases that slot, and drains the tensor cores (depth 0) once, at
+// the run's end; built by croq as croq tune builds it, without spills.
+TEST(CroqtileCompile, MmaRunFourKeepsOneSliceInFlightAndDrainsOncePerRun) {
+  REQUIRE_TOOLCHAIN(tc);
+  if (!nvcc()) GTEST_SKIP() << "no CUDA toolkit";
+  CroqtileGemmFamily f;
+  FamilyProblem p;
+  p.m = p.n = p.k = 4096;
+  p.dtype = parse_dtype_pair_or_throw("f16f32");
+  p.arch = "sm_90a";
+  for (const char* persistent : {"0", "1"}) {
+    FamilyConfig c = f.default_config(p);
+    c["MMA_RUN"] = "4";
+    c["PERSISTENT"] = persistent;
+    ASSERT_FALSE(f.violation(c, p)) << *f.violation(c, p);
+    TempDir work;
+    fs::path co = work / "run4.co";
+    atomic_write(co, f.render_source(c, p), false);
+    std::string log;
+    ChoreoScript s = phase1(tc, co, f.choreo_flags(c, p), log, work.path());
+    ASSERT_NE(s.kernel(), nullptr) << log;
+    const std::string& cu = s.kernel()->content;
+    const size_t loop = cu.find("warpgroup_arrive();", cu.find("__global__"));
+    ASSERT_NE(loop, std::string::npos);
+    const std::string body = cu.substr(loop, cu.find("store_fragment_d", loop) - loop);
+    auto count = [&](const std::string& needle) {
+      size_t n = 0;
+      for (size_t at = body.find(needle); at != std::string::npos; at = body.find(needle, at + 1)) ++n;
+      return n;
+    };
+    EXPECT_EQ(count("warpgroup_wait<1>();"), 3u) << body.substr(0, 4000);
+    EXPECT_EQ(count("warpgroup_wait<0>();"), 1u);
+    EXPECT_EQ(count("].arrive();"), 4u);  // each slot released once, after its wait
+    for (size_t at = body.find("].arrive();"); at != std::string::npos; at = body.find("].arrive();", at + 1)) {
+      const size_t wait = body.rfind("warpgroup_wait<", at);
+      const size_t issue = body.rfind("warpgroup_commit_batch();", at);
+      EXPECT_TRUE(wait != std::string::npos && wait > issue) << "a slot is released without a wait after the last issue";
+    }
+  }
+  FamilyConfig c = f.default_config(p);
+  c["MMA_RUN"] = "4";
+  CroqBuild b;
+  b.task = {"--gpu", "sm90_NVIDIA_H200", "--dsl", "croqtile", "--shape-key", "matmul_f16fp32_4096x4096x4096", "--model", "family"};
+  fs::path srcs = b.root / "tuning/sm90_NVIDIA_H200/croqtile/srcs/matmul_f16fp32_4096x4096x4096/family";
+  ensure_dir(srcs);
+  atomic_write(srcs / "iter001_run4.co", f.render_source(c, p), false);
+  auto r = b.run({"build", "--iter", "1", "--choreo-flags=" + shell_join(f.choreo_flags(c, p))});
+  ASSERT_EQ(r.rc, 0) << r.out << r.err;
+  EXPECT_EQ(r.doc["verdict"], "OK") << r.out;
+  bool clean = false;
+  for (const auto& res : r.doc.value("resources", json::array())) {
+    clean = clean || (res.value("kernel", "").find("__choreo_device_matmul") != std::string::npos &&
+                      res.value("spill_stores", 1) == 0 && res.value("spill_loads", 1) == 0);
+  }
+  EXPECT_TRUE(clean) << r.doc["resources"].dump();
+  expect_pure(b.root.path(), r.doc);
+}
+
 // The consumer loop of a rendered sparse configuration: after the slice's sparse WGMMAs, their
 // commit and wait come before the slot's release (choreo does not wait at the end of a foreach in
 // warp-specialised code; the template's if makes it).

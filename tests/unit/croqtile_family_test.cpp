@@ -71,9 +71,11 @@ void expect_invariants(const FamilyConfig& c, const FamilyProblem& p) {
   if (iv(c, "EPILOGUE") == 1) {
     EXPECT_EQ(iv(c, "PERSISTENT"), 0) << what;
   }
-  // Depth 1 takes the K slices in pairs.
+  // Depth 1 takes the K slices in runs of MMA_RUN (2: pairs); MMA_RUN means nothing at depth 0.
   if (iv(c, "MMA_DEPTH") == 1) {
-    EXPECT_EQ((p.k / tk) % 2, 0) << what;
+    EXPECT_EQ((p.k / tk) % iv(c, "MMA_RUN"), 0) << what;
+  } else {
+    EXPECT_EQ(iv(c, "MMA_RUN"), 2) << what;
   }
   // --stmatrix=false changes the shared-memory store only: a duplicate of STMATRIX=1 otherwise.
   if (iv(c, "STMATRIX") == 0) {
@@ -173,6 +175,40 @@ TEST(CroqtileFamily, RefusesWhatCannotBuildOrRun) {
   c["WARP_N"] = "256";
   EXPECT_TRUE(says(f.violation(c, q), "N=640"));
   EXPECT_TRUE(says(f.violation(base, problem({4096, 4096, 4096}, "f16f32", "sm_86")), "sm_90a"));
+}
+
+TEST(CroqtileFamily, MmaRunFourDrainsOncePerFourSlicesAndIsTriedFirst) {
+  CroqtileGemmFamily f;
+  FamilyProblem p = problem({4096, 4096, 4096});
+  const FamilyConfig def = f.default_config(p);
+  EXPECT_EQ(def.at("MMA_RUN"), "2");  // the measured default (0.815 / 0.903 x cuBLAS on the H200)
+  // The first alternative: the default with runs of four slices.
+  auto alts = f.alternatives(p);
+  ASSERT_FALSE(alts.empty());
+  EXPECT_EQ(alts.front().tag, "run4");
+  FamilyConfig run4 = def;
+  run4["MMA_RUN"] = "4";
+  EXPECT_EQ(alts.front().config, run4);
+  auto says = [](const std::optional<std::string>& v, const std::string& what) {
+    return v && v->find(what) != std::string::npos;
+  };
+  // Runs of four need K in multiples of 4 x TILE_K; at depth 0 the value would be a duplicate.
+  FamilyProblem k66 = problem({4096, 4096, 4224});  // 66 slices of 64: pairs, not fours
+  FamilyConfig c = f.default_config(k66);
+  ASSERT_FALSE(f.violation(c, k66)) << *f.violation(c, k66);
+  c["MMA_RUN"] = "4";
+  EXPECT_TRUE(says(f.violation(c, k66), "runs of 4")) << f.violation(c, k66).value_or("legal");
+  EXPECT_TRUE(says(f.violation(run4, problem({4096, 4096, 4224})), "runs of 4"));
+  FamilyConfig shallow = run4;
+  shallow["MMA_DEPTH"] = "0";
+  EXPECT_TRUE(says(f.violation(shallow, p), "MMA_DEPTH=1"));
+  for (auto& a : f.alternatives(k66)) EXPECT_NE(a.tag, "run4");
+  // A configuration recorded before the parameter reads as 2 and renders the same kernel.
+  FamilyConfig old = def;
+  old.erase("MMA_RUN");
+  EXPECT_EQ(with_recorded_defaults(f, old), def);
+  EXPECT_NE(f.render_source(run4, p).find("#define CROQ_MMA_RUN 4\n"), std::string::npos);
+  EXPECT_NE(f.render_source(old, p).find("#ifndef CROQ_MMA_RUN\n#define CROQ_MMA_RUN 2"), std::string::npos);
 }
 
 TEST(CroqtileFamily, DefaultsAndAlternativesAreLegalForEveryTypicalShape) {

@@ -20,8 +20,8 @@ int get(const FamilyConfig& c, const char* name) { return gemm::int_param(c, nam
 long long ceil_div(long long a, long long b) { return (a + b - 1) / b; }
 
 // The template's macros in the order they are written.
-const char* k_order[] = {"WARP_N", "CONSUMERS", "TILE_K", "STAGES", "SWIZ", "MMA_DEPTH", "REGCTRL", "PERSISTENT",
-                         "GROUP", "EPILOGUE"};
+const char* k_order[] = {"WARP_N", "CONSUMERS", "TILE_K", "STAGES",     "SWIZ",  "MMA_DEPTH",
+                         "MMA_RUN", "REGCTRL",  "PERSISTENT", "GROUP", "EPILOGUE"};
 
 int out_bytes(const FamilyProblem& p) { return p.dtype.output == ScalarType::f32 ? 4 : 2; }
 
@@ -60,6 +60,11 @@ std::vector<ParamSpec> CroqtileGemmFamily::params() const {
       {"MMA_DEPTH", {"0", "1"}, false, "compute",
        "1: a consumer issues two slices' WGMMAs before it waits for the first (wait depth 1), releasing a slot "
        "while the tensor cores work on the next; 0: it waits for each slice at once"},
+      {"MMA_RUN", {"2", "4"}, false, "compute",
+       "with MMA_DEPTH=1: K slices a consumer runs through before it drains the tensor cores (waits with depth 0); "
+       "within a run each slice's WGMMAs are issued before the previous slice's are waited for. 4 drains half as "
+       "often as 2 (the pairs of before); K a multiple of MMA_RUN x TILE_K",
+       "2"},
       {"REGCTRL", {"0", "1"}, true, "compute",
        "1: the producer warpgroup gives its registers to the consumers (setmaxnreg dec/inc)"},
       {"PERSISTENT", {"0", "1"}, true, "pipeline",
@@ -117,8 +122,15 @@ std::optional<std::string> CroqtileGemmFamily::violation(const FamilyConfig& c, 
     return fmt::format("M={} is not a multiple of the block's {} rows (64 x CONSUMERS={})", p.m, tile_m, consumers);
   if (p.n % wn != 0) return fmt::format("N={} is not a multiple of WARP_N={}", p.n, wn);
   if (p.k % tk != 0) return fmt::format("K={} is not a multiple of TILE_K={}", p.k, tk);
-  if (get(c, "MMA_DEPTH") == 1 && (p.k / tk) % 2 != 0)
-    return fmt::format("MMA_DEPTH=1 takes the K slices in pairs: K={} is an odd number of TILE_K={} slices", p.k, tk);
+  const int run = get(c, "MMA_RUN");
+  if (get(c, "MMA_DEPTH") == 0 && run != 2)
+    return "MMA_RUN applies with MMA_DEPTH=1 (MMA_DEPTH=0 waits for each slice): MMA_RUN=2";
+  if (get(c, "MMA_DEPTH") == 1 && (p.k / tk) % run != 0) {
+    if (run == 2)
+      return fmt::format("MMA_DEPTH=1 takes the K slices in pairs: K={} is an odd number of TILE_K={} slices", p.k, tk);
+    return fmt::format("MMA_RUN={} takes the K slices in runs of {}: K={} is not a multiple of {} x TILE_K={}", run, run,
+                       p.k, run, tk);
+  }
   // A TMA box row is TILE_K 16-bit elements; the swizzle span may not exceed it.
   const int row_bytes = tk * 2;
   if (sw > row_bytes)
@@ -156,6 +168,7 @@ FamilyConfig arrangement(const CroqtileGemmFamily& f, const FamilyProblem& p, in
   c["TILE_K"] = p.k % 64 == 0 ? "64" : "32";
   c["SWIZ"] = p.k % 64 == 0 ? "128" : "64";
   c["MMA_DEPTH"] = (p.k / std::stoll(c["TILE_K"])) % 2 == 0 ? "1" : "0";
+  c["MMA_RUN"] = "2";
   c["REGCTRL"] = "0";
   c["PERSISTENT"] = "0";
   const long long tiles_m = ceil_div(p.m, 64LL * consumers);
@@ -203,6 +216,12 @@ std::vector<Alternative> CroqtileGemmFamily::alternatives(const FamilyProblem& p
     }
     out.push_back({std::move(name), std::move(tag), std::move(c)});
   };
+  // The default draining its tensor cores once per four K slices instead of two (first: on the
+  // H200 the default's consumers left the tensor pipes idle 14-28 % of the time, drained every
+  // second slice).
+  FamilyConfig run4 = def;
+  run4["MMA_RUN"] = "4";
+  add("the default draining the tensor cores once per four K slices (MMA_RUN 4)", "run4", run4);
   const int sms = gemm::typical_sm_count(p.arch.empty() ? "sm_90a" : p.arch);
   // The default with its tiles walked by a persistent grid: the TMA ring runs on across tiles,
   // so a block's next tile loads while its last one's epilogue stores.
@@ -262,9 +281,10 @@ std::vector<std::string> CroqtileGemmFamily::choreo_flags(const FamilyConfig& c,
 }
 
 std::vector<std::string> CroqtileGemmFamily::params_for_bottleneck(const std::string& bottleneck) const {
-  if (bottleneck == "compute_bound") return {"WARP_N", "CONSUMERS", "MMA_DEPTH", "REGCTRL", "EPILOGUE", "STAGES", "TILE_K"};
+  if (bottleneck == "compute_bound")
+    return {"WARP_N", "CONSUMERS", "MMA_DEPTH", "MMA_RUN", "REGCTRL", "EPILOGUE", "STAGES", "TILE_K"};
   if (bottleneck == "memory_bound") return {"GROUP", "WARP_N", "CONSUMERS", "SWIZ", "EPILOGUE", "STAGES", "STMATRIX"};
-  if (bottleneck == "latency_bound") return {"STAGES", "MMA_DEPTH", "TILE_K", "PERSISTENT", "CONSUMERS", "REGCTRL"};
+  if (bottleneck == "latency_bound") return {"STAGES", "MMA_DEPTH", "MMA_RUN", "TILE_K", "PERSISTENT", "CONSUMERS", "REGCTRL"};
   if (bottleneck == "launch_bound") return {"PERSISTENT", "WARP_N", "CONSUMERS", "STAGES"};
   return {"STAGES", "WARP_N", "MMA_DEPTH", "GROUP", "PERSISTENT", "CONSUMERS", "TILE_K", "EPILOGUE", "REGCTRL"};  // mixed
 }
