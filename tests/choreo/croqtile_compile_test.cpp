@@ -340,17 +340,64 @@ TEST(CroqtileCompile, MmaRunFourKeepsOneSliceInFlightAndDrainsOncePerRun) {
   expect_pure(b.root.path(), r.doc);
 }
 
-// The consumer loop of a rendered sparse configuration: after the slice's sparse WGMMAs, their
-// commit and wait come before the slot's release (choreo does not wait at the end of a foreach in
-// warp-specialised code; the template's if makes it).
-void expect_waits_before_release(const std::string& cu, const std::string& what) {
-  const size_t mma = cu.find("GMMA::SPARSE::");
-  ASSERT_NE(mma, std::string::npos) << what;
-  const size_t wait = cu.find("warpgroup_wait<0>();", mma);
-  const size_t release = cu.find(".arrive();", mma);
-  ASSERT_NE(wait, std::string::npos) << what;
-  ASSERT_NE(release, std::string::npos) << what;
-  EXPECT_LT(wait, release) << what << ": the slot is released before the WGMMAs that read it are waited for";
+// The consumer loop of a rendered sparse configuration: every slot's release comes after a commit
+// and wait for the sparse WGMMAs issued before it (choreo does not wait at the end of a foreach in
+// warp-specialised code; the template's if makes it), whether a run holds one slice or several
+// (MMA_RUN). Returns the number of releases and of waits in the loop.
+std::pair<int, int> expect_waits_before_release(const std::string& cu, const std::string& what) {
+  const size_t first = cu.find("GMMA::SPARSE::");
+  EXPECT_NE(first, std::string::npos) << what;
+  if (first == std::string::npos) return {0, 0};
+  const size_t end = cu.find("store_fragment_d", first);
+  int releases = 0, waits = 0;
+  for (size_t at = cu.find(".arrive();", first); at != std::string::npos && at < end; at = cu.find(".arrive();", at + 1)) {
+    ++releases;
+    const size_t mma = cu.rfind("GMMA::SPARSE::", at), wait = cu.rfind("warpgroup_wait<0>();", at);
+    EXPECT_TRUE(wait != std::string::npos && wait > mma)
+        << what << ": a slot is released before the WGMMAs that read it are waited for";
+  }
+  for (size_t at = cu.find("warpgroup_wait<", first); at != std::string::npos && at < end;
+       at = cu.find("warpgroup_wait<", at + 1)) {
+    ++waits;
+  }
+  EXPECT_GT(releases, 0) << what;
+  return {releases, waits};
+}
+
+// MMA_RUN 2 and 4: the run's slices are issued back to back (one sparse WGMMA statement per slice
+// in the code), then one commit and one wait, then the run's slots are released.
+TEST(CroqtileCompile, SparseRunsIssueTheirSlicesThenWaitOnceThenReleaseEverySlot) {
+  REQUIRE_TOOLCHAIN(tc);
+  TempDir work;
+  CroqtileGemmSpFamily f;
+  for (const char* dt : {"f16", "e4m3f16"}) {
+    FamilyProblem p;
+    p.op = "gemm_sp";
+    p.m = 4096;
+    p.n = p.k = 8192;
+    p.dtype = parse_dtype_pair_or_throw(dt);
+    p.b_col_major = true;
+    p.arch = "sm_90a";
+    for (int run : {1, 2, 4}) {
+      FamilyConfig c = f.default_config(p);
+      c["MMA_RUN"] = std::to_string(run);
+      const std::string what = config_to_json(c).dump() + " " + dt;
+      ASSERT_FALSE(f.violation(c, p)) << what << ": " << *f.violation(c, p);
+      fs::path co = work / fmt::format("run{}_{}.co", run, dt);
+      atomic_write(co, f.render_source(c, p), false);
+      std::string log;
+      ChoreoScript s = phase1(tc, co, f.choreo_flags(c, p), log, work.path());
+      ASSERT_NE(s.kernel(), nullptr) << what << ":\n" << log;
+      const std::string& cu = s.kernel()->content;
+      auto [releases, waits] = expect_waits_before_release(cu, what);
+      EXPECT_EQ(releases, run) << what;
+      EXPECT_EQ(waits, 1) << what;
+      const size_t first = cu.find("GMMA::SPARSE::"), end = cu.find("store_fragment_d", first);
+      int issues = 0;
+      for (size_t at = first; at != std::string::npos && at < end; at = cu.find("GMMA::SPARSE::", at + 1)) ++issues;
+      EXPECT_EQ(issues, run) << what;
+    }
+  }
 }
 
 TEST(CroqtileCompile, SparseFamilyConfigurationsGoThroughThePinnedChoreo) {

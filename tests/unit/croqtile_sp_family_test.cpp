@@ -74,6 +74,9 @@ void expect_invariants(const FamilyConfig& c, const FamilyProblem& p) {
   const long long slice = static_cast<long long>(tile_m) * (tk / 2) * eb + static_cast<long long>(wn) * tk * eb +
                           (iv(c, "META") == 1 ? tile_m * (tk / 8) : 0);
   EXPECT_LE(stages * slice, 227 * 1024) << what;
+  // A run of MMA_RUN slices: K in whole runs, and a slot left to the producer while it is held.
+  EXPECT_EQ((p.k / tk) % iv(c, "MMA_RUN"), 0) << what;
+  EXPECT_GT(stages, iv(c, "MMA_RUN")) << what;
 }
 
 TEST(CroqtileSparseFamily, CroqTuneWithTheCroqtileDslPicksItForGemmSp) {
@@ -111,6 +114,44 @@ TEST(CroqtileSparseFamily, SupportsHopperSparseGemmOfItsDtypesAndTiles) {
   EXPECT_NE(f.violation(f.default_config(problem({4096, 8192, 8192}, "e4m3f16")), longk)->find("hopper_gemm_sp"),
             std::string::npos);
   EXPECT_TRUE(f.supports(problem({4096, 8192, 32768}, "f16f32")));
+}
+
+TEST(CroqtileSparseFamily, RunsOfSlicesWaitOnceAndAreTriedFirst) {
+  CroqtileGemmSpFamily f;
+  auto says = [](const std::optional<std::string>& v, const std::string& what) {
+    return v && v->find(what) != std::string::npos;
+  };
+  for (const char* dt : {"f16", "e4m3f16"}) {
+    FamilyProblem p = problem({4096, 8192, 8192}, dt);
+    const FamilyConfig def = f.default_config(p);
+    EXPECT_EQ(def.at("MMA_RUN"), "1") << dt;  // the measured kernels (0.59 / 0.62 x cuSPARSELt)
+    auto alts = f.alternatives(p);
+    ASSERT_GE(alts.size(), 2u);
+    EXPECT_EQ(alts[0].tag, "run2") << dt;
+    EXPECT_EQ(alts[1].tag, "run4") << dt;
+    EXPECT_EQ(alts[1].config.at("MMA_RUN"), "4");
+    // A configuration recorded before the parameter reads as 1 (one wait per slice, as it ran).
+    FamilyConfig old = def;
+    old.erase("MMA_RUN");
+    EXPECT_EQ(with_recorded_defaults(f, old), def);
+    EXPECT_NE(f.render_source(old, p).find("#ifndef CROQ_MMA_RUN\n#define CROQ_MMA_RUN 1"), std::string::npos);
+    FamilyConfig four = def;
+    four["MMA_RUN"] = "4";
+    EXPECT_NE(f.render_source(four, p).find("#define CROQ_MMA_RUN 4\n"), std::string::npos);
+    // The run holds its slots until its wait: the producer needs one more.
+    FamilyConfig tight = four;
+    tight["STAGES"] = "4";
+    EXPECT_TRUE(says(f.violation(tight, p), "more STAGES than MMA_RUN")) << f.violation(tight, p).value_or("legal");
+    tight["STAGES"] = "5";
+    EXPECT_FALSE(f.violation(tight, p)) << *f.violation(tight, p);
+  }
+  // K in whole runs: 8256 = 129 slices of 64.
+  FamilyProblem odd = problem({4096, 8192, 8256}, "f16");
+  FamilyConfig c = f.default_config(odd);
+  ASSERT_FALSE(f.violation(c, odd)) << *f.violation(c, odd);
+  c["MMA_RUN"] = "2";
+  EXPECT_TRUE(says(f.violation(c, odd), "runs of 2")) << f.violation(c, odd).value_or("legal");
+  for (const auto& a : f.alternatives(odd)) EXPECT_TRUE(a.tag != "run2" && a.tag != "run4") << a.tag;
 }
 
 TEST(CroqtileSparseFamily, EveryConfigurationIsRefusedOrMeetsTheRules) {
