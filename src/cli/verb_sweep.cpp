@@ -54,10 +54,14 @@ void add_sweep_options(CLI::App& app, RunOpts& o_, bool local) {
                  "{dsl} {model} {rounds} {target} expanded (no shell)");
   if (local) {
     app.add_option("--gpus", o->s.gpus, "devices to use: all, or a list of indexes/UUIDs such as 0,2")->default_val("all");
-    app.add_option("--workers-per-device", o->s.workers_per_device,
-                   "shapes tuned at once on each device: their builds overlap on the CPU while the device's lease keeps "
-                   "measurements one at a time (e.g. 4 on a machine with one GPU and many cores)")
-        ->default_val(1)->check(CLI::Range(1, 64));
+    app.add_option_function<std::string>(
+           "--workers-per-device",
+           [o](const std::string& v) { o->s.workers_per_device = v == "auto" ? 0 : std::stoi(v); },
+           "shapes tuned at once on each device: their builds overlap on the CPU while the device's lease keeps "
+           "measurements one at a time. auto: for croq's search on GPUs one per 4 cores shared among the devices "
+           "(1-4), else 1; or a number 1-64")
+        ->default_str("auto")
+        ->check(CLI::IsMember({"auto"}) | CLI::Range(1, 64));
   }
   app.add_option("--family", o->s.family, "kernel family of croq's search (default: the first that fits)");
   app.add_option("--seed", o->s.seed, "seed of croq's search (0: fresh)")->default_val(0);

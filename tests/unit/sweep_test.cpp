@@ -164,3 +164,14 @@ TEST(SweepStart, FromCurrentBestStartsFromTheBestKernelOfTheNearestTunedShape) {
   TaskRef lone = make_task("cpu_test", "cpp", "matmul_bf16_64x64x64", "croq-search");
   EXPECT_FALSE(nearest_best(ws, lone));
 }
+
+TEST(SweepPlan, WorkersPerDeviceAutoSharesTheCoresAmongGpusForCroqsSearchOnly) {
+  using croq::sweep::auto_workers_per_device;
+  EXPECT_EQ(auto_workers_per_device("cuda", "search", 16, 1), 4);   // the H200 machine: 16 cores, one GPU
+  EXPECT_EQ(auto_workers_per_device("cuda", "search", 128, 8), 4);  // 8 GPUs: 4 each, at most 4
+  EXPECT_EQ(auto_workers_per_device("croqtile", "search", 32, 4), 2);
+  EXPECT_EQ(auto_workers_per_device("triton", "search", 2, 1), 1);  // few cores: at least one
+  EXPECT_EQ(auto_workers_per_device("cpp", "search", 64, 1), 1);    // the device is the CPU itself
+  EXPECT_EQ(auto_workers_per_device("cuda", "agent", 64, 1), 1);    // one agent session per device
+  EXPECT_EQ(auto_workers_per_device("cuda", "command", 64, 1), 1);
+}

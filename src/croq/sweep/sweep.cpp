@@ -145,6 +145,12 @@ std::optional<StartFrom> nearest_best(const Workspace& ws, const TaskRef& target
   return best;
 }
 
+int auto_workers_per_device(const std::string& dsl, const std::string& driver, unsigned cores, size_t devices) {
+  if (dsl == "cpp" || driver != "search" || devices == 0) return 1;
+  const unsigned per_device = cores / (4 * static_cast<unsigned>(devices));
+  return static_cast<int>(std::clamp(per_device, 1u, 4u));
+}
+
 namespace {
 
 // The sweep while it runs: the queue, the state document and the log, shared by the workers.
@@ -561,7 +567,7 @@ json Runner::run() {
                 {"gpu", o.gpu_key},
                 {"dsl", o.dsl},
                 {"model", o.model},
-                {"workers_per_device", std::max(1, o.workers_per_device)},
+                {"workers_per_device", o.workers_per_device > 0 ? json(o.workers_per_device) : json("auto")},
                 {"devices", json::array()}};
     for (const auto& d : chosen) doc["devices"].push_back(d.to_json());
     if (o.exclusive) atomic_write(sweep_doc_path(o.root), dump_pretty(doc) + "\n", true, o.root);
@@ -569,7 +575,10 @@ json Runner::run() {
     log_event({{"event", "sweep_start"}, {"pid", ::getpid()}, {"devices", doc["devices"]}, {"queue", queue.size()},
                {"skipped", results.size()}});
   }
-  const int per_device = std::max(1, o.workers_per_device);
+  const int per_device =
+      o.workers_per_device > 0
+          ? o.workers_per_device
+          : auto_workers_per_device(o.dsl, o.driver, std::thread::hardware_concurrency(), chosen.size());
   note(fmt::format("croq sweep: {} shapes to tune, {} done already; {} worker(s) on {}", queue.size(), results.size(),
                    chosen.size() * static_cast<size_t>(per_device), [&] {
                      std::string s;

@@ -55,8 +55,9 @@ struct SweepOptions {
   std::string gpus = "all";
   // Workers (drivers) per device: 1 keeps a device to one shape at a time; N > 1 runs N shapes on
   // each device at once, their builds and other CPU work side by side while the device's lease
-  // lets one measurement or profile run at a time (a machine with one GPU and many cores).
-  int workers_per_device = 1;
+  // lets one measurement or profile run at a time (a machine with one GPU and many cores); 0:
+  // auto_workers_per_device.
+  int workers_per_device = 0;
   // false: one task of a Slurm job array (slurm_sweep.hpp), one of many processes working on the
   // workspace at once: no workspace-wide lock (tuning/.sweep.lock) and no tuning/sweep.json; the
   // per-shape locks and state.json's merged writes keep the tasks apart.
@@ -93,6 +94,12 @@ struct StartFrom {
   json to_json() const;
 };
 std::optional<StartFrom> nearest_best(const Workspace& ws, const TaskRef& target);
+
+// `--workers-per-device auto`: 1 for the cpp dsl (its device is the CPU the builds would share)
+// and for agent or command drivers (one session per device, as the skill runs them); for croq's
+// search on GPUs, one worker per 4 of the machine's cores shared among its devices, 1 to 4 (an
+// nvcc build keeps about one core busy for tens of seconds while a round's GPU work takes seconds).
+int auto_workers_per_device(const std::string& dsl, const std::string& driver, unsigned cores, size_t devices);
 
 // The last stored round of a task (0 when it has no ledger).
 int stored_rounds_of(const Workspace& ws, const TaskRef& t);
