@@ -254,24 +254,37 @@ TEST(CroqtileCompile, CroqBuildsTheBundledSparseKernels) {
   }
 }
 
-TEST(CroqtileCompile, CroqBuildsTheFamilyDefaultAsCroqTuneDoes) {
-  REQUIRE_TOOLCHAIN(tc);
-  if (!nvcc()) GTEST_SKIP() << "no CUDA toolkit";
-  CroqtileGemmFamily f;
+// The 4096^3 f16 -> f32 problem of the dense family's build tests.
+FamilyProblem dense_4096() {
   FamilyProblem p;
   p.m = p.n = p.k = 4096;
   p.dtype = parse_dtype_pair_or_throw("f16f32");
   p.arch = "sm_90a";
-  FamilyConfig c = f.default_config(p);
-  c["PERSISTENT"] = "1";  // the first alternative: the persistent tile loop and the ring across tiles
-  c["REGCTRL"] = "1";
-  ASSERT_FALSE(f.violation(c, p));
-  CroqBuild b;
+  return p;
+}
+
+// `croq build` of a rendered croqtile_gemm configuration as iter001 of a fresh task, as croq tune
+// builds it (the family's choreo flags); returns the run and the task's srcs folder.
+std::pair<test::CroqRun, fs::path> build_rendered(CroqBuild& b, const CroqtileGemmFamily& f, const FamilyConfig& c,
+                                                  const FamilyProblem& p, const std::string& file) {
   b.task = {"--gpu", "sm90_NVIDIA_H200", "--dsl", "croqtile", "--shape-key", "matmul_f16fp32_4096x4096x4096", "--model", "family"};
   fs::path srcs = b.root / "tuning/sm90_NVIDIA_H200/croqtile/srcs/matmul_f16fp32_4096x4096x4096/family";
   ensure_dir(srcs);
-  atomic_write(srcs / "iter001_croqtile_gemm_default.co", f.render_source(c, p), false);
-  auto r = b.run({"build", "--iter", "1", "--choreo-flags=" + shell_join(f.choreo_flags(c, p))});
+  atomic_write(srcs / file, f.render_source(c, p), false);
+  return {b.run({"build", "--iter", "1", "--choreo-flags=" + shell_join(f.choreo_flags(c, p))}), srcs};
+}
+
+TEST(CroqtileCompile, CroqBuildsTheFamilyDefaultAsCroqTuneDoes) {
+  REQUIRE_TOOLCHAIN(tc);
+  if (!nvcc()) GTEST_SKIP() << "no CUDA toolkit";
+  CroqtileGemmFamily f;
+  const FamilyProblem p = dense_4096();
+  FamilyConfig c = f.default_config(p);
+  c["PERSISTENT"] = "1";  // the persistent tile loop and the ring across tiles
+  c["REGCTRL"] = "1";
+  ASSERT_FALSE(f.violation(c, p));
+  CroqBuild b;
+  auto [r, srcs] = build_rendered(b, f, c, p, "iter001_croqtile_gemm_default.co");
   ASSERT_EQ(r.rc, 0) << r.out << r.err;
   EXPECT_EQ(r.doc["verdict"], "OK") << r.out;
   EXPECT_EQ(r.doc["abi"]["built"], true) << r.out;
@@ -288,10 +301,7 @@ TEST(CroqtileCompile, MmaRunFourKeepsOneSliceInFlightAndDrainsOncePerRun) {
   REQUIRE_TOOLCHAIN(tc);
   if (!nvcc()) GTEST_SKIP() << "no CUDA toolkit";
   CroqtileGemmFamily f;
-  FamilyProblem p;
-  p.m = p.n = p.k = 4096;
-  p.dtype = parse_dtype_pair_or_throw("f16f32");
-  p.arch = "sm_90a";
+  const FamilyProblem p = dense_4096();
   for (const char* persistent : {"0", "1"}) {
     FamilyConfig c = f.default_config(p);
     c["MMA_RUN"] = "4";
@@ -324,11 +334,7 @@ TEST(CroqtileCompile, MmaRunFourKeepsOneSliceInFlightAndDrainsOncePerRun) {
   FamilyConfig c = f.default_config(p);
   c["MMA_RUN"] = "4";
   CroqBuild b;
-  b.task = {"--gpu", "sm90_NVIDIA_H200", "--dsl", "croqtile", "--shape-key", "matmul_f16fp32_4096x4096x4096", "--model", "family"};
-  fs::path srcs = b.root / "tuning/sm90_NVIDIA_H200/croqtile/srcs/matmul_f16fp32_4096x4096x4096/family";
-  ensure_dir(srcs);
-  atomic_write(srcs / "iter001_run4.co", f.render_source(c, p), false);
-  auto r = b.run({"build", "--iter", "1", "--choreo-flags=" + shell_join(f.choreo_flags(c, p))});
+  auto [r, srcs] = build_rendered(b, f, c, p, "iter001_run4.co");
   ASSERT_EQ(r.rc, 0) << r.out << r.err;
   EXPECT_EQ(r.doc["verdict"], "OK") << r.out;
   bool clean = false;
@@ -364,6 +370,18 @@ std::pair<int, int> expect_waits_before_release(const std::string& cu, const std
   return {releases, waits};
 }
 
+// The 4096x8192x8192 gemm_sp problem of the sparse family's tests (B stored N x K).
+FamilyProblem sparse_4096x8192x8192(const char* dtype) {
+  FamilyProblem p;
+  p.op = "gemm_sp";
+  p.m = 4096;
+  p.n = p.k = 8192;
+  p.dtype = parse_dtype_pair_or_throw(dtype);
+  p.b_col_major = true;
+  p.arch = "sm_90a";
+  return p;
+}
+
 // MMA_RUN 2 and 4: the run's slices are issued back to back (one sparse WGMMA statement per slice
 // in the code), then one commit and one wait, then the run's slots are released.
 TEST(CroqtileCompile, SparseRunsIssueTheirSlicesThenWaitOnceThenReleaseEverySlot) {
@@ -371,13 +389,7 @@ TEST(CroqtileCompile, SparseRunsIssueTheirSlicesThenWaitOnceThenReleaseEverySlot
   TempDir work;
   CroqtileGemmSpFamily f;
   for (const char* dt : {"f16", "e4m3f16"}) {
-    FamilyProblem p;
-    p.op = "gemm_sp";
-    p.m = 4096;
-    p.n = p.k = 8192;
-    p.dtype = parse_dtype_pair_or_throw(dt);
-    p.b_col_major = true;
-    p.arch = "sm_90a";
+    const FamilyProblem p = sparse_4096x8192x8192(dt);
     for (int run : {1, 2, 4}) {
       FamilyConfig c = f.default_config(p);
       c["MMA_RUN"] = std::to_string(run);
@@ -448,13 +460,7 @@ TEST(CroqtileCompile, CroqBuildsTheSparseFamilyDefaultAsCroqTuneDoes) {
   for (auto [key, dt, a_type] : {std::tuple{"gemm_sp_f16fp32_4096x8192x8192", "f16f32", "f16"},
                                  std::tuple{"gemm_sp_e4m3fp16_4096x8192x8192", "e4m3f16", "f8_e4m3"}}) {
     SCOPED_TRACE(key);
-    FamilyProblem p;
-    p.op = "gemm_sp";
-    p.m = 4096;
-    p.n = p.k = 8192;
-    p.dtype = parse_dtype_pair_or_throw(dt);
-    p.b_col_major = true;
-    p.arch = "sm_90a";
+    const FamilyProblem p = sparse_4096x8192x8192(dt);
     FamilyConfig c = f.default_config(p);
     ASSERT_FALSE(f.violation(c, p));
     CroqBuild b;
