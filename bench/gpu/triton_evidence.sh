@@ -10,11 +10,18 @@
 #      croq tune --dsl triton from the triton_gemm family's default for TRITON_ROUNDS rounds;
 #   3. $OUT/triton-h200.md: per shape cuBLAS, plain autotune, croq's best, the ratios, configurations,
 #      rounds and measurements; $OUT/triton-ws.tgz (the workspace without reports) and the logs.
+#   With TRITON_BRUTE_KEY (a shape key), before the tunes: a brute-force autotune of the family's space
+#   for that shape (bench/gpu/triton/brute_force.py over `croq tune --list-space`: a seeded random
+#   sample of TRITON_BRUTE_SAMPLE configurations, default 400, within TRITON_BRUTE_S seconds, default
+#   180), its 3 fastest measured again by croq measure; the report then says after how many
+#   measurements the tune of that shape came within 2 % of the brute force's best
+#   ($OUT/triton-brute-force.tsv and .json).
 #
 # Needs croq's executables packed by bench/gpu/pack_device.sh into .carry/croq (else $CROQ_BIN_DIR or
 # build/bin), python3 with torch (CUDA) and triton, ncu. Environment: TRITON_SHAPES (shape keys),
 # TRITON_ROUNDS (default 8), TRITON_JOBS (2), TRITON_BUDGET_S (total, default 470), TRITON_WS
-# (/tmp/croq-triton-ws), TRITON_PRESET (quick).
+# (/tmp/croq-triton-ws), TRITON_PRESET (quick), TRITON_SKIP_TESTS=1, TRITON_BRUTE_KEY, TRITON_BRUTE_SAMPLE,
+# TRITON_BRUTE_S.
 # Usage: bash bench/gpu/triton_evidence.sh --pack [build-folder]   (here: builds croq, the runners and
 #          croq_gpu_tests with -j2, then packs them into .carry/croq with bench/gpu/pack_device.sh)
 #        OUT=<folder> bash bench/gpu/triton_evidence.sh           (there, with .carry carried)
@@ -55,12 +62,34 @@ GPU=$(croq gpu key 2>/dev/null | python3 -c 'import json,sys; print(json.load(sy
 say "croq $(croq --version 2>/dev/null), device ${GPU:-?}, budget ${BUDGET}s, rounds $ROUNDS, jobs $JOBS"
 
 # ---- 1. the GPU tests --------------------------------------------------------------------------------
-if [ -x "$BIN/croq_gpu_tests" ]; then
+if [ -n "${TRITON_SKIP_TESTS:-}" ]; then
+  say "GPU tests skipped (TRITON_SKIP_TESTS)"
+elif [ -x "$BIN/croq_gpu_tests" ]; then
   say "GPU tests: TritonGpu*"
   CROQ_TEST_BIN_DIR=$BIN timeout 150 "$BIN/croq_gpu_tests" --gtest_filter='TritonGpu*' > "$DEST/triton-gpu-tests.txt" 2>&1
   say "GPU tests exit $? ($(grep -E '^\[  (PASSED|FAILED)' "$DEST/triton-gpu-tests.txt" | tr '\n' ' '))"
 else
   say "no croq_gpu_tests in $BIN: tests not run (build the tests, then bench/gpu/pack_device.sh)"
+fi
+
+# ---- 1b. the brute-force autotune of one shape's space -------------------------------------------------
+BRUTE_KEY=${TRITON_BRUTE_KEY:-}
+if [ -n "$BRUTE_KEY" ]; then
+  mkdir -p "$WS/brute"
+  dims=${BRUTE_KEY##*_}
+  say "brute force $BRUTE_KEY: croq tune --list-space, then ${TRITON_BRUTE_SAMPLE:-400} configurations within ${TRITON_BRUTE_S:-180}s"
+  croq --root "$WS" -q tune "$BRUTE_KEY" --dsl triton --gpu "$GPU" --list-space > "$WS/brute/space.json" \
+    && timeout $(( ${TRITON_BRUTE_S:-180} + 60 )) python3 "$REPO/bench/gpu/triton/brute_force.py" --space "$WS/brute/space.json" \
+         --shape ${dims//x/ } --sample "${TRITON_BRUTE_SAMPLE:-400}" --seed 1 --budget-s "${TRITON_BRUTE_S:-180}" \
+         --out "$DEST/triton-brute-force.tsv" --summary "$DEST/triton-brute-force.json" --render-top 3 \
+         --render-dir "$WS/brute" 2>&1 | grep -v Warning | tail -5
+  for i in 1 2 3; do
+    [ -f "$WS/brute/bf_top$i.py" ] || continue
+    timeout 120 "$BIN/croq" --root "$WS" -q measure --gpu "$GPU" --dsl triton --shape-key "$BRUTE_KEY" --model brute \
+      --candidate "$WS/brute/bf_top$i.py" --out "$WS/brute/top$i.json" > /dev/null 2> "$WS/brute/top$i.err" \
+      || say "brute force top $i: croq measure: $(tail -1 "$WS/brute/top$i.err" | cut -c1-160)"
+  done
+  say "brute force done"
 fi
 
 # ---- 2. per shape: cuBLAS and the plain autotuned GEMM -------------------------------------------------
@@ -90,9 +119,10 @@ done
 # ---- 4. the report --------------------------------------------------------------------------------------
 tar czf "$DEST/triton-ws.tgz" --exclude="*.ncu-rep" --exclude="*.cubin" --exclude="cubin_*" -C "$WS" tuning plain 2>/dev/null
 COMMIT=$(cat "$REPO/.carry/croq/commit.txt" 2>/dev/null || git -C "$REPO" rev-parse --short=12 HEAD 2>/dev/null)
-python3 - "$WS" "$ROUNDS" "$COMMIT" "$SHAPES" "$DEST/triton-gpu-tests.txt" > "$DEST/triton-h200.md" <<'PY'
+python3 - "$WS" "$ROUNDS" "$COMMIT" "$SHAPES" "$DEST/triton-gpu-tests.txt" "$BRUTE_KEY" "$DEST/triton-brute-force.json" \
+  > "$DEST/triton-h200.md" <<'PY'
 import json, sys, glob, os, subprocess, datetime
-ws, rounds, commit, shapes, tests = sys.argv[1:6]
+ws, rounds, commit, shapes, tests, brute_key, brute_summary = sys.argv[1:8]
 try:
     gpu = subprocess.run(["nvidia-smi", "--query-gpu=name,driver_version", "--format=csv,noheader"],
                          capture_output=True, text=True).stdout.strip().splitlines()[0]
@@ -164,6 +194,37 @@ print("\nRatios are of median TFLOPS measured in the same run by the same proced
 if summary:
     print("Failures and notes:\n")
     print("\n".join(summary) + "\n")
+if brute_key:
+    bf = load(brute_summary) or {}
+    tops = [load(os.path.join(ws, "brute", "top%d.json" % i)) for i in (1, 2, 3)]
+    tops = [t for t in tops if t and t.get("verdict") == "PASS" and t.get("tflops")]
+    ref = max((t["tflops"] for t in tops), default=None)
+    print("## Brute force against the search: %s\n" % brute_key)
+    print("- the family's space for this shape (`croq tune --list-space`): %s legal configurations of %s"
+          % (bf.get("space_legal", "?"), bf.get("space_product", "?")))
+    print("- brute force (bench/gpu/triton/brute_force.py, %s): a seeded random sample of %s, %s compiled, %s timed "
+          "in %s s; its best %s TFLOPS (the family's default %s)" % (
+              bf.get("procedure", "?"), bf.get("sample", "?"), bf.get("compiled", "?"), bf.get("timed", "?"),
+              bf.get("seconds", "?"), (bf.get("best") or {}).get("tflops", "-"), bf.get("default_tflops", "-")))
+    if bf.get("best"):
+        print("- its best configuration: `%s`" % json.dumps(bf["best"]["config"], sort_keys=True))
+    print("- its 3 fastest measured again by croq measure (the tune's procedure): %s; the reference is the best, %s"
+          % (", ".join(fmt(t["tflops"]) for t in tops) or "none passed", fmt(ref)))
+    d, recs = records(brute_key)
+    if ref and recs:
+        best, reached = 0.0, None
+        measured = [r for r in recs if r.get("decision") != "BASELINE"]
+        for i, r in enumerate(measured):
+            if r.get("decision") == "KEEP" and r.get("tflops"):
+                best = max(best, r["tflops"])
+            if reached is None and best >= 0.98 * ref:
+                reached = i + 1
+        print("- croq's tune: best %s TFLOPS after %d measurements (%.3f of the reference); %s" % (
+            fmt(best), len(measured), best / ref if ref else 0,
+            "within 2 %% of the brute force's best after **%d** measurements, against the brute force's %s (and %s "
+            "for the whole space)" % (reached, bf.get("timed", "?"), bf.get("space_legal", "?")) if reached else
+            "**not** within 2 % of the brute force's best in these measurements"))
+    print()
 try:
     lines = [l.rstrip() for l in open(tests) if l.startswith(("[       OK", "[  FAILED", "[  SKIPPED", "[  PASSED"))]
     print("GPU tests (croq_gpu_tests --gtest_filter='TritonGpu*'):\n\n```\n" + "\n".join(lines) + "\n```")

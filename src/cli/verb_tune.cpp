@@ -31,7 +31,28 @@ struct TuneOpts {
   int jobs = 1;
   std::string device;
   std::string start_params, start_from;
+  bool list_space = false;
 };
+
+// --list-space: the family's legal configurations for each shape, as a brute-force autotune of the
+// same space would measure them, without tuning anything.
+json list_space(const TuneOpts& o, const std::string& gpu) {
+  json shapes = json::array();
+  for (const auto& key : o.shape_keys) {
+    TaskRef t = make_task(gpu, o.dsl, key, o.model);
+    const FamilyProblem p = problem_from_task(t);
+    auto f = choose_family(o.family, o.dsl, p);
+    const FamilySpace space = legal_space(*f, p);
+    json names = json::array(), configs = json::array();
+    for (const auto& spec : f->params()) names.push_back(spec.name);
+    for (const auto& c : space.legal) configs.push_back(config_to_json(c));
+    shapes.push_back({{"shape_key", key}, {"family", f->name()}, {"arch", p.arch}, {"params", names},
+                      {"product", space.product}, {"examined", space.examined}, {"truncated", space.truncated},
+                      {"legal", space.legal.size()}, {"default", config_to_json(f->default_config(p))},
+                      {"configs", configs}});
+  }
+  return {{"gpu", gpu}, {"dsl", o.dsl}, {"shapes", shapes}};
+}
 
 }  // namespace
 
@@ -67,6 +88,10 @@ VerbRunner setup_tune(CLI::App& app) {
                  "the starting kernel's configuration (a JSON object of the family's parameters, e.g. another shape's "
                  "best record's `params`); default: the family's default");
   app.add_option("--start-from", o->start_from, "what --start-params come from, for the record (\"<shape> <kernel>\")");
+  app.add_flag("--list-space", o->list_space,
+               "print the family's legal configurations for each shape (every value of every parameter, each "
+               "checked by the family's constraints: what a brute-force autotune of the same space would measure) "
+               "and exit without tuning");
   return [o](Context& ctx) {
     require_buildable_dsl(o->dsl, "tune");
     json start_params;
@@ -83,6 +108,11 @@ VerbRunner setup_tune(CLI::App& app) {
       }
     }
     std::string gpu = resolve_device_key(o->gpu, o->dsl);
+    if (o->list_space) {
+      StepResult r;
+      r.doc = list_space(*o, gpu);
+      return print_step(ctx, r);
+    }
     auto exe = self_exe_dir() / "croq";
     for (const auto& key : o->shape_keys) (void)make_task(gpu, o->dsl, key, o->model);  // refuse bad keys first
     if (o->jobs > 1 && o->shape_keys.size() > 1) {

@@ -12,6 +12,7 @@
 #include <chrono>
 #include <cstdio>
 #include <ctime>
+#include <set>
 #include <thread>
 
 #include "croq/util/fs.hpp"
@@ -434,4 +435,53 @@ TEST(TuneCli, ACloseCallIsSettledOnBackToBackPairs) {
   // Five measurements make three pairs with the round's own; four after a suspicious jump's re-run,
   // whose two measurements are already one pair.
   EXPECT_GE(pair_measures, 4 * close_calls);
+}
+
+// --list-space prints the family's whole legal space for a shape (what a brute-force autotune of the
+// same space would measure: bench/gpu/triton/brute_force.py samples it) and tunes nothing.
+TEST(TuneCli, ListSpaceIsTheProductOfTheFamilysValuesFilteredByItsConstraints) {
+  TempDir dir;
+  CroqRun r = run_croq(dir.path(), {"tune", "matmul_f16fp32_4096x4096x4096", "matmul_f16fp32_768x768x768", "--dsl",
+                                    "triton", "--gpu", "sm90_NVIDIA_H200", "--list-space"});
+  ASSERT_EQ(r.rc, 0) << r.out << r.err;
+  ASSERT_EQ(r.doc["shapes"].size(), 2u) << r.out;
+  const json& big = r.doc["shapes"][0];
+  EXPECT_EQ(big["family"], "triton_gemm");
+  EXPECT_EQ(big["arch"], "sm_90a");
+  // BLOCK_M 4 x BLOCK_N 4 x BLOCK_K 3 x GROUP_M 4 x NUM_WARPS 2 x NUM_STAGES 5 x PERSISTENT, TMA,
+  // WARP_SPEC 2 each x SPLIT_K 4.
+  EXPECT_EQ(big["product"].get<long long>(), 61440);
+  EXPECT_EQ(big["examined"].get<long long>(), 61440);
+  EXPECT_FALSE(big["truncated"].get<bool>());
+  const auto& configs = big["configs"];
+  ASSERT_EQ(big["legal"].get<size_t>(), configs.size());
+  EXPECT_GT(configs.size(), 1000u);
+  EXPECT_LT(configs.size(), 61440u);
+  std::set<std::string> seen;
+  bool has_default = false;
+  for (const auto& c : configs) {
+    EXPECT_TRUE(seen.insert(c.dump()).second) << "twice: " << c.dump();
+    // The family's constraints hold on every listed configuration.
+    if (c["WARP_SPEC"] == "1") {
+      EXPECT_TRUE(c["TMA"] == "1" && c["PERSISTENT"] == "1") << c.dump();
+    }
+    if (c["SPLIT_K"] != "1") {
+      EXPECT_TRUE(c["PERSISTENT"] == "0" && c["TMA"] == "0") << c.dump();
+    }
+    const long long stages = std::stoll(c["NUM_STAGES"].get<std::string>());
+    const long long smem = stages * (std::stoll(c["BLOCK_M"].get<std::string>()) + std::stoll(c["BLOCK_N"].get<std::string>())) *
+                           std::stoll(c["BLOCK_K"].get<std::string>()) * 2;
+    EXPECT_LE(smem, 232448) << c.dump();
+    has_default = has_default || c == big["default"];
+  }
+  EXPECT_TRUE(has_default) << "the family's default is legal, so it is listed";
+  // A small problem rules out the large tiles (a tile more than twice the problem): fewer legal.
+  EXPECT_LT(r.doc["shapes"][1]["legal"].get<size_t>(), configs.size());
+  EXPECT_FALSE(fs::exists(dir / "tuning")) << "listing the space tunes nothing";
+
+  // A shape the dsl has no family for is refused with the usage code.
+  CroqRun bad = run_croq(dir.path(), {"tune", "gemm_sp_f16_4096x8192x8192", "--dsl", "triton", "--gpu",
+                                      "sm90_NVIDIA_H200", "--list-space"});
+  EXPECT_EQ(bad.rc, 2) << bad.out << bad.err;
+  EXPECT_NE(bad.err.find("no kernel family of dsl triton"), std::string::npos) << bad.err;
 }

@@ -5,6 +5,7 @@
 // next must be structural. A family refuses impossible configurations before anything is built
 // (shared-memory and register limits, legal instruction shapes, ...).
 #pragma once
+#include <cstdint>
 #include <map>
 #include <memory>
 #include <optional>
@@ -81,6 +82,18 @@ std::vector<std::string> family_dsls();
 std::string families_by_dsl();
 
 json config_to_json(const FamilyConfig& c);
+
+// The family's whole space for a problem: the product of its parameters' values, each
+// configuration checked by violation(), in product order (the last parameter fastest). What a
+// brute-force autotune of the same space would measure. Examines at most `max_examined`
+// configurations (`truncated` then).
+struct FamilySpace {
+  uint64_t product = 0;   // configurations in the product (saturates at UINT64_MAX)
+  uint64_t examined = 0;  // configurations checked
+  std::vector<FamilyConfig> legal;
+  bool truncated = false;
+};
+FamilySpace legal_space(const KernelFamily& f, const FamilyProblem& p, uint64_t max_examined = 5'000'000);
 // A configuration read back from a record, with every parameter the family added since it was
 // recorded set to its recorded_default; other parameters are left as they are (missing ones stay
 // missing, and violation() says so).

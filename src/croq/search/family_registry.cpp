@@ -65,6 +65,43 @@ FamilyConfig with_recorded_defaults(const KernelFamily& f, FamilyConfig c) {
   return c;
 }
 
+FamilySpace legal_space(const KernelFamily& f, const FamilyProblem& p, uint64_t max_examined) {
+  FamilySpace out;
+  const auto specs = f.params();
+  out.product = 1;
+  for (const auto& s : specs) {
+    const uint64_t n = s.values.size();
+    if (n == 0) {
+      out.product = 0;
+      return out;
+    }
+    out.product = out.product > UINT64_MAX / n ? UINT64_MAX : out.product * n;
+  }
+  std::vector<size_t> at(specs.size(), 0);  // an odometer over the values, the last parameter fastest
+  FamilyConfig c;
+  for (size_t i = 0; i < specs.size(); ++i) c[specs[i].name] = specs[i].values[0];
+  while (true) {
+    if (out.examined == max_examined) {
+      out.truncated = true;
+      return out;
+    }
+    ++out.examined;
+    if (!f.violation(c, p)) out.legal.push_back(c);
+    size_t i = specs.size();
+    while (i > 0) {
+      --i;
+      if (++at[i] < specs[i].values.size()) {
+        c[specs[i].name] = specs[i].values[at[i]];
+        break;
+      }
+      at[i] = 0;
+      c[specs[i].name] = specs[i].values[0];
+      if (i == 0) return out;
+    }
+    if (specs.empty()) return out;
+  }
+}
+
 json config_to_json(const FamilyConfig& c) {
   json j = json::object();
   for (const auto& [k, v] : c) j[k] = v;

@@ -1,0 +1,189 @@
+"""A brute-force autotune of the triton_gemm family's space, for the comparison in issue 22's goal
+("fewer measurements than an exhaustive autotune of the same space to reach within 2 % of its best").
+
+The space is croq's own: `croq tune <key> --dsl triton --gpu <key> --list-space` lists every legal
+configuration (the product of the family's parameter values, filtered by its constraints). This
+script measures a seeded random sample of it (the whole space when --sample covers it), the family's
+default always included, as a Triton user's autotune would: every configuration compiled (in
+parallel worker processes, into Triton's shared cache), checked against torch.matmul, then timed with
+triton.testing.do_bench (L2 flushed between repetitions, the median). The template is the one croq
+renders (kernels/triton/matmul/family/gemm.py); a configuration is its module constants.
+
+Writes --out (TSV: rank, TFLOPS, ms, the configuration as JSON) and --summary (JSON: the space's size,
+the sample, compiled, failed, timed, the best). The best few are then measured again by croq measure
+(bench/gpu/triton_evidence.sh), so that they compare with the tune's measurements by one procedure.
+
+Usage: python3 brute_force.py --space space.json --shape M N K --sample 400 --seed 1 --jobs 14
+           --budget-s 200 --out bf.tsv --summary bf.json
+"""
+import argparse
+import concurrent.futures as futures
+import importlib.util
+import json
+import os
+import random
+import sys
+import time
+
+TEMPLATE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "..",
+                        "kernels", "triton", "matmul", "family", "gemm.py")
+
+
+def load_template():
+    spec = importlib.util.spec_from_file_location("croq_triton_gemm_bf", TEMPLATE)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def configure(mod, cfg):
+    for name, value in cfg.items():
+        setattr(mod, name, int(value))
+
+
+def problem_of(m, n, k):
+    return {"m": m, "n": n, "k": k, "a_type": "f16", "b_type": "f16", "c_type": "f32", "b_layout": "row"}
+
+
+def tensors(m, n, k, seed):
+    import torch
+    g = torch.Generator(device="cuda").manual_seed(seed)
+    a = torch.rand((m, k), device="cuda", generator=g, dtype=torch.float32).sub_(0.5).half()
+    b = torch.rand((k, n), device="cuda", generator=g, dtype=torch.float32).sub_(0.5).half()
+    c = torch.empty((m, n), device="cuda", dtype=torch.float32)
+    return a, b, c
+
+
+def render(cfg, path):
+    """The template with the configuration's constants, as croq renders a triton_gemm candidate."""
+    text = open(TEMPLATE).read()
+    begin, end = "# @CROQ_CONFIG@ begin", "# @CROQ_CONFIG@ end"
+    at, stop = text.index(begin), text.index(end)
+    order = ["BLOCK_M", "BLOCK_N", "BLOCK_K", "GROUP_M", "NUM_WARPS", "NUM_STAGES", "PERSISTENT", "TMA",
+             "WARP_SPEC", "SPLIT_K"]
+    body = "# A configuration of the brute-force autotune (bench/gpu/triton/brute_force.py).\n"
+    body += "".join("%s = %s\n" % (name, cfg.get(name, "0")) for name in order)
+    body += "CROQ_PARAMS = {" + ", ".join('"%s": %s' % (name, name) for name in order) + "}"
+    with open(path, "w") as f:
+        f.write(text[:at] + body + text[stop + len(end):])
+
+
+def compile_one(args):
+    """In a worker: compile (and run once) one configuration; its cubin lands in Triton's cache."""
+    cfg, m, n, k = args
+    import torch
+    t0 = time.time()
+    try:
+        mod = load_template()
+        configure(mod, cfg)
+        a, b, c = tensors(m, n, k, 1)
+        mod.croq_matmul(problem_of(m, n, k), a, b, c)
+        torch.cuda.synchronize()
+        return cfg, None, time.time() - t0
+    except Exception as e:  # pylint: disable=broad-except
+        return cfg, "%s: %s" % (type(e).__name__, str(e).splitlines()[0][:200] if str(e) else ""), time.time() - t0
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--space", required=True, help="the output of croq tune <key> --dsl triton --list-space")
+    ap.add_argument("--shape", nargs=3, type=int, required=True, metavar=("M", "N", "K"))
+    ap.add_argument("--sample", type=int, default=400, help="configurations to measure (the default among them)")
+    ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--jobs", type=int, default=max(1, (os.cpu_count() or 2) - 2))
+    ap.add_argument("--budget-s", type=float, default=200.0, help="stop compiling and timing after this long")
+    ap.add_argument("--out", required=True)
+    ap.add_argument("--summary", required=True)
+    ap.add_argument("--render-top", type=int, default=0, metavar="N",
+                    help="write the N fastest as candidates (the template with their constants) into --render-dir")
+    ap.add_argument("--render-dir", default=".")
+    args = ap.parse_args()
+    m, n, k = args.shape
+    start = time.time()
+
+    space = json.load(open(args.space))
+    shape = next((s for s in space["shapes"] if s["shape_key"].endswith("_%dx%dx%d" % (m, n, k))), None)
+    if shape is None:
+        sys.exit("brute_force: %s lists no shape %dx%dx%d" % (args.space, m, n, k))
+    legal = shape["configs"]
+    default = shape["default"]
+    rng = random.Random(args.seed)
+    others = [c for c in legal if c != default]
+    sample = [default] + rng.sample(others, min(len(others), max(0, args.sample - 1)))
+    print("brute force %dx%dx%d: %d legal configurations, measuring %d (seed %d), %d compile workers"
+          % (m, n, k, len(legal), len(sample), args.seed, args.jobs), flush=True)
+
+    # 1. compile every sampled configuration, in parallel, each worker with its own CUDA context.
+    compiled, failed, compile_s = [], [], []
+    ctx = __import__("multiprocessing").get_context("spawn")
+    with futures.ProcessPoolExecutor(max_workers=args.jobs, mp_context=ctx) as pool:
+        pending = {pool.submit(compile_one, (c, m, n, k)) for c in sample}
+        deadline = start + args.budget_s * 0.55
+        while pending:
+            done, pending = futures.wait(pending, timeout=max(1.0, deadline - time.time()),
+                                         return_when=futures.FIRST_COMPLETED)
+            for f in done:
+                cfg, err, secs = f.result()
+                compile_s.append(secs)
+                (failed if err else compiled).append((cfg, err))
+            if time.time() > deadline:
+                for f in pending:
+                    f.cancel()
+                print("compile budget spent: %d left uncompiled" % len(pending), flush=True)
+                pool.shutdown(wait=False, cancel_futures=True)
+                break
+    print("compiled %d, failed %d in %.0f s" % (len(compiled), len(failed), time.time() - start), flush=True)
+
+    # 2. check and time each compiled configuration in this process (the cache is warm).
+    import torch
+    import triton.testing
+    mod = load_template()
+    a, b, c = tensors(m, n, k, 2)
+    ref = (a.float() @ b.float())
+    scale = ref.abs().max().item() or 1.0
+    timed, wrong = [], []
+    flops = 2.0 * m * n * k
+    for cfg, _ in compiled:
+        if time.time() - start > args.budget_s:
+            break
+        configure(mod, cfg)
+        try:
+            c.fill_(float("nan"))
+            mod.croq_matmul(problem_of(m, n, k), a, b, c)
+            torch.cuda.synchronize()
+            err = ((c - ref).abs().max().item()) / scale
+            if not err < 1e-2:
+                wrong.append((cfg, "max error %.3g of max |C|" % err))
+                continue
+            ms = triton.testing.do_bench(lambda: mod.croq_matmul(problem_of(m, n, k), a, b, c),
+                                         warmup=10, rep=40, return_mode="median")
+            timed.append((flops / (ms * 1e-3) / 1e12, ms, cfg))
+        except Exception as e:  # pylint: disable=broad-except
+            wrong.append((cfg, "%s: %s" % (type(e).__name__, str(e)[:160])))
+    timed.sort(key=lambda t: -t[0])
+    with open(args.out, "w") as f:
+        f.write("rank\ttflops\tms\tconfig\n")
+        for i, (tf, ms, cfg) in enumerate(timed):
+            f.write("%d\t%.1f\t%.4f\t%s\n" % (i + 1, tf, ms, json.dumps(cfg, sort_keys=True)))
+    for i, (_, _, cfg) in enumerate(timed[:args.render_top]):
+        render(cfg, os.path.join(args.render_dir, "bf_top%d.py" % (i + 1)))
+    default_tf = next((tf for tf, _, cfg in timed if cfg == default), None)
+    summary = {
+        "shape": [m, n, k], "shape_key": shape["shape_key"], "family": shape["family"],
+        "space_product": shape["product"], "space_legal": len(legal), "sample": len(sample), "seed": args.seed,
+        "compiled": len(compiled), "compile_failed": len(failed), "timed": len(timed), "wrong_or_failed": len(wrong),
+        "seconds": round(time.time() - start, 1),
+        "median_compile_s": sorted(compile_s)[len(compile_s) // 2] if compile_s else None,
+        "best": {"tflops": round(timed[0][0], 1), "config": timed[0][2]} if timed else None,
+        "top": [{"tflops": round(tf, 1), "config": cfg} for tf, _, cfg in timed[:5]],
+        "default_tflops": round(default_tf, 1) if default_tf else None,
+        "failures": [{"config": cfg, "error": e} for cfg, e in (failed + wrong)[:10]],
+        "procedure": "triton.testing.do_bench(warmup=10, rep=40, median), L2 flushed between repetitions",
+    }
+    json.dump(summary, open(args.summary, "w"), indent=1)
+    print(json.dumps({k: summary[k] for k in ("space_legal", "sample", "compiled", "timed", "seconds", "best",
+                                              "default_tflops")}), flush=True)
+
+
+if __name__ == "__main__":
+    main()
