@@ -177,18 +177,17 @@ TEST(CroqtileFamily, RefusesWhatCannotBuildOrRun) {
   EXPECT_TRUE(says(f.violation(base, problem({4096, 4096, 4096}, "f16f32", "sm_86")), "sm_90a"));
 }
 
-TEST(CroqtileFamily, MmaRunFourDrainsOncePerFourSlicesAndIsTriedFirst) {
+TEST(CroqtileFamily, MmaRunFourDrainsOncePerFourSlicesAndIsASingleStepNotAnArchetype) {
   CroqtileGemmFamily f;
   FamilyProblem p = problem({4096, 4096, 4096});
   const FamilyConfig def = f.default_config(p);
-  EXPECT_EQ(def.at("MMA_RUN"), "2");  // the measured default (0.815 / 0.903 x cuBLAS on the H200)
-  // The first alternative: the default with runs of four slices.
-  auto alts = f.alternatives(p);
-  ASSERT_FALSE(alts.empty());
-  EXPECT_EQ(alts.front().tag, "run4");
+  EXPECT_EQ(def.at("MMA_RUN"), "2");  // the measured default (0.815-0.825 / 0.90 x cuBLAS on the H200)
   FamilyConfig run4 = def;
   run4["MMA_RUN"] = "4";
-  EXPECT_EQ(alts.front().config, run4);
+  ASSERT_FALSE(f.violation(run4, p)) << *f.violation(run4, p);
+  // Measured on the H200 as the first alternative: +0.1 % at 4096^3, -0.3 % at 8192^3. It stays in
+  // the space (a single step of the search) but is no longer spent a round on before the archetypes.
+  for (const auto& a : f.alternatives(p)) EXPECT_NE(a.config.at("MMA_RUN"), "4") << a.tag;
   auto says = [](const std::optional<std::string>& v, const std::string& what) {
     return v && v->find(what) != std::string::npos;
   };

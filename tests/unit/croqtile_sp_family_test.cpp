@@ -116,7 +116,7 @@ TEST(CroqtileSparseFamily, SupportsHopperSparseGemmOfItsDtypesAndTiles) {
   EXPECT_TRUE(f.supports(problem({4096, 8192, 32768}, "f16f32")));
 }
 
-TEST(CroqtileSparseFamily, RunsOfSlicesWaitOnceAndAreTriedFirst) {
+TEST(CroqtileSparseFamily, RunsOfTwoSlicesWaitOnceByDefaultAndAWaitPerSliceIsTriedFirst) {
   CroqtileGemmSpFamily f;
   auto says = [](const std::optional<std::string>& v, const std::string& what) {
     return v && v->find(what) != std::string::npos;
@@ -124,16 +124,20 @@ TEST(CroqtileSparseFamily, RunsOfSlicesWaitOnceAndAreTriedFirst) {
   for (const char* dt : {"f16", "e4m3f16"}) {
     FamilyProblem p = problem({4096, 8192, 8192}, dt);
     const FamilyConfig def = f.default_config(p);
-    EXPECT_EQ(def.at("MMA_RUN"), "1") << dt;  // the measured kernels (0.59 / 0.62 x cuSPARSELt)
+    // On the H200 runs of two measured +2.0 % (f16) and +1.5 % (e4m3) over a wait per slice, runs of
+    // four -6 to -8 %: the default waits once per two slices, the first alternative after each.
+    EXPECT_EQ(def.at("MMA_RUN"), "2") << dt;
     auto alts = f.alternatives(p);
     ASSERT_GE(alts.size(), 2u);
-    EXPECT_EQ(alts[0].tag, "run2") << dt;
-    EXPECT_EQ(alts[1].tag, "run4") << dt;
-    EXPECT_EQ(alts[1].config.at("MMA_RUN"), "4");
+    EXPECT_EQ(alts[0].tag, "run1") << dt;
+    FamilyConfig per_slice = def;
+    per_slice["MMA_RUN"] = "1";
+    EXPECT_EQ(alts[0].config, per_slice) << dt;
+    for (const auto& a : alts) EXPECT_NE(a.config.at("MMA_RUN"), "4") << a.tag;
     // A configuration recorded before the parameter reads as 1 (one wait per slice, as it ran).
     FamilyConfig old = def;
     old.erase("MMA_RUN");
-    EXPECT_EQ(with_recorded_defaults(f, old), def);
+    EXPECT_EQ(with_recorded_defaults(f, old), per_slice);
     EXPECT_NE(f.render_source(old, p).find("#ifndef CROQ_MMA_RUN\n#define CROQ_MMA_RUN 1"), std::string::npos);
     FamilyConfig four = def;
     four["MMA_RUN"] = "4";
@@ -145,13 +149,14 @@ TEST(CroqtileSparseFamily, RunsOfSlicesWaitOnceAndAreTriedFirst) {
     tight["STAGES"] = "5";
     EXPECT_FALSE(f.violation(tight, p)) << *f.violation(tight, p);
   }
-  // K in whole runs: 8256 = 129 slices of 64.
+  // K in whole runs: 8256 = 129 slices of 64, so the default waits per slice.
   FamilyProblem odd = problem({4096, 8192, 8256}, "f16");
   FamilyConfig c = f.default_config(odd);
   ASSERT_FALSE(f.violation(c, odd)) << *f.violation(c, odd);
+  EXPECT_EQ(c.at("MMA_RUN"), "1");
   c["MMA_RUN"] = "2";
   EXPECT_TRUE(says(f.violation(c, odd), "runs of 2")) << f.violation(c, odd).value_or("legal");
-  for (const auto& a : f.alternatives(odd)) EXPECT_TRUE(a.tag != "run2" && a.tag != "run4") << a.tag;
+  for (const auto& a : f.alternatives(odd)) EXPECT_EQ(a.config.at("MMA_RUN"), "1") << a.tag;
 }
 
 TEST(CroqtileSparseFamily, EveryConfigurationIsRefusedOrMeetsTheRules) {
