@@ -1005,6 +1005,15 @@ def measure_guarded(args, doc, pb, tol, torch, device, guard):
         if t[0] == "VERIFY_FAIL":
             doc["verification"]["passed"] = False
         return finish(doc, *t)
+    # The hold's account goes with the process facts (the timing object is croq's schema).
+    hold = t.pop("hold", None)
+    if hold:
+        doc["process"]["launch_hold"] = hold
+        if hold.get("launch_waits"):
+            doc.setdefault("flags", []).append("launch_waits")
+            doc.setdefault("warnings", []).append(
+                "the launch function waits for the stream (it synchronises inside croq_matmul, against the ABI); "
+                "timed without holding the stream, so host launch overhead is inside the measured interval")
     doc["timing"] = t
     if guard.violations:
         return finish(doc, "LIBRARY_CALL_FORBIDDEN", "the candidate called " + ", ".join(sorted(set(guard.violations))))
@@ -1071,6 +1080,74 @@ def verify_reason(v, tol):
     return "normwise relative error %s above %g" % (v["normwise_rel_err"], tol["normwise"])
 
 
+class StreamHold:
+    """Keeps the host's launch overhead out of the timed interval, as croq's C++ runner does with its
+    blocking kernel: before the start event the stream is given a spin of known length
+    (torch.cuda._sleep), so that the start event, the candidate's launch and the stop event are all
+    enqueued while the GPU still spins, and the interval holds the GPU's work only. A repetition whose
+    enqueueing outlasted the spin (checked on the host clock) is not kept: the hold doubles and the
+    repetition is run again. One that still outlasts the longest hold waits for the stream inside its
+    launch (it synchronises): the hold is given up, the rest is timed without it and flagged
+    `launch_waits`, as the C++ runner flags it."""
+
+    BASE_MS = 0.3
+    MAX_MS = 20.0
+
+    def __init__(self, torch, enabled):
+        self.torch = torch
+        self.enabled = enabled and hasattr(torch.cuda, "_sleep")
+        self.ms_per_cycle = None
+        self.hold_ms = self.BASE_MS
+        self.held = 0
+        self.leaks = 0
+        self.waits = False
+        if self.enabled:
+            self._calibrate()
+
+    def _calibrate(self):
+        torch = self.torch
+        cycles = 200000
+        fastest = None
+        for _ in range(3):  # the fastest of three: the shortest a spin of n cycles can last
+            s = torch.cuda.Event(enable_timing=True)
+            e = torch.cuda.Event(enable_timing=True)
+            s.record()
+            torch.cuda._sleep(cycles)
+            e.record()
+            e.synchronize()
+            per = s.elapsed_time(e) / cycles
+            fastest = per if fastest is None else min(fastest, per)
+        self.ms_per_cycle = fastest if fastest and fastest > 0 else None
+        self.enabled = self.ms_per_cycle is not None
+
+    def begin(self):
+        if not self.enabled:
+            return None
+        t0 = time.perf_counter()
+        self.torch.cuda._sleep(max(1, int(self.hold_ms / self.ms_per_cycle)))
+        return t0
+
+    def end(self, t0):
+        """After the stop event is enqueued: True when the enqueueing outlasted the spin."""
+        if t0 is None:
+            return False
+        host_ms = (time.perf_counter() - t0) * 1e3
+        if host_ms < 0.9 * self.hold_ms:
+            self.held += 1
+            return False
+        self.leaks += 1
+        if self.hold_ms >= self.MAX_MS:
+            self.enabled = False  # the launch waits for the stream: no hold can cover it
+            self.waits = True
+            return True
+        self.hold_ms = min(self.MAX_MS, self.hold_ms * 2)
+        return True
+
+    def report(self):
+        return {"method": "spin (torch.cuda._sleep)" if self.ms_per_cycle else "none", "hold_ms": self.hold_ms,
+                "held": self.held, "outlasted": self.leaks, "launch_waits": self.waits}
+
+
 def time_candidate(torch, device, args, launch, sync, before=lambda: None, after=lambda rep, last: None):
     """Warm-up, then repetitions until the spread is low, the budget is spent or max reps.
     `before()` runs before every launch (the poison), `after(rep, last)` after every repetition,
@@ -1122,6 +1199,7 @@ def time_candidate(torch, device, args, launch, sync, before=lambda: None, after
         return idle
 
     pace(warmup_ms)
+    hold = StreamHold(torch, enabled=device == "cuda" and not args.no_hold)
     samples, walls = [], []
     budget_start = time.perf_counter()
     rested_in_reps = 0.0
@@ -1135,11 +1213,15 @@ def time_candidate(torch, device, args, launch, sync, before=lambda: None, after
             if device == "cuda":
                 start = torch.cuda.Event(enable_timing=True)
                 end = torch.cuda.Event(enable_timing=True)
+                held = hold.begin()
                 start.record()
                 launch()
                 end.record()
+                leaked = hold.end(held)
                 torch.cuda.synchronize()  # the whole device: work on other streams is counted too
                 ms = start.elapsed_time(end)
+                if leaked:  # the host was still launching when the hold ended: this one is not kept
+                    continue
             else:
                 launch()
                 ms = (time.perf_counter() - w0) * 1e3
@@ -1178,7 +1260,7 @@ def time_candidate(torch, device, args, launch, sync, before=lambda: None, after
             "rest_ratio": args.rest_ratio if args.rest_ratio > 0 else None,
             "rest_ms": pacing["rested"] if args.rest_ratio > 0 else None, "median_ms": percentile(s, 0.5), "mean_ms": mean, "min_ms": s[0],
             "p90_ms": percentile(s, 0.9), "max_ms": s[-1], "cv": sd / mean if mean > 0 else None,
-            "stop_reason": stop_reason, "wall_check_ms": percentile(sorted(walls), 0.5)}
+            "stop_reason": stop_reason, "wall_check_ms": percentile(sorted(walls), 0.5), "hold": hold.report()}
 
 
 def _exc_line(e):
@@ -1356,7 +1438,8 @@ def parse_args(argv):
                    help="once busy --rest-window-ms, idle this many times as long (the power cap)")
     p.add_argument("--rest-window-ms", type=float, default=None)
     p.add_argument("--no-l2-flush", action="store_true")
-    p.add_argument("--no-hold", action="store_true", help=argparse.SUPPRESS)  # torch has no stream hold
+    p.add_argument("--no-hold", action="store_true",
+                   help="time without holding the stream (the host's launch overhead inside the interval)")
     p.add_argument("--rotation-sets", type=int, default=None, help=argparse.SUPPRESS)
     p.add_argument("--parse-only", action="store_true", help=argparse.SUPPRESS)
     p.add_argument("--kind", default="candidate", choices=["candidate", "baseline"])
