@@ -21,7 +21,8 @@
 # build/bin), python3 with torch (CUDA) and triton, ncu. Environment: TRITON_SHAPES (shape keys),
 # TRITON_ROUNDS (default 8), TRITON_JOBS (2), TRITON_BUDGET_S (total, default 470), TRITON_WS
 # (/tmp/croq-triton-ws), TRITON_PRESET (quick), TRITON_SKIP_TESTS=1, TRITON_BRUTE_KEY, TRITON_BRUTE_SAMPLE,
-# TRITON_BRUTE_S.
+# TRITON_BRUTE_S, TRITON_BRUTE_FROM (an earlier call's triton-brute-force.json: its 3 fastest are measured
+# again by croq measure, and nothing is sampled).
 # Usage: bash bench/gpu/triton_evidence.sh --pack [build-folder]   (here: builds croq, the runners and
 #          croq_gpu_tests with -j2, then packs them into .carry/croq with bench/gpu/pack_device.sh)
 #        OUT=<folder> bash bench/gpu/triton_evidence.sh           (there, with .carry carried)
@@ -77,12 +78,18 @@ BRUTE_KEY=${TRITON_BRUTE_KEY:-}
 if [ -n "$BRUTE_KEY" ]; then
   mkdir -p "$WS/brute"
   dims=${BRUTE_KEY##*_}
+  if [ -n "${TRITON_BRUTE_FROM:-}" ]; then
+    say "brute force $BRUTE_KEY: the fastest of $TRITON_BRUTE_FROM (an earlier call), measured again"
+    cp "$TRITON_BRUTE_FROM" "$DEST/triton-brute-force.json"
+    python3 "$REPO/bench/gpu/triton/brute_force.py" --render-from "$TRITON_BRUTE_FROM" --render-top 3 --render-dir "$WS/brute"
+  else
   say "brute force $BRUTE_KEY: croq tune --list-space, then ${TRITON_BRUTE_SAMPLE:-400} configurations within ${TRITON_BRUTE_S:-180}s"
   croq --root "$WS" -q tune "$BRUTE_KEY" --dsl triton --gpu "$GPU" --list-space > "$WS/brute/space.json" \
     && timeout $(( ${TRITON_BRUTE_S:-180} + 60 )) python3 "$REPO/bench/gpu/triton/brute_force.py" --space "$WS/brute/space.json" \
          --shape ${dims//x/ } --sample "${TRITON_BRUTE_SAMPLE:-400}" --seed 1 --budget-s "${TRITON_BRUTE_S:-180}" \
          --out "$DEST/triton-brute-force.tsv" --summary "$DEST/triton-brute-force.json" --render-top 3 \
          --render-dir "$WS/brute" 2>&1 | grep -v Warning | tail -5
+  fi
   for i in 1 2 3; do
     [ -f "$WS/brute/bf_top$i.py" ] || continue
     timeout 120 "$BIN/croq" --root "$WS" -q measure --gpu "$GPU" --dsl triton --shape-key "$BRUTE_KEY" --model brute \

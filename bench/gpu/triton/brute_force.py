@@ -14,10 +14,11 @@ the sample, compiled, failed, timed, the best). The best few are then measured a
 (bench/gpu/triton_evidence.sh), so that they compare with the tune's measurements by one procedure.
 
 Usage: python3 brute_force.py --space space.json --shape M N K --sample 400 --seed 1 --jobs 14
-           --budget-s 200 --out bf.tsv --summary bf.json
+           --budget-s 200 --out bf.tsv --summary bf.json [--render-top 3 --render-dir D]
+       python3 brute_force.py --render-from bf.json --render-top 3 --render-dir D
+           (an earlier run's fastest as candidates again, without measuring anything)
 """
 import argparse
-import concurrent.futures as futures
 import importlib.util
 import json
 import os
@@ -84,20 +85,103 @@ def compile_one(args):
         return cfg, "%s: %s" % (type(e).__name__, str(e).splitlines()[0][:200] if str(e) else ""), time.time() - t0
 
 
+def worker_main(path):
+    """A compile worker: the configurations of `path` ([index, config] pairs) one after another, a JSON line
+    each. A CUDA error leaves the context unusable, so the worker reports it and exits (3); the parent
+    goes on with the rest in a fresh worker."""
+    todo = json.load(open(path))
+    m, n, k = todo["shape"]
+    for index, cfg in todo["configs"]:
+        cfg, err, secs = compile_one((cfg, m, n, k))
+        print(json.dumps({"i": index, "err": err, "s": secs}), flush=True)
+        if err and ("CUDA error" in err or "AcceleratorError" in err):
+            sys.exit(3)
+
+
+def compile_all(sample, m, n, k, jobs, deadline):
+    """Compiles the sample in `jobs` worker processes (each with its own CUDA context and the shared
+    Triton cache). A configuration that breaks its worker's context (an illegal memory access is
+    sticky) is recorded as failed and its worker is replaced, so that it takes no other down with it."""
+    import subprocess
+    import tempfile
+    import threading
+    results = {}
+    lock = threading.Lock()
+    chunks = [list(enumerate(sample))[i::jobs] for i in range(jobs)]
+
+    def slot(chunk):
+        while chunk and time.time() < deadline:
+            fd, path = tempfile.mkstemp(suffix=".json")
+            with os.fdopen(fd, "w") as f:
+                json.dump({"shape": [m, n, k], "configs": chunk}, f)
+            proc = subprocess.Popen([sys.executable, os.path.abspath(__file__), "--worker", path],
+                                    stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+            done = set()
+            for line in proc.stdout:
+                try:
+                    r = json.loads(line)
+                except ValueError:
+                    continue
+                with lock:
+                    results[r["i"]] = (r["err"], r["s"])
+                done.add(r["i"])
+                if time.time() > deadline:
+                    proc.kill()
+                    break
+            proc.wait()
+            os.unlink(path)
+            chunk = [c for c in chunk if c[0] not in done]
+            if proc.returncode not in (0, 3) and chunk and time.time() < deadline:
+                # Died without a word on its current configuration (a crash of the process): that one.
+                with lock:
+                    results[chunk[0][0]] = ("the worker process died (exit %s) on it" % proc.returncode, 0.0)
+                chunk = chunk[1:]
+
+    threads = [threading.Thread(target=slot, args=(c,)) for c in chunks]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    compiled, failed, secs = [], [], []
+    for i, cfg in enumerate(sample):
+        if i not in results:
+            continue
+        err, s = results[i]
+        secs.append(s)
+        (failed if err else compiled).append((cfg, err))
+    left = len(sample) - len(results)
+    if left:
+        print("compile budget spent: %d left uncompiled" % left, flush=True)
+    return compiled, failed, secs
+
+
 def main():
+    if len(sys.argv) == 3 and sys.argv[1] == "--worker":
+        worker_main(sys.argv[2])
+        return
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--space", required=True, help="the output of croq tune <key> --dsl triton --list-space")
-    ap.add_argument("--shape", nargs=3, type=int, required=True, metavar=("M", "N", "K"))
+    ap.add_argument("--space", help="the output of croq tune <key> --dsl triton --list-space")
+    ap.add_argument("--shape", nargs=3, type=int, metavar=("M", "N", "K"))
+    ap.add_argument("--render-from", metavar="SUMMARY", help="write an earlier run's fastest (its summary's top) "
+                    "as candidates and exit")
     ap.add_argument("--sample", type=int, default=400, help="configurations to measure (the default among them)")
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--jobs", type=int, default=max(1, (os.cpu_count() or 2) - 2))
     ap.add_argument("--budget-s", type=float, default=200.0, help="stop compiling and timing after this long")
-    ap.add_argument("--out", required=True)
-    ap.add_argument("--summary", required=True)
+    ap.add_argument("--out")
+    ap.add_argument("--summary")
     ap.add_argument("--render-top", type=int, default=0, metavar="N",
                     help="write the N fastest as candidates (the template with their constants) into --render-dir")
     ap.add_argument("--render-dir", default=".")
     args = ap.parse_args()
+    if args.render_from:
+        top = json.load(open(args.render_from)).get("top") or []
+        for i, entry in enumerate(top[:args.render_top]):
+            render(entry["config"], os.path.join(args.render_dir, "bf_top%d.py" % (i + 1)))
+        print("rendered %d of %s's fastest" % (min(len(top), args.render_top), args.render_from))
+        return
+    if not (args.space and args.shape and args.out and args.summary):
+        ap.error("--space, --shape, --out and --summary are needed to measure")
     m, n, k = args.shape
     start = time.time()
 
@@ -114,24 +198,7 @@ def main():
           % (m, n, k, len(legal), len(sample), args.seed, args.jobs), flush=True)
 
     # 1. compile every sampled configuration, in parallel, each worker with its own CUDA context.
-    compiled, failed, compile_s = [], [], []
-    ctx = __import__("multiprocessing").get_context("spawn")
-    with futures.ProcessPoolExecutor(max_workers=args.jobs, mp_context=ctx) as pool:
-        pending = {pool.submit(compile_one, (c, m, n, k)) for c in sample}
-        deadline = start + args.budget_s * 0.55
-        while pending:
-            done, pending = futures.wait(pending, timeout=max(1.0, deadline - time.time()),
-                                         return_when=futures.FIRST_COMPLETED)
-            for f in done:
-                cfg, err, secs = f.result()
-                compile_s.append(secs)
-                (failed if err else compiled).append((cfg, err))
-            if time.time() > deadline:
-                for f in pending:
-                    f.cancel()
-                print("compile budget spent: %d left uncompiled" % len(pending), flush=True)
-                pool.shutdown(wait=False, cancel_futures=True)
-                break
+    compiled, failed, compile_s = compile_all(sample, m, n, k, args.jobs, start + args.budget_s * 0.55)
     print("compiled %d, failed %d in %.0f s" % (len(compiled), len(failed), time.time() - start), flush=True)
 
     # 2. check and time each compiled configuration in this process (the cache is warm).
@@ -177,7 +244,7 @@ def main():
         "best": {"tflops": round(timed[0][0], 1), "config": timed[0][2]} if timed else None,
         "top": [{"tflops": round(tf, 1), "config": cfg} for tf, _, cfg in timed[:5]],
         "default_tflops": round(default_tf, 1) if default_tf else None,
-        "failures": [{"config": cfg, "error": e} for cfg, e in (failed + wrong)[:10]],
+        "failures": [{"config": cfg, "error": e} for cfg, e in (failed + wrong)[:60]],
         "procedure": "triton.testing.do_bench(warmup=10, rep=40, median), L2 flushed between repetitions",
     }
     json.dump(summary, open(args.summary, "w"), indent=1)

@@ -276,7 +276,7 @@ def croq_matmul(problem, a, b, c):
                              c.stride(0), c.stride(1), 0, BLOCK_M=BLOCK_M, BLOCK_N=BLOCK_N, BLOCK_K=BLOCK_K,
                              GROUP_M=GROUP_M, SPLIT_K=1, EVEN_K=even_k, SCALED=scaled, **opts)
         return
-    key = (a.device, m, n)
+    key = (a.device, m, n, SPLIT_K)  # a module whose constants change (a brute force) gets the right size
     w = _WORKSPACE.get(key)
     if w is None:  # made at the first call, reused by every later one
         w = torch.empty((SPLIT_K, m, n), device=a.device, dtype=torch.float32)
