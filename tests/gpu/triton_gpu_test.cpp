@@ -127,15 +127,20 @@ TEST(TritonGpu, AutotuneRunsAtTheFirstCallAndIsReported) {
             << doc["timing"]["median_ms"] << " ms\n";
 }
 
-TEST(TritonGpu, ProfileModeRunsTheCandidateOnceMore) {
-  if (auto why = skip_reason(); !why.empty()) GTEST_SKIP() << why;
+// The triton_gemm family's default for a square f16 -> f32 problem, rendered for this device.
+std::string default_source(int64_t size) {
   TritonGemmFamily f;
-  test::TempDir dir;
   FamilyProblem p;
-  p.m = p.n = p.k = 1024;
+  p.m = p.n = p.k = size;
   p.dtype = parse_dtype_pair_or_throw("f16f32");
   p.arch = arch_of_device();
-  atomic_write(dir / "iter001_x.py", f.render_source(f.default_config(p), p), false);
+  return f.render_source(f.default_config(p), p);
+}
+
+TEST(TritonGpu, ProfileModeRunsTheCandidateOnceMore) {
+  if (auto why = skip_reason(); !why.empty()) GTEST_SKIP() << why;
+  test::TempDir dir;
+  atomic_write(dir / "iter001_x.py", default_source(1024), false);
   json doc = run_runner(dir / "iter001_x.py", 1024, 1024, 1024, "f16f32", "profile", {"--no-isolate", "--warmup", "2",
                         "--dump-cubins", (dir / "cubins").string()});
   EXPECT_EQ(doc.value("verdict", std::string()), "PASS") << doc.dump();
@@ -203,17 +208,12 @@ def croq_matmul(problem, a, b, c):
 // kernel): the Python runner holds the stream with a spin before the start event. The family's
 // default at 2048^3 (about 30 us on an H200) measured with a launch function that spends 400 us on
 // the host before it launches times like the same kernel launched at once; without the hold the
-// delay was inside every repetition (a Triton launch's own 30-60 us of Python was too: on the H200
+// delay was inside every repetition (a Triton launch's own Python dispatch was too: on the H200
 // the family's default at 4096^3 measured 549 TFLOPS by croq and 665 by triton.testing.do_bench).
 TEST(TritonGpu, HostLaunchOverheadIsOutsideTheTimedInterval) {
   if (auto why = skip_reason(); !why.empty()) GTEST_SKIP() << why;
-  TritonGemmFamily f;
   test::TempDir dir;
-  FamilyProblem p;
-  p.m = p.n = p.k = 2048;
-  p.dtype = parse_dtype_pair_or_throw("f16f32");
-  p.arch = arch_of_device();
-  const std::string src = f.render_source(f.default_config(p), p);
+  const std::string src = default_source(2048);
   atomic_write(dir / "iter001_prompt.py", src, false);
   atomic_write(dir / "iter002_slow_host.py",
                src + "\n\nimport time as _time\n_launch = croq_matmul\n\n\n"

@@ -98,10 +98,14 @@ def worker_main(path):
             sys.exit(3)
 
 
-def compile_all(sample, m, n, k, jobs, deadline):
+def compile_all(sample, m, n, k, jobs, deadline, per_config_s=30):
     """Compiles the sample in `jobs` worker processes (each with its own CUDA context and the shared
     Triton cache). A configuration that breaks its worker's context (an illegal memory access is
-    sticky) is recorded as failed and its worker is replaced, so that it takes no other down with it."""
+    sticky) is recorded as failed and its worker is replaced, so that it takes no other down with it;
+    one that gives no result in `per_config_s` (a kernel that never finishes: the second H200 run hung
+    on one until its time limit) is killed with its worker and recorded as failed. Every worker is
+    killed at the deadline."""
+    import select
     import subprocess
     import tempfile
     import threading
@@ -109,15 +113,37 @@ def compile_all(sample, m, n, k, jobs, deadline):
     lock = threading.Lock()
     chunks = [list(enumerate(sample))[i::jobs] for i in range(jobs)]
 
+    def lines_of(proc, first_timeout):
+        """The worker's output lines as they come; None when one takes longer than `per_config_s` (the
+        first allows for the worker's start: torch, CUDA) or the deadline passes."""
+        buf, fd, timeout = b"", proc.stdout.fileno(), first_timeout
+        while True:
+            wait = min(timeout, deadline - time.time())
+            if wait <= 0 or not select.select([fd], [], [], wait)[0]:
+                yield None
+                return
+            data = os.read(fd, 65536)
+            if not data:
+                return
+            buf += data
+            while b"\n" in buf:
+                line, buf = buf.split(b"\n", 1)
+                yield line.decode(errors="replace")
+                timeout = per_config_s
+
     def slot(chunk):
         while chunk and time.time() < deadline:
             fd, path = tempfile.mkstemp(suffix=".json")
             with os.fdopen(fd, "w") as f:
                 json.dump({"shape": [m, n, k], "configs": chunk}, f)
             proc = subprocess.Popen([sys.executable, os.path.abspath(__file__), "--worker", path],
-                                    stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
-            done = set()
-            for line in proc.stdout:
+                                    stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+            done, hung = set(), False
+            for line in lines_of(proc, per_config_s + 30):
+                if line is None:
+                    hung = True
+                    proc.kill()
+                    break
                 try:
                     r = json.loads(line)
                 except ValueError:
@@ -125,13 +151,18 @@ def compile_all(sample, m, n, k, jobs, deadline):
                 with lock:
                     results[r["i"]] = (r["err"], r["s"])
                 done.add(r["i"])
-                if time.time() > deadline:
-                    proc.kill()
-                    break
             proc.wait()
+            proc.stdout.close()
             os.unlink(path)
             chunk = [c for c in chunk if c[0] not in done]
-            if proc.returncode not in (0, 3) and chunk and time.time() < deadline:
+            if not chunk or time.time() >= deadline:
+                break
+            if hung:  # the configuration it was on ran past per_config_s: a kernel that does not finish
+                with lock:
+                    results[chunk[0][0]] = ("no result in %d s: killed (a kernel that does not finish)" % per_config_s,
+                                            float(per_config_s))
+                chunk = chunk[1:]
+            elif proc.returncode not in (0, 3):
                 # Died without a word on its current configuration (a crash of the process): that one.
                 with lock:
                     results[chunk[0][0]] = ("the worker process died (exit %s) on it" % proc.returncode, 0.0)
