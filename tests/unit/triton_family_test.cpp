@@ -152,10 +152,27 @@ TEST(TritonFamily, DefaultsAndAlternativesAreLegalOnEveryTypicalShape) {
       }
     }
   }
-  // The large squares start from Triton's Hopper tutorial tile.
-  const FamilyConfig big = f.default_config(problem({8192, 8192, 8192}));
-  EXPECT_EQ(big.at("BLOCK_M"), "128");
-  EXPECT_EQ(big.at("BLOCK_N"), "256");
+  // The large squares start from Triton's Hopper tutorial tile, on Hopper persistent through TMA and
+  // warp-specialised (the best of both H200 tunes, 2026-12-03); the tutorial's one program per tile
+  // is then the first alternative. Elsewhere (sm_80) it is the default.
+  for (const FamilyProblem& p : {problem({8192, 8192, 8192}), problem({4096, 4096, 4096}, "e4m3bf16")}) {
+    const FamilyConfig big = f.default_config(p);
+    EXPECT_EQ(big.at("BLOCK_M"), "128");
+    EXPECT_EQ(big.at("BLOCK_N"), "256");
+    EXPECT_EQ(big.at("PERSISTENT"), "1");
+    EXPECT_EQ(big.at("TMA"), "1");
+    EXPECT_EQ(big.at("WARP_SPEC"), "1");
+    const auto alts = f.alternatives(p);
+    ASSERT_FALSE(alts.empty());
+    EXPECT_EQ(alts.front().tag, "ptr_128x256");
+    EXPECT_EQ(alts.front().config.at("TMA"), "0");
+    for (const auto& a : alts) EXPECT_NE(a.config, big) << a.tag;
+  }
+  const FamilyProblem ampere = problem({8192, 8192, 8192}, "f16f32", "sm_80");
+  EXPECT_EQ(f.default_config(ampere).at("TMA"), "0");
+  EXPECT_EQ(f.default_config(ampere).at("PERSISTENT"), "0");
+  // Small problems keep one program per tile (a persistent grid of 132 programs has little to share).
+  EXPECT_EQ(f.default_config(problem({768, 768, 768})).at("PERSISTENT"), "0");
   // A small odd shape still gets a legal default.
   EXPECT_EQ(f.violation(f.default_config(problem({100, 36, 20})), problem({100, 36, 20})), std::nullopt);
 }
