@@ -101,9 +101,10 @@ TEST(Fp8Gpu, E4m3ConfigurationsOfTheHopperFamilyAreCorrect) {
     variant({{"BM", "128"}, {"BN", "128"}, {"CONSUMERS", "2"}, {"PINGPONG", "1"}, {"SPLIT_K", "1"}, {"STREAM_K", "0"},
              {"STAGES", "4"}});
     variant({{"CLUSTER_M", "2"}, {"EPILOGUE", "1"}});
-    // Long K: promotion every 2 or 4 k blocks, with one WGMMA group in flight between promotions or
+    // Long K: promotion every block (the default before 4), every 2 or 4 k blocks, with one WGMMA group in flight between promotions or
     // without; k slices whose length is not a multiple of the interval (split-K 3: 21 and 22 blocks)
     // promote after their last block; ping-pong consumers promote per unit.
+    variant({{"PROMOTE_EVERY", "1"}, {"MMA_DEPTH", "0"}});
     variant({{"PROMOTE_EVERY", "2"}, {"MMA_DEPTH", "1"}});
     variant({{"PROMOTE_EVERY", "4"}, {"MMA_DEPTH", "0"}});
     variant({{"PROMOTE_EVERY", "4"}, {"MMA_DEPTH", "1"}, {"SPLIT_K", "3"}, {"STREAM_K", "0"}, {"PERSISTENT", "1"}});
