@@ -129,24 +129,33 @@ TEST(Fp8TemplateCompiles, AHalfSwizzleRowIsRefusedByBoth) {
 }
 
 // Dense e4m3 with long K promoting every 4 k blocks with a WGMMA group in flight between promotions
-// (the family's first alternatives there): the default tile and the widest that holds both sets of
-// sums, two consumers of 64 x 192 (96 + 96 registers), compile without spills; promotion after
-// every stage with a group in flight is refused by the family and the template's static_assert.
+// (the family's default there since the H200 measured it at 0.84 against 0.57 promoting every
+// block) and the widest tile that holds both sets of sums, two consumers of 64 x 192 (96 + 96
+// registers; the first alternatives' best), compile without spills; promotion after every stage with
+// a group in flight is refused by the family and the template's static_assert.
 TEST(Fp8TemplateCompiles, PromotionEveryFourKBlocksCompilesWithoutSpills) {
   if (!nvcc_path()) GTEST_SKIP() << "nvcc not found (set CROQ_NVCC)";
   HopperGemmFamily f;
   auto p = fp8_problem(8192, 8192, 8192);
+  const FamilyConfig def = f.default_config(p);
+  ASSERT_EQ(def.at("PROMOTE_EVERY"), "4");
+  ASSERT_EQ(def.at("MMA_DEPTH"), "1");
+  {
+    SCOPED_TRACE("the default");
+    ASSERT_FALSE(f.violation(def, p));
+    expect_clean(compile(f, def, p));
+  }
   int compiled = 0;
   for (const auto& a : f.alternatives(p)) {
-    if (a.tag != "prom4" && a.tag != "co128x192_prom4") continue;
+    if (a.tag != "co128x192_prom4") continue;
     SCOPED_TRACE(a.name);
     ASSERT_FALSE(f.violation(a.config, p));
     expect_clean(compile(f, a.config, p));
     ++compiled;
   }
-  EXPECT_EQ(compiled, 2);
-  FamilyConfig c = f.default_config(p);
-  c["MMA_DEPTH"] = "1";
+  EXPECT_EQ(compiled, 1);
+  FamilyConfig c = def;
+  c["PROMOTE_EVERY"] = "1";
   ASSERT_TRUE(f.violation(c, p));
   auto r = compile(f, c, p);
   EXPECT_FALSE(r.ok);
