@@ -102,6 +102,29 @@ std::string render_text(const std::string& verb, const json& doc) {
     if (!str(doc, "next_action").empty()) s += "next      " + str(doc, "next_action") + "\n";
     return s;
   }
+  if (verb == "tune" && doc.is_object() && doc.contains("shapes") && doc["shapes"].is_array() && !doc["shapes"].empty() &&
+      doc["shapes"][0].is_object() && doc["shapes"][0].contains("configs")) {
+    // --list-space: per shape the space's size, the default and the first few configurations; the
+    // whole list is the JSON document (--json, or through a pipe).
+    auto params_of = [](const json& c) {
+      std::string out;
+      for (auto it = c.begin(); it != c.end(); ++it) {
+        out += (out.empty() ? "" : " ") + it.key() + "=" + (it.value().is_string() ? it.value().get<std::string>() : it.value().dump());
+      }
+      return out;
+    };
+    for (const auto& d : doc["shapes"]) {
+      s += fmt::format("{}  family {} on {}: {} legal configurations of {} (every value of every parameter){}\n",
+                       str(d, "shape_key"), str(d, "family"), str(d, "arch"), d.value("legal", 0), str(d, "product"),
+                       d.value("truncated", false) ? fmt::format(", the first {} examined", str(d, "examined")) : "");
+      if (d.contains("default") && d["default"].is_object()) s += "default   " + params_of(d["default"]) + "\n";
+      const json& configs = d.value("configs", json::array());
+      for (size_t i = 0; i < configs.size() && i < 3; ++i) s += (i == 0 ? "first     " : "          ") + params_of(configs[i]) + "\n";
+      if (configs.size() > 3) s += fmt::format("          ... {} more\n", configs.size() - 3);
+    }
+    s += "all of them as JSON: --json (or through a pipe)\n";
+    return s;
+  }
   if (verb == "tune" && doc.is_object() && (doc.contains("best") || doc.contains("shapes"))) {
     // The end of a tune: per task, its best kernel, how it compares with the baseline, its
     // parameters and where its source is.
