@@ -1035,6 +1035,30 @@ def measure_guarded(args, doc, pb, tol, torch, device, guard):
         doc["verification"]["passed"] = False
         return finish(doc, "VERIFY_FAIL", "after timing: " + verify_reason(v3, tol))
 
+    # 5. The inputs refilled in place (the same pointers) from the second seed, one shot, checked, as
+    # the C++ runners' last check: a candidate that keys a cache on the input pointers (a stored
+    # result, operands packed once) returns stale values here. (Step 2's second seed had fresh
+    # buffers, which such a cache misses.)
+    a2, b2, _, ref2, extra2 = make_inputs(torch, pb, args.seed + 1, device)
+    a.copy_(a2)
+    b.copy_(b2)
+    for key in ("a_scale", "b_scale"):
+        if key in extra:
+            extra[key].copy_(extra2[key])
+    del a2, b2, extra2
+    sync()
+    poison()
+    failed = run_checked(a, b, c, extra)
+    if failed:
+        return finish(doc, *failed)
+    v4 = verify(torch, c, ref2, tol)
+    doc["verification"]["second_seed_in_place_passed"] = v4["passed"]
+    if not v4["passed"]:
+        doc["verification"]["passed"] = False
+        doc["verification"]["second_seed_passed"] = False
+        return finish(doc, "VERIFY_FAIL", "second seed, the inputs refilled in place (the same pointers): "
+                      + verify_reason(v4, tol) + " (a result or operands cached by the input pointers are stale)")
+
     peak = doc["device"].get("peak_tflops")
     if peak and doc["tflops"] and doc["tflops"] > peak:
         return finish(doc, "IMPOSSIBLE", "%.1f TFLOPS is above the device's peak of %.1f" % (doc["tflops"], peak))

@@ -241,5 +241,33 @@ TEST(TritonGpu, HostLaunchOverheadIsOutsideTheTimedInterval) {
   EXPECT_GT(unheld["timing"]["median_ms"].get<double>(), a + 0.3) << unheld["timing"].dump();
 }
 
+// A candidate that keeps its result by the input pointers and serves it again (a stored result;
+// operands packed once would be the same mistake) computes correctly for fresh buffers and is
+// 10x "faster" while timed; the inputs refilled in place after the timing (the C++ runners' last
+// check) show its result stale: VERIFY_FAIL. The same kernel without the cache passes.
+TEST(TritonGpu, AResultCachedByTheInputPointersIsVerifyFail) {
+  if (auto why = skip_reason(); !why.empty()) GTEST_SKIP() << why;
+  test::TempDir dir;
+  const std::string src = default_source(2048);
+  atomic_write(dir / "iter001_plain.py", src, false);
+  atomic_write(dir / "iter002_cached.py",
+               src + "\n\n_stored = {}\n_launch = croq_matmul\n\n\n"
+                     "def croq_matmul(problem, a, b, c):  # the result kept by the input pointers\n"
+                     "    key = (a.data_ptr(), b.data_ptr(), c.data_ptr())\n"
+                     "    if key in _stored:\n"
+                     "        c.copy_(_stored[key])\n"
+                     "        return\n"
+                     "    _launch(problem, a, b, c)\n"
+                     "    _stored[key] = c.clone()\n",
+               false);
+  const std::vector<std::string> opts = {"--max-reps", "30", "--time-budget-ms", "300"};
+  json plain = run_runner(dir / "iter001_plain.py", 2048, 2048, 2048, "f16f32", "measure", opts);
+  EXPECT_EQ(plain.value("verdict", std::string()), "PASS") << plain.dump();
+  EXPECT_EQ(plain["verification"].value("second_seed_in_place_passed", false), true) << plain["verification"].dump();
+  json cached = run_runner(dir / "iter002_cached.py", 2048, 2048, 2048, "f16f32", "measure", opts);
+  EXPECT_EQ(cached.value("verdict", std::string()), "VERIFY_FAIL") << cached.dump();
+  EXPECT_NE(cached.value("reason", std::string()).find("refilled in place"), std::string::npos) << cached.dump();
+}
+
 }  // namespace
 }  // namespace croq
