@@ -977,17 +977,28 @@ def measure_guarded(args, doc, pb, tol, torch, device, guard):
     # timed launch's output is compared with the reference when a draw made after it ran says so
     # (1 in 4; the last one when none was drawn): a candidate cannot tell a checked launch from a
     # timed one.
+    # While timing, `rotation_sets` input sets alternate, as in the C++ runners (set 0 and sets of
+    # their own seeds; none with --no-l2-flush, which measures hot): a result kept by pointer is not
+    # served on every launch.
     draws = random.SystemRandom()
     timed = {"checked": 0}
+    n_sets = 1 if args.no_l2_flush or device != "cuda" else max(1, int(args.rotation_sets or 1))
+    sets = [(a, b, c, ref, extra)] + [make_inputs(torch, pb, args.seed + 0x100 + s, device) for s in range(1, n_sets)]
+    cur = {"i": 0}
 
-    def poison():
-        c.fill_(float("nan"))
+    def poison():  # before every launch: the next set, its C := NaN
+        cur["i"] = (cur["i"] + 1) % len(sets)
+        sets[cur["i"]][2].fill_(float("nan"))
+
+    def launch():
+        sa, sb, sc, _, sx = sets[cur["i"]]
+        call(sa, sb, sc, sx)
 
     def after_rep(rep, last):
         if not (draws.random() < 0.25 or (last and timed["checked"] == 0)):
             return None
         sync()
-        vt = verify(torch, c, ref, tol)
+        vt = verify(torch, sets[cur["i"]][2], sets[cur["i"]][3], tol)
         timed["checked"] += 1
         if vt["passed"]:
             return None
@@ -995,7 +1006,8 @@ def measure_guarded(args, doc, pb, tol, torch, device, guard):
         return ("VERIFY_FAIL", "timed launch %d, verified after it ran (chosen at random): %s" % (rep, verify_reason(vt, tol)))
 
     tuned_before = autotune_state(tuners)
-    t = time_candidate(torch, device, args, lambda: call(a, b, c, extra), sync, poison, after_rep)
+    t = time_candidate(torch, device, args, launch, sync, poison, after_rep)
+    del sets[1:]
     doc["verification"]["timed_checked"] = timed["checked"]
     if tuners and autotune_state(tuners) != tuned_before:
         doc["process"]["autotune"] = autotune_report(tuners)
@@ -1014,6 +1026,7 @@ def measure_guarded(args, doc, pb, tol, torch, device, guard):
             doc.setdefault("warnings", []).append(
                 "the launch function waits for the stream (it synchronises inside croq_matmul, against the ABI); "
                 "timed without holding the stream, so host launch overhead is inside the measured interval")
+    t["rotation_sets"] = n_sets
     doc["timing"] = t
     if guard.violations:
         return finish(doc, "LIBRARY_CALL_FORBIDDEN", "the candidate called " + ", ".join(sorted(set(guard.violations))))
@@ -1024,8 +1037,8 @@ def measure_guarded(args, doc, pb, tol, torch, device, guard):
         if smi and smi[0] not in ("", "[N/A]"):
             doc["device"]["sm_clock_mhz"] = int(float(smi[0]))
 
-    # 4. One more launch (poisoned first, as every one), checked.
-    poison()
+    # 4. One more launch on the first set (poisoned first, as every one), checked.
+    c.fill_(float("nan"))
     failed = run_checked(a, b, c, extra)
     if failed:
         return finish(doc, *failed)
@@ -1047,7 +1060,7 @@ def measure_guarded(args, doc, pb, tol, torch, device, guard):
             extra[key].copy_(extra2[key])
     del a2, b2, extra2
     sync()
-    poison()
+    c.fill_(float("nan"))
     failed = run_checked(a, b, c, extra)
     if failed:
         return finish(doc, *failed)

@@ -264,6 +264,7 @@ TEST(TritonGpu, AResultCachedByTheInputPointersIsVerifyFail) {
   json plain = run_runner(dir / "iter001_plain.py", 2048, 2048, 2048, "f16f32", "measure", opts);
   EXPECT_EQ(plain.value("verdict", std::string()), "PASS") << plain.dump();
   EXPECT_EQ(plain["verification"].value("second_seed_in_place_passed", false), true) << plain["verification"].dump();
+  EXPECT_EQ(plain["timing"].value("rotation_sets", 0), 2) << "two input sets alternate while timing, as in the C++ runners";
   json cached = run_runner(dir / "iter002_cached.py", 2048, 2048, 2048, "f16f32", "measure", opts);
   EXPECT_EQ(cached.value("verdict", std::string()), "VERIFY_FAIL") << cached.dump();
   EXPECT_NE(cached.value("reason", std::string()).find("refilled in place"), std::string::npos) << cached.dump();
