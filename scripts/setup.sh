@@ -28,6 +28,7 @@ packages=(
   libtomlplusplus-dev  # TOML sweep manifests (croq sweep run --manifest x.toml)
   clang libclang-rt-dev  # the fuzz targets (libFuzzer; ctest -L fuzz, bench/fuzz.sh)
   python3 pylint  # pylint: tests/python/lint.sh (call and name errors in the Python runner)
+  python3-torch  # the Python runner's measure path on the CPU (tests/cli/python_runner_cpu_test.cpp)
   chromium chromium-driver curl  # the dashboard's browser test (ctest -L browser); bench/monitor.sh
   slurmctld slurmd slurm-client munge  # croq sweep submit --slurm's test on a one-node cluster (tests/slurm)
   libpq-dev postgresql  # croq serve --db postgresql://...; its tests on a throwaway server (tests/postgres)

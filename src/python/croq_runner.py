@@ -982,7 +982,7 @@ def measure_guarded(args, doc, pb, tol, torch, device, guard):
     # served on every launch.
     draws = random.SystemRandom()
     timed = {"checked": 0}
-    n_sets = 1 if args.no_l2_flush or device != "cuda" else max(1, int(args.rotation_sets or 1))
+    n_sets = 1 if args.no_l2_flush else max(1, int(args.rotation_sets or 1))
     sets = [(a, b, c, ref, extra)] + [make_inputs(torch, pb, args.seed + 0x100 + s, device) for s in range(1, n_sets)]
     cur = {"i": 0}
 
