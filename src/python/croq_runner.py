@@ -1037,16 +1037,25 @@ def measure_guarded(args, doc, pb, tol, torch, device, guard):
         if smi and smi[0] not in ("", "[N/A]"):
             doc["device"]["sm_clock_mhz"] = int(float(smi[0]))
 
-    # 4. One more launch on the first set (poisoned first, as every one), checked.
-    c.fill_(float("nan"))
-    failed = run_checked(a, b, c, extra)
+    def checked_shot(inputs, want, field, what):
+        """One launch on `inputs` (its output poisoned first, as every one), checked against `want`;
+        the outcome under verification[field]. The failure, else None."""
+        sa, sb, sc, sx = inputs
+        sc.fill_(float("nan"))
+        failed = run_checked(sa, sb, sc, sx)
+        if failed:
+            return failed
+        v = verify(torch, sc, want, tol)
+        doc["verification"][field] = v["passed"]
+        if v["passed"]:
+            return None
+        doc["verification"]["passed"] = False
+        return "VERIFY_FAIL", what + verify_reason(v, tol)
+
+    # 4. One more launch on the first set, checked.
+    failed = checked_shot((a, b, c, extra), ref, "rechecked_after_timing", "after timing: ")
     if failed:
         return finish(doc, *failed)
-    v3 = verify(torch, c, ref, tol)
-    doc["verification"]["rechecked_after_timing"] = v3["passed"]
-    if not v3["passed"]:
-        doc["verification"]["passed"] = False
-        return finish(doc, "VERIFY_FAIL", "after timing: " + verify_reason(v3, tol))
 
     # 5. The inputs refilled in place (the same pointers) from the second seed, one shot, checked, as
     # the C++ runners' last check: a candidate that keys a cache on the input pointers (a stored
@@ -1060,17 +1069,13 @@ def measure_guarded(args, doc, pb, tol, torch, device, guard):
             extra[key].copy_(extra2[key])
     del a2, b2, extra2
     sync()
-    c.fill_(float("nan"))
-    failed = run_checked(a, b, c, extra)
+    failed = checked_shot((a, b, c, extra), ref2, "second_seed_in_place_passed",
+                          "second seed, the inputs refilled in place (the same pointers; a result or operands kept "
+                          "by the input pointers are stale): ")
     if failed:
+        if failed[0] == "VERIFY_FAIL":
+            doc["verification"]["second_seed_passed"] = False
         return finish(doc, *failed)
-    v4 = verify(torch, c, ref2, tol)
-    doc["verification"]["second_seed_in_place_passed"] = v4["passed"]
-    if not v4["passed"]:
-        doc["verification"]["passed"] = False
-        doc["verification"]["second_seed_passed"] = False
-        return finish(doc, "VERIFY_FAIL", "second seed, the inputs refilled in place (the same pointers): "
-                      + verify_reason(v4, tol) + " (a result or operands cached by the input pointers are stale)")
 
     peak = doc["device"].get("peak_tflops")
     if peak and doc["tflops"] and doc["tflops"] > peak:

@@ -281,16 +281,7 @@ TEST(BuildCli, EnvValidateGivesOneDocumentAndExitsOneOnErrors) {
 namespace croq {
 namespace {
 
-// A python3 that imports torch (the CPU build is enough), or empty.
-std::string python_with_torch() {
-  for (const char* py : {"python3", "/usr/bin/python3"}) {
-    ProcessSpec spec;
-    spec.argv = {py, "-c", "import torch"};
-    spec.timeout = std::chrono::seconds(60);
-    if (SystemProcessRunner().run(spec).ok()) return py;
-  }
-  return {};
-}
+using test::python_with_torch;
 
 // Runs croq's Python runner on the CPU (its hidden --device cpu mode) and returns the document.
 json run_runner(const std::string& py, const fs::path& candidate, const std::string& dtype, int timeout_s = 60) {

@@ -22,16 +22,7 @@ namespace {
 
 namespace fs = std::filesystem;
 
-// The first python3 that imports torch: the one on PATH, else the system's.
-std::string python_with_torch() {
-  for (const char* py : {"python3", "/usr/bin/python3"}) {
-    ProcessSpec spec;
-    spec.argv = {py, "-c", "import torch"};
-    spec.timeout = std::chrono::seconds(120);
-    if (SystemProcessRunner().run(spec).ok()) return py;
-  }
-  return {};
-}
+using test::python_with_torch;
 
 json run_cpu(const std::string& py, const fs::path& candidate, const std::vector<std::string>& more = {}) {
   ProcessSpec spec;

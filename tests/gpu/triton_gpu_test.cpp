@@ -137,6 +137,12 @@ std::string default_source(int64_t size) {
   return f.render_source(f.default_config(p), p);
 }
 
+// The family default with its croq_matmul wrapped: `prelude` at module level, then a croq_matmul of
+// `body` that may call the default's as _launch.
+std::string wrapped_default(int64_t size, const std::string& prelude, const std::string& body) {
+  return default_source(size) + "\n\n" + prelude + "_launch = croq_matmul\n\n\ndef croq_matmul(problem, a, b, c):\n" + body;
+}
+
 TEST(TritonGpu, ProfileModeRunsTheCandidateOnceMore) {
   if (auto why = skip_reason(); !why.empty()) GTEST_SKIP() << why;
   test::TempDir dir;
@@ -213,15 +219,13 @@ def croq_matmul(problem, a, b, c):
 TEST(TritonGpu, HostLaunchOverheadIsOutsideTheTimedInterval) {
   if (auto why = skip_reason(); !why.empty()) GTEST_SKIP() << why;
   test::TempDir dir;
-  const std::string src = default_source(2048);
-  atomic_write(dir / "iter001_prompt.py", src, false);
+  atomic_write(dir / "iter001_prompt.py", default_source(2048), false);
   atomic_write(dir / "iter002_slow_host.py",
-               src + "\n\nimport time as _time\n_launch = croq_matmul\n\n\n"
-                     "def croq_matmul(problem, a, b, c):  # 400 us of host work before every launch\n"
-                     "    t0 = _time.perf_counter()\n"
-                     "    while _time.perf_counter() - t0 < 4e-4:\n"
-                     "        pass\n"
-                     "    _launch(problem, a, b, c)\n",
+               wrapped_default(2048, "import time as _time\n",
+                               "    t0 = _time.perf_counter()  # 400 us of host work before every launch\n"
+                               "    while _time.perf_counter() - t0 < 4e-4:\n"
+                               "        pass\n"
+                               "    _launch(problem, a, b, c)\n"),
                false);
   const std::vector<std::string> opts = {"--max-reps", "60", "--time-budget-ms", "400"};
   json prompt = run_runner(dir / "iter001_prompt.py", 2048, 2048, 2048, "f16f32", "measure", opts);
@@ -248,17 +252,15 @@ TEST(TritonGpu, HostLaunchOverheadIsOutsideTheTimedInterval) {
 TEST(TritonGpu, AResultCachedByTheInputPointersIsVerifyFail) {
   if (auto why = skip_reason(); !why.empty()) GTEST_SKIP() << why;
   test::TempDir dir;
-  const std::string src = default_source(2048);
-  atomic_write(dir / "iter001_plain.py", src, false);
+  atomic_write(dir / "iter001_plain.py", default_source(2048), false);
   atomic_write(dir / "iter002_cached.py",
-               src + "\n\n_stored = {}\n_launch = croq_matmul\n\n\n"
-                     "def croq_matmul(problem, a, b, c):  # the result kept by the input pointers\n"
-                     "    key = (a.data_ptr(), b.data_ptr(), c.data_ptr())\n"
-                     "    if key in _stored:\n"
-                     "        c.copy_(_stored[key])\n"
-                     "        return\n"
-                     "    _launch(problem, a, b, c)\n"
-                     "    _stored[key] = c.clone()\n",
+               wrapped_default(2048, "_stored = {}\n",
+                               "    key = (a.data_ptr(), b.data_ptr(), c.data_ptr())  # the result kept by pointer\n"
+                               "    if key in _stored:\n"
+                               "        c.copy_(_stored[key])\n"
+                               "        return\n"
+                               "    _launch(problem, a, b, c)\n"
+                               "    _stored[key] = c.clone()\n"),
                false);
   const std::vector<std::string> opts = {"--max-reps", "30", "--time-budget-ms", "300"};
   json plain = run_runner(dir / "iter001_plain.py", 2048, 2048, 2048, "f16f32", "measure", opts);

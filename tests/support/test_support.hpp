@@ -2,6 +2,7 @@
 // real croq binary (CLI tests) and read its JSON.
 #pragma once
 #include <algorithm>
+#include <chrono>
 #include <cstdlib>
 #include <filesystem>
 #include <map>
@@ -71,5 +72,17 @@ inline CroqRun run_croq(const fs::path& root, const std::vector<std::string>& ar
 
 // Splits a command line into words as a POSIX shell would (quotes; no expansions).
 inline std::vector<std::string> shell_words(const std::string& line) { return split_shell_words(line); }
+
+// The first python3 that imports torch (the CPU build is enough: Debian's python3-torch): the one on
+// PATH, else the system's; empty when none does.
+inline std::string python_with_torch() {
+  for (const char* py : {"python3", "/usr/bin/python3"}) {
+    ProcessSpec spec;
+    spec.argv = {py, "-c", "import torch"};
+    spec.timeout = std::chrono::seconds(120);
+    if (SystemProcessRunner().run(spec).ok()) return py;
+  }
+  return {};
+}
 
 }  // namespace croq::test
