@@ -28,7 +28,6 @@ packages=(
   libtomlplusplus-dev  # TOML sweep manifests (croq sweep run --manifest x.toml)
   clang libclang-rt-dev  # the fuzz targets (libFuzzer; ctest -L fuzz, bench/fuzz.sh)
   python3 pylint  # pylint: tests/python/lint.sh (call and name errors in the Python runner)
-  python3-torch  # the Python runner's measure path on the CPU (tests/cli/python_runner_cpu_test.cpp)
   chromium chromium-driver curl  # the dashboard's browser test (ctest -L browser); bench/monitor.sh
   slurmctld slurmd slurm-client munge  # croq sweep submit --slurm's test on a one-node cluster (tests/slurm)
   libpq-dev postgresql  # croq serve --db postgresql://...; its tests on a throwaway server (tests/postgres)
@@ -38,12 +37,24 @@ missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
 done
-if [ ${#missing[@]} -gt 0 ]; then
-  echo "setup: installing ${missing[*]}" >&2
+# Without their recommendations (python3-torch's are libtorch-dev and a compiler set, not needed):
+# PyTorch for the CPU runs the Python runner's measure path in the tests (tests/cli/python_runner_cpu_test.cpp).
+lean=(python3-torch)
+missing_lean=()
+for p in "${lean[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing_lean+=("$p")
+done
+if [ ${#missing[@]} -gt 0 ] || [ ${#missing_lean[@]} -gt 0 ]; then
+  echo "setup: installing ${missing[*]} ${missing_lean[*]}" >&2
   SUDO=""
   [ "$(id -u)" -ne 0 ] && SUDO="sudo"
   $SUDO apt-get update -qq
-  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${missing[@]}" >/dev/null
+  if [ ${#missing[@]} -gt 0 ]; then
+    DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${missing[@]}" >/dev/null
+  fi
+  if [ ${#missing_lean[@]} -gt 0 ]; then
+    DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing_lean[@]}" >/dev/null
+  fi
 fi
 
 if [ "$choreo" = 1 ]; then
