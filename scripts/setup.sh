@@ -33,17 +33,17 @@ packages=(
   libpq-dev postgresql  # croq serve --db postgresql://...; its tests on a throwaway server (tests/postgres)
 )
 [ "$choreo" = 1 ] && packages+=(flex bison)  # the CroqTile compiler's scanner and parser
-missing=()
-for p in "${packages[@]}"; do
-  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
-done
 # Without their recommendations (python3-torch's are libtorch-dev and a compiler set, not needed):
 # PyTorch for the CPU runs the Python runner's measure path in the tests (tests/cli/python_runner_cpu_test.cpp).
 lean=(python3-torch)
-missing_lean=()
-for p in "${lean[@]}"; do
-  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing_lean+=("$p")
-done
+# The packages of the arguments that are not installed, one per line.
+not_installed() {
+  for p in "$@"; do
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || echo "$p"
+  done
+}
+mapfile -t missing < <(not_installed "${packages[@]}")
+mapfile -t missing_lean < <(not_installed "${lean[@]}")
 if [ ${#missing[@]} -gt 0 ] || [ ${#missing_lean[@]} -gt 0 ]; then
   echo "setup: installing ${missing[*]} ${missing_lean[*]}" >&2
   SUDO=""

@@ -23,6 +23,15 @@ std::optional<double> num(const json& j, const char* key) {
   return j[key].get<double>();
 }
 
+// A configuration's parameters on one line: `NAME=value NAME=value`.
+std::string key_values(const json& params) {
+  std::string out;
+  for (auto it = params.begin(); it != params.end(); ++it) {
+    out += (out.empty() ? "" : " ") + it.key() + "=" + (it.value().is_string() ? it.value().get<std::string>() : it.value().dump());
+  }
+  return out;
+}
+
 std::string rate_of(const json& j, const char* key = "tflops") {
   auto v = num(j, key);
   return v ? format_rate(*v) : "-";
@@ -106,20 +115,13 @@ std::string render_text(const std::string& verb, const json& doc) {
       doc["shapes"][0].is_object() && doc["shapes"][0].contains("configs")) {
     // --list-space: per shape the space's size, the default and the first few configurations; the
     // whole list is the JSON document (--json, or through a pipe).
-    auto params_of = [](const json& c) {
-      std::string out;
-      for (auto it = c.begin(); it != c.end(); ++it) {
-        out += (out.empty() ? "" : " ") + it.key() + "=" + (it.value().is_string() ? it.value().get<std::string>() : it.value().dump());
-      }
-      return out;
-    };
     for (const auto& d : doc["shapes"]) {
       s += fmt::format("{}  family {} on {}: {} legal configurations of {} (every value of every parameter){}\n",
                        str(d, "shape_key"), str(d, "family"), str(d, "arch"), d.value("legal", 0), str(d, "product"),
                        d.value("truncated", false) ? fmt::format(", the first {} examined", str(d, "examined")) : "");
-      if (d.contains("default") && d["default"].is_object()) s += "default   " + params_of(d["default"]) + "\n";
+      if (d.contains("default") && d["default"].is_object()) s += "default   " + key_values(d["default"]) + "\n";
       const json& configs = d.value("configs", json::array());
-      for (size_t i = 0; i < configs.size() && i < 3; ++i) s += (i == 0 ? "first     " : "          ") + params_of(configs[i]) + "\n";
+      for (size_t i = 0; i < configs.size() && i < 3; ++i) s += (i == 0 ? "first     " : "          ") + key_values(configs[i]) + "\n";
       if (configs.size() > 3) s += fmt::format("          ... {} more\n", configs.size() - 3);
     }
     s += "all of them as JSON: --json (or through a pipe)\n";
@@ -144,11 +146,7 @@ std::string render_text(const std::string& verb, const json& doc) {
         s += "best      none kept yet\n";
       }
       if (d.contains("best_params") && d["best_params"].is_object()) {
-        std::string params;
-        for (auto it = d["best_params"].begin(); it != d["best_params"].end(); ++it) {
-          params += (params.empty() ? "" : " ") + it.key() + "=" + (it.value().is_string() ? it.value().get<std::string>() : it.value().dump());
-        }
-        s += "params    " + params + "\n";
+        s += "params    " + key_values(d["best_params"]) + "\n";
       }
       if (!str(d, "best_source").empty()) s += "source    " + str(d, "best_source") + "\n";
     };

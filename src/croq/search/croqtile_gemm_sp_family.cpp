@@ -223,11 +223,11 @@ std::vector<Alternative> CroqtileGemmSpFamily::alternatives(const FamilyProblem&
   // The default waiting after every slice where it waits once per two (MMA_RUN 4, measured 6-8 %
   // slower, stays a single step), and once per two where K or the stages made it wait per slice.
   {
+    const bool pairs = get(def, "MMA_RUN") == 2;
     FamilyConfig c = def;
-    c["MMA_RUN"] = get(def, "MMA_RUN") == 2 ? "1" : "2";
-    add(get(def, "MMA_RUN") == 2 ? "the default waiting after every K slice (MMA_RUN 1)"
-                                 : "the default waiting once per 2 K slices (MMA_RUN 2)",
-        get(def, "MMA_RUN") == 2 ? "run1" : "run2", c);
+    c["MMA_RUN"] = pairs ? "1" : "2";
+    add(pairs ? "the default waiting after every K slice (MMA_RUN 1)" : "the default waiting once per 2 K slices (MMA_RUN 2)",
+        pairs ? "run1" : "run2", c);
   }
   // The from-scratch baseline's tile (64 x 256, one consumer), now warp-specialised and staged.
   add("one consumer, 64x256 tiles", "c1_64x256", arrangement(p, 1, 256));

@@ -444,14 +444,12 @@ FamilyConfig HopperGemmFamily::default_config(const FamilyProblem& p) const {
     const long long t128 = tiles(128, 128);
     while (s < 4 && t128 * s * 2 <= sms * 3 / 2 && ceil_div(p.k, 128) >= 4LL * s * 2) s *= 2;
     c = fp8_stages(arrangement({128, 128, 2, 0}, s, 1, 2));
-    c["MMA_DEPTH"] = "0";
-    if (!is_blockscaled(p)) {
-      // Dense e4m3 promotes every 4 k blocks with one WGMMA group in flight between promotions: on
-      // the H200 at 8192^3 that was 0.84 x cuBLASLt FP8 against 0.57 promoting every block (K 512
-      // on the tensor cores' accumulators between promotions; 4096 unpromoted passed the checks).
-      c["PROMOTE_EVERY"] = "4";
-      c["MMA_DEPTH"] = "1";
-    }
+    // The block-scaled kernel promotes every stage, so it waits for each stage's WGMMAs. Dense e4m3
+    // promotes every 4 k blocks with one WGMMA group in flight between promotions: on the H200 at
+    // 8192^3 that was 0.84 x cuBLASLt FP8 against 0.57 promoting every block (K 512 on the tensor
+    // cores' accumulators between promotions; 4096 unpromoted passed the checks).
+    c["PROMOTE_EVERY"] = is_blockscaled(p) ? "1" : "4";
+    c["MMA_DEPTH"] = is_blockscaled(p) ? "0" : "1";
   }
   if (violation(c, p)) {
     // Fall back to the smallest configuration, legal for every supported problem.
