@@ -56,17 +56,17 @@ def tensors(m, n, k, seed):
 
 
 def render(cfg, path):
-    """The template with the configuration's constants, as croq renders a triton_gemm candidate."""
-    text = open(TEMPLATE).read()
-    begin, end = "# @CROQ_CONFIG@ begin", "# @CROQ_CONFIG@ end"
-    at, stop = text.index(begin), text.index(end)
-    order = ["BLOCK_M", "BLOCK_N", "BLOCK_K", "GROUP_M", "NUM_WARPS", "NUM_STAGES", "PERSISTENT", "TMA",
-             "WARP_SPEC", "SPLIT_K"]
-    body = "# A configuration of the brute-force autotune (bench/gpu/triton/brute_force.py).\n"
-    body += "".join("%s = %s\n" % (name, cfg.get(name, "0")) for name in order)
-    body += "CROQ_PARAMS = {" + ", ".join('"%s": %s' % (name, name) for name in order) + "}"
+    """The template with the configuration's values in its constant lines (the block croq's search
+    rewrites for a triton_gemm candidate: `NAME = value`, CROQ_PARAMS after them), the rest as it is."""
+    lines = open(TEMPLATE).read().split("\n")
+    at = next(i for i, line in enumerate(lines) if line.startswith("# @CROQ_CONFIG@ begin"))
+    stop = next(i for i, line in enumerate(lines) if line.startswith("# @CROQ_CONFIG@ end"))
+    for i in range(at + 1, stop):
+        name = lines[i].split(" = ", 1)[0]
+        if name in cfg:
+            lines[i] = "%s = %s" % (name, cfg[name])
     with open(path, "w") as f:
-        f.write(text[:at] + body + text[stop + len(end):])
+        f.write("\n".join(lines))
 
 
 def compile_one(args):
