@@ -20,7 +20,8 @@
 # Needs croq's executables packed by bench/gpu/pack_device.sh into .carry/croq (else $CROQ_BIN_DIR or
 # build/bin), python3 with torch (CUDA) and triton, ncu. Environment: TRITON_SHAPES (shape keys),
 # TRITON_ROUNDS (default 8), TRITON_JOBS (2), TRITON_BUDGET_S (total, default 470), TRITON_WS
-# (/tmp/croq-triton-ws), TRITON_PRESET (quick), TRITON_SKIP_TESTS=1, TRITON_BRUTE_KEY, TRITON_BRUTE_SAMPLE,
+# (/tmp/croq-triton-ws), TRITON_PRESET (quick), TRITON_SKIP_TESTS=1, TRITON_TEST_FILTER (gtest filter, default TritonGpu*),
+# TRITON_ONE_TUNE=1 (one croq tune over all shapes, --jobs JOBS, the plain autotunes beside it), TRITON_BRUTE_KEY, TRITON_BRUTE_SAMPLE,
 # TRITON_BRUTE_S, TRITON_BRUTE_FROM (an earlier call's triton-brute-force.json: its 3 fastest are measured
 # again by croq measure, and nothing is sampled).
 # Usage: bash bench/gpu/triton_evidence.sh --pack [build-folder]   (here: builds croq, the runners and
@@ -67,7 +68,7 @@ if [ -n "${TRITON_SKIP_TESTS:-}" ]; then
   say "GPU tests skipped (TRITON_SKIP_TESTS)"
 elif [ -x "$BIN/croq_gpu_tests" ]; then
   say "GPU tests: TritonGpu*"
-  CROQ_TEST_BIN_DIR=$BIN timeout 150 "$BIN/croq_gpu_tests" --gtest_filter='TritonGpu*' > "$DEST/triton-gpu-tests.txt" 2>&1
+  CROQ_TEST_BIN_DIR=$BIN timeout 150 "$BIN/croq_gpu_tests" --gtest_filter="${TRITON_TEST_FILTER:-TritonGpu*}" > "$DEST/triton-gpu-tests.txt" 2>&1
   say "GPU tests exit $? ($(grep -E '^\[  (PASSED|FAILED)' "$DEST/triton-gpu-tests.txt" | tr '\n' ' '))"
 else
   say "no croq_gpu_tests in $BIN: tests not run (build the tests, then bench/gpu/pack_device.sh)"
@@ -111,7 +112,22 @@ measure_plain() {  # key
 }
 
 # ---- 3. croq tune --dsl triton, shapes JOBS at a time, in order, while the budget lasts ----------------
-set -- $SHAPES
+if [ -n "${TRITON_ONE_TUNE:-}" ]; then
+  # One croq tune over every shape (--jobs JOBS: a shape that finishes its rounds hands its slot to the
+  # next), the plain autotunes measured beside it in shape order (both wait on the GPU lease, so no two
+  # timings overlap).
+  ( for key in $SHAPES; do [ "$(left)" -gt 60 ] && measure_plain "$key"; done ) &
+  plain_pid=$!
+  per=$(( $(left) - 40 ))
+  say "croq tune $SHAPES --dsl triton --rounds $ROUNDS --jobs $JOBS (at most ${per}s; plain autotunes beside it)"
+  timeout --signal=TERM --kill-after=20 "$per" "$BIN/croq" --root "$WS" tune $SHAPES --dsl triton \
+    --rounds "$ROUNDS" --seed 1 --jobs "$JOBS" --profile-preset "$PRESET" >> "$WS/tune-summary.jsonl" 2>> "$DEST/triton-events.jsonl"
+  say "croq tune exit $?"
+  wait "$plain_pid"
+  set --
+else
+  set -- $SHAPES
+fi
 while [ $# -gt 0 ] && [ "$(left)" -gt 90 ]; do
   batch=()
   for _ in $(seq 1 "$JOBS"); do [ $# -gt 0 ] && { batch+=("$1"); shift; }; done
