@@ -1,5 +1,6 @@
 // GPU test (label gpu): the hopper_gemm family's e4m3 configurations (k32 FP8 WGMMA, per-tensor
-// scales applied in the epilogue, and the block-scaled operator's promotion per 128-deep k block) — the default and the alternatives for each problem, plus split-K,
+// scales applied in the epilogue, and the block-scaled operator's promotion per 128-deep k block,
+// drained or overlapped with the next block's WGMMAs) — the default and the alternatives for each problem, plus split-K,
 // stream-K, ping-pong, a cluster and the TMA-store epilogue — built with nvcc and verified by
 // croq-gpu-runner (every element against the reference applying the scales in f32, two seeds,
 // inputs over e4m3's range) on shapes that are not multiples of any tile, f16 and bf16 out, and a
@@ -110,6 +111,11 @@ TEST(Fp8Gpu, E4m3ConfigurationsOfTheHopperFamilyAreCorrect) {
     variant({{"PROMOTE_EVERY", "4"}, {"MMA_DEPTH", "1"}, {"SPLIT_K", "3"}, {"STREAM_K", "0"}, {"PERSISTENT", "1"}});
     variant({{"PROMOTE_EVERY", "4"}, {"MMA_DEPTH", "1"}, {"BM", "128"}, {"BN", "64"}, {"CONSUMERS", "2"},
              {"PINGPONG", "1"}, {"SPLIT_K", "1"}, {"STREAM_K", "0"}});
+    // Block-scaled: each k block promoted while the next block's WGMMAs run (two sets of WGMMA sums,
+    // the unit's last block even or odd), also ping-pong and with a cluster and the TMA-store epilogue.
+    variant({{"MMA_DEPTH", "1"}, {"BM", "128"}, {"BN", "64"}, {"CONSUMERS", "2"}, {"PINGPONG", "1"}, {"SPLIT_K", "1"},
+             {"STREAM_K", "0"}});
+    variant({{"MMA_DEPTH", "1"}, {"CLUSTER_M", "2"}, {"EPILOGUE", "1"}});
     for (const auto& cfg : sample) {
       ASSERT_FALSE(f.violation(cfg, p)) << describe(cfg);
       jobs.push_back({cs, cfg, dir / fmt::format("c{}.so", jobs.size()), {}});

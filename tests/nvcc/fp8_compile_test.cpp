@@ -43,18 +43,28 @@ struct Compiled {
   std::string log;
 };
 
-Compiled compile(const KernelFamily& f, const FamilyConfig& c, const FamilyProblem& p) {
+// ptxas of the candidate (-cubin, its report in the log), or with ptx the PTX itself as the log.
+Compiled compile(const KernelFamily& f, const FamilyConfig& c, const FamilyProblem& p, bool ptx = false) {
   test::TempDir dir;
   const auto src = dir / "candidate.cu";
+  const auto out = dir / (ptx ? "candidate.ptx" : "candidate.cubin");
   atomic_write(src, f.render_source(c, p), false);
   ProcessSpec spec;
   spec.argv = {nvcc_path()->string()};
   for (const auto& flag : f.build_flags(c, p)) spec.argv.push_back(flag);
-  spec.argv.insert(spec.argv.end(), {"-I" + find_project_dir("include").string(), "-cubin", "-Xptxas", "-v", "-o",
-                                     (dir / "candidate.cubin").string(), src.string()});
+  spec.argv.insert(spec.argv.end(), {"-I" + find_project_dir("include").string(), ptx ? "-ptx" : "-cubin"});
+  if (!ptx) spec.argv.insert(spec.argv.end(), {"-Xptxas", "-v"});
+  spec.argv.insert(spec.argv.end(), {"-o", out.string(), src.string()});
   spec.timeout = std::chrono::milliseconds(900000);
   ProcessResult r = process_runner().run(spec);
+  if (ptx && r.ok()) return {true, read_file(out).value_or("")};
   return {r.ok(), r.out + r.err};
+}
+
+size_t count_of(const std::string& text, const std::string& what) {
+  size_t n = 0;
+  for (size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++n;
+  return n;
 }
 
 void expect_clean(const Compiled& c) {
@@ -160,6 +170,31 @@ TEST(Fp8TemplateCompiles, PromotionEveryFourKBlocksCompilesWithoutSpills) {
   auto r = compile(f, c, p);
   EXPECT_FALSE(r.ok);
   EXPECT_NE(r.log.find("CROQ_MMA_DEPTH 0"), std::string::npos) << r.log;
+}
+
+// The block-scaled kernel's first alternative overlaps each k block's promotion with the next block's
+// WGMMAs (two sets of WGMMA sums and the promoted sums: 3 x 64 registers per consumer thread at
+// 128x128): it compiles without spills, and waits for one WGMMA group (not all) after issuing a block.
+TEST(Fp8TemplateCompiles, OverlappedBlockScaledPromotionCompilesWithoutSpills) {
+  if (!nvcc_path()) GTEST_SKIP() << "nvcc not found (set CROQ_NVCC)";
+  HopperGemmFamily f;
+  auto p = fp8_problem(4096, 7168, 7168);
+  p.op = "blockscaled";
+  const auto alts = f.alternatives(p);
+  ASSERT_FALSE(alts.empty());
+  ASSERT_EQ(alts.front().tag, "bs_overlap");
+  const FamilyConfig& c = alts.front().config;
+  ASSERT_EQ(c.at("MMA_DEPTH"), "1");
+  expect_clean(compile(f, c, p));
+  const Compiled overlapped = compile(f, c, p, true);
+  ASSERT_TRUE(overlapped.ok);
+  EXPECT_GT(count_of(overlapped.log, "wgmma.wait_group.sync.aligned 1;"), 0u);
+  // The drained kernel (the default) is still what MMA_DEPTH=0 builds: it waits for every group.
+  expect_clean(compile(f, f.default_config(p), p));
+  const Compiled drained = compile(f, f.default_config(p), p, true);
+  ASSERT_TRUE(drained.ok);
+  EXPECT_EQ(count_of(drained.log, "wgmma.wait_group.sync.aligned 1;"), 0u);
+  EXPECT_GT(count_of(drained.log, "wgmma.wait_group.sync.aligned 0;"), 0u);
 }
 
 }  // namespace

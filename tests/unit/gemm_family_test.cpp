@@ -677,10 +677,21 @@ TEST(HopperGemmFamily, BlockScaledConfigurationsPromotePerScaleBlock) {
   const std::string src = f.render_source(c, p);
   EXPECT_NE(src.find("#define CROQ_BLOCKSCALE 1\n"), std::string::npos);
   EXPECT_NE(src.find("#define CROQ_ELEM_BYTES 1\n"), std::string::npos);
+  // MMA_DEPTH=1: the promotion of one k block overlaps the next block's WGMMAs, which needs a second
+  // set of WGMMA sums: legal where three sets fit (64 x 128 per consumer), the first alternative.
   auto depth = c;
   depth["MMA_DEPTH"] = "1";
-  ASSERT_TRUE(f.violation(depth, p));
-  EXPECT_NE(f.violation(depth, p)->find("MMA_DEPTH=0"), std::string::npos);
+  EXPECT_FALSE(f.violation(depth, p)) << *f.violation(depth, p);
+  const auto alts = f.alternatives(p);
+  ASSERT_FALSE(alts.empty());
+  EXPECT_EQ(alts.front().tag, "bs_overlap");
+  EXPECT_EQ(alts.front().config, depth);
+  for (size_t i = 1; i < alts.size(); ++i) EXPECT_EQ(alts[i].config.at("MMA_DEPTH"), "0") << alts[i].name;
+  auto depth_wide = depth;
+  depth_wide["BN"] = "192";
+  ASSERT_TRUE(f.violation(depth_wide, p));
+  EXPECT_NE(f.violation(depth_wide, p)->find("3 x 96 registers"), std::string::npos) << *f.violation(depth_wide, p);
+  EXPECT_NE(f.violation(depth_wide, p)->find("MMA_DEPTH=0"), std::string::npos);
   auto wide = c;
   wide["BN"] = "256";
   ASSERT_TRUE(f.violation(wide, p));

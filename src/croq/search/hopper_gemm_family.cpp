@@ -92,7 +92,9 @@ std::vector<ParamSpec> HopperGemmFamily::params() const {
        "0: stores from registers; 1: swizzled shared memory (stmatrix) and TMA tensor stores; 2: registers, "
        "16-bit outputs transposed across each lane quad so every thread stores 16 contiguous bytes"},
       {"SWIZZLE", {"32", "64", "128"}, false, "memory", "TMA/WGMMA shared-memory swizzle width in bytes"},
-      {"MMA_DEPTH", {"0", "1"}, false, "compute", "WGMMA groups kept in flight when a stage is released"},
+      {"MMA_DEPTH", {"0", "1"}, false, "compute",
+       "WGMMA groups kept in flight when a stage is released (the block-scaled kernel: 1 promotes each k block "
+       "while the next one's WGMMAs run, with a second set of WGMMA sums)"},
       {"SPLIT_K", {"1", "2", "3", "4", "6", "8"}, true, "tiling",
        "k slices per output tile, each its own work unit, reduced in slice order through the workspace "
        "(fills the GPU when there are fewer tiles than SMs and K is long)"},
@@ -103,7 +105,8 @@ std::vector<ParamSpec> HopperGemmFamily::params() const {
        "0"},
       {"PROMOTE_EVERY", {"1", "2", "4"}, false, "compute",
        "where the kernel promotes (e4m3 with K > 4096; the block-scaled operator: every stage): k blocks between "
-       "promotions of the WGMMA sums into f32 registers. 1 waits for each stage's WGMMAs (MMA_DEPTH=0); 2 or 4 "
+       "promotions of the WGMMA sums into f32 registers. 1 waits for each stage's WGMMAs (MMA_DEPTH=0; the "
+       "block-scaled kernel may overlap, MMA_DEPTH=1); 2 or 4 "
        "lets the tensor cores accumulate 2 or 4 x BK of K at their reduced precision and keeps one WGMMA group in "
        "flight between promotions (MMA_DEPTH=1); 1 where the kernel does not promote",
        "1"},
@@ -174,7 +177,13 @@ std::optional<std::string> HopperGemmFamily::violation(const FamilyConfig& c, co
     const std::string what = is_blockscaled(p)
                                  ? std::string("the block-scaled kernel")
                                  : fmt::format("e4m3 with K > {} (two-level accumulation)", k_fp8_promote_k);
-    if (promote_every == 1 && get(c, "MMA_DEPTH") != 0)
+    const bool overlap = is_blockscaled(p) && get(c, "MMA_DEPTH") == 1;
+    if (overlap && 3 * accumulator_registers(c) > max_accumulators(c))
+      return fmt::format("the block-scaled kernel with MMA_DEPTH=1 keeps two sets of WGMMA sums (alternate k blocks) and "
+                         "the promoted sums: 3 x {} registers per consumer thread exceed {} (MMA_DEPTH=0 drains each "
+                         "block instead)",
+                         accumulator_registers(c), max_accumulators(c));
+    if (promote_every == 1 && get(c, "MMA_DEPTH") != 0 && !is_blockscaled(p))
       return fmt::format("{} promoting every stage (PROMOTE_EVERY=1) waits for each stage's WGMMAs before promoting "
                          "their sums: MMA_DEPTH=0 (or PROMOTE_EVERY=2 or 4)",
                          what);
@@ -316,7 +325,7 @@ std::vector<Alternative> HopperGemmFamily::alternatives(const FamilyProblem& p) 
   const FamilyConfig def = default_config(p);
   auto add = [&](std::string name, std::string tag, FamilyConfig c) {
     if (is_fp8(p)) c = fp8_stages(c, std::max(2, std::min(8, get(c, "STAGES"))));
-    if (promotes(p) && get(c, "PROMOTE_EVERY") == 1) c["MMA_DEPTH"] = "0";
+    if (promotes(p) && get(c, "PROMOTE_EVERY") == 1 && tag != "bs_overlap") c["MMA_DEPTH"] = "0";
     if (c == def || violation(c, p)) return;
     for (const auto& a : out) {
       if (a.config == c) return;
@@ -328,6 +337,13 @@ std::vector<Alternative> HopperGemmFamily::alternatives(const FamilyProblem& p) 
   // Dense e4m3 with long K (the default promotes every stage, its WGMMAs drained each time): fewer
   // promotions, one WGMMA group in flight between them; and the widest tile that holds both sets
   // of sums, 128x192 with two consumers (96 + 96 registers each).
+  // The block-scaled kernel: the next k block's WGMMAs run while the last block's sums are promoted
+  // (two sets of WGMMA sums, MMA_DEPTH=1) instead of draining the tensor cores before each promotion.
+  if (is_blockscaled(p)) {
+    FamilyConfig c = def;
+    c["MMA_DEPTH"] = "1";
+    add("promotion overlapped with the next k block's WGMMAs (two sets of WGMMA sums)", "bs_overlap", c);
+  }
   if (promotes(p) && !is_blockscaled(p)) {
     for (const char* every : {"4", "2"}) {
       FamilyConfig c = def;

@@ -10,6 +10,8 @@
  * bf16 out): each stage is one 128-deep scale block (BK 128); the consumer waits for the stage's
  * WGMMAs and adds their f32 sums, times the rows' A scales and the columns' B scale, into a second
  * set of f32 registers (promotion), so the tensor cores' accumulation never spans more than 128 of K.
+ * With CROQ_MMA_DEPTH 1 it keeps two sets of WGMMA sums for alternate k blocks and promotes one block
+ * while the next one's WGMMAs run (three sets of registers); with 0 it drains each block first.
  *
  * The configuration is chosen by macros placed in front of this file (the hopper_gemm kernel
  * family writes them; docs/gemm.md explains each technique):
@@ -54,7 +56,8 @@
  *                               A and B panels in L2. Needs CROQ_PERSISTENT=1, cooperative
  *                               consumers and CROQ_SPLIT_K=1.
  *   CROQ_SWIZZLE                128, 64 or 32: the TMA/WGMMA shared-memory swizzle width in bytes
- *   CROQ_MMA_DEPTH              wgmma groups left in flight when a stage is released (0 or 1)
+ *   CROQ_MMA_DEPTH              wgmma groups left in flight when a stage is released (0 or 1; the
+ *                               block-scaled kernel: 1 overlaps each promotion with the next block)
  *   CROQ_ACC_UNCHECKED          1: build past the accumulator limit below (ptxas spills there); for
  *                               bench/gpu/spill_sass.sh, which looks where the spills land. The
  *                               family never sets it.
@@ -246,13 +249,17 @@ constexpr int PROMOTE_EVERY = CROQ_PROMOTE_EVERY;
 static_assert(PROMOTE_EVERY == 1 || PROMOTE_EVERY == 2 || PROMOTE_EVERY == 4, "CROQ_PROMOTE_EVERY must be 1, 2 or 4");
 static_assert(!PROMOTE || EB == 1, "CROQ_PROMOTE: e4m3 only");
 static_assert(PROMOTE || PROMOTE_EVERY == 1, "CROQ_PROMOTE_EVERY applies with CROQ_PROMOTE: 1 without it");
-static_assert(!PROMOTE || PROMOTE_EVERY > 1 || CROQ_MMA_DEPTH == 0,
+static_assert(!PROMOTE || BLOCKSCALE || PROMOTE_EVERY > 1 || CROQ_MMA_DEPTH == 0,
               "CROQ_PROMOTE with CROQ_PROMOTE_EVERY 1 promotes after every stage, waiting for its WGMMAs: "
               "CROQ_MMA_DEPTH 0");
 static_assert(!BLOCKSCALE || PROMOTE_EVERY == 1, "CROQ_BLOCKSCALE promotes every stage (one scale block each)");
-static_assert(!BLOCKSCALE || (EB == 1 && BK == 128 && CROQ_MMA_DEPTH == 0 && (CROQ_DTYPES & 16) == 0),
-              "CROQ_BLOCKSCALE: e4m3 -> bf16, BK 128 (one scale block per stage), CROQ_MMA_DEPTH 0 (each stage's "
-              "WGMMAs are waited for before their sums are promoted)");
+static_assert(!BLOCKSCALE || (EB == 1 && BK == 128 && (CROQ_DTYPES & 16) == 0),
+              "CROQ_BLOCKSCALE: e4m3 -> bf16, BK 128 (one scale block per stage)");
+// CROQ_BLOCKSCALE with CROQ_MMA_DEPTH 1: two sets of WGMMA accumulators, used by alternate k blocks,
+// so the tensor cores run one k block's WGMMAs while the consumer promotes the block before (scales
+// applied, added into the f32 sums); with 0 each stage's WGMMAs are drained before the promotion.
+constexpr bool BS_OVERLAP = BLOCKSCALE && CROQ_MMA_DEPTH == 1;
+constexpr int ACC_SETS = BS_OVERLAP ? 3 : PROMOTE ? 2 : 1;  // WGMMA sums (one or two sets), promoted sums
 // f32 accumulators a consumer thread may hold without spilling (ptxas of CUDA 13.0, every variant
 // of the template; the split-K reduction needs a few registers more, stream-K's work cursor more).
 constexpr int MAX_ACC = CONSUMERS == 3 ? (SPLIT_K > 1 || STREAM_K ? 64 : 96)
@@ -260,9 +267,9 @@ constexpr int MAX_ACC = CONSUMERS == 3 ? (SPLIT_K > 1 || STREAM_K ? 64 : 96)
                         : SPLIT_K > 1   ? 160
                                         : 192;
 #if !defined(CROQ_ACC_UNCHECKED) || CROQ_ACC_UNCHECKED == 0
-static_assert((PROMOTE ? 2 : 1) * M_ATOMS * BN / 2 <= MAX_ACC,
+static_assert(ACC_SETS * M_ATOMS * BN / 2 <= MAX_ACC,
               "too many accumulators per consumer thread: at most 192 (160 with split-K, 128 with stream-K), with three "
-              "consumers 96 (64)");
+              "consumers 96 (64); promotion keeps a second set, the overlapped block-scaled kernel a third");
 #endif
 static_assert(STAGES >= 2 && STAGES <= 8, "CROQ_STAGES must be in [2, 8]");
 static_assert(CS >= 1 && CS <= 8, "cluster size must be in [1, 8]");
@@ -816,6 +823,8 @@ __global__ void __launch_bounds__(THREADS, 1)
     float acc[M_ATOMS][BN / 2];
     // CROQ_BLOCKSCALE: the promoted sums (f32 registers), one k block's WGMMA sums added per stage.
     [[maybe_unused]] float pacc[PROMOTE ? M_ATOMS : 1][PROMOTE ? BN / 2 : 1];
+    // BS_OVERLAP: the second set of WGMMA sums (odd k blocks of a unit; acc holds the even ones).
+    [[maybe_unused]] float acc2[BS_OVERLAP ? M_ATOMS : 1][BS_OVERLAP ? BN / 2 : 1];
     // Partial sums of a piece of a tile for another CTA (split-K slices, stream-K shares): stored in
     // the accumulator layout itself (float4 i of thread t of row block rb at (rb * BN/8 + i) * 128
     // + t, every access a coalesced 16 bytes), then a flag is released with this launch's tag. The
@@ -894,6 +903,98 @@ __global__ void __launch_bounds__(THREADS, 1)
       const int n0 = (un * CN + cn) * BN;
       const int row0 = PINGPONG ? 0 : cw * WG_M;  // this consumer's first row in the tile
       int prev_stage = 0;
+      if constexpr (BS_OVERLAP) {
+        // Even k blocks of the unit accumulate in acc, odd ones in acc2. After issuing a block's
+        // WGMMAs the consumer waits only for the block before (wgmma_wait<1>), releases its stage
+        // and promotes its sums while the tensor cores run the new block. The scales of a block are
+        // read before its WGMMAs are issued and kept in the set of that parity until its promotion.
+        constexpr int NQ = BN / 128 + 2;
+        float s_lo[2][M_ATOMS], s_hi[2][M_ATOMS], s_b[2][NQ];
+        auto load_scales = [&](auto set, int kb) {
+          constexpr int W = decltype(set)::value;
+#pragma unroll
+          for (int ma = 0; ma < M_ATOMS; ++ma) {
+            const int r = m0 + row0 + ma * 64 + warp * 16 + lane / 4;
+            s_lo[W][ma] = r < p.m ? __ldg(p.a_scale + static_cast<long long>(r) * p.scale_kb + kb) : 0.f;
+            s_hi[W][ma] = r + 8 < p.m ? __ldg(p.a_scale + static_cast<long long>(r + 8) * p.scale_kb + kb) : 0.f;
+          }
+#pragma unroll
+          for (int q = 0; q < NQ; ++q) {
+            const int nb = n0 / 128 + q;
+            s_b[W][q] = nb * 128 < p.n ? __ldg(p.b_scale + static_cast<long long>(nb) * p.scale_kb + kb) : 0.f;
+          }
+        };
+        auto issue = [&](auto& d) {  // this stage's WGMMAs into d, started afresh
+          mbar_wait(full_bar(stage), phase);
+          const uint32_t sa = base + stage * STAGE_BYTES;
+          const uint32_t sb = sa + A_STAGE_BYTES;
+#pragma unroll
+          for (int ma = 0; ma < M_ATOMS; ++ma) fence_acc(d[ma]);
+          wgmma_fence();
+#pragma unroll
+          for (int kk = 0; kk < BK / KSTEP; ++kk) {
+            const int region = (kk * KSTEP) / ATOM;
+            const uint32_t koff = ((kk * KSTEP) % ATOM) * EB;
+            const uint64_t db = make_desc(sb + region * BN * SW + koff, 16, 8 * SW);  // e4m3: B K-major
+#pragma unroll
+            for (int ma = 0; ma < M_ATOMS; ++ma) {
+              const uint64_t da = make_desc(sa + (region * BM + row0 + ma * 64) * SW + koff, 16, 8 * SW);
+              wgmma_m64<BN, KIND, 0>(d[ma], da, db, kk != 0 ? 1 : 0);
+            }
+          }
+          wgmma_commit();
+        };
+        // d's sums (retired) times the rows' A scales and the columns' B scale, into pacc.
+        // Accumulator d[4j + e] is row (e < 2 ? r : r + 8), column n0 + 8j + 2(lane % 4) + e % 2.
+        auto promote = [&](auto set, auto& d, bool first) {
+          constexpr int W = decltype(set)::value;
+#pragma unroll
+          for (int ma = 0; ma < M_ATOMS; ++ma) fence_acc(d[ma]);
+#pragma unroll
+          for (int ma = 0; ma < M_ATOMS; ++ma)
+#pragma unroll
+            for (int i = 0; i < BN / 2; ++i) {
+              const float sc = ((i % 4) < 2 ? s_lo[W][ma] : s_hi[W][ma]) * s_b[W][((n0 % 128) + 8 * (i / 4)) / 128];
+              pacc[ma][i] = first ? d[ma][i] * sc : fmaf(d[ma][i], sc, pacc[ma][i]);
+            }
+        };
+        auto advance = [&] {
+          prev_stage = stage;
+          if (++stage == STAGES) {
+            stage = 0;
+            phase ^= 1;
+          }
+        };
+        constexpr std::integral_constant<int, 0> even{};
+        constexpr std::integral_constant<int, 1> odd{};
+        for (int kb = kb0; kb < kb1; kb += 2) {
+          load_scales(even, kb);
+          issue(acc);
+          if (kb > kb0) {
+            wgmma_wait<1>();
+            release(prev_stage);
+            promote(odd, acc2, kb - 1 == kb0);
+          }
+          advance();
+          if (kb + 1 < kb1) {
+            load_scales(odd, kb + 1);
+            issue(acc2);
+            wgmma_wait<1>();
+            release(prev_stage);
+            promote(even, acc, kb == kb0);
+            advance();
+          }
+        }
+        // The unit's last block: its WGMMAs retired, its sums promoted (its stage is released below).
+        wgmma_wait<0>();
+        if (kb1 > kb0) {
+          if ((kb1 - 1 - kb0) % 2 == 0) {
+            promote(even, acc, kb1 - 1 == kb0);
+          } else {
+            promote(odd, acc2, false);
+          }
+        }
+      } else
       for (int kb = kb0; kb < kb1; ++kb) {
         // CROQ_BLOCKSCALE: this k block's scales, read while the stage is still loading: the A
         // scales of this thread's two rows per m64 atom, the B scales of the tile's N blocks.
