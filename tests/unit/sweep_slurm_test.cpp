@@ -70,6 +70,7 @@ FakeRule rule(const std::string& program, int exit_code = 0, const std::string& 
   r.exit_code = exit_code;
   r.out = out;
   r.err = err;
+  r.write_output = false;  // squeue and sacct take -o as a format, not a file to write
   return r;
 }
 
