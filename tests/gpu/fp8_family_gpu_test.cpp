@@ -116,6 +116,10 @@ TEST(Fp8Gpu, E4m3ConfigurationsOfTheHopperFamilyAreCorrect) {
     variant({{"MMA_DEPTH", "1"}, {"BM", "128"}, {"BN", "64"}, {"CONSUMERS", "2"}, {"PINGPONG", "1"}, {"SPLIT_K", "1"},
              {"STREAM_K", "0"}});
     variant({{"MMA_DEPTH", "1"}, {"CLUSTER_M", "2"}, {"EPILOGUE", "1"}});
+    // ... and one slice per tile (the defaults of these small shapes split K and drain), overlapped
+    // and drained.
+    variant({{"MMA_DEPTH", "1"}, {"SPLIT_K", "1"}, {"STREAM_K", "0"}});
+    variant({{"MMA_DEPTH", "0"}, {"SPLIT_K", "1"}, {"STREAM_K", "0"}});
     for (const auto& cfg : sample) {
       ASSERT_FALSE(f.violation(cfg, p)) << describe(cfg);
       jobs.push_back({cs, cfg, dir / fmt::format("c{}.so", jobs.size()), {}});

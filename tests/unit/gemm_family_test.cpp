@@ -667,9 +667,17 @@ TEST(HopperGemmFamily, BlockScaledConfigurationsPromotePerScaleBlock) {
     auto why = f.violation(c, p);
     ASSERT_FALSE(why) << s.m << "x" << s.n << "x" << s.k << ": " << *why;
     EXPECT_EQ(c.at("BK"), "128");
-    EXPECT_EQ(c.at("MMA_DEPTH"), "0");
-    EXPECT_LE(2 * HopperGemmFamily::accumulator_registers(c), HopperGemmFamily::max_accumulators(c));
-    for (const auto& a : f.alternatives(p)) EXPECT_FALSE(f.violation(a.config, p)) << a.name;
+    // Each k block promoted while the next one's WGMMAs run (three sets of registers) where they fit,
+    // else drained (split-K's reduction leaves room for two sets only).
+    const int acc = HopperGemmFamily::accumulator_registers(c), limit = HopperGemmFamily::max_accumulators(c);
+    EXPECT_EQ(c.at("MMA_DEPTH"), 3 * acc <= limit ? "1" : "0") << s.m << "x" << s.n << "x" << s.k;
+    EXPECT_LE((c.at("MMA_DEPTH") == "1" ? 3 : 2) * acc, limit);
+    for (const auto& a : f.alternatives(p)) {
+      EXPECT_FALSE(f.violation(a.config, p)) << a.name;
+      const int a_acc = HopperGemmFamily::accumulator_registers(a.config);
+      EXPECT_EQ(a.config.at("MMA_DEPTH"), 3 * a_acc <= HopperGemmFamily::max_accumulators(a.config) ? "1" : "0")
+          << a.name;
+    }
   }
   auto p = problem({4096, 7168, 7168}, "e4m3bf16", false, "sm_90a");
   p.op = "blockscaled";
@@ -678,21 +686,29 @@ TEST(HopperGemmFamily, BlockScaledConfigurationsPromotePerScaleBlock) {
   EXPECT_NE(src.find("#define CROQ_BLOCKSCALE 1\n"), std::string::npos);
   EXPECT_NE(src.find("#define CROQ_ELEM_BYTES 1\n"), std::string::npos);
   // MMA_DEPTH=1: the promotion of one k block overlaps the next block's WGMMAs, which needs a second
-  // set of WGMMA sums: legal where three sets fit (64 x 128 per consumer), the first alternative.
-  auto depth = c;
-  depth["MMA_DEPTH"] = "1";
-  EXPECT_FALSE(f.violation(depth, p)) << *f.violation(depth, p);
-  const auto alts = f.alternatives(p);
+  // set of WGMMA sums: legal where three sets fit (64 x 128 per consumer), the default there; the
+  // drained kernel stays legal.
+  EXPECT_EQ(c.at("MMA_DEPTH"), "1");
+  auto drained = c;
+  drained["MMA_DEPTH"] = "0";
+  EXPECT_FALSE(f.violation(drained, p));
+  // A default with split-K drains; its first alternative is one slice per tile, overlapped.
+  auto small = problem({1024, 1024, 4096}, "e4m3bf16", false, "sm_90a");
+  small.op = "blockscaled";
+  const auto sd = f.default_config(small);
+  ASSERT_NE(sd.at("SPLIT_K"), "1");
+  EXPECT_EQ(sd.at("MMA_DEPTH"), "0");
+  const auto alts = f.alternatives(small);
   ASSERT_FALSE(alts.empty());
   EXPECT_EQ(alts.front().tag, "bs_overlap");
-  EXPECT_EQ(alts.front().config, depth);
-  for (size_t i = 1; i < alts.size(); ++i) EXPECT_EQ(alts[i].config.at("MMA_DEPTH"), "0") << alts[i].name;
-  auto depth_wide = depth;
+  EXPECT_EQ(alts.front().config.at("SPLIT_K"), "1");
+  EXPECT_EQ(alts.front().config.at("MMA_DEPTH"), "1");
+  auto depth_wide = c;
   depth_wide["BN"] = "192";
   ASSERT_TRUE(f.violation(depth_wide, p));
   EXPECT_NE(f.violation(depth_wide, p)->find("3 x 96 registers"), std::string::npos) << *f.violation(depth_wide, p);
   EXPECT_NE(f.violation(depth_wide, p)->find("MMA_DEPTH=0"), std::string::npos);
-  auto wide = c;
+  auto wide = drained;
   wide["BN"] = "256";
   ASSERT_TRUE(f.violation(wide, p));
   EXPECT_NE(f.violation(wide, p)->find("promotion"), std::string::npos);
