@@ -83,7 +83,7 @@ TEST(Terminal, ATuneShowsItsRoundsAndEndsWithTheBestKernelInText) {
   EXPECT_TRUE(piped.doc.is_object() && piped.doc.contains("next_action")) << piped.out;
 }
 
-// A family's space on a terminal: its size, the default and a few configurations, not 11456 JSON
+// A family's space on a terminal: its size, the default and a few configurations, not 14192 JSON
 // objects; --json gives them all.
 TEST(Terminal, ListSpaceSummarisesTheSpaceAndJsonGivesAllOfIt) {
   if (!has_script()) GTEST_SKIP() << "util-linux's script is not installed: no pseudo-terminal to run croq on";
@@ -93,16 +93,16 @@ TEST(Terminal, ListSpaceSummarisesTheSpaceAndJsonGivesAllOfIt) {
   croq::ProcessResult r = on_terminal(dir.path(), args);
   ASSERT_TRUE(r.started && !r.timed_out) << r.out << r.err;
   EXPECT_EQ(r.exit_code, 0) << r.out;
-  EXPECT_NE(r.out.find("family triton_gemm on sm_90a: 11456 legal configurations of 61440"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("family triton_gemm on sm_90a: 14192 legal configurations of 122880"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("default   BLOCK_K=64 BLOCK_M=128 BLOCK_N=256"), std::string::npos) << r.out;
-  EXPECT_NE(r.out.find("... 11453 more"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("... 14189 more"), std::string::npos) << r.out;
   EXPECT_EQ(r.out.find("{\""), std::string::npos) << r.out;
   EXPECT_LT(std::count(r.out.begin(), r.out.end(), '\n'), 12) << r.out;
   std::vector<std::string> as_json = args;
   as_json.push_back("--json");
   croq::ProcessResult j = on_terminal(dir.path(), as_json);
   EXPECT_NE(j.out.find("\"configs\""), std::string::npos);
-  EXPECT_GT(j.out.size(), 11456u * 100) << "every configuration in the document";
+  EXPECT_GT(j.out.size(), 14192u * 100) << "every configuration in the document";
 }
 
 }  // namespace

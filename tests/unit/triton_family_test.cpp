@@ -47,7 +47,7 @@ FamilyProblem problem(Shape s, const std::string& dtype = "f16f32", const std::s
 FamilyConfig config(int bm, int bn, int bk, int stages, int warps) {
   return {{"BLOCK_M", std::to_string(bm)}, {"BLOCK_N", std::to_string(bn)}, {"BLOCK_K", std::to_string(bk)},
           {"GROUP_M", "8"},  {"NUM_WARPS", std::to_string(warps)}, {"NUM_STAGES", std::to_string(stages)},
-          {"PERSISTENT", "0"}, {"TMA", "0"}, {"WARP_SPEC", "0"}, {"SPLIT_K", "1"}};
+          {"PERSISTENT", "0"}, {"TMA", "0"}, {"WARP_SPEC", "0"}, {"SPLIT_K", "1"}, {"C_TMA", "0"}};
 }
 
 TEST(TritonFamily, IsTheFamilyOfCroqTuneDslTriton) {
@@ -133,6 +133,54 @@ TEST(TritonFamily, TmaWarpSpecialisationAndSplitKRules) {
   EXPECT_TRUE(f.violation(s, problem({16384, 16384, 8192})));     // a 4 GiB workspace
   s["PERSISTENT"] = "1";
   EXPECT_TRUE(f.violation(s, problem({512, 512, 8192})));
+}
+
+// C_TMA: the persistent TMA kernel stores C through a descriptor from shared memory (half a tile
+// beside the pipeline). It needs TMA and the persistent loop, rows of C in 16-byte multiples, and the
+// shared memory of both; where K is short it is the first alternative; a configuration recorded
+// before the parameter reads as storing from registers.
+TEST(TritonFamily, TmaStoreOfCRules) {
+  TritonGemmFamily f;
+  const FamilyProblem p = problem({4096, 8192, 512});
+  FamilyConfig c = config(128, 256, 64, 3, 8);
+  c["TMA"] = "1";
+  c["PERSISTENT"] = "1";
+  c["WARP_SPEC"] = "1";
+  c["C_TMA"] = "1";
+  EXPECT_EQ(f.violation(c, p), std::nullopt);
+  // 3 stages of 128x64 + 64x256 f16 (147456 bytes) + 128 x 128 f32 (65536) + barriers.
+  EXPECT_EQ(TritonGemmFamily::smem_bytes(c, p), 147456 + 65536 + 1024);
+  FamilyConfig deep = c;
+  deep["NUM_STAGES"] = "4";  // 196608 + 65536: more than 227 KiB, legal when C is stored from registers
+  ASSERT_TRUE(f.violation(deep, p));
+  EXPECT_NE(f.violation(deep, p)->find("shared memory"), std::string::npos);
+  deep["C_TMA"] = "0";
+  EXPECT_EQ(f.violation(deep, p), std::nullopt);
+  FamilyProblem narrow = problem({4096, 1002, 512});  // B stored N x K (rows of K); C rows of 4008 bytes
+  narrow.b_col_major = true;
+  auto odd = f.violation(c, narrow);
+  ASSERT_TRUE(odd);
+  EXPECT_NE(odd->find("rows of C"), std::string::npos) << *odd;
+  FamilyConfig ptr = c;
+  ptr["TMA"] = "0";
+  ptr["WARP_SPEC"] = "0";
+  ASSERT_TRUE(f.violation(ptr, p));
+  EXPECT_NE(f.violation(ptr, p)->find("C_TMA=1"), std::string::npos);
+  FamilyConfig one = c;
+  one["PERSISTENT"] = "0";
+  one["WARP_SPEC"] = "0";
+  EXPECT_TRUE(f.violation(one, p));
+  const auto alts = f.alternatives(p);
+  ASSERT_FALSE(alts.empty());
+  EXPECT_EQ(alts.front().tag, "tma_ws_store");
+  EXPECT_EQ(alts.front().config, c);
+  const auto long_k = f.alternatives(problem({4096, 4096, 4096}));
+  ASSERT_GT(long_k.size(), 2u);
+  EXPECT_NE(long_k.front().tag, "tma_ws_store");
+  FamilyConfig old = f.default_config(p);
+  old.erase("C_TMA");
+  EXPECT_EQ(with_recorded_defaults(f, old), f.default_config(p));
+  EXPECT_NE(f.render_source(c, p).find("\nC_TMA = 1\n"), std::string::npos);
 }
 
 TEST(TritonFamily, DefaultsAndAlternativesAreLegalOnEveryTypicalShape) {
@@ -247,7 +295,7 @@ TEST(TritonFamily, RenderedSourcesCompileAsPython) {
   r = SystemProcessRunner().run(spec);
   ASSERT_EQ(r.exit_code, 0) << r.err;
   for (const char* k : {"BLOCK_M", "BLOCK_N", "BLOCK_K", "GROUP_M", "NUM_WARPS", "NUM_STAGES", "PERSISTENT", "TMA",
-                        "WARP_SPEC", "SPLIT_K", "CROQ_PARAMS"}) {
+                        "WARP_SPEC", "SPLIT_K", "C_TMA", "CROQ_PARAMS"}) {
     EXPECT_NE(r.out.find(k), std::string::npos) << k << " in " << r.out;
   }
 }

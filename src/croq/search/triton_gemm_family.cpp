@@ -19,7 +19,7 @@ long long ceil_div(long long a, long long b) { return (a + b - 1) / b; }
 
 // The rendering order of the parameters (the module's constants).
 const char* k_order[] = {"BLOCK_M", "BLOCK_N", "BLOCK_K", "GROUP_M", "NUM_WARPS", "NUM_STAGES",
-                         "PERSISTENT", "TMA", "WARP_SPEC", "SPLIT_K"};
+                         "PERSISTENT", "TMA", "WARP_SPEC", "SPLIT_K", "C_TMA"};
 
 int arch_major(const std::string& arch) {
   // "sm_90a" -> 9, "sm_80" -> 8, "sm_100a" -> 10; 0 when unknown (no constraint by architecture).
@@ -51,7 +51,7 @@ long long tiles_of(const FamilyConfig& c, const FamilyProblem& p) {
 FamilyConfig base_config(int bm, int bn, int bk, int stages, int warps) {
   return {{"BLOCK_M", std::to_string(bm)}, {"BLOCK_N", std::to_string(bn)}, {"BLOCK_K", std::to_string(bk)},
           {"GROUP_M", "8"},  {"NUM_WARPS", std::to_string(warps)}, {"NUM_STAGES", std::to_string(stages)},
-          {"PERSISTENT", "0"}, {"TMA", "0"}, {"WARP_SPEC", "0"}, {"SPLIT_K", "1"}};
+          {"PERSISTENT", "0"}, {"TMA", "0"}, {"WARP_SPEC", "0"}, {"SPLIT_K", "1"}, {"C_TMA", "0"}};
 }
 
 }  // namespace
@@ -84,6 +84,11 @@ std::vector<ParamSpec> TritonGemmFamily::params() const {
       {"SPLIT_K", {"1", "2", "4", "8"}, true, "tiling",
        "k slices per tile, each its own program writing f32 partial sums to a workspace, added in slice order by a "
        "second kernel (fills the GPU when there are few tiles and K is long)"},
+      {"C_TMA", {"0", "1"}, true, "memory",
+       "1: the persistent TMA kernel stores C through a TMA descriptor, two halves of the tile from shared memory, "
+       "so the next tile's loads and MMAs run while the store drains (where the f32 or 16-bit output is as "
+       "large as the work: short K); 0: stores from registers",
+       "0"},
   };
 }
 
@@ -102,6 +107,9 @@ long long TritonGemmFamily::smem_bytes(const FamilyConfig& c, const FamilyProble
   const long long pipeline = stages * (bm + bn) * bk * input_bytes(p);
   const long long epilogue = bm * bn * 4;  // the f32 accumulator's layout conversion before the store
   const long long barriers = 1024;         // mbarriers of the pipeline and of TMA
+  // C_TMA: half a tile of C in shared memory for the TMA store, beside the pipeline (the store drains
+  // while the next tile loads).
+  if (get(c, "C_TMA") == 1) return pipeline + bm * (bn / 2) * scalar_type_bytes(p.dtype.output) + barriers;
   return std::max(pipeline, epilogue) + barriers;
 }
 
@@ -142,6 +150,11 @@ std::optional<std::string> TritonGemmFamily::violation(const FamilyConfig& c, co
     const long long b_row = p.b_col_major || is_fp8(p) ? p.k : p.n;
     if ((b_row * eb) % 16 != 0) return fmt::format("TMA=1: rows of B ({} elements) are not a multiple of 16 bytes", b_row);
     if (split > 1) return "TMA=1 with SPLIT_K > 1 is not implemented by the template (split-K uses pointer loads)";
+  }
+  if (get(c, "C_TMA") == 1) {
+    if (!tma || !persistent) return "C_TMA=1 is the persistent TMA kernel's store: it needs TMA=1 and PERSISTENT=1";
+    if ((p.n * scalar_type_bytes(p.dtype.output)) % 16 != 0)
+      return fmt::format("C_TMA=1: rows of C ({} elements of N) are not a multiple of 16 bytes", p.n);
   }
   if (ws) {
     if (!tma || !persistent) return "WARP_SPEC=1 specialises the persistent TMA loop: it needs TMA=1 and PERSISTENT=1";
@@ -204,16 +217,25 @@ std::vector<Alternative> TritonGemmFamily::alternatives(const FamilyProblem& p) 
     if (c != def && !violation(c, p)) out.push_back({std::move(name), std::move(tag), std::move(c)});
   };
   FamilyConfig ws = persistent_tma_ws();
+  // The same kernel storing C through TMA from shared memory, so the next tile's loads and MMAs run
+  // while the store drains: first where K is short and storing C is as much of the time as the MMAs.
+  FamilyConfig ws_store = ws;
+  ws_store["C_TMA"] = "1";
+  const bool short_k = p.k <= 1024;
+  const char* store_name = "persistent, TMA descriptors, warp-specialised 128x256x64, C stored through TMA";
   if (ws == def) {
+    if (short_k) add(store_name, "tma_ws_store", ws_store);
     // The default is the persistent warp-specialised kernel: the tutorial's one program per tile first.
     add("one program per tile, pointer loads, 128x256x64 (Triton's tutorial configuration)", "ptr_128x256",
         base_config(128, 256, 64, 3, 8));
   } else {
     add("persistent, TMA descriptors, warp-specialised 128x256x64", "tma_ws_128x256", ws);
+    if (short_k) add(store_name, "tma_ws_store", ws_store);
   }
   FamilyConfig tp = ws;
   tp["WARP_SPEC"] = "0";
   add("persistent with TMA descriptors 128x256x64", "tma_pers_128x256", tp);
+  if (!short_k) add(store_name, "tma_ws_store", ws_store);
   FamilyConfig t = base_config(128, 256, 64, 4, 8);
   t["TMA"] = "1";
   add("TMA descriptors, one program per tile, 128x256x64 in 4 stages", "tma_128x256", t);

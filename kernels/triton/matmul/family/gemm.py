@@ -11,6 +11,9 @@ configuration marker lines below are the configuration (croq replaces them); the
   WARP_SPEC                   1: the persistent tile loop warp-specialised (producer/consumer warps)
   SPLIT_K                     k slices per tile, each a program writing f32 partial sums to a
                               workspace, added in slice order by a second kernel
+  C_TMA                       1: the persistent TMA kernel stores C through a TMA descriptor, two
+                              halves of the tile from shared memory (the store drains while the
+                              next tile loads); 0: stores from registers
 
 The candidate contract is croq's (docs/dsl.md): croq_matmul(problem, a, b, c) computes C = A @ B
 into `c` on the current stream; B is K x N ("row") or stored N x K ("col"). e4m3 inputs (B stored
@@ -34,7 +37,8 @@ PERSISTENT = 0
 TMA = 0
 WARP_SPEC = 0
 SPLIT_K = 1
-CROQ_PARAMS = {"BLOCK_M": BLOCK_M, "BLOCK_N": BLOCK_N, "BLOCK_K": BLOCK_K, "GROUP_M": GROUP_M, "NUM_WARPS": NUM_WARPS, "NUM_STAGES": NUM_STAGES, "PERSISTENT": PERSISTENT, "TMA": TMA, "WARP_SPEC": WARP_SPEC, "SPLIT_K": SPLIT_K}
+C_TMA = 0
+CROQ_PARAMS = {"BLOCK_M": BLOCK_M, "BLOCK_N": BLOCK_N, "BLOCK_K": BLOCK_K, "GROUP_M": GROUP_M, "NUM_WARPS": NUM_WARPS, "NUM_STAGES": NUM_STAGES, "PERSISTENT": PERSISTENT, "TMA": TMA, "WARP_SPEC": WARP_SPEC, "SPLIT_K": SPLIT_K, "C_TMA": C_TMA}
 # @CROQ_CONFIG@ end
 
 try:  # host-side TMA descriptors (Triton >= 3.3)
@@ -160,11 +164,12 @@ def _croq_mm_tma(a_desc, b_desc, c_ptr, sa_ptr, sb_ptr, M, N, K, stride_cm, stri
 
 
 @triton.jit
-def _croq_mm_tma_persistent(a_desc, b_desc, c_ptr, sa_ptr, sb_ptr, M, N, K, stride_cm, stride_cn,
+def _croq_mm_tma_persistent(a_desc, b_desc, c_ptr, c_desc, sa_ptr, sb_ptr, M, N, K, stride_cm, stride_cn,
                             BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
                             GROUP_M: tl.constexpr, B_COL: tl.constexpr, NUM_PROGRAMS: tl.constexpr,
-                            WARP_SPEC: tl.constexpr, SCALED: tl.constexpr):
-    """One program per SM looping over the tiles, TMA loads; WARP_SPEC: the loop warp-specialised."""
+                            WARP_SPEC: tl.constexpr, SCALED: tl.constexpr, C_TMA: tl.constexpr):
+    """One program per SM looping over the tiles, TMA loads; WARP_SPEC: the loop warp-specialised;
+    C_TMA: C stored through the descriptor c_desc (blocks of BLOCK_M x BLOCK_N/2), else through c_ptr."""
     num_pid_m = tl.cdiv(M, BLOCK_M)
     num_pid_n = tl.cdiv(N, BLOCK_N)
     num_tiles = num_pid_m * num_pid_n
@@ -186,8 +191,16 @@ def _croq_mm_tma_persistent(a_desc, b_desc, c_ptr, sa_ptr, sb_ptr, M, N, K, stri
         offs_n = off_n + tl.arange(0, BLOCK_N)
         if SCALED:
             acc = acc * (tl.load(sa_ptr) * tl.load(sb_ptr))
-        c_ptrs = c_ptr + offs_m[:, None] * stride_cm + offs_n[None, :] * stride_cn
-        tl.store(c_ptrs, acc.to(c_ptr.dtype.element_ty), mask=(offs_m[:, None] < M) & (offs_n[None, :] < N))
+        if C_TMA:
+            # Two halves of the tile, each through shared memory and a TMA store (out-of-range rows and
+            # columns are clipped by the descriptor).
+            halves = tl.permute(tl.reshape(acc, (BLOCK_M, 2, BLOCK_N // 2)), (0, 2, 1))
+            acc0, acc1 = tl.split(halves)
+            c_desc.store([off_m, off_n], acc0.to(c_desc.dtype))
+            c_desc.store([off_m, off_n + BLOCK_N // 2], acc1.to(c_desc.dtype))
+        else:
+            c_ptrs = c_ptr + offs_m[:, None] * stride_cm + offs_n[None, :] * stride_cn
+            tl.store(c_ptrs, acc.to(c_ptr.dtype.element_ty), mask=(offs_m[:, None] < M) & (offs_n[None, :] < N))
 
 
 @triton.jit
@@ -252,10 +265,11 @@ def croq_matmul(problem, a, b, c):
         b_desc = _descriptor(b, (BLOCK_N, BLOCK_K) if b_col else (BLOCK_K, BLOCK_N))
         if PERSISTENT:
             programs = min(_num_sms(a.device), tiles)
-            _croq_mm_tma_persistent[(programs,)](a_desc, b_desc, c, sa, sb, m, n, k, c.stride(0), c.stride(1),
+            c_desc = _descriptor(c, (BLOCK_M, BLOCK_N // 2)) if C_TMA else None
+            _croq_mm_tma_persistent[(programs,)](a_desc, b_desc, c, c_desc, sa, sb, m, n, k, c.stride(0), c.stride(1),
                                                  BLOCK_M=BLOCK_M, BLOCK_N=BLOCK_N, BLOCK_K=BLOCK_K, GROUP_M=GROUP_M,
                                                  B_COL=b_col, NUM_PROGRAMS=programs, WARP_SPEC=bool(WARP_SPEC),
-                                                 SCALED=scaled, **opts)
+                                                 SCALED=scaled, C_TMA=bool(C_TMA), **opts)
         else:
             _croq_mm_tma[(tiles,)](a_desc, b_desc, c, sa, sb, m, n, k, c.stride(0), c.stride(1),
                                    BLOCK_M=BLOCK_M, BLOCK_N=BLOCK_N, BLOCK_K=BLOCK_K, GROUP_M=GROUP_M, B_COL=b_col,
