@@ -44,7 +44,7 @@ tmp, shapes, rounds, hold, build, commit = sys.argv[1:7]
 walls = dict(l.split() for l in open(f"{tmp}/walls"))
 cpu = next((l.split(":", 1)[1].strip() for l in open("/proc/cpuinfo") if l.startswith("model name")), platform.machine())
 print("# croq sweep: scheduling overhead with 8 workers (cpp backend, fake devices)\n")
-print(f"- date: {datetime.datetime.utcnow().strftime('%Y-%m-%d %H:%M')} UTC")
+print(f"- date: {datetime.datetime.now(datetime.timezone.utc).strftime('%Y-%m-%d %H:%M')} UTC")
 print(f"- machine: {cpu}, {os.cpu_count()} cores (shared with other work)")
 print(f"- commit: {commit}")
 print(f"- command: `bench/sweep_scheduling.sh` ({shapes} shapes x {rounds} rounds, 8 workers; per round {build} ms of CPU "

@@ -156,7 +156,7 @@ try: tcj = json.load(open(f"{tc}/toolchain.json"))
 except Exception: tcj = {}
 def f(x, p=1): return "-" if x is None else f"{x:.{p}f}"
 print("# CroqTile on the H200\n")
-print(f"- date: {datetime.datetime.utcnow().strftime('%Y-%m-%d %H:%M')} UTC; device: {gpu}; croq {commit}")
+print(f"- date: {datetime.datetime.now(datetime.timezone.utc).strftime('%Y-%m-%d %H:%M')} UTC; device: {gpu}; croq {commit}")
 print(f"- choreo {tcj.get('choreo_commit', '?')[:12]} (CUTLASS {tcj.get('cutlass_tag', '?')}), carried in .carry/croq/toolchains, found by croq beside itself")
 print(f"- `croq env validate --dsl croqtile`: {'pass' if env.get('pass') else 'FAIL ' + json.dumps(env.get('errors'))}\n")
 print("## Bundled kernels (croq's harness through the ABI wrapper) against the library baseline\n")

@@ -199,7 +199,7 @@ if os.path.exists(os.path.join(raw, "check.log")):
             f = dict(x.split("=", 1) for x in w[3:] if "=" in x)
             check.setdefault(w[2], []).append((w[0], f))
 
-rows, doc = [], {"date": datetime.datetime.utcnow().strftime("%Y-%m-%d %H:%M UTC"), "croq": version, "tuned": [], "unseen": []}
+rows, doc = [], {"date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"), "croq": version, "tuned": [], "unseen": []}
 within = 0
 for key, gpu, model, kernel, tune_tflops, rnd, source in tasks:
     s = [meas(f"{key}_standalone_{r}") for r in range(1, repeats + 1)]

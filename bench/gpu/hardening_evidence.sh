@@ -296,7 +296,7 @@ def reasons(doc):
 key = load("gpu_key.json") or {}
 figures = {"device": key.get("name"), "uuid": key.get("uuid"), "croq": version}
 out = ["# Hardening on the H200: one lease, contention, cheating candidates\n",
-       f"- date: {datetime.datetime.utcnow().strftime('%Y-%m-%d %H:%M UTC')}",
+       f"- date: {datetime.datetime.now(datetime.timezone.utc).strftime('%Y-%m-%d %H:%M UTC')}",
        f"- device: {key.get('name', '?')} ({key.get('uuid', '?')}), driver {key.get('driver', '?')}",
        f"- croq: {version}",
        f"- script: `bench/gpu/hardening_evidence.sh run`; honest kernel `{os.path.basename(honest)}`\n"]

@@ -168,7 +168,7 @@ except Exception:
     version = {}
 out = []
 out.append("# croq measurement on the H200: evidence\n")
-out.append(f"- date: {datetime.datetime.utcnow().strftime('%Y-%m-%d %H:%M UTC')}")
+out.append(f"- date: {datetime.datetime.now(datetime.timezone.utc).strftime('%Y-%m-%d %H:%M UTC')}")
 out.append(f"- device: {key.get('name', '?')} ({key.get('uuid', '?')}), key `{key.get('key', '?')}`, driver {key.get('driver', '?')}, max SM clock {key.get('max_sm_clock_mhz', '?')} MHz")
 out.append(f"- croq: version {version.get('croq', '?')}, commit `{version.get('git', '?')}`")
 out.append(f"- script: `bench/gpu/measure_evidence.sh`, {elapsed} s in all")

@@ -59,7 +59,7 @@ import json, sys, subprocess, datetime
 st = json.load(open(sys.argv[1])); commit, rounds, op, dtype, workers = sys.argv[2:7]
 gpu = subprocess.run(["nvidia-smi", "--query-gpu=name,driver_version", "--format=csv,noheader"], capture_output=True, text=True).stdout.strip()
 print(f"# croq sweep on the H200: the 14 typical shapes of {op} {dtype}, from scratch, {rounds} rounds each\n")
-print(f"- date: {datetime.datetime.utcnow().strftime('%Y-%m-%d %H:%M')} UTC")
+print(f"- date: {datetime.datetime.now(datetime.timezone.utc).strftime('%Y-%m-%d %H:%M')} UTC")
 print(f"- device: {gpu}")
 print(f"- commit: {commit}")
 print(f"- command: `croq sweep run --manifest typical --op {op} --dtype {dtype} --dsl cuda --rounds {rounds} --workers-per-device {workers}` (bench/gpu/sweep_h200.sh, resumed across device calls)\n")

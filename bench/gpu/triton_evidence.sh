@@ -176,7 +176,7 @@ def fmt(x, f="%.1f"):
     return f % x if isinstance(x, (int, float)) else "-"
 print("# Triton on the H200: croq tune --dsl triton against cuBLAS and a plain @triton.autotune GEMM\n")
 print("%s UTC, %s, %s, croq %s; bench/gpu/triton_evidence.sh (rounds %s per shape, f16 in, f32 out).\n"
-      % (datetime.datetime.utcnow().strftime("%Y-%m-%d %H:%M"), gpu, versions, commit, rounds))
+      % (datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M"), gpu, versions, commit, rounds))
 print("| shape | cuBLAS TFLOPS | plain autotune TFLOPS (tuning s) | croq triton best TFLOPS | best / cuBLAS | "
       "best / plain | plain / cuBLAS | found at round | rounds | measurements | best configuration |")
 print("|---|---|---|---|---|---|---|---|---|---|---|")

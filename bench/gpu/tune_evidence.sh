@@ -56,7 +56,7 @@ for l in open(events_path):
         except ValueError: pass
 gpu = subprocess.run(["nvidia-smi", "--query-gpu=name,driver_version", "--format=csv,noheader"], capture_output=True, text=True).stdout.strip()
 print("# croq tune on the H200 (cuda dsl)\n")
-print(f"- date: {datetime.datetime.utcnow().strftime('%Y-%m-%d %H:%M')} UTC")
+print(f"- date: {datetime.datetime.now(datetime.timezone.utc).strftime('%Y-%m-%d %H:%M')} UTC")
 print(f"- device: {gpu}")
 print(f"- commit: {commit}")
 print(f"- command: `croq tune {key} --dsl cuda --rounds 30 --seed 1 --profile-preset quick` (bench/gpu/tune_evidence.sh); last exit {rc} (137: stopped at the call's time limit, resumed by the next call)")
