@@ -112,10 +112,11 @@ TEST(Fp8Gpu, E4m3ConfigurationsOfTheHopperFamilyAreCorrect) {
     variant({{"PROMOTE_EVERY", "4"}, {"MMA_DEPTH", "1"}, {"BM", "128"}, {"BN", "64"}, {"CONSUMERS", "2"},
              {"PINGPONG", "1"}, {"SPLIT_K", "1"}, {"STREAM_K", "0"}});
     // Block-scaled: each k block promoted while the next block's WGMMAs run (two sets of WGMMA sums,
-    // the unit's last block even or odd), also ping-pong and with a cluster and the TMA-store epilogue.
-    variant({{"MMA_DEPTH", "1"}, {"BM", "128"}, {"BN", "64"}, {"CONSUMERS", "2"}, {"PINGPONG", "1"}, {"SPLIT_K", "1"},
+    // the unit's last block even or odd), also with a cluster and the TMA-store epilogue; ping-pong
+    // consumers drained (overlapped ones spill, so the family refuses them).
+    variant({{"MMA_DEPTH", "0"}, {"BM", "128"}, {"BN", "64"}, {"CONSUMERS", "2"}, {"PINGPONG", "1"}, {"SPLIT_K", "1"},
              {"STREAM_K", "0"}});
-    variant({{"MMA_DEPTH", "1"}, {"CLUSTER_M", "2"}, {"EPILOGUE", "1"}});
+    variant({{"MMA_DEPTH", "1"}, {"CLUSTER_M", "2"}, {"EPILOGUE", "1"}, {"SPLIT_K", "1"}, {"STREAM_K", "0"}});
     // ... and one slice per tile (the defaults of these small shapes split K and drain), overlapped
     // and drained.
     variant({{"MMA_DEPTH", "1"}, {"SPLIT_K", "1"}, {"STREAM_K", "0"}});

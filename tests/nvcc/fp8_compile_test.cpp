@@ -3,7 +3,8 @@
 // without register spills, and a configuration the family refuses for e4m3 is refused by the
 // template too. Label nvcc; skipped where no nvcc is installed. By default a sample (the defaults of
 // a large and a small shape); CROQ_FP8_ALL_CONFIGS=1 compiles every distinct configuration the
-// family starts from (default and alternatives) on the 16 shapes of bench/gpu/fp8_evidence.sh.
+// family starts from (default and alternatives) on the 16 shapes of bench/gpu/fp8_evidence.sh, for
+// dense e4m3 and the block-scaled operator.
 #include <gtest/gtest.h>
 
 #include <cstdio>
@@ -97,7 +98,11 @@ TEST(Fp8TemplateCompiles, DefaultsOfTheFamilyCompileWithoutSpills) {
       int64_t m = 0, n = 0, k = 0;
       ASSERT_EQ(std::sscanf(s, "%ldx%ldx%ld", &m, &n, &k), 3);
       problems.push_back(fp8_problem(m, n, k));
+      problems.push_back(fp8_problem(m, n, k));
+      problems.back().op = "blockscaled";
     }
+    problems.push_back(fp8_problem(4096, 7168, 7168));
+    problems.back().op = "blockscaled";
   } else {
     problems = {fp8_problem(4096, 4096, 4096), fp8_problem(768, 768, 768, "e4m3f16")};
   }
@@ -108,7 +113,7 @@ TEST(Fp8TemplateCompiles, DefaultsOfTheFamilyCompileWithoutSpills) {
       for (const auto& a : f.alternatives(p)) configs.push_back(a.config);
     }
     for (const auto& c : configs) {
-      const std::string key = describe(c) + p.dtype.canonical;
+      const std::string key = describe(c) + p.dtype.canonical + p.op;
       if (!seen.insert(key).second) continue;
       SCOPED_TRACE(fmt::format("{}x{}x{} {}: {}", p.m, p.n, p.k, p.dtype.canonical, key));
       ASSERT_FALSE(f.violation(c, p)) << *f.violation(c, p);
@@ -195,6 +200,14 @@ TEST(Fp8TemplateCompiles, OverlappedBlockScaledPromotionCompilesWithoutSpills) {
   ASSERT_TRUE(drained.ok);
   EXPECT_EQ(count_of(drained.log, "wgmma.wait_group.sync.aligned 1;"), 0u);
   EXPECT_GT(count_of(drained.log, "wgmma.wait_group.sync.aligned 0;"), 0u);
+  // Its alternatives (a 2x1 cluster, ping-pong 128x64 drained) compile too.
+  const auto alts = f.alternatives(p);
+  ASSERT_EQ(alts.size(), 2u);
+  for (const auto& a : alts) {
+    SCOPED_TRACE(a.tag);
+    ASSERT_FALSE(f.violation(a.config, p));
+    expect_clean(compile(f, a.config, p));
+  }
 }
 
 }  // namespace

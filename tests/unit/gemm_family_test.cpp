@@ -651,6 +651,11 @@ TEST(HopperGemmFamily, LongKE4m3MayPromoteEveryTwoOrFourKBlocks) {
   EXPECT_EQ(with_recorded_defaults(f, old), every1_depth0);
 }
 
+FamilyConfig drained_of(FamilyConfig c) {
+  c["MMA_DEPTH"] = "0";
+  return c;
+}
+
 // The block-scaled operator (e4m3 -> bf16, scales per 1x128 of A and 128x128 of B): the same
 // template with CROQ_BLOCKSCALE=1, promoting each 128-deep k block's WGMMA sums into a second set
 // of f32 registers; its defaults and alternatives are legal for every typical shape, and what the
@@ -667,16 +672,16 @@ TEST(HopperGemmFamily, BlockScaledConfigurationsPromotePerScaleBlock) {
     auto why = f.violation(c, p);
     ASSERT_FALSE(why) << s.m << "x" << s.n << "x" << s.k << ": " << *why;
     EXPECT_EQ(c.at("BK"), "128");
-    // Each k block promoted while the next one's WGMMAs run (three sets of registers) where they fit,
-    // else drained (split-K's reduction leaves room for two sets only).
+    // Each k block promoted while the next one's WGMMAs run (three sets of registers, 64-row
+    // consumers) where they fit, else drained (split-K's reduction leaves room for two sets only).
     const int acc = HopperGemmFamily::accumulator_registers(c), limit = HopperGemmFamily::max_accumulators(c);
     EXPECT_EQ(c.at("MMA_DEPTH"), 3 * acc <= limit ? "1" : "0") << s.m << "x" << s.n << "x" << s.k;
     EXPECT_LE((c.at("MMA_DEPTH") == "1" ? 3 : 2) * acc, limit);
     for (const auto& a : f.alternatives(p)) {
       EXPECT_FALSE(f.violation(a.config, p)) << a.name;
       const int a_acc = HopperGemmFamily::accumulator_registers(a.config);
-      EXPECT_EQ(a.config.at("MMA_DEPTH"), 3 * a_acc <= HopperGemmFamily::max_accumulators(a.config) ? "1" : "0")
-          << a.name;
+      const bool fits = a.config.at("PINGPONG") == "0" && 3 * a_acc <= HopperGemmFamily::max_accumulators(a.config);
+      EXPECT_EQ(a.config.at("MMA_DEPTH"), fits ? "1" : "0") << a.name;
     }
   }
   auto p = problem({4096, 7168, 7168}, "e4m3bf16", false, "sm_90a");
@@ -689,6 +694,22 @@ TEST(HopperGemmFamily, BlockScaledConfigurationsPromotePerScaleBlock) {
   // set of WGMMA sums: legal where three sets fit (64 x 128 per consumer), the default there; the
   // drained kernel stays legal.
   EXPECT_EQ(c.at("MMA_DEPTH"), "1");
+  // No large tile of the dense kernel holds three sets: the overlapped kernel's own archetypes.
+  std::vector<std::string> tags;
+  for (const auto& a : f.alternatives(p)) tags.push_back(a.tag);
+  EXPECT_EQ(tags, (std::vector<std::string>{"bs_c21", "bs_pp128x64"}));
+  // ptxas spills the drained kernel past 2 x 64 sums and the overlapped one with ping-pong consumers.
+  auto wide_drained = drained_of(c);
+  wide_drained["BN"] = "160";
+  ASSERT_TRUE(f.violation(wide_drained, p));
+  EXPECT_NE(f.violation(wide_drained, p)->find("spills"), std::string::npos) << *f.violation(wide_drained, p);
+  auto pp = c;
+  pp["BN"] = "64";
+  pp["PINGPONG"] = "1";
+  ASSERT_TRUE(f.violation(pp, p));
+  EXPECT_NE(f.violation(pp, p)->find("PINGPONG=0 or MMA_DEPTH=0"), std::string::npos) << *f.violation(pp, p);
+  pp["MMA_DEPTH"] = "0";
+  EXPECT_FALSE(f.violation(pp, p));
   auto drained = c;
   drained["MMA_DEPTH"] = "0";
   EXPECT_FALSE(f.violation(drained, p));

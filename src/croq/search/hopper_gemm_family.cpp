@@ -31,9 +31,14 @@ bool is_blockscaled(const FamilyProblem& p) { return p.op == "blockscaled"; }
 // WGMMA accumulators' reduced precision to show: measured on the H200, unpromoted e4m3 kernels pass
 // croq's verification at K = 4096 and fail it at K = 8192 (docs/fp8.md, "Two-level accumulation").
 constexpr int64_t k_fp8_promote_k = 4096;
-// The block-scaled kernel with MMA_DEPTH 1 holds two sets of WGMMA sums and the promoted sums.
+// Sums (both sets) a drained block-scaled consumer holds without spilling.
+constexpr int k_blockscaled_drained_sums = 128;
+
+// The block-scaled kernel with MMA_DEPTH 1 holds two sets of WGMMA sums and the promoted sums
+// (64-row consumers: ping-pong ones spill).
 bool blockscaled_overlap_fits(const FamilyConfig& c) {
-  return 3 * HopperGemmFamily::accumulator_registers(c) <= HopperGemmFamily::max_accumulators(c);
+  return gemm::int_param(c, "PINGPONG").value_or(0) != 1 &&
+         3 * HopperGemmFamily::accumulator_registers(c) <= HopperGemmFamily::max_accumulators(c);
 }
 bool promotes(const FamilyProblem& p) { return is_blockscaled(p) || (is_fp8(p) && p.k > k_fp8_promote_k); }
 
@@ -194,6 +199,16 @@ std::optional<std::string> HopperGemmFamily::violation(const FamilyConfig& c, co
     if (2 * accumulator_registers(c) > max_accumulators(c))
       return fmt::format("{} keeps a second set of f32 sums (promotion): 2 x {} registers per consumer thread exceed {}",
                          what, accumulator_registers(c), max_accumulators(c));
+    // The block-scaled kernel also keeps its rows' and columns' scales in registers: ptxas (CUDA
+    // 13.0) spills its drained consumers past 2 x 64 sums (128x160, 128x192) and its overlapped
+    // ping-pong consumers (two m64 atoms each); tests/nvcc/fp8_compile_test.cpp compiles the rest.
+    if (is_blockscaled(p) && !overlap && 2 * accumulator_registers(c) > k_blockscaled_drained_sums)
+      return fmt::format("the block-scaled kernel keeps its scales beside two sets of sums: 2 x {} registers per "
+                         "consumer thread exceed {} (it spills): a narrower tile",
+                         accumulator_registers(c), k_blockscaled_drained_sums);
+    if (overlap && get(c, "PINGPONG") == 1)
+      return "the block-scaled kernel with MMA_DEPTH=1 spills with ping-pong consumers (two m64 atoms each, three sets "
+             "of sums and their scales): PINGPONG=0 or MMA_DEPTH=0";
   }
 
   const int bm = get(c, "BM"), bn = get(c, "BN"), bk = get(c, "BK");
@@ -348,6 +363,16 @@ std::vector<Alternative> HopperGemmFamily::alternatives(const FamilyProblem& p) 
     FamilyConfig c = def;
     c["SPLIT_K"] = "1";
     add("one slice per tile, promotion overlapped with the next k block's WGMMAs", "bs_overlap", c);
+  }
+  // The overlapped block-scaled kernel holds three sets of sums, so none of the large tiles below
+  // fits it: its own archetypes are the same tile with B multicast to a 2x1 cluster and ping-pong
+  // consumers of 128x64, drained (each epilogue under the other consumer's MMAs).
+  if (is_blockscaled(p) && get(def, "MMA_DEPTH") == 1) {
+    FamilyConfig c = def;
+    c["CLUSTER_M"] = "2";
+    add("the same tile, B multicast to a 2x1 cluster", "bs_c21", c);
+    add("ping-pong 128x64, each k block drained before its promotion", "bs_pp128x64",
+        arrangement({128, 64, 2, 1}, 1, 1, reg_epilogue));
   }
   if (promotes(p) && !is_blockscaled(p)) {
     for (const char* every : {"4", "2"}) {
