@@ -903,26 +903,32 @@ __global__ void __launch_bounds__(THREADS, 1)
       const int n0 = (un * CN + cn) * BN;
       const int row0 = PINGPONG ? 0 : cw * WG_M;  // this consumer's first row in the tile
       int prev_stage = 0;
+      // CROQ_BLOCKSCALE: the scales of k block kb for this thread, read while its stage is still
+      // loading: the A scales of its two rows per m64 atom, the B scales of the tile's N blocks.
+      constexpr int NQ = BN / 128 + 2;
+      [[maybe_unused]] auto load_block_scales = [&](int kb, float (&lo)[M_ATOMS], float (&hi)[M_ATOMS],
+                                                    float (&b)[NQ]) {
+#pragma unroll
+        for (int ma = 0; ma < M_ATOMS; ++ma) {
+          const int r = m0 + row0 + ma * 64 + warp * 16 + lane / 4;
+          lo[ma] = r < p.m ? __ldg(p.a_scale + static_cast<long long>(r) * p.scale_kb + kb) : 0.f;
+          hi[ma] = r + 8 < p.m ? __ldg(p.a_scale + static_cast<long long>(r + 8) * p.scale_kb + kb) : 0.f;
+        }
+#pragma unroll
+        for (int q = 0; q < NQ; ++q) {
+          const int nb = n0 / 128 + q;
+          b[q] = nb * 128 < p.n ? __ldg(p.b_scale + static_cast<long long>(nb) * p.scale_kb + kb) : 0.f;
+        }
+      };
       if constexpr (BS_OVERLAP) {
         // Even k blocks of the unit accumulate in acc, odd ones in acc2. After issuing a block's
         // WGMMAs the consumer waits only for the block before (wgmma_wait<1>), releases its stage
         // and promotes its sums while the tensor cores run the new block. The scales of a block are
         // read before its WGMMAs are issued and kept in the set of that parity until its promotion.
-        constexpr int NQ = BN / 128 + 2;
         float s_lo[2][M_ATOMS], s_hi[2][M_ATOMS], s_b[2][NQ];
         auto load_scales = [&](auto set, int kb) {
           constexpr int W = decltype(set)::value;
-#pragma unroll
-          for (int ma = 0; ma < M_ATOMS; ++ma) {
-            const int r = m0 + row0 + ma * 64 + warp * 16 + lane / 4;
-            s_lo[W][ma] = r < p.m ? __ldg(p.a_scale + static_cast<long long>(r) * p.scale_kb + kb) : 0.f;
-            s_hi[W][ma] = r + 8 < p.m ? __ldg(p.a_scale + static_cast<long long>(r + 8) * p.scale_kb + kb) : 0.f;
-          }
-#pragma unroll
-          for (int q = 0; q < NQ; ++q) {
-            const int nb = n0 / 128 + q;
-            s_b[W][q] = nb * 128 < p.n ? __ldg(p.b_scale + static_cast<long long>(nb) * p.scale_kb + kb) : 0.f;
-          }
+          load_block_scales(kb, s_lo[W], s_hi[W], s_b[W]);
         };
         auto issue = [&](auto& d) {  // this stage's WGMMAs into d, started afresh
           mbar_wait(full_bar(stage), phase);
@@ -996,22 +1002,8 @@ __global__ void __launch_bounds__(THREADS, 1)
         }
       } else
       for (int kb = kb0; kb < kb1; ++kb) {
-        // CROQ_BLOCKSCALE: this k block's scales, read while the stage is still loading: the A
-        // scales of this thread's two rows per m64 atom, the B scales of the tile's N blocks.
-        [[maybe_unused]] float sa_lo[M_ATOMS], sa_hi[M_ATOMS], sbk[BN / 128 + 2];
-        if constexpr (BLOCKSCALE) {
-#pragma unroll
-          for (int ma = 0; ma < M_ATOMS; ++ma) {
-            const int r = m0 + row0 + ma * 64 + warp * 16 + lane / 4;
-            sa_lo[ma] = r < p.m ? __ldg(p.a_scale + static_cast<long long>(r) * p.scale_kb + kb) : 0.f;
-            sa_hi[ma] = r + 8 < p.m ? __ldg(p.a_scale + static_cast<long long>(r + 8) * p.scale_kb + kb) : 0.f;
-          }
-#pragma unroll
-          for (int q = 0; q < BN / 128 + 2; ++q) {
-            const int nb = n0 / 128 + q;
-            sbk[q] = nb * 128 < p.n ? __ldg(p.b_scale + static_cast<long long>(nb) * p.scale_kb + kb) : 0.f;
-          }
-        }
+        [[maybe_unused]] float sa_lo[M_ATOMS], sa_hi[M_ATOMS], sbk[NQ];
+        if constexpr (BLOCKSCALE) load_block_scales(kb, sa_lo, sa_hi, sbk);
         mbar_wait(full_bar(stage), phase);
         const uint32_t sa = base + stage * STAGE_BYTES;
         const uint32_t sb = sa + A_STAGE_BYTES;
