@@ -53,6 +53,8 @@ import tempfile
 import time
 import traceback
 
+_STARTED = time.perf_counter()  # the process's start, near enough (reported with croq's gate)
+
 SCHEMA = "croq-measurement-v1"
 EXIT_OK, EXIT_USAGE, EXIT_FORBIDDEN_CHECK, EXIT_CANDIDATE = 0, 2, 3, 8
 
@@ -836,6 +838,25 @@ def _num(v):
     return v
 
 
+def wait_at_gate(go_file):
+    """croq's gate (--go-file): the imports that take seconds and touch no device (torch, triton)
+    are done before croq takes the device's lease; this process says so with GO_FILE.ready and
+    waits for GO_FILE, which croq creates once it holds the lease. Nothing of the candidate runs
+    before."""
+    try:
+        import triton  # noqa: F401  (the candidate's import, later, finds it loaded)
+    except ImportError:
+        pass
+    ready = time.perf_counter()
+    with open(go_file + ".ready", "w", encoding="utf-8") as f:
+        f.write("ready\n")
+    while not os.path.exists(go_file):
+        time.sleep(0.002)
+    # Reported in process.gate: the seconds spent before the gate (the process's start and its
+    # imports, outside the lease) and at it (waiting for croq to take the lease).
+    return {"before_ms": round((ready - _STARTED) * 1e3, 1), "waited_ms": round((time.perf_counter() - ready) * 1e3, 1)}
+
+
 def measure(args):
     """The measurement itself (in the child process unless --no-isolate). Returns the document."""
     doc = base_document(args)
@@ -852,6 +873,7 @@ def measure(args):
         import torch
     except ImportError as e:
         return finish(doc, "UNSUPPORTED", "cannot import torch: %s (croq env validate --dsl triton)" % e)
+    gate = wait_at_gate(args.go_file) if args.go_file else None
     device = args.device
     if device == "cuda" and not torch.cuda.is_available():
         return finish(doc, "UNSUPPORTED", "torch sees no CUDA device")
@@ -866,9 +888,12 @@ def measure(args):
     guard = RuntimeGuard([args.candidate])
     guard.install()
     try:
-        return measure_guarded(args, doc, pb, tol, torch, device, guard)
+        doc = measure_guarded(args, doc, pb, tol, torch, device, guard)
     finally:
         guard.uninstall()
+    if gate is not None:
+        doc.setdefault("process", {})["gate"] = gate
+    return doc
 
 
 def measure_guarded(args, doc, pb, tol, torch, device, guard):
@@ -1350,6 +1375,11 @@ def measure_isolated(args, argv):
     os.close(fd)
     cmd = [sys.executable, os.path.realpath(__file__)] + argv + ["--no-isolate", "--child-out", out_path]
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
+    if args.go_file:
+        # The time limit counts from croq's gate on: the wait for the device's lease is not the
+        # candidate's. (croq's own limit on this process covers the wait.)
+        while proc.poll() is None and not os.path.exists(args.go_file):
+            time.sleep(0.005)
     try:
         _, err = proc.communicate(timeout=args.timeout_s)
         timed_out = False
@@ -1494,6 +1524,9 @@ def parse_args(argv):
     p.add_argument("--timeout-s", type=int, default=300, help="time limit of the isolated measurement")
     p.add_argument("--no-isolate", action="store_true", help="measure in this process (no crash/hang verdicts)")
     p.add_argument("--child-out", help=argparse.SUPPRESS)
+    p.add_argument("--go-file", metavar="FILE",
+                   help="croq's gate: after importing torch and triton, create FILE.ready and wait for FILE before "
+                        "touching the device (croq creates it once it holds the device's lease)")
     p.add_argument("--croq-version", default=os.environ.get("CROQ_VERSION", "unknown"))
     p.add_argument("--croq-git", default=os.environ.get("CROQ_GIT", "unknown"))
     p.add_argument("--pretty", action="store_true")

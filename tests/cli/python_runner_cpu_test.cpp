@@ -7,7 +7,10 @@
 // where no python3 imports torch.
 #include <gtest/gtest.h>
 
+#include <atomic>
+#include <chrono>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "croq/measure/rules.hpp"
@@ -109,6 +112,38 @@ TEST_F(PythonRunnerCpu, SkippedWorkOnTimedLaunchesIsCaughtByTheDrawnComparisons)
                                                     "    c.copy_(_product(problem, a, b).to(c.dtype))\n"),
                      {"--max-reps", "40", "--min-reps", "40"});
   EXPECT_EQ(lazy.value("verdict", std::string()), "VERIFY_FAIL") << lazy.dump();
+}
+
+// croq's gate (--go-file F): the runner imports torch (and triton where installed) first, says so
+// with F.ready and does not run the candidate, nor touch the device, until croq creates F (once it
+// holds the device's lease); then it measures as always. Without the gate croq would hold the
+// device through the imports: seconds of every Triton measurement.
+TEST_F(PythonRunnerCpu, TheRunnerWaitsAtCroqsGateAfterItsImports) {
+  const fs::path cand = write("iter001_gate.py", "def croq_matmul(problem, a, b, c):\n"
+                                                  "    c.copy_(_product(problem, a, b).to(c.dtype))\n");
+  const fs::path go = dir_ / "gate.go";
+  std::atomic<bool> done{false};
+  json doc;
+  std::thread runner([&] {
+    doc = run_cpu(py_, cand, {"--go-file", go.string()});
+    done = true;
+  });
+  bool ready = false;
+  for (int i = 0; i < 1200 && !done && !ready; ++i) {  // the imports: up to 60 s on a loaded machine
+    ready = fs::exists(go.string() + ".ready");
+    if (!ready) std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  EXPECT_TRUE(ready) << "the runner never said it was ready";
+  std::this_thread::sleep_for(std::chrono::milliseconds(700));
+  EXPECT_FALSE(done.load()) << "the runner measured without waiting at the gate";
+  atomic_write(go, "go\n", false);
+  runner.join();
+  ASSERT_EQ(doc.value("verdict", std::string()), "PASS") << doc.dump();
+  EXPECT_TRUE(doc["verification"].value("second_seed_passed", false));
+  // process.gate: the time before the gate (start and imports) and at it (here the 700 ms above).
+  const json gate = doc["process"].value("gate", json::object());
+  EXPECT_GT(gate.value("before_ms", 0.0), 0.0) << doc["process"].dump();
+  EXPECT_GE(gate.value("waited_ms", 0.0), 600.0) << doc["process"].dump();
 }
 
 }  // namespace

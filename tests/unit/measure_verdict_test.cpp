@@ -4,6 +4,12 @@
 
 #include <signal.h>
 
+#include <atomic>
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <thread>
+
 #include "croq/measure/invoke.hpp"
 #include "croq/measure/legacy.hpp"
 #include "croq/util/error.hpp"
@@ -168,6 +174,83 @@ TEST(MeasureRepeats, AShortKernelIsTheMedianOfThreeProcesses) {
   single.documents = {document(122.0, 0.0074)};
   m = run_measure_repeated(job, single, RepeatPolicy{1, 0.025});
   EXPECT_EQ(single.calls, 1) << "--processes 1";
+}
+
+// A runner at croq's gate (--go-file F, the Python runner's protocol): it creates F.ready once its
+// imports are done, waits for F, then measures. `waits` false: a runner that ignores the gate.
+class GatedRunner : public ProcessRunner {
+ public:
+  bool waits = true;
+  std::atomic<bool> waiting{false};  // its ready file written, waiting for the go file
+  std::atomic<bool> saw_go{false};
+  bool stopped = false;
+  std::string document_text;
+  ProcessResult run(const ProcessSpec& spec) override {
+    std::string go;
+    for (size_t i = 0; i + 1 < spec.argv.size(); ++i) {
+      if (spec.argv[i] == "--go-file") go = spec.argv[i + 1];
+    }
+    if (go.empty() || !waits) return exited(0, {}, document_text);
+    std::ofstream(go + ".ready") << "ready\n";
+    waiting = std::filesystem::exists(go + ".ready");
+    for (int i = 0; i < 2000; ++i) {  // 10 s at most
+      if (std::filesystem::exists(go)) {
+        saw_go = true;
+        return exited(0, {}, document_text);
+      }
+      if (spec.should_stop && spec.should_stop()) {
+        stopped = true;
+        ProcessResult r = exited(-1);
+        r.stopped = true;
+        r.term_signal = SIGTERM;
+        return r;
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    }
+    return exited(0, {}, "");
+  }
+};
+
+// The gate opens only when the runner is ready (its imports done), and the runner measures only
+// after it: croq takes the device's lease in between. A runner that measures without waiting is
+// croq's error, never a figure; a gate that cannot open (the lease's time is up) stops the runner.
+TEST(MeasureGate, TheDeviceIsTakenOnlyWhenTheRunnerIsReady) {
+  MeasureJob job;
+  job.program = "/usr/bin/python3";
+  job.prefix = {"croq_runner.py"};
+  job.options.candidate = "/x/k.py";
+  job.skeleton = skeleton();
+  job.gate_timeout = std::chrono::seconds(5);
+  int opened = 0;
+  bool ready_when_opened = false;
+  GatedRunner runner;
+  runner.document_text = document(700.0, 0.2);
+  job.gate = [&] {
+    ++opened;
+    // The runner is waiting at the gate (its ready file written) and has not measured.
+    ready_when_opened = runner.waiting.load();
+    EXPECT_FALSE(runner.saw_go.load());
+  };
+  Measurement m = run_measure_job(job, runner);
+  EXPECT_EQ(opened, 1);
+  EXPECT_TRUE(ready_when_opened);
+  EXPECT_TRUE(runner.saw_go.load());
+  EXPECT_EQ(m.verdict, Verdict::PASS);
+  EXPECT_EQ(m.process.value("gated", false), true);
+
+  GatedRunner ignores;
+  ignores.waits = false;
+  ignores.document_text = document(700.0, 0.2);
+  opened = 0;
+  EXPECT_THROW(run_measure_job(job, ignores), Error) << "a figure taken without the lease";
+  EXPECT_EQ(opened, 0);
+
+  GatedRunner held;
+  held.document_text = document(700.0, 0.2);
+  job.gate = [] { throw Error(ExitCode::busy, "the lease is held by another measurement"); };
+  EXPECT_THROW(run_measure_job(job, held), Error);
+  EXPECT_TRUE(held.stopped) << "the runner waiting at the gate is stopped";
+  EXPECT_FALSE(held.saw_go.load());
 }
 
 TEST(MeasureVerdict, EachFailureHasItsLedgerDecision) {

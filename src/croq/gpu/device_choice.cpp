@@ -70,21 +70,40 @@ DeviceLease take_device_lease(const DeviceChoice& dev, const std::string& purpos
 
 Measurement measure_uncontended(const DeviceChoice& dev, double idle_timeout_s, const DeviceWaitNote& note,
                                 const std::string& who, const std::function<Measurement()>& measure) {
-  if (dev.lease_id == "cpu") return measure();
+  return measure_uncontended_gated(dev, idle_timeout_s, note, who, [] {}, [&](const std::function<void()>& gate) {
+    gate();
+    return measure();
+  });
+}
+
+Measurement measure_uncontended_gated(const DeviceChoice& dev, double idle_timeout_s, const DeviceWaitNote& note,
+                                      const std::string& who, const std::function<void()>& take_lease,
+                                      const std::function<Measurement(const std::function<void()>& gate)>& measure) {
+  bool opened = false;
   double waited = 0;
-  ContentionCheck before = wait_until_idle(
-      dev.facts.uuid, std::chrono::milliseconds(static_cast<long long>(idle_timeout_s * 1000)),
-      std::chrono::milliseconds(500),
-      [&](const ContentionCheck& c) {
-        std::string why;
-        for (const auto& r : c.reasons) why += (why.empty() ? "" : "; ") + r;
-        if (note) {
-          note(fmt::format("{}: the GPU {} is not idle ({}); waiting up to {:.0f} s", who, dev.lease_id, why,
-                           idle_timeout_s));
-        }
-      },
-      &waited);
-  Measurement m = measure();
+  ContentionCheck before;
+  const bool gpu = dev.lease_id != "cpu";
+  auto gate = [&] {
+    if (opened) return;
+    take_lease();
+    if (gpu) {
+      before = wait_until_idle(
+          dev.facts.uuid, std::chrono::milliseconds(static_cast<long long>(idle_timeout_s * 1000)),
+          std::chrono::milliseconds(500),
+          [&](const ContentionCheck& c) {
+            std::string why;
+            for (const auto& r : c.reasons) why += (why.empty() ? "" : "; ") + r;
+            if (note) {
+              note(fmt::format("{}: the GPU {} is not idle ({}); waiting up to {:.0f} s", who, dev.lease_id, why,
+                               idle_timeout_s));
+            }
+          },
+          &waited);
+    }
+    opened = true;
+  };
+  Measurement m = measure(gate);
+  if (!gpu || !opened) return m;
   ContentionCheck after = check_contention(dev.facts.uuid, false);
   m.contention = contention_record(before, after, waited, m.device.other_processes);
   if (m.contended()) {

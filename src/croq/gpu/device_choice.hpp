@@ -42,4 +42,13 @@ DeviceLease take_device_lease(const DeviceChoice& dev, const std::string& purpos
 Measurement measure_uncontended(const DeviceChoice& dev, double idle_timeout_s, const DeviceWaitNote& note,
                                 const std::string& who, const std::function<Measurement()>& measure);
 
+// The same with the device taken at a gate: `measure` gets `gate`, which it calls (any number of
+// times; the first call counts) once its runner is ready to use the device: the gate takes the
+// lease (`take_lease`) and then waits for the device to be idle (the "before" check). The
+// "after" check and the contention record follow only if the gate was opened; a measurement that
+// never reached it (its runner failed before) did not use the device.
+Measurement measure_uncontended_gated(const DeviceChoice& dev, double idle_timeout_s, const DeviceWaitNote& note,
+                                      const std::string& who, const std::function<void()>& take_lease,
+                                      const std::function<Measurement(const std::function<void()>& gate)>& measure);
+
 }  // namespace croq

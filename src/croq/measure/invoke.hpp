@@ -13,6 +13,7 @@
 #pragma once
 #include <chrono>
 #include <filesystem>
+#include <functional>
 #include <map>
 #include <optional>
 #include <string>
@@ -31,6 +32,14 @@ struct MeasureJob {
   std::chrono::milliseconds timeout{120000};
   Measurement skeleton;                 // what croq knows before the run (problem, device, candidate)
   std::map<std::string, std::string> env;
+  // The Python runner's start outside the device's lease: with a gate, the runner gets
+  // `--go-file F`; it imports torch and triton (seconds, no device work), creates F.ready and waits
+  // for F. croq then calls `gate` (taking the lease, waiting for an idle device) and creates F, so
+  // the device is held only from there on. `gate_timeout` is added to the process's time limit
+  // (the gate may wait for the lease). A runner that passes without having waited at the gate is
+  // croq's own error.
+  std::function<void()> gate;
+  std::chrono::milliseconds gate_timeout{0};
 };
 
 // The last "phase: <step>" line of a runner's stderr ("" if none).

@@ -122,17 +122,33 @@ StepResult run_measure(Workspace& ws, const TaskRef& t, const MeasureOptions& o,
   bool ran = false;
   if (m.reason.empty()) {
     ran = true;
-    DeviceLease lease = take_device_lease(dev, fmt::format("croq measure {} {}", t.id(), c.kernel), o.run.lease_timeout_s,
-                                          deps.note, "croq measure");
+    std::optional<DeviceLease> lease;
+    auto take_lease = [&] {
+      lease.emplace(take_device_lease(dev, fmt::format("croq measure {} {}", t.id(), c.kernel), o.run.lease_timeout_s,
+                                      deps.note, "croq measure"));
+    };
     if (c.kind == CandidateKind::legacy_program) {
+      take_lease();
       m = measure_uncontended(dev, o.run.idle_timeout_s, deps.note, "croq measure",
                               [&] { return run_legacy_program(c.path, skel, seconds_ms(o.run.timeout_s), deps.runner); });
     } else {
-      const MeasureJob job = candidate_job(t, c, o, dev, skel);
-      m = measure_uncontended(dev, o.run.idle_timeout_s, deps.note, "croq measure",
-                              [&] { return run_measure_repeated(job, deps.runner, repeat_policy(o.run)); });
+      MeasureJob job = candidate_job(t, c, o, dev, skel);
+      if (job.prefix.empty() || dev.lease_id == "cpu") {
+        take_lease();
+        m = measure_uncontended(dev, o.run.idle_timeout_s, deps.note, "croq measure",
+                                [&] { return run_measure_repeated(job, deps.runner, repeat_policy(o.run)); });
+      } else {
+        // The Python runner imports torch and triton (seconds, no device work) before croq takes the
+        // device: it waits at a gate (MeasureJob::gate), which takes the lease.
+        job.gate_timeout = seconds_ms(o.run.lease_timeout_s + o.run.idle_timeout_s);
+        m = measure_uncontended_gated(dev, o.run.idle_timeout_s, deps.note, "croq measure", take_lease,
+                                      [&](const std::function<void()>& gate) {
+                                        job.gate = gate;
+                                        return run_measure_repeated(job, deps.runner, repeat_policy(o.run));
+                                      });
+      }
     }
-    m.process["lease_waited_ms"] = lease.waited().count();
+    m.process["lease_waited_ms"] = lease ? lease->waited().count() : 0;
   }
   if (ran && !synchronising.empty()) {
     m.flags.push_back(k_synchronising_call_flag);
