@@ -6,6 +6,8 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <cstdlib>
+#include <iostream>
 #include <filesystem>
 #include <thread>
 #include <tuple>
@@ -270,6 +272,35 @@ TEST(TritonGpu, AResultCachedByTheInputPointersIsVerifyFail) {
   json cached = run_runner(dir / "iter002_cached.py", 2048, 2048, 2048, "f16f32", "measure", opts);
   EXPECT_EQ(cached.value("verdict", std::string()), "VERIFY_FAIL") << cached.dump();
   EXPECT_NE(cached.value("reason", std::string()).find("refilled in place"), std::string::npos) << cached.dump();
+}
+
+// croq measure starts the Python runner before it takes the device: the runner imports torch and
+// triton, waits at croq's gate, and croq takes the lease only then (docs/measurement.md, "The
+// Python runner's gate"). On the GPU: the family default measured through croq measure passes,
+// went through the gate, and reports the time it spent before it.
+TEST(TritonGpu, CroqMeasureTakesTheDeviceAtThePythonRunnersGate) {
+  if (auto why = skip_reason(); !why.empty()) GTEST_SKIP() << why;
+  const char* bin_dir = std::getenv("CROQ_TEST_BIN_DIR");
+  const fs::path croq_exe = bin_dir && *bin_dir ? fs::path(bin_dir) / "croq" : fs::path(CROQ_BINARY_DIR) / "bin" / "croq";
+  if (!fs::exists(croq_exe)) GTEST_SKIP() << "croq is not built";
+  test::TempDir dir;
+  atomic_write(dir / "iter001_default.py", default_source(2048), false);
+  fs::create_directories(dir / "ws" / "tuning");
+  ProcessSpec spec;
+  spec.argv = {croq_exe.string(), "--root", (dir / "ws").string(), "-q", "measure", "--dsl", "triton", "--shape-key",
+               "matmul_f16fp32_2048x2048x2048", "--model", "gate", "--candidate", (dir / "iter001_default.py").string(),
+               "--out", (dir / "m.json").string()};
+  spec.timeout = std::chrono::seconds(300);
+  ProcessResult r = SystemProcessRunner().run(spec);
+  auto text = read_file(dir / "m.json");
+  ASSERT_TRUE(text) << r.describe() << "\n" << r.err;
+  json doc = json::parse(*text);
+  ASSERT_EQ(doc.value("verdict", std::string()), "PASS") << doc.dump().substr(0, 3000);
+  EXPECT_EQ(doc["process"].value("gated", false), true) << doc["process"].dump();
+  const json gate = doc["process"].value("gate", json::object());
+  EXPECT_GT(gate.value("before_ms", 0.0), 0.0) << doc["process"].dump();
+  std::cout << "gate: " << gate.dump() << ", lease waited " << doc["process"].value("lease_waited_ms", 0) << " ms, wall "
+            << doc["process"].value("wall_ms", 0.0) << " ms\n";
 }
 
 }  // namespace
