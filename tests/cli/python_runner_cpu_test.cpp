@@ -46,6 +46,11 @@ const char* k_product =
     "    bb = b.t() if problem['b_layout'] == 'col' else b\n"
     "    return (a.float().unsqueeze(2) * bb.float().unsqueeze(0)).sum(1)\n\n\n";
 
+// A correct candidate (after k_product).
+const char* k_correct =
+    "def croq_matmul(problem, a, b, c):\n"
+    "    c.copy_(_product(problem, a, b).to(c.dtype))\n";
+
 class PythonRunnerCpu : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -62,8 +67,7 @@ class PythonRunnerCpu : public ::testing::Test {
 };
 
 TEST_F(PythonRunnerCpu, ACorrectCandidatePassesEveryCheckWithItsInputSetsRotated) {
-  json doc = run_cpu(py_, write("iter001_ok.py", "def croq_matmul(problem, a, b, c):\n"
-                                                 "    c.copy_(_product(problem, a, b).to(c.dtype))\n"));
+  json doc = run_cpu(py_, write("iter001_ok.py", k_correct));
   ASSERT_EQ(doc.value("verdict", std::string()), "PASS") << doc.dump();
   const json& v = doc["verification"];
   EXPECT_TRUE(v.value("second_seed_passed", false)) << v.dump();
@@ -119,8 +123,7 @@ TEST_F(PythonRunnerCpu, SkippedWorkOnTimedLaunchesIsCaughtByTheDrawnComparisons)
 // holds the device's lease); then it measures as always. Without the gate croq would hold the
 // device through the imports: seconds of every Triton measurement.
 TEST_F(PythonRunnerCpu, TheRunnerWaitsAtCroqsGateAfterItsImports) {
-  const fs::path cand = write("iter001_gate.py", "def croq_matmul(problem, a, b, c):\n"
-                                                  "    c.copy_(_product(problem, a, b).to(c.dtype))\n");
+  const fs::path cand = write("iter001_gate.py", k_correct);
   const fs::path go = dir_ / "gate.go";
   std::atomic<bool> done{false};
   json doc;

@@ -94,6 +94,54 @@ Measurement interpret_runner(const ProcessResult& r, const std::optional<std::st
   return *parsed;
 }
 
+namespace {
+
+// The runner started with `--go-file go` while this thread waits for `go`.ready: then job.gate()
+// (the device's lease) and `go` is created. `opened` says whether the gate opened; a gate that
+// throws stops the waiting runner and the error goes on.
+ProcessResult run_at_gate(ProcessSpec spec, const std::string& go, const MeasureJob& job, ProcessRunner& runner,
+                          bool& opened) {
+  const std::string ready = go + ".ready";
+  struct RemoveGate {
+    std::string go, ready;
+    ~RemoveGate() {
+      std::error_code ec;
+      std::filesystem::remove(go, ec);
+      std::filesystem::remove(ready, ec);
+    }
+  } cleanup{go, ready};
+  spec.argv.insert(spec.argv.end(), {"--go-file", go});
+  spec.timeout = job.timeout + job.gate_timeout;
+  std::atomic<bool> stop{false}, done{false};
+  spec.should_stop = [&stop] { return stop.load(); };
+  ProcessResult r;
+  std::exception_ptr thrown;
+  std::thread child([&] {
+    try {
+      r = runner.run(spec);
+    } catch (...) {
+      thrown = std::current_exception();
+    }
+    done = true;
+  });
+  while (!done.load() && !std::filesystem::exists(ready)) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  if (!done.load()) {
+    try {
+      job.gate();
+      atomic_write(go, "go\n", false);
+      opened = true;
+    } catch (...) {
+      thrown = std::current_exception();
+      stop = true;  // the runner waits at the gate: stopped, not left waiting
+    }
+  }
+  child.join();
+  if (thrown) std::rethrow_exception(thrown);
+  return r;
+}
+
+}  // namespace
+
 Measurement run_measure_job(const MeasureJob& job, ProcessRunner& runner) {
   // A private temporary file for the runner's --out (removed afterwards).
   std::string tmpl = (std::filesystem::temp_directory_path() / "croq-measure-XXXXXX").string();
@@ -117,61 +165,12 @@ Measurement run_measure_job(const MeasureJob& job, ProcessRunner& runner) {
   spec.timeout = job.timeout;
   spec.env_set = job.env;
   spec.max_capture_bytes = 8u << 20;
-  if (!job.gate) {
-    ProcessResult r = runner.run(spec);
-    std::optional<std::string> text = read_file(tmpl);
-    Measurement m = interpret_runner(r, text, job.skeleton);
-    if (m.argv.empty()) m.argv = spec.argv;
-    return m;
-  }
-
-  // Gated: the runner starts (and imports) now; the gate opens when it is ready.
-  const std::string go = tmpl + ".go", ready = go + ".ready";
-  struct RemoveGate {
-    std::string go, ready;
-    ~RemoveGate() {
-      std::error_code ec;
-      std::filesystem::remove(go, ec);
-      std::filesystem::remove(ready, ec);
-    }
-  } gate_cleanup{go, ready};
-  spec.argv.insert(spec.argv.end(), {"--go-file", go});
-  spec.timeout = job.timeout + job.gate_timeout;
-  std::atomic<bool> stop{false};
-  spec.should_stop = [&stop] { return stop.load(); };
-  ProcessResult r;
-  std::atomic<bool> done{false};
-  std::exception_ptr thrown;
-  std::thread child([&] {
-    try {
-      r = runner.run(spec);
-    } catch (...) {
-      thrown = std::current_exception();
-    }
-    done = true;
-  });
-  std::exception_ptr gate_error;
   bool opened = false;
-  while (!done.load()) {
-    if (std::filesystem::exists(ready)) {
-      try {
-        job.gate();
-        atomic_write(go, "go\n", false);
-        opened = true;
-      } catch (...) {
-        gate_error = std::current_exception();
-        stop = true;  // the runner waits at the gate: stopped, not left waiting
-      }
-      break;
-    }
-    std::this_thread::sleep_for(std::chrono::milliseconds(5));
-  }
-  child.join();
-  if (gate_error) std::rethrow_exception(gate_error);
-  if (thrown) std::rethrow_exception(thrown);
+  ProcessResult r = job.gate ? run_at_gate(spec, tmpl + ".go", job, runner, opened) : runner.run(spec);
   std::optional<std::string> text = read_file(tmpl);
   Measurement m = interpret_runner(r, text, job.skeleton);
   if (m.argv.empty()) m.argv = spec.argv;
+  if (!job.gate) return m;
   if (!opened && (m.timing || m.verification.elements > 0)) {  // it ran the candidate
     throw Error(ExitCode::internal, "the runner measured without waiting at croq's gate (--go-file): the device's lease was "
                                     "not held", "this is a bug in croq; please report it");

@@ -42,6 +42,14 @@ bool blockscaled_overlap_fits(const FamilyConfig& c) {
 }
 bool promotes(const FamilyProblem& p) { return is_blockscaled(p) || (is_fp8(p) && p.k > k_fp8_promote_k); }
 
+// MMA_DEPTH of a promoting configuration: promoting every stage waits for each stage's WGMMAs (0),
+// except in the block-scaled kernel where its three sets of registers fit (1: each promotion
+// overlapped with the next block); promoting every 2 or 4 keeps a group in flight between (1).
+std::string promoting_mma_depth(const FamilyProblem& p, const FamilyConfig& c) {
+  if (gemm::int_param(c, "PROMOTE_EVERY").value_or(1) > 1) return "1";
+  return is_blockscaled(p) && blockscaled_overlap_fits(c) ? "1" : "0";
+}
+
 // e4m3 problems are computed with B "row.col" (N x K), the only layout FP8 WGMMA reads (croq tries
 // it first for fp8 inputs): the family checks and renders them so.
 FamilyProblem as_measured(FamilyProblem p) {
@@ -187,11 +195,15 @@ std::optional<std::string> HopperGemmFamily::violation(const FamilyConfig& c, co
                                  ? std::string("the block-scaled kernel")
                                  : fmt::format("e4m3 with K > {} (two-level accumulation)", k_fp8_promote_k);
     const bool overlap = is_blockscaled(p) && get(c, "MMA_DEPTH") == 1;
-    if (overlap && 3 * accumulator_registers(c) > max_accumulators(c))
+    if (overlap && !blockscaled_overlap_fits(c)) {
+      if (get(c, "PINGPONG") == 1)
+        return "the block-scaled kernel with MMA_DEPTH=1 spills with ping-pong consumers (two m64 atoms each, three "
+               "sets of sums and their scales): PINGPONG=0 or MMA_DEPTH=0";
       return fmt::format("the block-scaled kernel with MMA_DEPTH=1 keeps two sets of WGMMA sums (alternate k blocks) and "
                          "the promoted sums: 3 x {} registers per consumer thread exceed {} (MMA_DEPTH=0 drains each "
                          "block instead)",
                          accumulator_registers(c), max_accumulators(c));
+    }
     if (promote_every == 1 && get(c, "MMA_DEPTH") != 0 && !is_blockscaled(p))
       return fmt::format("{} promoting every stage (PROMOTE_EVERY=1) waits for each stage's WGMMAs before promoting "
                          "their sums: MMA_DEPTH=0 (or PROMOTE_EVERY=2 or 4)",
@@ -201,14 +213,11 @@ std::optional<std::string> HopperGemmFamily::violation(const FamilyConfig& c, co
                          what, accumulator_registers(c), max_accumulators(c));
     // The block-scaled kernel also keeps its rows' and columns' scales in registers: ptxas (CUDA
     // 13.0) spills its drained consumers past 2 x 64 sums (128x160, 128x192) and its overlapped
-    // ping-pong consumers (two m64 atoms each); tests/nvcc/fp8_compile_test.cpp compiles the rest.
+    // ping-pong consumers (blockscaled_overlap_fits); tests/nvcc/fp8_compile_test.cpp compiles the rest.
     if (is_blockscaled(p) && !overlap && 2 * accumulator_registers(c) > k_blockscaled_drained_sums)
       return fmt::format("the block-scaled kernel keeps its scales beside two sets of sums: 2 x {} registers per "
                          "consumer thread exceed {} (it spills): a narrower tile",
                          accumulator_registers(c), k_blockscaled_drained_sums);
-    if (overlap && get(c, "PINGPONG") == 1)
-      return "the block-scaled kernel with MMA_DEPTH=1 spills with ping-pong consumers (two m64 atoms each, three sets "
-             "of sums and their scales): PINGPONG=0 or MMA_DEPTH=0";
   }
 
   const int bm = get(c, "BM"), bn = get(c, "BN"), bk = get(c, "BK");
@@ -344,8 +353,7 @@ std::vector<Alternative> HopperGemmFamily::alternatives(const FamilyProblem& p) 
   const FamilyConfig def = default_config(p);
   auto add = [&](std::string name, std::string tag, FamilyConfig c) {
     if (is_fp8(p)) c = fp8_stages(c, std::max(2, std::min(8, get(c, "STAGES"))));
-    if (promotes(p) && get(c, "PROMOTE_EVERY") == 1)
-      c["MMA_DEPTH"] = is_blockscaled(p) && blockscaled_overlap_fits(c) ? "1" : "0";
+    if (promotes(p) && get(c, "PROMOTE_EVERY") == 1) c["MMA_DEPTH"] = promoting_mma_depth(p, c);
     if (c == def || violation(c, p)) return;
     for (const auto& a : out) {
       if (a.config == c) return;
@@ -354,9 +362,6 @@ std::vector<Alternative> HopperGemmFamily::alternatives(const FamilyProblem& p) 
   };
   // Which alternatives are offered where, and the measurements behind each choice:
   // docs/hopper-gemm-family.md ("Alternatives").
-  // Dense e4m3 with long K (the default promotes every stage, its WGMMAs drained each time): fewer
-  // promotions, one WGMMA group in flight between them; and the widest tile that holds both sets
-  // of sums, 128x192 with two consumers (96 + 96 registers each).
   // The block-scaled kernel whose default drains each k block (split-K leaves no room for a second
   // set of WGMMA sums): one slice per tile, each promotion overlapped with the next block's WGMMAs.
   if (is_blockscaled(p) && get(def, "MMA_DEPTH") == 0) {
@@ -374,6 +379,9 @@ std::vector<Alternative> HopperGemmFamily::alternatives(const FamilyProblem& p) 
     add("ping-pong 128x64, each k block drained before its promotion", "bs_pp128x64",
         arrangement({128, 64, 2, 1}, 1, 1, reg_epilogue));
   }
+  // Dense e4m3 with long K (the default promotes every 4 k blocks, one WGMMA group in flight
+  // between promotions): every 2 as well, and the widest tile that holds both sets of sums, 128x192
+  // with two consumers (96 + 96 registers each).
   if (promotes(p) && !is_blockscaled(p)) {
     for (const char* every : {"4", "2"}) {
       FamilyConfig c = def;
@@ -498,8 +506,7 @@ FamilyConfig HopperGemmFamily::default_config(const FamilyProblem& p) const {
     // against 0.57 promoting every block (K 512 on the tensor cores' accumulators between
     // promotions; 4096 unpromoted passed the checks).
     c["PROMOTE_EVERY"] = is_blockscaled(p) ? "1" : "4";
-    c["MMA_DEPTH"] = "1";
-    if (is_blockscaled(p) && !blockscaled_overlap_fits(c)) c["MMA_DEPTH"] = "0";
+    c["MMA_DEPTH"] = promoting_mma_depth(p, c);
   }
   if (violation(c, p)) {
     // Fall back to the smallest configuration, legal for every supported problem.

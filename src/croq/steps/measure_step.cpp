@@ -127,27 +127,24 @@ StepResult run_measure(Workspace& ws, const TaskRef& t, const MeasureOptions& o,
       lease.emplace(take_device_lease(dev, fmt::format("croq measure {} {}", t.id(), c.kernel), o.run.lease_timeout_s,
                                       deps.note, "croq measure"));
     };
-    if (c.kind == CandidateKind::legacy_program) {
-      take_lease();
-      m = measure_uncontended(dev, o.run.idle_timeout_s, deps.note, "croq measure",
-                              [&] { return run_legacy_program(c.path, skel, seconds_ms(o.run.timeout_s), deps.runner); });
-    } else {
-      MeasureJob job = candidate_job(t, c, o, dev, skel);
-      if (job.prefix.empty() || dev.lease_id == "cpu") {
-        take_lease();
-        m = measure_uncontended(dev, o.run.idle_timeout_s, deps.note, "croq measure",
-                                [&] { return run_measure_repeated(job, deps.runner, repeat_policy(o.run)); });
-      } else {
-        // The Python runner imports torch and triton (seconds, no device work) before croq takes the
-        // device: it waits at a gate (MeasureJob::gate), which takes the lease.
-        job.gate_timeout = seconds_ms(o.run.lease_timeout_s + o.run.idle_timeout_s);
-        m = measure_uncontended_gated(dev, o.run.idle_timeout_s, deps.note, "croq measure", take_lease,
-                                      [&](const std::function<void()>& gate) {
-                                        job.gate = gate;
-                                        return run_measure_repeated(job, deps.runner, repeat_policy(o.run));
-                                      });
-      }
-    }
+    // The device is taken at a gate: before the runner starts, except for the Python runner, which
+    // imports torch and triton (seconds, no device work) first and waits at the gate for croq to
+    // take the lease (MeasureJob::gate).
+    m = measure_uncontended_gated(dev, o.run.idle_timeout_s, deps.note, "croq measure", take_lease,
+                                  [&](const std::function<void()>& gate) {
+                                    if (c.kind == CandidateKind::legacy_program) {
+                                      gate();
+                                      return run_legacy_program(c.path, skel, seconds_ms(o.run.timeout_s), deps.runner);
+                                    }
+                                    MeasureJob job = candidate_job(t, c, o, dev, skel);
+                                    if (job.prefix.empty() || dev.lease_id == "cpu") {
+                                      gate();
+                                    } else {
+                                      job.gate = gate;
+                                      job.gate_timeout = seconds_ms(o.run.lease_timeout_s + o.run.idle_timeout_s);
+                                    }
+                                    return run_measure_repeated(job, deps.runner, repeat_policy(o.run));
+                                  });
     m.process["lease_waited_ms"] = lease ? lease->waited().count() : 0;
   }
   if (ran && !synchronising.empty()) {
