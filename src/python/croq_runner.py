@@ -1375,18 +1375,23 @@ def measure_isolated(args, argv):
     os.close(fd)
     cmd = [sys.executable, os.path.realpath(__file__)] + argv + ["--no-isolate", "--child-out", out_path]
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
-    if args.go_file:
-        # The time limit counts from croq's gate on: the wait for the device's lease is not the
-        # candidate's. (croq's own limit on this process covers the wait.)
-        while proc.poll() is None and not os.path.exists(args.go_file):
-            time.sleep(0.005)
-    try:
-        _, err = proc.communicate(timeout=args.timeout_s)
-        timed_out = False
-    except subprocess.TimeoutExpired:
-        os.killpg(proc.pid, signal.SIGKILL)
-        _, err = proc.communicate()
-        timed_out = True
+    # With croq's gate the time limit counts from the gate on: the wait for the device's lease is not
+    # the candidate's (croq's own limit on this process covers it). The child's output is read
+    # meanwhile, so it never blocks on a full pipe before the gate.
+    deadline = None if args.go_file else time.monotonic() + args.timeout_s
+    while True:
+        if deadline is None and os.path.exists(args.go_file):
+            deadline = time.monotonic() + args.timeout_s
+        try:
+            _, err = proc.communicate(timeout=0.05 if deadline is None else max(0.0, deadline - time.monotonic()))
+            timed_out = False
+            break
+        except subprocess.TimeoutExpired:
+            if deadline is not None and time.monotonic() >= deadline:
+                os.killpg(proc.pid, signal.SIGKILL)
+                _, err = proc.communicate()
+                timed_out = True
+                break
     doc = None
     try:
         with open(out_path, encoding="utf-8") as f:
