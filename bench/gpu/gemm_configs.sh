@@ -1,11 +1,14 @@
 #!/usr/bin/env bash
 # Hopper GEMM configurations named by hand (bench/gpu/gemm_configs.txt, or GEMM_CONFIGS=FILE) measured
-# against cuBLAS with croq's own verbs: leads for the family's search, not results of it. Per shape:
+# against the library (cuBLAS; cuBLASLt FP8 or block-scaled for e4m3 and blockscaled_ keys) with croq's
+# own verbs: leads for the family's search, not results of it. Per shape:
 # `croq baseline`, then `croq measure` of every configuration, CONFIG_REPEATS times (default 2),
 # alternating, shape after shape in the list's order, until CONFIG_BUDGET_S seconds (default: no
 # limit) are spent. Writes $CONFIG_REPORT.md and $CONFIG_REPORT-raw.tar.gz (default
 # gemm-configs-h200; to $OUT when set, else docs/results/).
 #   bash bench/gpu/gemm_configs.sh build   renders and compiles the configurations into .carry/configs/
+#                                          (a change @template=COMMIT renders that one configuration
+#                                          with the template of COMMIT, to compare with in one run)
 #   bash bench/gpu/gemm_configs.sh run     measures them (on the GPU machine, .carry carried)
 set -uo pipefail
 cd "$(dirname "$0")/../.."
@@ -16,10 +19,11 @@ LIST=${GEMM_CONFIGS:-$REPO/bench/gpu/gemm_configs.txt}
 if [ "${1:-run}" = build ]; then
   rm -rf "$KDIR" && mkdir -p "$KDIR"
   python3 - "$LIST" "$KDIR" "$REPO" <<'PY'
-import os, sys
+import os, subprocess, sys
 lst, kdir, repo = sys.argv[1:4]
 sys.path.insert(0, os.path.join(repo, "bench/gpu"))
-from render_hopper import HAND_BASE as base, describe, render
+from render_hopper import HAND_BASE, RECORDED_DEFAULTS, describe, render
+base = {**RECORDED_DEFAULTS, **HAND_BASE}
 rows = []
 for line in open(lst):
     line = line.split("#")[0].split()
@@ -27,15 +31,29 @@ for line in open(lst):
         continue
     key, name, changes = line[0], line[1], line[2:]
     p = dict(base)
+    template = None
     for ch in changes:
         k, v = ch.split("=")
+        if k == "@template":  # the template of an earlier commit, to compare with in the same run
+            template = os.path.join(kdir, f"template-{v}.cu")
+            if not os.path.exists(template):
+                src = subprocess.run(["git", "-C", repo, "show", f"{v}:kernels/cuda/matmul/hopper/gemm_sm90.cu"],
+                                     check=True, capture_output=True, text=True).stdout
+                open(template, "w").write(src)
+            continue
         assert k in p, k
         p[k] = v
-    open(os.path.join(kdir, f"{key}__{name}.cu"), "w").write(render(repo, p, key, f"hopper_gemm {name} for {key}, rendered by bench/gpu/gemm_configs.sh"))
-    rows.append(f"{key}\t{name}\t{describe(p)}")
+    text = render(repo, p, key, f"hopper_gemm {name} for {key}, rendered by bench/gpu/gemm_configs.sh", template)
+    open(os.path.join(kdir, f"{key}__{name}.cu"), "w").write(text)
+    if template:
+        params = describe(p) + f" template={os.path.basename(template)[9:-3]}"
+    else:
+        params = describe(p)
+    rows.append(f"{key}\t{name}\t{params}")
 open(os.path.join(kdir, "configs.tsv"), "w").write("\n".join(rows) + "\n")
 print(f"rendered {len(rows)} configurations")
 PY
+  rm -f "$KDIR"/template-*.cu
   build_hopper_sources "$KDIR"
   exit 0
 fi
@@ -78,11 +96,11 @@ def tf(path):
         return None, ""
     d = d.get("result", d)
     return (d.get("tflops") if d.get("verdict", "PASS") == "PASS" else None), d.get("verdict", "")
-out = ["# Hand-named Hopper GEMM configurations against cuBLAS (H200)", "",
+out = ["# Hand-named Hopper GEMM configurations against the library (H200)", "",
        f"- date: {datetime.datetime.now(datetime.timezone.utc):%Y-%m-%d %H:%M} UTC; binaries of commit {commit}; script: `bench/gpu/gemm_configs.sh`",
        f"- each configuration: `croq measure` (croq's default method: rests, short kernels in three processes), {reps} repeats alternating with `croq baseline --force`",
        "- leads for the family's search, not results of `croq tune`", "",
-       "| shape | configuration | cuBLAS TFLOPS | croq TFLOPS | ratio | parameters |", "|---|---|---|---|---|---|"]
+       "| shape | configuration | library TFLOPS | croq TFLOPS | ratio | parameters |", "|---|---|---|---|---|---|"]
 for key, name, params in rows:
     b = [tf(os.path.join(raw, f"baseline_{r}_{key}.json"))[0] for r in range(1, reps + 1)]
     c = [tf(os.path.join(raw, f"measure_{r}_{key}__{name}.json")) for r in range(1, reps + 1)]

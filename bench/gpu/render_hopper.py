@@ -17,17 +17,34 @@ HAND_BASE = dict(BM="128", BN="256", BK="64", STAGES="4", CONSUMERS="2", PINGPON
                  SWIZZLE="128")
 
 
-def render(repo, params, shape_key, comment):
+# e4m3 inputs (ELEM_BYTES 1, B "row.col"): dense keys promote (two-level accumulation) above this K
+# (hopper_gemm_family.cpp, k_fp8_promote_k); block-scaled keys always do, one scale block per stage.
+DTYPE_BITS.update({"e4m3f16": 16, "e4m3bf16": 32})
+FP8_PROMOTE_K = 4096
+
+
+def render(repo, params, shape_key, comment, template=None):
     """params: every name of ORDER (RECORDED_DEFAULTS fill in the newer ones); shape_key:
-    matmul_<dtype>_<M>x<N>x<K> (B row-major)."""
+    matmul_<dtype>_<M>x<N>x<K> (B row-major), e4m3 dense (matmul_e4m3bf16_..., B "row.col") or
+    blockscaled_e4m3bf16_<M>x<N>x<K>; template: another copy of the template (an older commit's, to
+    compare in one run), else the repository's."""
     params = {**RECORDED_DEFAULTS, **params}
     missing = [n for n in ORDER if n not in params]
     extra = sorted(set(params) - set(ORDER))
     if missing or extra:
         raise ValueError(f"{shape_key}: not the hopper family's parameters (missing {missing}, unknown {extra})")
-    template = open(os.path.join(repo, "kernels/cuda/matmul/hopper/gemm_sm90.cu")).read()
+    template = open(template or os.path.join(repo, "kernels/cuda/matmul/hopper/gemm_sm90.cu")).read()
+    op, dtype, shape = shape_key.split("_")[:3]
     text = f"// {comment}\n" + "".join(f"#define CROQ_{n} {params[n]}\n" for n in ORDER)
-    text += f"#define CROQ_DTYPES {DTYPE_BITS[shape_key.split('_')[1]]}\n#define CROQ_BLAYOUTS 1\n"
+    if dtype.startswith("e4m3"):
+        text += "#define CROQ_ELEM_BYTES 1\n"
+        if op == "blockscaled":
+            text += "#define CROQ_BLOCKSCALE 1\n"
+        elif int(shape.split("x")[2]) > FP8_PROMOTE_K:
+            text += "#define CROQ_PROMOTE 1\n"
+        text += f"#define CROQ_DTYPES {DTYPE_BITS[dtype]}\n#define CROQ_BLAYOUTS 2\n"
+    else:
+        text += f"#define CROQ_DTYPES {DTYPE_BITS[dtype]}\n#define CROQ_BLAYOUTS 1\n"
     return text + "#line 1 \"gemm_sm90.cu\"\n" + template
 
 

@@ -921,17 +921,28 @@ __global__ void __launch_bounds__(THREADS, 1)
         }
       };
       if constexpr (BS_OVERLAP) {
-        // Even k blocks of the unit accumulate in acc, odd ones in acc2. After issuing a block's
-        // WGMMAs the consumer waits only for the block before (wgmma_wait<1>), releases its stage
-        // and promotes its sums while the tensor cores run the new block. The scales of a block are
-        // read before its WGMMAs are issued and kept in the set of that parity until its promotion.
+        // Even k blocks of the unit accumulate in acc, odd ones in acc2. A block's sums are promoted
+        // while the tensor cores run the next block: after issuing the odd block the consumer waits
+        // only for the even one (wgmma_wait<1>) and promotes it; the odd block is waited for at the
+        // end of the pair and promoted after the next even block's WGMMAs are issued. No WGMMA is in
+        // flight across the loop's back-edge: ptxas of CUDA 13.0 serializes every WGMMA of a
+        // function (warning C7514) where sums are read after a partial wait with a WGMMA group
+        // carried around a loop, and the tensor cores only wait between the pair's end and the
+        // next issue. The scales of a block are read before its WGMMAs are issued and kept in the
+        // set of that parity until its promotion.
         float s_lo[2][M_ATOMS], s_hi[2][M_ATOMS], s_b[2][NQ];
         auto load_scales = [&](auto set, int kb) {
           constexpr int W = decltype(set)::value;
           load_block_scales(kb, s_lo[W], s_hi[W], s_b[W]);
         };
-        auto issue = [&](auto& d) {  // this stage's WGMMAs into d, started afresh
-          mbar_wait(full_bar(stage), phase);
+        // Waits for the stage of the block ahead (offset 0 or 1): the pair's two stages are waited
+        // for before its first WGMMA, as a spinning wait with a WGMMA group in flight makes ptxas
+        // wait for that group before the promotion (warning C7517).
+        auto wait_full = [&](int ahead) {
+          const int s = stage + ahead;
+          mbar_wait(full_bar(s < STAGES ? s : s - STAGES), s < STAGES ? phase : phase ^ 1);
+        };
+        auto issue = [&](auto& d) {  // this stage's WGMMAs into d, started afresh; returns the stage
           const uint32_t sa = base + stage * STAGE_BYTES;
           const uint32_t sb = sa + A_STAGE_BYTES;
 #pragma unroll
@@ -949,10 +960,16 @@ __global__ void __launch_bounds__(THREADS, 1)
             }
           }
           wgmma_commit();
+          const int s = stage;
+          if (++stage == STAGES) {
+            stage = 0;
+            phase ^= 1;
+          }
+          return s;
         };
-        // d's sums (retired) times the rows' A scales and the columns' B scale, into pacc.
+        // d's sums (retired) times the rows' A scales and the columns' B scale, added into pacc.
         // Accumulator d[4j + e] is row (e < 2 ? r : r + 8), column n0 + 8j + 2(lane % 4) + e % 2.
-        auto promote = [&](auto set, auto& d, bool first) {
+        auto promote = [&](auto set, auto& d) {
           constexpr int W = decltype(set)::value;
 #pragma unroll
           for (int ma = 0; ma < M_ATOMS; ++ma) fence_acc(d[ma]);
@@ -961,44 +978,40 @@ __global__ void __launch_bounds__(THREADS, 1)
 #pragma unroll
             for (int i = 0; i < BN / 2; ++i) {
               const float sc = ((i % 4) < 2 ? s_lo[W][ma] : s_hi[W][ma]) * s_b[W][((n0 % 128) + 8 * (i / 4)) / 128];
-              pacc[ma][i] = first ? d[ma][i] * sc : fmaf(d[ma][i], sc, pacc[ma][i]);
+              pacc[ma][i] = fmaf(d[ma][i], sc, pacc[ma][i]);
             }
-        };
-        auto advance = [&] {
-          prev_stage = stage;
-          if (++stage == STAGES) {
-            stage = 0;
-            phase ^= 1;
-          }
         };
         constexpr std::integral_constant<int, 0> even{};
         constexpr std::integral_constant<int, 1> odd{};
-        for (int kb = kb0; kb < kb1; kb += 2) {
-          load_scales(even, kb);
-          issue(acc);
-          if (kb > kb0) {
-            wgmma_wait<1>();
-            release(prev_stage);
-            promote(odd, acc2, kb - 1 == kb0);
-          }
-          advance();
-          if (kb + 1 < kb1) {
-            load_scales(odd, kb + 1);
-            issue(acc2);
-            wgmma_wait<1>();
-            release(prev_stage);
-            promote(even, acc, kb == kb0);
-            advance();
-          }
+#pragma unroll
+        for (int ma = 0; ma < M_ATOMS; ++ma)
+#pragma unroll
+          for (int i = 0; i < BN / 2; ++i) pacc[ma][i] = 0.f;
+        // The scales of an even block are read a pair ahead, those of an odd block when its set is
+        // free (after the promotion of the odd block before).
+        int kb = kb0;
+        if (kb < kb1) load_scales(even, kb);
+        for (; kb + 1 < kb1; kb += 2) {  // whole pairs
+          wait_full(0);
+          wait_full(1);
+          const int s_even = issue(acc);
+          if (kb > kb0) promote(odd, acc2);  // block kb - 1, retired at the end of the last pair
+          load_scales(odd, kb + 1);
+          const int s_odd = issue(acc2);
+          wgmma_wait<1>();
+          release(s_even);
+          promote(even, acc);
+          load_scales(even, min(kb + 2, kb1 - 1));  // the next pair's (or the last block's)
+          wgmma_wait<0>();
+          release(s_odd);
         }
-        // The unit's last block: its WGMMAs retired, its sums promoted (its stage is released below).
-        wgmma_wait<0>();
-        if (kb1 > kb0) {
-          if ((kb1 - 1 - kb0) % 2 == 0) {
-            promote(even, acc, kb1 - 1 == kb0);
-          } else {
-            promote(odd, acc2, false);
-          }
+        if (kb > kb0) promote(odd, acc2);  // the last pair's odd block
+        if (kb < kb1) {                    // an odd count of blocks: the last one drained
+          wait_full(0);
+          const int s_last = issue(acc);
+          wgmma_wait<0>();
+          release(s_last);
+          promote(even, acc);
         }
       } else
       for (int kb = kb0; kb < kb1; ++kb) {
@@ -1076,8 +1089,10 @@ __global__ void __launch_bounds__(THREADS, 1)
         if (tid == 0) mbar_arrive_local(order_bar(cw));
       }
 #if CROQ_MMA_DEPTH == 1
-      wgmma_wait<0>();
-      if (kb1 > kb0) release(prev_stage);
+      if constexpr (!BS_OVERLAP) {  // BS_OVERLAP released every stage in its loop
+        wgmma_wait<0>();
+        if (kb1 > kb0) release(prev_stage);
+      }
 #endif
 #pragma unroll
       for (int ma = 0; ma < M_ATOMS; ++ma) fence_acc(acc[ma]);
