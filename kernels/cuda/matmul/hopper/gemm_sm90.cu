@@ -902,10 +902,6 @@ __global__ void __launch_bounds__(THREADS, 1)
       const int m0 = (um * CM + cm) * BM;
       const int n0 = (un * CN + cn) * BN;
       const int row0 = PINGPONG ? 0 : cw * WG_M;  // this consumer's first row in the tile
-      // PROMOTE_EVERY > 1 with cooperative consumers: the odd ones' promotion points shifted by half an
-      // interval (their first and last segments shorter), so the consumers never wait for their WGMMAs
-      // at the same k block.
-      [[maybe_unused]] const int poff = (!BLOCKSCALE && !PINGPONG && CONSUMERS > 1) ? (cw % 2) * (PROMOTE_EVERY / 2) : 0;
       int prev_stage = 0;
       // CROQ_BLOCKSCALE: the scales of k block kb for this thread, read while its stage is still
       // loading: the A scales of its two rows per m64 atom, the B scales of the tile's N blocks.
@@ -1042,7 +1038,7 @@ __global__ void __launch_bounds__(THREADS, 1)
             const uint64_t da = make_desc(sa + (region * BM + row0 + ma * 64) * SW + koff, 16, 8 * SW);
             // The first WGMMA of a unit, and with promotion the first after each, starts afresh.
             wgmma_m64<BN, KIND, B_KMAJOR ? 0 : 1>(
-                acc[ma], da, db, PROMOTE ? ((kk != 0 || (kb != kb0 && (kb - kb0 + poff) % PROMOTE_EVERY != 0)) ? 1 : 0)
+                acc[ma], da, db, PROMOTE ? ((kk != 0 || (kb - kb0) % PROMOTE_EVERY != 0) ? 1 : 0)
                                          : ((kb != kb0 || kk != 0) ? 1 : 0));
           }
         }
@@ -1069,16 +1065,14 @@ __global__ void __launch_bounds__(THREADS, 1)
         } else if constexpr (PROMOTE) {
           // Every PROMOTE_EVERY stages and after the unit's last: the WGMMAs retired (with MMA_DEPTH
           // 1 this stage's are still running; the stage itself is released as usual, after the
-          // next stage's wait), their sums added; the next stage's WGMMAs start afresh. Cooperative
-          // consumers promote half an interval apart (poff), so one's WGMMAs run while the other
-          // waits for its own and adds them.
-          if ((kb - kb0 + 1 + poff) % PROMOTE_EVERY == 0 || kb + 1 == kb1) {
+          // next stage's wait), their sums added; the next stage's WGMMAs start afresh.
+          if ((kb - kb0 + 1) % PROMOTE_EVERY == 0 || kb + 1 == kb1) {
             if constexpr (CROQ_MMA_DEPTH == 1) {
               wgmma_wait<0>();
 #pragma unroll
               for (int ma = 0; ma < M_ATOMS; ++ma) fence_acc(acc[ma]);
             }
-            const bool first = kb - kb0 + poff < PROMOTE_EVERY;
+            const bool first = kb - kb0 < PROMOTE_EVERY;
 #pragma unroll
             for (int ma = 0; ma < M_ATOMS; ++ma)
 #pragma unroll
