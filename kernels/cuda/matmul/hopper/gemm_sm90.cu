@@ -928,12 +928,23 @@ __global__ void __launch_bounds__(THREADS, 1)
         // flight across the loop's back-edge: ptxas of CUDA 13.0 serializes every WGMMA of a
         // function (warning C7514) where sums are read after a partial wait with a WGMMA group
         // carried around a loop, and the tensor cores only wait between the pair's end and the
-        // next issue. The scales of a block are read before its WGMMAs are issued and kept in the
-        // set of that parity until its promotion.
-        float s_lo[2][M_ATOMS], s_hi[2][M_ATOMS], s_b[2][NQ];
+        // next issue.
+        // Scale sets: 0 the pair's even block, 1 its odd block, 2 the odd block of the pair before
+        // (promoted at this pair's start), 3 and 4 the next pair's, read a whole pair ahead (global
+        // loads of a few floats per thread take longer than one k block's WGMMAs).
+        float s_lo[5][M_ATOMS], s_hi[5][M_ATOMS], s_b[5][NQ];
         auto load_scales = [&](auto set, int kb) {
           constexpr int W = decltype(set)::value;
           load_block_scales(kb, s_lo[W], s_hi[W], s_b[W]);
+        };
+        auto move_scales = [&](int to, int from) {  // constant indexes once unrolled
+#pragma unroll
+          for (int ma = 0; ma < M_ATOMS; ++ma) {
+            s_lo[to][ma] = s_lo[from][ma];
+            s_hi[to][ma] = s_hi[from][ma];
+          }
+#pragma unroll
+          for (int q = 0; q < NQ; ++q) s_b[to][q] = s_b[from][q];
         };
         // Waits for the stage of the block ahead (offset 0 or 1): the pair's two stages are waited
         // for before its first WGMMA, as a spinning wait with a WGMMA group in flight makes ptxas
@@ -987,25 +998,32 @@ __global__ void __launch_bounds__(THREADS, 1)
         for (int ma = 0; ma < M_ATOMS; ++ma)
 #pragma unroll
           for (int i = 0; i < BN / 2; ++i) pacc[ma][i] = 0.f;
-        // The scales of an even block are read a pair ahead, those of an odd block when its set is
-        // free (after the promotion of the odd block before).
+        constexpr std::integral_constant<int, 2> carried{};
+        constexpr std::integral_constant<int, 3> next_even{};
+        constexpr std::integral_constant<int, 4> next_odd{};
         int kb = kb0;
-        if (kb < kb1) load_scales(even, kb);
+        if (kb < kb1) {
+          load_scales(even, kb);
+          load_scales(odd, min(kb + 1, kb1 - 1));
+        }
         for (; kb + 1 < kb1; kb += 2) {  // whole pairs
+          load_scales(next_even, min(kb + 2, kb1 - 1));  // the next pair's (or the last block's)
+          load_scales(next_odd, min(kb + 3, kb1 - 1));
           wait_full(0);
           wait_full(1);
           const int s_even = issue(acc);
-          if (kb > kb0) promote(odd, acc2);  // block kb - 1, retired at the end of the last pair
-          load_scales(odd, kb + 1);
+          if (kb > kb0) promote(carried, acc2);  // block kb - 1, retired at the end of the last pair
           const int s_odd = issue(acc2);
           wgmma_wait<1>();
           release(s_even);
           promote(even, acc);
-          load_scales(even, min(kb + 2, kb1 - 1));  // the next pair's (or the last block's)
           wgmma_wait<0>();
           release(s_odd);
+          move_scales(2, 1);
+          move_scales(0, 3);
+          move_scales(1, 4);
         }
-        if (kb > kb0) promote(odd, acc2);  // the last pair's odd block
+        if (kb > kb0) promote(carried, acc2);  // the last pair's odd block
         if (kb < kb1) {                    // an odd count of blocks: the last one drained
           wait_full(0);
           const int s_last = issue(acc);
