@@ -8,7 +8,8 @@
 # gemm-configs-h200; to $OUT when set, else docs/results/).
 #   bash bench/gpu/gemm_configs.sh build   renders and compiles the configurations into .carry/configs/
 #                                          (a change @template=COMMIT renders that one configuration
-#                                          with the template of COMMIT, to compare with in one run)
+#                                          with the template of COMMIT, to compare with in one run;
+#                                          CROQ_<MACRO>=V adds a template macro the family does not set)
 #   bash bench/gpu/gemm_configs.sh run     measures them (on the GPU machine, .carry carried)
 set -uo pipefail
 cd "$(dirname "$0")/../.."
@@ -32,8 +33,12 @@ for line in open(lst):
     key, name, changes = line[0], line[1], line[2:]
     p = dict(base)
     template = None
+    defines = {}
     for ch in changes:
         k, v = ch.split("=")
+        if k.startswith("CROQ_"):  # a template macro the family does not set (a trial before it does)
+            defines[k] = v
+            continue
         if k == "@template":  # the template of an earlier commit, to compare with in the same run
             template = os.path.join(kdir, f"template-{v}.cu")
             if not os.path.exists(template):
@@ -43,12 +48,11 @@ for line in open(lst):
             continue
         assert k in p, k
         p[k] = v
-    text = render(repo, p, key, f"hopper_gemm {name} for {key}, rendered by bench/gpu/gemm_configs.sh", template)
+    text = render(repo, p, key, f"hopper_gemm {name} for {key}, rendered by bench/gpu/gemm_configs.sh", template, defines)
     open(os.path.join(kdir, f"{key}__{name}.cu"), "w").write(text)
+    params = describe(p) + "".join(f" {k}={v}" for k, v in defines.items())
     if template:
-        params = describe(p) + f" template={os.path.basename(template)[9:-3]}"
-    else:
-        params = describe(p)
+        params += f" template={os.path.basename(template)[9:-3]}"
     rows.append(f"{key}\t{name}\t{params}")
 open(os.path.join(kdir, "configs.tsv"), "w").write("\n".join(rows) + "\n")
 print(f"rendered {len(rows)} configurations")

@@ -23,11 +23,12 @@ DTYPE_BITS.update({"e4m3f16": 16, "e4m3bf16": 32})
 FP8_PROMOTE_K = 4096
 
 
-def render(repo, params, shape_key, comment, template=None):
+def render(repo, params, shape_key, comment, template=None, defines=None):
     """params: every name of ORDER (RECORDED_DEFAULTS fill in the newer ones); shape_key:
     matmul_<dtype>_<M>x<N>x<K> (B row-major), e4m3 dense (matmul_e4m3bf16_..., B "row.col") or
     blockscaled_e4m3bf16_<M>x<N>x<K>; template: another copy of the template (an older commit's, to
-    compare in one run), else the repository's."""
+    compare in one run), else the repository's; defines: template macros the family does not set
+    ({"CROQ_BS_GROUP": "4"}), written after the family's."""
     params = {**RECORDED_DEFAULTS, **params}
     missing = [n for n in ORDER if n not in params]
     extra = sorted(set(params) - set(ORDER))
@@ -45,6 +46,7 @@ def render(repo, params, shape_key, comment, template=None):
         text += f"#define CROQ_DTYPES {DTYPE_BITS[dtype]}\n#define CROQ_BLAYOUTS 2\n"
     else:
         text += f"#define CROQ_DTYPES {DTYPE_BITS[dtype]}\n#define CROQ_BLAYOUTS 1\n"
+    text += "".join(f"#define {k} {v}\n" for k, v in (defines or {}).items())
     return text + "#line 1 \"gemm_sm90.cu\"\n" + template
 
 
