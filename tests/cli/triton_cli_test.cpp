@@ -68,16 +68,27 @@ std::string recorded_csv(const std::string& kernel) {
   return text;
 }
 
+// ncu's stand-in. Like the Python runner it runs, it waits at croq's gate (--go-file F: F.ready
+// written, then F awaited) and notes in $FAKE_NCU_LOG.lease whether the device's lease was held
+// before the gate and after it.
 fs::path fake_ncu(const TempDir& dir) {
   return script(dir, "fake-ncu",
                 "#!/bin/sh\n"
                 "printf '%s\\n' \"$@\" > \"$FAKE_NCU_LOG\"\n"
                 "if [ \"$1\" = \"--import\" ]; then cat \"$FAKE_NCU_CSV\"; exit 0; fi\n"
-                "prev=''\n"
+                "lease() { for f in \"$CROQ_LEASE_DIR\"/croq-gpu-*.lock; do\n"
+                "  if [ -e \"$f\" ] && ! flock -n \"$f\" true; then echo \"$1 held\"; return; fi; done; echo \"$1 free\"; }\n"
+                "prev=''; go=''\n"
                 "for a in \"$@\"; do\n"
                 "  if [ \"$prev\" = '--export' ]; then echo fake-report > \"$a\"; fi\n"
+                "  if [ \"$prev\" = '--go-file' ]; then go=\"$a\"; fi\n"
                 "  prev=\"$a\"\n"
                 "done\n"
+                "if [ -n \"$go\" ]; then\n"
+                "  lease before >> \"$FAKE_NCU_LOG.lease\"; : > \"$go.ready\"; i=0\n"
+                "  while [ ! -e \"$go\" ]; do sleep 0.01; i=$((i+1)); [ $i -gt 3000 ] && exit 3; done\n"
+                "  lease after >> \"$FAKE_NCU_LOG.lease\"\n"
+                "fi\n"
                 "exit 0\n");
 }
 
@@ -109,6 +120,11 @@ TEST(TritonCli, ProfileCapturesTheCandidatesKernelInsideTheNvtxRange) {
   EXPECT_NE(argv.find("srcs/" + k_key + "/m1/iter001_fam.py\n"), std::string::npos) << argv;
   std::string evidence = croq::read_file_or_throw(w.root / "tuning/sm90_NVIDIA_H200/triton/logs" / k_key / "m1/evidence.jsonl");
   EXPECT_NE(evidence.find("\"captured_kernel\":\"_croq_mm\""), std::string::npos) << evidence;
+  // The runner's start (torch and triton imports) runs before croq takes the device's lease: the
+  // runner got a gate, and the lease was free before it and held after it.
+  EXPECT_NE(argv.find("\n--go-file\n"), std::string::npos) << argv;
+  EXPECT_EQ(r.doc["gated"], true) << r.out;
+  EXPECT_EQ(croq::read_file_or_throw(fs::path(log.string() + ".lease")), "before free\nafter held\n");
 }
 
 // A capture holding only another kernel (a library's, torch's) is never taken for the candidate's.

@@ -4,18 +4,16 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <atomic>
 #include <cmath>
 #include <cstdlib>
 
-#include <exception>
 #include <fmt/format.h>
-#include <thread>
 
 #include "croq/measure/legacy.hpp"
 #include "croq/measure/verdict.hpp"
 #include "croq/util/error.hpp"
 #include "croq/util/fs.hpp"
+#include "croq/util/process_gate.hpp"
 #include "croq/util/text.hpp"
 
 namespace croq {
@@ -94,53 +92,6 @@ Measurement interpret_runner(const ProcessResult& r, const std::optional<std::st
   return *parsed;
 }
 
-namespace {
-
-// The runner started with `--go-file go` while this thread waits for `go`.ready: then job.gate()
-// (the device's lease) and `go` is created. `opened` says whether the gate opened; a gate that
-// throws stops the waiting runner and the error goes on.
-ProcessResult run_at_gate(ProcessSpec spec, const std::string& go, const MeasureJob& job, ProcessRunner& runner,
-                          bool& opened) {
-  const std::string ready = go + ".ready";
-  struct RemoveGate {
-    std::string go, ready;
-    ~RemoveGate() {
-      std::error_code ec;
-      std::filesystem::remove(go, ec);
-      std::filesystem::remove(ready, ec);
-    }
-  } cleanup{go, ready};
-  spec.argv.insert(spec.argv.end(), {"--go-file", go});
-  spec.timeout = job.timeout + job.gate_timeout;
-  std::atomic<bool> stop{false}, done{false};
-  spec.should_stop = [&stop] { return stop.load(); };
-  ProcessResult r;
-  std::exception_ptr thrown;
-  std::thread child([&] {
-    try {
-      r = runner.run(spec);
-    } catch (...) {
-      thrown = std::current_exception();
-    }
-    done = true;
-  });
-  while (!done.load() && !std::filesystem::exists(ready)) std::this_thread::sleep_for(std::chrono::milliseconds(5));
-  if (!done.load()) {
-    try {
-      job.gate();
-      atomic_write(go, "go\n", false);
-      opened = true;
-    } catch (...) {
-      thrown = std::current_exception();
-      stop = true;  // the runner waits at the gate: stopped, not left waiting
-    }
-  }
-  child.join();
-  if (thrown) std::rethrow_exception(thrown);
-  return r;
-}
-
-}  // namespace
 
 Measurement run_measure_job(const MeasureJob& job, ProcessRunner& runner) {
   // A private temporary file for the runner's --out (removed afterwards).
@@ -166,7 +117,7 @@ Measurement run_measure_job(const MeasureJob& job, ProcessRunner& runner) {
   spec.env_set = job.env;
   spec.max_capture_bytes = 8u << 20;
   bool opened = false;
-  ProcessResult r = job.gate ? run_at_gate(spec, tmpl + ".go", job, runner, opened) : runner.run(spec);
+  ProcessResult r = job.gate ? run_at_gate(spec, tmpl + ".go", job.gate, job.gate_timeout, runner, opened) : runner.run(spec);
   std::optional<std::string> text = read_file(tmpl);
   Measurement m = interpret_runner(r, text, job.skeleton);
   if (m.argv.empty()) m.argv = spec.argv;

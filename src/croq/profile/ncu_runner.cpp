@@ -10,6 +10,7 @@
 #include "croq/profile/ncu_csv.hpp"
 #include "croq/util/error.hpp"
 #include "croq/util/fs.hpp"
+#include "croq/util/process_gate.hpp"
 #include "croq/util/text.hpp"
 
 namespace croq::profile {
@@ -104,7 +105,19 @@ NcuCaptureResult run_ncu_capture(const NcuCapture& c, ProcessRunner& runner) {
   spec.argv = ncu_profile_argv(c, tmp_rep.path());
   spec.timeout = c.timeout;
   r.profile_argv = spec.argv;
-  ProcessResult p = runner.run(spec);
+  ProcessResult p;
+  if (c.gate) {
+    const fs::path go = c.out_dir / (tmp_base + ".go");
+    p = run_at_gate(spec, go.string(), c.gate, c.gate_timeout, runner, r.gated);
+    r.profile_argv = spec.argv;
+    r.profile_argv.insert(r.profile_argv.end(), {"--go-file", go.string()});
+    if (!r.gated && p.started && !p.timed_out && p.exit_code == 0) {
+      throw Error(ExitCode::internal, "the profiled runner ran without waiting at croq's gate (--go-file): the device's "
+                                      "lease was not held", "this is a bug in croq; please report it");
+    }
+  } else {
+    p = runner.run(spec);
+  }
   r.profile_ms = p.wall_ms;
   const std::string log = p.out + "\n" + p.err;
   if (!p.started) {

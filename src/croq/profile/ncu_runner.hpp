@@ -18,6 +18,7 @@
 #pragma once
 #include <chrono>
 #include <filesystem>
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -42,6 +43,11 @@ struct NcuCapture {
   std::string stem;                             // ncu_<kernel>_round<R>
   std::chrono::milliseconds timeout{std::chrono::minutes(10)};
   bool expect_library = false;                  // profiling the library baseline: a library kernel is expected
+  // The Python runner's gate (util/process_gate.hpp): set, the program gets `--go-file F` and ncu's
+  // process starts before `gate` is called (croq takes the device's lease there), so the runner's
+  // imports run outside the lease; `gate_timeout` is added to `timeout` for the wait at the gate.
+  std::function<void()> gate;
+  std::chrono::milliseconds gate_timeout{0};
 };
 
 struct NcuCaptureResult {
@@ -55,6 +61,7 @@ struct NcuCaptureResult {
   double profile_ms = 0;
   double export_ms = 0;
   bool replaced = false;          // an earlier report of the same name was replaced
+  bool gated = false;             // NcuCapture::gate was set and opened
 };
 
 // The ncu command line of the capture (without running it), for display and tests.

@@ -223,21 +223,33 @@ ProfileCapture profile_capture(const Workspace& ws, const TaskRef& t, const Prof
 StepResult run_profile(Workspace& ws, const TaskRef& t, const ProfileOptions& options, const StepDeps& deps) {
   const ProfileOptions o = resolved(ws, t, options);
   if (t.dsl == "cpp") return profile_cpu(ws, t, o, deps);
-  const ProfileCapture pc = profile_capture(ws, t, o);
-  const NcuCapture& cap = pc.capture;
+  ProfileCapture pc = profile_capture(ws, t, o);
+  NcuCapture& cap = pc.capture;
   const std::string& kernel = pc.kernel;
 
   // The device's one lease (gpu/lease.hpp), the same that measurements and baselines take: an
-  // ncu replay never overlaps a timing on this GPU.
+  // ncu replay never overlaps a timing on this GPU. A Triton candidate's Python runner starts under
+  // ncu before the lease is taken and waits at croq's gate after its imports (seconds of torch and
+  // triton that touch no device), as in `croq measure`.
   const std::string lease_id = resolve_gpu_lease_id(o.device);
-  DeviceLease lease = DeviceLease::acquire(
-      lease_id, fmt::format("croq profile {} {}", t.id(), kernel), std::chrono::milliseconds(o.lease_timeout_ms),
-      [&](const std::string& holder) {
-        if (deps.note) {
-          deps.note(fmt::format("croq profile: waiting for device {}: held by {}", lease_id,
-                                holder.empty() ? "another process" : holder));
-        }
-      });
+  std::optional<DeviceLease> lease;
+  auto take_lease = [&] {
+    lease.emplace(DeviceLease::acquire(
+        lease_id, fmt::format("croq profile {} {}", t.id(), kernel), std::chrono::milliseconds(o.lease_timeout_ms),
+        [&](const std::string& holder) {
+          if (deps.note) {
+            deps.note(fmt::format("croq profile: waiting for device {}: held by {}", lease_id,
+                                  holder.empty() ? "another process" : holder));
+          }
+        }));
+  };
+  const bool python_runner = t.dsl == "triton" && o.library.empty();
+  if (python_runner) {
+    cap.gate = take_lease;
+    cap.gate_timeout = std::chrono::milliseconds(o.lease_timeout_ms);
+  } else {
+    take_lease();
+  }
   if (deps.note) {
     deps.note(fmt::format("[profile] ncu ({} preset) on {}: {}", o.preset, kernel,
                           shell_join(ncu_profile_argv(cap, cap.out_dir / (cap.stem + ".ncu-rep")))));
@@ -258,7 +270,8 @@ StepResult run_profile(Workspace& ws, const TaskRef& t, const ProfileOptions& op
   doc["csv"] = ws.display(r.csv);
   doc["preset"] = o.preset;
   doc["device_lease"] = lease_id;
-  doc["lease_waited_ms"] = lease.waited().count();
+  doc["lease_waited_ms"] = lease ? lease->waited().count() : 0;
+  doc["gated"] = r.gated;  // the Python runner's imports ran outside the lease
   doc["replaced"] = r.replaced;
   doc["ncu_argv"] = r.profile_argv;
   doc["profile_s"] = std::round(r.profile_ms) / 1000;
