@@ -697,30 +697,7 @@ TEST(HopperGemmFamily, BlockScaledConfigurationsPromotePerScaleBlock) {
   // No large tile of the dense kernel holds three sets: the overlapped kernel's own archetypes.
   std::vector<std::string> tags;
   for (const auto& a : f.alternatives(p)) tags.push_back(a.tag);
-  EXPECT_EQ(tags, (std::vector<std::string>{"bs_g4", "bs_c21", "bs_pp128x64"}));
-  // BS_GROUP: the overlapped kernel drains its WGMMAs once per group of 2 (the default) or 4 k
-  // blocks; 4 renders CROQ_BS_GROUP 4, and applies nowhere else (a drained block-scaled kernel,
-  // dense problems) or with fewer stages than a group.
-  EXPECT_EQ(c.at("BS_GROUP"), "2");
-  EXPECT_NE(src.find("#define CROQ_BS_GROUP 2\n"), std::string::npos);
-  const auto g4 = f.alternatives(p).front().config;
-  EXPECT_EQ(g4.at("BS_GROUP"), "4");
-  EXPECT_FALSE(f.violation(g4, p));
-  EXPECT_NE(f.render_source(g4, p).find("#define CROQ_BS_GROUP 4\n"), std::string::npos);
-  auto g4_drained = g4;
-  g4_drained["MMA_DEPTH"] = "0";
-  ASSERT_TRUE(f.violation(g4_drained, p));
-  EXPECT_NE(f.violation(g4_drained, p)->find("BS_GROUP=2"), std::string::npos) << *f.violation(g4_drained, p);
-  auto g4_shallow = g4;
-  g4_shallow["STAGES"] = "3";
-  ASSERT_TRUE(f.violation(g4_shallow, p));
-  EXPECT_NE(f.violation(g4_shallow, p)->find("STAGES >= 4"), std::string::npos) << *f.violation(g4_shallow, p);
-  auto dense_p = problem({4096, 4096, 4096}, "f16fp32", false, "sm_90a");
-  auto dense_g4 = f.default_config(dense_p);
-  EXPECT_EQ(dense_g4.at("BS_GROUP"), "2");
-  dense_g4["BS_GROUP"] = "4";
-  ASSERT_TRUE(f.violation(dense_g4, dense_p));
-  EXPECT_NE(f.violation(dense_g4, dense_p)->find("BS_GROUP=2"), std::string::npos);
+  EXPECT_EQ(tags, (std::vector<std::string>{"bs_c21", "bs_pp128x64"}));
   // ptxas spills the drained kernel past 2 x 64 sums and the overlapped one with ping-pong consumers.
   auto wide_drained = drained_of(c);
   wide_drained["BN"] = "160";
@@ -770,7 +747,7 @@ TEST(HopperGemmFamily, HandMeasuredConfigurationsAreLegalForTheirShapes) {
                           {"CONSUMERS", "2"}, {"PINGPONG", "0"}, {"MMA_DEPTH", "1"},  {"CLUSTER_M", "1"},
                           {"CLUSTER_N", "1"}, {"PERSISTENT", "1"}, {"RASTER", "1"},   {"GROUP", "8"},
                           {"SPLIT_K", "1"},   {"STREAM_K", "0"}, {"EPILOGUE", "0"}, {"SWIZZLE", "128"},
-                          {"PROMOTE_EVERY", "1"}, {"BS_GROUP", "2"}};
+                          {"PROMOTE_EVERY", "1"}};
   int checked = 0;
   for (const char* list : {"gemm_configs.txt", "gemm_configs_wide.txt", "gemm_configs_large.txt", "gemm_configs_sk.txt",
                            "gemm_configs_sk_onewave.txt"}) {

@@ -127,11 +127,6 @@ std::vector<ParamSpec> HopperGemmFamily::params() const {
        "lets the tensor cores accumulate 2 or 4 x BK of K at their reduced precision and keeps one WGMMA group in "
        "flight between promotions (MMA_DEPTH=1); 1 where the kernel does not promote",
        "1"},
-      {"BS_GROUP", {"2", "4"}, false, "compute",
-       "the overlapped block-scaled kernel (MMA_DEPTH=1): k blocks per group, each promoted while the next one's "
-       "WGMMAs run; the WGMMAs drain once per group (ptxas serializes them where a group is carried around the k "
-       "loop), so 4 drains half as often as 2 and waits for four stages before a group. 2 elsewhere",
-       "2"},
   };
 }
 
@@ -195,11 +190,6 @@ std::optional<std::string> HopperGemmFamily::violation(const FamilyConfig& c, co
                        k_fp8_promote_k);
   if (is_blockscaled(p) && promote_every != 1)
     return "the block-scaled kernel promotes every stage (one 128-deep scale block each): PROMOTE_EVERY=1";
-  if (get(c, "BS_GROUP") != 2 && !(is_blockscaled(p) && get(c, "MMA_DEPTH") == 1))
-    return "BS_GROUP applies to the block-scaled kernel overlapping its promotions (MMA_DEPTH=1): BS_GROUP=2";
-  if (get(c, "BS_GROUP") > get(c, "STAGES"))
-    return fmt::format("BS_GROUP={} waits for a group's stages together: STAGES >= {}", get(c, "BS_GROUP"),
-                       get(c, "BS_GROUP"));
   if (promotes(p)) {
     const std::string what = is_blockscaled(p)
                                  ? std::string("the block-scaled kernel")
@@ -344,7 +334,6 @@ FamilyConfig arrangement(const TileChoice& t, int split, int cluster_m, int epil
   c["SPLIT_K"] = std::to_string(split);
   c["STREAM_K"] = "0";
   c["PROMOTE_EVERY"] = "1";
-  c["BS_GROUP"] = "2";
   c["STAGES"] = "2";
   for (int s = max_stages; s >= 2; --s) {
     c["STAGES"] = std::to_string(s);
@@ -386,9 +375,6 @@ std::vector<Alternative> HopperGemmFamily::alternatives(const FamilyProblem& p) 
   if (is_blockscaled(p) && get(def, "MMA_DEPTH") == 1) {
     FamilyConfig c = def;
     c["CLUSTER_M"] = "2";
-    FamilyConfig g4 = def;
-    g4["BS_GROUP"] = "4";
-    add("the same tile, its WGMMAs drained once per four k blocks (not two)", "bs_g4", g4);
     add("the same tile, B multicast to a 2x1 cluster", "bs_c21", c);
     add("ping-pong 128x64, each k block drained before its promotion", "bs_pp128x64",
         arrangement({128, 64, 2, 1}, 1, 1, reg_epilogue));
@@ -547,11 +533,7 @@ std::string HopperGemmFamily::render_source(const FamilyConfig& c, const FamilyP
     if (it != c.end()) defines.emplace_back(std::string("CROQ_") + n, it->second);
   }
   defines.emplace_back("CROQ_ELEM_BYTES", "1");
-  if (is_blockscaled(p)) {
-    defines.emplace_back("CROQ_BLOCKSCALE", "1");
-    auto g = c.find("BS_GROUP");
-    defines.emplace_back("CROQ_BS_GROUP", g != c.end() ? g->second : "2");
-  }
+  if (is_blockscaled(p)) defines.emplace_back("CROQ_BLOCKSCALE", "1");
   else if (promotes(p)) defines.emplace_back("CROQ_PROMOTE", "1");
   defines.emplace_back("CROQ_DTYPES", std::to_string(dtype_bit(p.dtype)));
   defines.emplace_back("CROQ_BLAYOUTS", "2");
@@ -564,7 +546,7 @@ std::vector<std::string> HopperGemmFamily::build_flags(const FamilyConfig&, cons
 
 std::vector<std::string> HopperGemmFamily::params_for_bottleneck(const std::string& bottleneck) const {
   if (bottleneck == "compute_bound")
-    return {"BN", "CONSUMERS", "STREAM_K", "PINGPONG", "BM", "MMA_DEPTH", "PROMOTE_EVERY", "BS_GROUP", "EPILOGUE", "STAGES"};
+    return {"BN", "CONSUMERS", "STREAM_K", "PINGPONG", "BM", "MMA_DEPTH", "PROMOTE_EVERY", "EPILOGUE", "STAGES"};
   if (bottleneck == "memory_bound") return {"CLUSTER_M", "CLUSTER_N", "RASTER", "GROUP", "BN", "BM", "EPILOGUE", "STAGES"};
   if (bottleneck == "latency_bound")
     return {"SPLIT_K", "STREAM_K", "STAGES", "BK", "MMA_DEPTH", "PROMOTE_EVERY", "CONSUMERS", "PERSISTENT", "EPILOGUE"};
