@@ -154,9 +154,6 @@
 #ifndef CROQ_MMA_DEPTH
 #define CROQ_MMA_DEPTH 1
 #endif
-#ifndef CROQ_BS_GROUP
-#define CROQ_BS_GROUP 2
-#endif
 #ifndef CROQ_SPLIT_K
 #define CROQ_SPLIT_K 1
 #endif
@@ -262,10 +259,6 @@ static_assert(!BLOCKSCALE || (EB == 1 && BK == 128 && (CROQ_DTYPES & 16) == 0),
 // so the tensor cores run one k block's WGMMAs while the consumer promotes the block before (scales
 // applied, added into the f32 sums); with 0 each stage's WGMMAs are drained before the promotion.
 constexpr bool BS_OVERLAP = BLOCKSCALE && CROQ_MMA_DEPTH == 1;
-// BS_OVERLAP: k blocks per group (2 or 4); the WGMMAs drain once per group (see the consumer).
-constexpr int BS_GROUP = CROQ_BS_GROUP;
-static_assert(BS_GROUP == 2 || BS_GROUP == 4, "CROQ_BS_GROUP must be 2 or 4");
-static_assert(!BS_OVERLAP || BS_GROUP <= CROQ_STAGES, "CROQ_BS_GROUP: a group's stages are waited for together");
 constexpr int ACC_SETS = BS_OVERLAP ? 3 : PROMOTE ? 2 : 1;  // WGMMA sums (one or two sets), promoted sums
 // f32 accumulators a consumer thread may hold without spilling (ptxas of CUDA 13.0, every variant
 // of the template; the split-K reduction needs a few registers more, stream-K's work cursor more).
@@ -422,14 +415,6 @@ __device__ __forceinline__ void setmaxnreg_dec() {
 }
 __device__ __forceinline__ void wgmma_fence() { asm volatile("wgmma.fence.sync.aligned;" ::: "memory"); }
 __device__ __forceinline__ void wgmma_commit() { asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory"); }
-// f(integral_constant<int, 0>), ..., f(integral_constant<int, N - 1>), in that order.
-template <int N, class F>
-__device__ __forceinline__ void static_for(F&& f) {
-  if constexpr (N > 0) {
-    static_for<N - 1>(f);
-    f(std::integral_constant<int, N - 1>{});
-  }
-}
 template <int N>
 __device__ __forceinline__ void wgmma_wait() {
   asm volatile("wgmma.wait_group.sync.aligned %0;" ::"n"(N) : "memory");
@@ -936,34 +921,21 @@ __global__ void __launch_bounds__(THREADS, 1)
         }
       };
       if constexpr (BS_OVERLAP) {
-        // The unit's k blocks go in groups of BS_GROUP (2 or 4); the group's even blocks accumulate
-        // in acc, its odd ones in acc2. A block's sums are promoted while the tensor cores run the
-        // next block: after issuing block j + 1 the consumer waits only for block j
-        // (wgmma_wait<1>) and promotes it; the group's last block is waited for at the group's end
-        // and promoted after the next group's first WGMMAs are issued. No WGMMA is in flight
-        // across the loop's back-edge: ptxas of CUDA 13.0 serializes every WGMMA of a function
-        // (warning C7514) where sums are read after a partial wait with a WGMMA group carried
-        // around a loop. So the tensor cores wait once per group, between its end and the next
-        // issue.
-        // Scale sets: 0 .. G-1 the group's blocks, G the group before's last block (promoted at this
-        // group's start), G+1 .. 2G the next group's, read a whole group ahead (global loads of a few
-        // floats per thread take longer than one k block's WGMMAs).
-        constexpr int G = BS_GROUP;
-        float s_lo[2 * G + 1][M_ATOMS], s_hi[2 * G + 1][M_ATOMS], s_b[2 * G + 1][NQ];
+        // Even k blocks of the unit accumulate in acc, odd ones in acc2. A block's sums are promoted
+        // while the tensor cores run the next block: after issuing the odd block the consumer waits
+        // only for the even one (wgmma_wait<1>) and promotes it; the odd block is waited for at the
+        // end of the pair and promoted after the next even block's WGMMAs are issued. No WGMMA is in
+        // flight across the loop's back-edge: ptxas of CUDA 13.0 serializes every WGMMA of a
+        // function (warning C7514) where sums are read after a partial wait with a WGMMA group
+        // carried around a loop, and the tensor cores only wait between the pair's end and the
+        // next issue. The scales of a block are read before its WGMMAs are issued and kept in the
+        // set of that parity until its promotion.
+        float s_lo[2][M_ATOMS], s_hi[2][M_ATOMS], s_b[2][NQ];
         auto load_scales = [&](auto set, int kb) {
           constexpr int W = decltype(set)::value;
           load_block_scales(kb, s_lo[W], s_hi[W], s_b[W]);
         };
-        auto move_scales = [&](int to, int from) {  // constant indexes once unrolled
-#pragma unroll
-          for (int ma = 0; ma < M_ATOMS; ++ma) {
-            s_lo[to][ma] = s_lo[from][ma];
-            s_hi[to][ma] = s_hi[from][ma];
-          }
-#pragma unroll
-          for (int q = 0; q < NQ; ++q) s_b[to][q] = s_b[from][q];
-        };
-        // Waits for the stage of the block `ahead` blocks on (< STAGES): a group's stages are waited
+        // Waits for the stage of the block ahead (offset 0 or 1): the pair's two stages are waited
         // for before its first WGMMA, as a spinning wait with a WGMMA group in flight makes ptxas
         // wait for that group before the promotion (warning C7517).
         auto wait_full = [&](int ahead) {
@@ -1009,54 +981,38 @@ __global__ void __launch_bounds__(THREADS, 1)
               pacc[ma][i] = fmaf(d[ma][i], sc, pacc[ma][i]);
             }
         };
-        // Block j of a group accumulates in acc (even j) or acc2 (odd j).
-        auto sums = [&](auto j) -> auto& {
-          if constexpr (decltype(j)::value % 2 == 0) {
-            return acc;
-          } else {
-            return acc2;
-          }
-        };
+        constexpr std::integral_constant<int, 0> even{};
+        constexpr std::integral_constant<int, 1> odd{};
 #pragma unroll
         for (int ma = 0; ma < M_ATOMS; ++ma)
 #pragma unroll
           for (int i = 0; i < BN / 2; ++i) pacc[ma][i] = 0.f;
-        constexpr std::integral_constant<int, G> carried{};
+        // The scales of an even block are read a pair ahead, those of an odd block when its set is
+        // free (after the promotion of the odd block before).
         int kb = kb0;
-        static_for<G>([&](auto j) {
-          if (kb0 < kb1) load_scales(j, min(kb0 + decltype(j)::value, kb1 - 1));
-        });
-        for (; kb + G <= kb1; kb += G) {  // whole groups
-          static_for<G>([&](auto j) {     // the next group's scales (or the last blocks')
-            load_scales(std::integral_constant<int, G + 1 + decltype(j)::value>{},
-                        min(kb + G + decltype(j)::value, kb1 - 1));
-          });
-          static_for<G>([&](auto j) { wait_full(decltype(j)::value); });
-          int st[G];
-          st[0] = issue(acc);
-          if (kb > kb0) promote(carried, acc2);  // the group before's last block, retired at its end
-          static_for<G - 1>([&](auto i) {
-            constexpr int J = decltype(i)::value + 1;
-            st[J] = issue(sums(std::integral_constant<int, J>{}));
-            wgmma_wait<1>();
-            release(st[J - 1]);
-            promote(std::integral_constant<int, J - 1>{}, sums(std::integral_constant<int, J - 1>{}));
-          });
+        if (kb < kb1) load_scales(even, kb);
+        for (; kb + 1 < kb1; kb += 2) {  // whole pairs
+          wait_full(0);
+          wait_full(1);
+          const int s_even = issue(acc);
+          if (kb > kb0) promote(odd, acc2);  // block kb - 1, retired at the end of the last pair
+          load_scales(odd, kb + 1);
+          const int s_odd = issue(acc2);
+          wgmma_wait<1>();
+          release(s_even);
+          promote(even, acc);
+          load_scales(even, min(kb + 2, kb1 - 1));  // the next pair's (or the last block's)
           wgmma_wait<0>();
-          release(st[G - 1]);
-          move_scales(G, G - 1);
-          static_for<G>([&](auto j) { move_scales(decltype(j)::value, G + 1 + decltype(j)::value); });
+          release(s_odd);
         }
-        if (kb > kb0) promote(carried, acc2);  // the last group's last block
-        static_for<G - 1>([&](auto j) {       // fewer than G blocks left: each drained
-          if (kb + decltype(j)::value < kb1) {
-            wait_full(0);
-            const int s_last = issue(acc);
-            wgmma_wait<0>();
-            release(s_last);
-            promote(j, acc);
-          }
-        });
+        if (kb > kb0) promote(odd, acc2);  // the last pair's odd block
+        if (kb < kb1) {                    // an odd count of blocks: the last one drained
+          wait_full(0);
+          const int s_last = issue(acc);
+          wgmma_wait<0>();
+          release(s_last);
+          promote(even, acc);
+        }
       } else
       for (int kb = kb0; kb < kb1; ++kb) {
         [[maybe_unused]] float sa_lo[M_ATOMS], sa_hi[M_ATOMS], sbk[NQ];
