@@ -481,6 +481,7 @@ struct Tuner::Impl {
     if (gpu) {
       auto sc = snap.latest_valid(EvidenceKind::sass_compare);
       if (!sc || sc->timestamp < base.streak_since) {
+        ensure_built(base.kernel);  // a workspace carried without its binaries (a sweep resumed elsewhere)
         must("sass", {"sass", "compare", "--iter", base.kernel});
         did = true;
       }
