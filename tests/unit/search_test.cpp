@@ -79,6 +79,41 @@ TEST(Search, FollowsTheBottleneckAndNeverRepeats) {
   EXPECT_FALSE(s.propose("iter001_start", base, "compute_bound", is_tried, rules).has_value());
 }
 
+// Once every step and pair around the base is tried, croq tune restarts at a random legal
+// configuration near it instead of ending the task's search (a sweep's round budget is spent
+// searching): each restart is legal, changes at least two parameters, and is never a repeat; with
+// every configuration measured there is none.
+TEST(Search, RestartsNearTheBaseOnceItsNeighbourhoodIsTried) {
+  auto f = find_family("cpp_tiled");
+  auto p = f32_problem();
+  Search s(f, p, 7);
+  SearchRules rules;
+  rules.explore = 0;
+  std::set<std::string> tried;
+  auto is_tried = [&](const std::string& c) { return tried.count(c) > 0; };
+  auto base = f->default_config(p);
+  for (int i = 0; i < 500; ++i) {
+    auto prop = s.propose("iter001_start", base, "compute_bound", is_tried, rules);
+    if (!prop) break;
+    tried.insert(prop->plan.combination_key());
+  }
+  ASSERT_FALSE(s.propose("iter001_start", base, "compute_bound", is_tried, rules).has_value());
+  std::set<std::string> seen;
+  for (int i = 0; i < 20; ++i) {
+    auto prop = s.restart("iter001_start", base, "compute_bound", is_tried, rules);
+    ASSERT_TRUE(prop) << "restart " << i;
+    EXPECT_FALSE(f->violation(prop->config, p).has_value()) << prop->from_to;
+    int changed = 0;
+    for (const auto& [k, v] : prop->config) changed += base.at(k) != v;
+    EXPECT_GE(changed, 2) << prop->from_to;
+    EXPECT_NE(prop->idea.find("restart"), std::string::npos) << prop->idea;
+    EXPECT_TRUE(seen.insert(prop->plan.combination_key()).second) << "repeated " << prop->from_to;
+    tried.insert(prop->plan.combination_key());
+  }
+  rules.measured = [](const FamilyConfig&) { return true; };
+  EXPECT_FALSE(s.restart("iter001_start", base, "compute_bound", is_tried, rules).has_value());
+}
+
 // The same configuration reached from another base is a repeat: a kernel one step from the default,
 // kept and made the base, never gets the step back to the default (croq measure would refuse its
 // source as the same code, and croq tune stopped with that error).

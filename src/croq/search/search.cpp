@@ -220,4 +220,65 @@ std::optional<Proposal> Search::propose(const std::string& base_kernel, const Fa
   return p;
 }
 
+std::optional<Proposal> Search::restart(const std::string& base_kernel, const FamilyConfig& base,
+                                        const std::string& bottleneck,
+                                        const std::function<bool(const std::string&)>& tried,
+                                        const SearchRules& rules) {
+  const auto specs = m_family->params();
+  std::map<std::string, ParamSpec> by_name;
+  for (const auto& s : specs) by_name[s.name] = s;
+  std::vector<std::string> names;
+  for (const auto& s : specs) {
+    if (s.values.size() > 1 && base.count(s.name)) names.push_back(s.name);
+  }
+  if (names.empty()) return std::nullopt;
+  constexpr int k_draws = 4000;
+  for (int draw = 0; draw < k_draws; ++draw) {
+    // The first half of the draws stays near the base (2-4 parameters changed), the rest anywhere.
+    const bool near = draw < k_draws / 2;
+    std::vector<std::string> pool = names;
+    std::shuffle(pool.begin(), pool.end(), m_rng);
+    size_t count = pool.size();
+    if (near) count = std::min(pool.size(), std::uniform_int_distribution<size_t>(2, 4)(m_rng));
+    FamilyConfig cfg = base;
+    std::vector<std::pair<std::string, std::string>> set;
+    bool structural = false;
+    for (size_t i = 0; i < count; ++i) {
+      const ParamSpec& spec = by_name[pool[i]];
+      const std::string& v = spec.values[std::uniform_int_distribution<size_t>(0, spec.values.size() - 1)(m_rng)];
+      if (v == base.at(spec.name)) continue;
+      cfg[spec.name] = v;
+      set.emplace_back(spec.name, v);
+      structural = structural || spec.structural;
+    }
+    if (set.size() < 2) continue;  // one change is a single step, already tried
+    if (rules.must_be_structural && !structural) continue;
+    if (m_family->violation(cfg, m_problem)) continue;
+    if (rules.measured && rules.measured(cfg)) continue;
+    IdeaPlan plan;
+    plan.base = base_kernel;
+    plan.params = config_to_json(cfg);
+    plan.family = m_family->name();
+    std::vector<std::string> parts;
+    for (const auto& [k, v] : set) {
+      if (by_name[k].structural) parts.push_back(fmt::format("{} {}->{}", k, base.at(k), v));
+    }
+    if (!parts.empty()) plan.structural = fmt::format("change {}", fmt::join(parts, ", "));
+    if (tried(plan.combination_key())) continue;
+    std::sort(set.begin(), set.end());
+    Proposal p;
+    p.config = cfg;
+    describe_changes(p, base, set, by_name, false);
+    p.idea = fmt::format("{}: every single step and pair around {} is measured: restart at a random legal configuration "
+                         "near it ({})",
+                         bottleneck, base_kernel, p.from_to);
+    std::vector<std::pair<std::string, std::string>> tag_moves = {{"restart_", std::to_string(set.size())}};
+    p.tag = make_tag(tag_moves);
+    p.expected_gain = "+2% TFLOPS";
+    p.plan = plan;
+    return p;
+  }
+  return std::nullopt;
+}
+
 }  // namespace croq

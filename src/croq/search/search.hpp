@@ -48,6 +48,14 @@ class Search {
                                   const std::function<bool(const std::string& combination)>& tried,
                                   const SearchRules& rules);
 
+  // A restart once every single step and pair around the base is illegal or tried: a legal
+  // configuration the task has not measured, a random 2-4 of the family's parameters changed from
+  // the base (so it stays near what was kept), else any random legal one. nullopt when a few
+  // thousand draws find none (the space is measured, or almost).
+  std::optional<Proposal> restart(const std::string& base_kernel, const FamilyConfig& base, const std::string& bottleneck,
+                                  const std::function<bool(const std::string& combination)>& tried,
+                                  const SearchRules& rules);
+
   const KernelFamily& family() const { return *m_family; }
   uint64_t seed() const { return m_seed; }
 

@@ -424,7 +424,10 @@ struct Tuner::Impl {
                                base->discard_streak >= rules_cfg().structural_reset_streak;
     auto tried = [&h](const std::string& c) { return h.tried(c); };
     auto p = search->propose(base->kernel, base_cfg, bottleneck, tried, rules);
-    if (!p && !rules.must_be_structural) p = std::nullopt;
+    // Every step and pair around the base measured: a random legal configuration near it, so a
+    // sweep's round budget is spent searching (the seeds' driver never stops early) until the
+    // draws find nothing untried.
+    if (!p) p = search->restart(base->kernel, base_cfg, bottleneck, tried, rules);
     if (!p) {
       exhausted = true;
       event({{"event", "exhausted"}, {"base", base->kernel},
