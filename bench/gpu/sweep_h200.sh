@@ -16,7 +16,8 @@
 # Needs croq's executables packed by bench/gpu/pack_device.sh into .carry/croq (carried), nvcc and
 # ncu. Environment: SWEEP_OP (matmul), SWEEP_DTYPE (f16fp32), SWEEP_ROUNDS (30), SWEEP_LIMIT_S
 # (500), SWEEP_PRESET (quick), SWEEP_SEED (1), SWEEP_GPUS (all), SWEEP_WORKERS (4: shapes at once on
-# each GPU, their builds side by side on the machine's cores; --workers-per-device).
+# each GPU, their builds side by side on the machine's cores; --workers-per-device), SWEEP_SAME_RUN
+# (0; 1: each shape's best kernel and its baseline measured again in this call, for a same-run table).
 # Usage: bash bench/gpu/sweep_h200.sh       (results under $OUT, else docs/results)
 set -uo pipefail
 cd "$(dirname "$0")/../.."
@@ -72,3 +73,55 @@ for r in st["shapes"]:
 print(f"\nCounts: {st.get('counts')}. GPU hours: the shape's drivers' wall time (with several workers on a GPU their times overlap: the sum is more than the GPU's). Progress over time and the bottleneck mix: sweep-report/ (croq report --sweep).")
 PY
 cat "$DEST/sweep-h200.md"
+
+# SWEEP_SAME_RUN=1 (the call that finishes the sweep): each shape's best kernel measured against its
+# library baseline in this call, back to back twice (`croq baseline --force`, `croq measure`), so
+# the ratios do not mix calls (a resumed shape's stored baseline is from the call it started in, on
+# another machine of the pool). After the workspace is packed: the carried ledgers are not touched.
+if [ "${SWEEP_SAME_RUN:-0}" = 1 ]; then
+  SAME=$WS/same-run
+  mkdir -p "$SAME"
+  python3 - "$WS" > "$SAME/best.tsv" <<'PY'
+import glob, json, os, sys
+ws = sys.argv[1]
+for log in sorted(glob.glob(f"{ws}/tuning/*/cuda/logs/*/croq-search/idea-log.jsonl")):
+    parts = log.split(os.sep)
+    gpu, key = parts[-6], parts[-3]
+    keeps = [json.loads(l) for l in open(log) if l.strip()]
+    keeps = [r for r in keeps if r.get("decision") == "KEEP" and r.get("tflops")]
+    if keeps:
+        print(f"{gpu}\t{key}\t{max(keeps, key=lambda r: r['tflops'])['kernel']}")
+PY
+  while IFS=$'\t' read -r gpu key kernel; do
+    T=(--gpu "$gpu" --dsl cuda --shape-key "$key" --model croq-search)
+    croq --root "$WS" build "${T[@]}" --iter "$kernel" > /dev/null 2>&1 || echo "[sweep-h200] $key: $kernel did not build"
+    for rep in 1 2; do
+      croq --root "$WS" baseline "${T[@]}" --force > "$SAME/baseline_${rep}_$key.json" 2> /dev/null
+      croq --root "$WS" measure "${T[@]}" --iter "$kernel" --out "$SAME/measure_${rep}_$key.json" > /dev/null 2>&1
+    done
+  done < "$SAME/best.tsv"
+  python3 - "$SAME" >> "$DEST/sweep-h200.md" <<'PY'
+import json, os, statistics, sys
+same = sys.argv[1]
+def tf(path):
+    try:
+        d = json.load(open(path))
+    except Exception:
+        return None
+    d = d.get("result", d)
+    return d.get("tflops") if d.get("verdict", "PASS") == "PASS" else None
+print("\n## Same run: each shape's best kernel against its baseline in this call (two back-to-back repeats)\n")
+print("| shape | best kernel | library TFLOPS | croq TFLOPS | ratio |")
+print("|---|---|---|---|---|")
+for line in open(os.path.join(same, "best.tsv")):
+    gpu, key, kernel = line.rstrip("\n").split("\t")
+    b = [tf(os.path.join(same, f"baseline_{r}_{key}.json")) for r in (1, 2)]
+    c = [tf(os.path.join(same, f"measure_{r}_{key}.json")) for r in (1, 2)]
+    bv, cv = [x for x in b if x], [x for x in c if x]
+    ratio = f"{statistics.median(cv) / statistics.median(bv):.3f}" if bv and cv else "-"
+    show = lambda v: " / ".join("-" if x is None else f"{x:.1f}" for x in v)
+    print(f"| {key} | {kernel} | {show(b)} | {show(c)} | {ratio} |")
+PY
+  tar czf "$DEST/sweep-same-run.tgz" -C "$WS" same-run
+  sed -n '/^## Same run/,$p' "$DEST/sweep-h200.md"
+fi
