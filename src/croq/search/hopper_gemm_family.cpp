@@ -500,8 +500,9 @@ FamilyConfig HopperGemmFamily::default_config(const FamilyProblem& p) const {
     c = fp8_stages(arrangement({128, 128, 2, 0}, s, 1, 2));
     // The block-scaled kernel promotes every stage (one scale block each). It promotes a block while
     // the next block's WGMMAs run (MMA_DEPTH 1, two sets of WGMMA sums) where the three sets of
-    // registers fit: on the H200 that was +38 % over draining each block (875 against 635 TFLOPS at
-    // 8192^3, 860 against 622 at 4096x7168x7168). Dense e4m3 promotes every 4 k blocks with one
+    // registers fit: on the H200 that is 1.6-1.7 x draining each block (1027-1064 against 630 TFLOPS
+    // at 8192^3, 1017-1039 against 620 at 4096x7168x7168, with the pair-wise promotion ptxas does not
+    // serialize; docs/fp8.md). Dense e4m3 promotes every 4 k blocks with one
     // WGMMA group in flight between promotions: on the H200 at 8192^3 that was 0.84 x cuBLASLt FP8
     // against 0.57 promoting every block (K 512 on the tensor cores' accumulators between
     // promotions; 4096 unpromoted passed the checks).
