@@ -53,30 +53,40 @@ TEST(CppTiledFamily, RefusesImpossibleConfigurations) {
   EXPECT_FALSE(f->supports(half));
 }
 
-TEST(Search, FollowsTheBottleneckAndNeverRepeats) {
-  auto f = find_family("cpp_tiled");
-  auto p = f32_problem();
-  Search s(f, p, 42);
+// cpp_tiled at 512^3 searched from its default without random moves; `tried` holds the combination
+// keys the task has stored.
+struct CppTiledSearch {
+  std::shared_ptr<KernelFamily> f = find_family("cpp_tiled");
+  FamilyProblem p = f32_problem();
+  Search s;
   SearchRules rules;
-  rules.explore = 0;
   std::set<std::string> tried;
-  auto is_tried = [&](const std::string& c) { return tried.count(c) > 0; };
-  auto base = f->default_config(p);
-  auto first = s.propose("iter001_start", base, "compute_bound", is_tried, rules);
+  FamilyConfig base;
+  explicit CppTiledSearch(uint64_t seed) : s(f, p, seed), base(f->default_config(p)) { rules.explore = 0; }
+  std::function<bool(const std::string&)> is_tried() {
+    return [this](const std::string& c) { return tried.count(c) > 0; };
+  }
+  std::optional<Proposal> propose() { return s.propose("iter001_start", base, "compute_bound", is_tried(), rules); }
+  std::optional<Proposal> restart() { return s.restart("iter001_start", base, "compute_bound", is_tried(), rules); }
+};
+
+TEST(Search, FollowsTheBottleneckAndNeverRepeats) {
+  CppTiledSearch t(42);
+  auto first = t.propose();
   ASSERT_TRUE(first);
   EXPECT_EQ(first->changed.front(), "VEC");  // the compute-bound lever comes first
-  EXPECT_FALSE(f->violation(first->config, p).has_value());
+  EXPECT_FALSE(t.f->violation(first->config, t.p).has_value());
   // Every proposal is new until the neighbourhood is exhausted.
   std::set<std::string> seen;
   for (int i = 0; i < 200; ++i) {
-    auto prop = s.propose("iter001_start", base, "compute_bound", is_tried, rules);
+    auto prop = t.propose();
     if (!prop) break;
     std::string key = prop->plan.combination_key();
     EXPECT_TRUE(seen.insert(key).second) << "repeated " << prop->from_to;
-    EXPECT_FALSE(f->violation(prop->config, p).has_value()) << prop->from_to;
-    tried.insert(key);
+    EXPECT_FALSE(t.f->violation(prop->config, t.p).has_value()) << prop->from_to;
+    t.tried.insert(key);
   }
-  EXPECT_FALSE(s.propose("iter001_start", base, "compute_bound", is_tried, rules).has_value());
+  EXPECT_FALSE(t.propose().has_value());
 }
 
 // Once every step and pair around the base is tried, croq tune restarts at a random legal
@@ -84,34 +94,27 @@ TEST(Search, FollowsTheBottleneckAndNeverRepeats) {
 // searching): each restart is legal, changes at least two parameters, and is never a repeat; with
 // every configuration measured there is none.
 TEST(Search, RestartsNearTheBaseOnceItsNeighbourhoodIsTried) {
-  auto f = find_family("cpp_tiled");
-  auto p = f32_problem();
-  Search s(f, p, 7);
-  SearchRules rules;
-  rules.explore = 0;
-  std::set<std::string> tried;
-  auto is_tried = [&](const std::string& c) { return tried.count(c) > 0; };
-  auto base = f->default_config(p);
+  CppTiledSearch t(7);
   for (int i = 0; i < 500; ++i) {
-    auto prop = s.propose("iter001_start", base, "compute_bound", is_tried, rules);
+    auto prop = t.propose();
     if (!prop) break;
-    tried.insert(prop->plan.combination_key());
+    t.tried.insert(prop->plan.combination_key());
   }
-  ASSERT_FALSE(s.propose("iter001_start", base, "compute_bound", is_tried, rules).has_value());
+  ASSERT_FALSE(t.propose().has_value());
   std::set<std::string> seen;
   for (int i = 0; i < 20; ++i) {
-    auto prop = s.restart("iter001_start", base, "compute_bound", is_tried, rules);
+    auto prop = t.restart();
     ASSERT_TRUE(prop) << "restart " << i;
-    EXPECT_FALSE(f->violation(prop->config, p).has_value()) << prop->from_to;
+    EXPECT_FALSE(t.f->violation(prop->config, t.p).has_value()) << prop->from_to;
     int changed = 0;
-    for (const auto& [k, v] : prop->config) changed += base.at(k) != v;
+    for (const auto& [k, v] : prop->config) changed += t.base.at(k) != v;
     EXPECT_GE(changed, 2) << prop->from_to;
     EXPECT_NE(prop->idea.find("restart"), std::string::npos) << prop->idea;
     EXPECT_TRUE(seen.insert(prop->plan.combination_key()).second) << "repeated " << prop->from_to;
-    tried.insert(prop->plan.combination_key());
+    t.tried.insert(prop->plan.combination_key());
   }
-  rules.measured = [](const FamilyConfig&) { return true; };
-  EXPECT_FALSE(s.restart("iter001_start", base, "compute_bound", is_tried, rules).has_value());
+  t.rules.measured = [](const FamilyConfig&) { return true; };
+  EXPECT_FALSE(t.restart().has_value());
 }
 
 // The same configuration reached from another base is a repeat: a kernel one step from the default,

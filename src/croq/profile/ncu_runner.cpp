@@ -109,8 +109,7 @@ NcuCaptureResult run_ncu_capture(const NcuCapture& c, ProcessRunner& runner) {
   if (c.gate) {
     const fs::path go = c.out_dir / (tmp_base + ".go");
     p = run_at_gate(spec, go.string(), c.gate, c.gate_timeout, runner, r.gated);
-    r.profile_argv = spec.argv;
-    r.profile_argv.insert(r.profile_argv.end(), {"--go-file", go.string()});
+    r.profile_argv.insert(r.profile_argv.end(), {"--go-file", go.string()});  // as run_at_gate ran it
     if (!r.gated && p.started && !p.timed_out && p.exit_code == 0) {
       throw Error(ExitCode::internal, "the profiled runner ran without waiting at croq's gate (--go-file): the device's "
                                       "lease was not held", "this is a bug in croq; please report it");

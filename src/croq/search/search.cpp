@@ -65,6 +65,32 @@ std::string rationale(const std::string& b, const ParamSpec& p, bool up) {
 
 namespace {
 
+std::map<std::string, ParamSpec> specs_by_name(const KernelFamily& family) {
+  std::map<std::string, ParamSpec> by_name;
+  for (const auto& s : family.params()) by_name[s.name] = s;
+  return by_name;
+}
+
+// The plan exactly as it will be stored: its structural text lists the structural parameters
+// that change (in name order), so the same configuration from the same base always has the same
+// combination key, whichever move reached it.
+IdeaPlan plan_from(const KernelFamily& family, const std::map<std::string, ParamSpec>& by_name,
+                   const std::string& base_kernel, const FamilyConfig& base, const FamilyConfig& cfg) {
+  IdeaPlan plan;
+  plan.base = base_kernel;
+  plan.params = config_to_json(cfg);
+  plan.family = family.name();
+  std::vector<std::string> parts;
+  for (const auto& [k, v] : cfg) {
+    auto spec = by_name.find(k);
+    auto b = base.find(k);
+    if (spec != by_name.end() && spec->second.structural && b != base.end() && b->second != v)
+      parts.push_back(fmt::format("{} {}->{}", k, b->second, v));
+  }
+  if (!parts.empty()) plan.structural = fmt::format("change {}", fmt::join(parts, ", "));
+  return plan;
+}
+
 std::string make_tag(const std::vector<std::pair<std::string, std::string>>& moves) {
   std::string tag;
   for (const auto& [k, v] : moves) {
@@ -89,8 +115,7 @@ std::optional<Proposal> Search::propose(const std::string& base_kernel, const Fa
                                         const std::function<bool(const std::string&)>& tried,
                                         const SearchRules& rules) {
   const auto specs = m_family->params();
-  std::map<std::string, ParamSpec> by_name;
-  for (const auto& s : specs) by_name[s.name] = s;
+  std::map<std::string, ParamSpec> by_name = specs_by_name(*m_family);
   // Priority: the bottleneck's parameters first, then the rest in the family's order.
   std::vector<std::string> order = m_family->params_for_bottleneck(bottleneck);
   for (const auto& s : specs) {
@@ -101,21 +126,7 @@ std::optional<Proposal> Search::propose(const std::string& base_kernel, const Fa
     int rank = 0;
     bool up = true;
   };
-  // The plan exactly as it will be stored: its structural text lists the structural parameters
-  // that change, so the same move from the same base always has the same combination key.
-  auto plan_for = [&](const FamilyConfig& cfg) {
-    IdeaPlan plan;
-    plan.base = base_kernel;
-    plan.params = config_to_json(cfg);
-    plan.family = m_family->name();
-    std::vector<std::string> parts;
-    for (const auto& [k, v] : cfg) {
-      auto b = base.find(k);
-      if (by_name[k].structural && b != base.end() && b->second != v) parts.push_back(fmt::format("{} {}->{}", k, b->second, v));
-    }
-    if (!parts.empty()) plan.structural = fmt::format("change {}", fmt::join(parts, ", "));
-    return plan;
-  };
+  auto plan_for = [&](const FamilyConfig& cfg) { return plan_from(*m_family, by_name, base_kernel, base, cfg); };
   // A move that lands on a configuration the task has measured already (reached from another
   // base: PACK_B 0->1 from the default, then 1->0 from that kernel) is a repeat whatever its
   // combination key; croq measure refuses it (no_repeat), so it is never proposed.
@@ -224,11 +235,9 @@ std::optional<Proposal> Search::restart(const std::string& base_kernel, const Fa
                                         const std::string& bottleneck,
                                         const std::function<bool(const std::string&)>& tried,
                                         const SearchRules& rules) {
-  const auto specs = m_family->params();
-  std::map<std::string, ParamSpec> by_name;
-  for (const auto& s : specs) by_name[s.name] = s;
+  std::map<std::string, ParamSpec> by_name = specs_by_name(*m_family);
   std::vector<std::string> names;
-  for (const auto& s : specs) {
+  for (const auto& s : m_family->params()) {
     if (s.values.size() > 1 && base.count(s.name)) names.push_back(s.name);
   }
   if (names.empty()) return std::nullopt;
@@ -255,15 +264,7 @@ std::optional<Proposal> Search::restart(const std::string& base_kernel, const Fa
     if (rules.must_be_structural && !structural) continue;
     if (m_family->violation(cfg, m_problem)) continue;
     if (rules.measured && rules.measured(cfg)) continue;
-    IdeaPlan plan;
-    plan.base = base_kernel;
-    plan.params = config_to_json(cfg);
-    plan.family = m_family->name();
-    std::vector<std::string> parts;
-    for (const auto& [k, v] : set) {
-      if (by_name[k].structural) parts.push_back(fmt::format("{} {}->{}", k, base.at(k), v));
-    }
-    if (!parts.empty()) plan.structural = fmt::format("change {}", fmt::join(parts, ", "));
+    IdeaPlan plan = plan_from(*m_family, by_name, base_kernel, base, cfg);
     if (tried(plan.combination_key())) continue;
     std::sort(set.begin(), set.end());
     Proposal p;
