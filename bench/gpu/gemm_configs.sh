@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Hopper GEMM configurations named by hand (bench/gpu/gemm_configs.txt, or GEMM_CONFIGS=FILE) measured
-# against the library (cuBLAS; cuBLASLt FP8 or block-scaled for e4m3 and blockscaled_ keys) with croq's
+# against the library (cuBLAS; cuBLASLt FP8 or block-scaled for e4m3 and blockscaled_ keys; cuSPARSELt
+# for gemm_sp_ keys, hopper_gemm_sp configurations from its own base in render_hopper.py) with croq's
 # own verbs: leads for the family's search, not results of it. Per shape:
 # `croq baseline`, then `croq measure` of every configuration, CONFIG_REPEATS times (default 2),
 # alternating, shape after shape in the list's order, until CONFIG_BUDGET_S seconds (default: no
@@ -23,7 +24,7 @@ if [ "${1:-run}" = build ]; then
 import os, subprocess, sys
 lst, kdir, repo = sys.argv[1:4]
 sys.path.insert(0, os.path.join(repo, "bench/gpu"))
-from render_hopper import HAND_BASE, RECORDED_DEFAULTS, describe, render
+from render_hopper import HAND_BASE, RECORDED_DEFAULTS, describe, describe_sp, render, render_sp, sp_base
 base = {**RECORDED_DEFAULTS, **HAND_BASE}
 rows = []
 for line in open(lst):
@@ -31,7 +32,8 @@ for line in open(lst):
     if not line:
         continue
     key, name, changes = line[0], line[1], line[2:]
-    p = dict(base)
+    sparse = key.startswith("gemm_sp_")  # the hopper_gemm_sp family, from its own base
+    p = sp_base(key) if sparse else dict(base)
     template = None
     defines = {}
     for ch in changes:
@@ -40,19 +42,22 @@ for line in open(lst):
             defines[k] = v
             continue
         if k == "@template":  # the template of an earlier commit, to compare with in the same run
-            template = os.path.join(kdir, f"template-{v}.cu")
+            template = os.path.join(kdir, f"template-{'sp-' if sparse else ''}{v}.cu")
             if not os.path.exists(template):
-                src = subprocess.run(["git", "-C", repo, "show", f"{v}:kernels/cuda/matmul/hopper/gemm_sm90.cu"],
+                path = "kernels/cuda/gemm_sp/hopper/gemm_sp_sm90.cu" if sparse else "kernels/cuda/matmul/hopper/gemm_sm90.cu"
+                src = subprocess.run(["git", "-C", repo, "show", f"{v}:{path}"],
                                      check=True, capture_output=True, text=True).stdout
                 open(template, "w").write(src)
             continue
         assert k in p, k
         p[k] = v
-    text = render(repo, p, key, f"hopper_gemm {name} for {key}, rendered by bench/gpu/gemm_configs.sh", template, defines)
+    family = "hopper_gemm_sp" if sparse else "hopper_gemm"
+    text = (render_sp if sparse else render)(repo, p, key, f"{family} {name} for {key}, rendered by bench/gpu/gemm_configs.sh",
+                                             template, defines)
     open(os.path.join(kdir, f"{key}__{name}.cu"), "w").write(text)
-    params = describe(p) + "".join(f" {k}={v}" for k, v in defines.items())
+    params = (describe_sp if sparse else describe)(p) + "".join(f" {k}={v}" for k, v in defines.items())
     if template:
-        params += f" template={os.path.basename(template)[9:-3]}"
+        params += f" template={os.path.basename(template)[9:-3].removeprefix('sp-')}"
     rows.append(f"{key}\t{name}\t{params}")
 open(os.path.join(kdir, "configs.tsv"), "w").write("\n".join(rows) + "\n")
 print(f"rendered {len(rows)} configurations")

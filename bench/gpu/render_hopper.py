@@ -53,3 +53,43 @@ def render(repo, params, shape_key, comment, template=None, defines=None):
 def describe(params):
     params = {**RECORDED_DEFAULTS, **params}
     return " ".join(f"{n}={params[n]}" for n in ORDER)
+
+
+# The hopper_gemm_sp family (src/croq/search/hopper_gemm_sp_family.cpp): its parameters in the
+# family's order, the dtype bits of its keys, and the configuration the hand-named gemm_sp lists
+# state their changes from: the family's default at 4096x8192x8192 (cooperative 128x256, 2x1
+# cluster, TMA stores; BK 64 for f16 and 128 for e4m3).
+SP_ORDER = ["BM", "BN", "BK", "STAGES", "CONSUMERS", "PINGPONG", "PERSISTENT", "RASTER", "GROUP", "CLUSTER_M",
+            "CLUSTER_N", "EPILOGUE", "SWIZZLE_A", "SWIZZLE_B", "MMA_DEPTH", "META", "SPLIT_K", "SPLIT_TAIL", "PROMOTE",
+            "PROMOTE_SUB"]
+SP_DTYPE_BITS = {"f16fp32": 1, "f16": 2, "bf16fp32": 4, "bf16": 8, "e4m3fp16": 16, "e4m3bf16": 32, "e4m3fp32": 64}
+SP_HAND_BASE = dict(BM="128", BN="256", BK="64", STAGES="4", CONSUMERS="2", PINGPONG="0", PERSISTENT="1", RASTER="1",
+                    GROUP="8", CLUSTER_M="2", CLUSTER_N="1", EPILOGUE="1", SWIZZLE_A="64", SWIZZLE_B="128",
+                    MMA_DEPTH="1", META="1", SPLIT_K="1", SPLIT_TAIL="0", PROMOTE="0", PROMOTE_SUB="0")
+
+
+def sp_base(shape_key):
+    """SP_HAND_BASE for a gemm_sp key: BK 128 for e4m3 inputs (two k64 WGMMAs per stage)."""
+    base = dict(SP_HAND_BASE)
+    if shape_key.split("_")[2].startswith("e4m3"):
+        base["BK"] = "128"
+    return base
+
+
+def render_sp(repo, params, shape_key, comment, template=None, defines=None):
+    """A hopper_gemm_sp configuration for gemm_sp_<dtype>_<M>x<N>x<K>: params names every SP_ORDER
+    parameter; template and defines as render()."""
+    missing = [n for n in SP_ORDER if n not in params]
+    extra = sorted(set(params) - set(SP_ORDER))
+    if missing or extra:
+        raise ValueError(f"{shape_key}: not the hopper_gemm_sp family's parameters (missing {missing}, unknown {extra})")
+    template = open(template or os.path.join(repo, "kernels/cuda/gemm_sp/hopper/gemm_sp_sm90.cu")).read()
+    dtype = shape_key.split("_")[2]
+    text = f"// {comment}\n" + "".join(f"#define CROQ_{n} {params[n]}\n" for n in SP_ORDER)
+    text += f"#define CROQ_DTYPES {SP_DTYPE_BITS[dtype]}\n"
+    text += "".join(f"#define {k} {v}\n" for k, v in (defines or {}).items())
+    return text + "#line 1 \"gemm_sp_sm90.cu\"\n" + template
+
+
+def describe_sp(params):
+    return " ".join(f"{n}={params[n]}" for n in SP_ORDER)

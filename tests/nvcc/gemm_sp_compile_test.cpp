@@ -122,6 +122,10 @@ TEST(GemmSpTemplatesCompile, AccumulatorLimitsCompileWithoutSpills) {
       {with(base, {{"BM", "128"}, {"PINGPONG", "1"}, {"EPILOGUE", "1"}, {"BK", "128"}, {"META", "1"}}), "e4m3f16", 192},
       {with(base, {{"BM", "128"}, {"BN", "160"}, {"PINGPONG", "1"}, {"EPILOGUE", "1"}, {"BK", "128"}}), "e4m3f16", 160},
       {with(base, {{"BN", "160"}, {"SPLIT_K", "2"}}), "f16", 160},
+      // split-K of the last wave only (the same reduction, whole tiles before it), in a 2x1 cluster
+      {with(base, {{"BN", "160"}, {"SPLIT_K", "5"}, {"SPLIT_TAIL", "1"}, {"CLUSTER_M", "2"}, {"META", "1"},
+                   {"EPILOGUE", "1"}}),
+       "f16", 160},
       {with(base, {{"BN", "128"}, {"BK", "128"}, {"SPLIT_K", "2"}, {"META", "1"}, {"SWIZZLE_A", "128"}}), "f16",
        128},
   };

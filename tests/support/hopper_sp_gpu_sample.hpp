@@ -2,7 +2,7 @@
 // built here so that a unit test can check on every CI run, without a GPU, that they are legal and
 // cover what they promise: for each odd-shaped case, the family's default, random legal
 // configurations drawn with a fixed seed, the deepest pipeline, the widest consumers (cooperative
-// 256x192 and ping-pong 128x192 at the accumulator limit), every metadata mode, split-K, a cluster
+// 256x192 and ping-pong 128x192 at the accumulator limit), every metadata mode, split-K of every tile and of the last wave only, a cluster
 // along each dimension, one consumer, and the TMA-store epilogue; for e4m3, promotion (two-level
 // accumulation) of the whole tile every block and every two blocks, and per sub-tile.
 #pragma once
@@ -82,6 +82,10 @@ inline std::vector<FamilyConfig> hopper_sp_gpu_sample(const HopperGemmSpFamily& 
       {{"BM", "128"}, {"BN", "128"}, {"META", "0"}, {"BK", "128"}, {"SWIZZLE_A", "64"}, {"SWIZZLE_B", "128"}},
       // split-K with a cluster along N (compressed A multicast), metadata from L2
       {{"BM", "128"}, {"BN", "128"}, {"SPLIT_K", odd ? "3" : "2"}, {"CLUSTER_N", "2"}, {"META", "2"}},
+      // split-K of the partly filled last wave only (SPLIT_TAIL): whole tiles first, then the tail's
+      // slices reduced through the workspace (a 2x1 cluster every other case)
+      {{"BM", "128"}, {"BN", odd ? "160" : "128"}, {"SPLIT_K", odd ? "5" : "3"}, {"SPLIT_TAIL", "1"},
+       {"CLUSTER_M", odd ? "2" : "1"}},
       // one consumer, narrow swizzles, no persistence, all k blocks waited for
       {{"BM", "64"}, {"BN", "96"}, {"CONSUMERS", "1"}, {"PERSISTENT", "0"}, {"SWIZZLE_A", "32"}, {"SWIZZLE_B", "64"},
        {"MMA_DEPTH", "0"}, {"RASTER", odd ? "2" : "3"}, {"GROUP", "2"}},
@@ -102,6 +106,7 @@ inline std::vector<FamilyConfig> hopper_sp_gpu_sample(const HopperGemmSpFamily& 
     c["CONSUMERS"] = "2";
     c["PERSISTENT"] = "1";
     c["SPLIT_K"] = "1";
+    c["SPLIT_TAIL"] = "0";
     c["CLUSTER_M"] = "1";
     c["CLUSTER_N"] = "1";
     c["PROMOTE"] = "0";

@@ -384,7 +384,7 @@ TEST(HopperGemmSpFamily, AlternativesAreLegalDistinctArchetypes) {
       auto alts = f.alternatives(p);
       SCOPED_TRACE(fmt::format("{}x{}x{} {}", s.m, s.n, s.k, dt));
       EXPECT_GE(alts.size(), 2u);
-      EXPECT_LE(alts.size(), 7u);
+      EXPECT_LE(alts.size(), 8u);
       std::set<std::string> seen;
       for (const auto& a : alts) {
         EXPECT_FALSE(a.name.empty());
@@ -414,6 +414,54 @@ TEST(HopperGemmSpFamily, AlternativesAreLegalDistinctArchetypes) {
   // A small problem is offered other tiles, split-K and the deep 128x64 pipeline.
   auto small = f.alternatives(problem({1024, 1024, 4096}, "e4m3f16"));
   EXPECT_TRUE(offered(small, {{"BN", "64"}, {"STAGES", "8"}}));
+}
+
+// SPLIT_TAIL: the template splits only the tiles of the partly filled last wave, and only when
+// their slices end sooner than whole tiles; the family mirrors that choice, refuses the tail
+// without split-K, decides promotion on the whole tiles' K, and offers the default with its best
+// tail split where the last wave is partly filled.
+TEST(HopperGemmSpFamily, SplitTailSplitsOnlyThePartlyFilledLastWave) {
+  using F = HopperGemmSpFamily;
+  // 4096x8192x8192 in 2x1 clusters of 128x256 tiles: 512 units on 66 clusters, the last 50 split.
+  EXPECT_EQ(F::tail_dp_units(512, 5, 66), 462);
+  EXPECT_EQ(F::tail_dp_units(512, 4, 66), 512);  // 200 slices on 66: 4 rounds of 1/4, no gain
+  EXPECT_EQ(F::tail_dp_units(512, 1, 66), 0);    // no split at all
+  EXPECT_EQ(F::tail_dp_units(528, 5, 66), 528);  // full waves
+  EXPECT_EQ(F::tail_dp_units(60, 3, 66), 0);     // one wave or less: every unit split
+  EXPECT_EQ(F::tail_dp_units(140, 2, 132), 132); // r = 8 and r + P = 140 save the same: the shorter tail
+  EXPECT_EQ(F::tail_dp_units(200, 3, 66), 198);  // r = 2: 6 slices in 1/3 of a tile time, saving 2/3
+  HopperGemmSpFamily f;
+  const auto p = problem({4096, 8192, 8192}, "f16");
+  FamilyConfig c = f.default_config(p);
+  ASSERT_EQ(c.at("SPLIT_TAIL"), "0");
+  c["SPLIT_TAIL"] = "1";
+  c["SPLIT_K"] = "1";
+  auto why = f.violation(c, p);
+  ASSERT_TRUE(why);
+  EXPECT_NE(why->find("SPLIT_TAIL=1"), std::string::npos) << *why;
+  c["SPLIT_K"] = "5";
+  EXPECT_FALSE(f.violation(c, p)) << f.violation(c, p).value_or("");
+  // Promotion follows the longest k range a tile accumulates: the whole K before a split tail.
+  const auto longk = problem({4096, 8192, 32768}, "e4m3f16");
+  FamilyConfig e = f.default_config(problem({4096, 8192, 8192}, "e4m3f16"));
+  e["SPLIT_K"] = "4";
+  EXPECT_EQ(F::shortest_split(e, longk), 4);
+  EXPECT_FALSE(F::needs_promotion(longk, F::shortest_split(e, longk)));  // slices of 8192
+  e["SPLIT_TAIL"] = "1";
+  EXPECT_EQ(F::shortest_split(e, longk), 1);
+  EXPECT_TRUE(F::needs_promotion(longk, F::shortest_split(e, longk)));  // whole tiles of 32768
+  // The default with its last wave split 5 ways is offered at the reference shape.
+  const auto alts = f.alternatives(p);
+  const auto tail = std::find_if(alts.begin(), alts.end(), [](const Alternative& a) {
+    return a.config.at("SPLIT_TAIL") == "1";
+  });
+  ASSERT_NE(tail, alts.end());
+  EXPECT_EQ(tail->config.at("SPLIT_K"), "5");
+  EXPECT_EQ(tail->tag, "tail_s5");
+  FamilyConfig expect = f.default_config(p);
+  expect["SPLIT_K"] = "5";
+  expect["SPLIT_TAIL"] = "1";
+  EXPECT_EQ(tail->config, expect);
 }
 
 // Every configuration of the space is either legal and within the hardware's limits, or refused
@@ -565,7 +613,7 @@ TEST(HopperGemmSpFamily, TheGpuTestsSampleIsLegalAndCoversTheFamily) {
     const auto sample = test::hopper_sp_gpu_sample(f, p, rng, ci);
     std::set<int> metas;
     bool deep = false, wide_co = false, wide_pp = false, split = false, cluster = false, one = false, tma = false;
-    bool whole = false, sub = false, every2 = false;
+    bool whole = false, sub = false, every2 = false, tail = false;
     for (const auto& c : sample) {
       auto why = f.violation(c, p);
       EXPECT_FALSE(why) << config_to_json(c).dump() << ": " << why.value_or("");
@@ -575,7 +623,15 @@ TEST(HopperGemmSpFamily, TheGpuTestsSampleIsLegalAndCoversTheFamily) {
       deep |= iv(c, "STAGES") >= 7;
       wide_co |= iv(c, "PINGPONG") == 0 && HopperGemmSpFamily::accumulator_registers(c) == 192;
       wide_pp |= iv(c, "PINGPONG") == 1 && HopperGemmSpFamily::accumulator_registers(c) == 192;
-      split |= iv(c, "SPLIT_K") > 1;
+      split |= iv(c, "SPLIT_K") > 1 && iv(c, "SPLIT_TAIL") == 0;
+      // the tail really splits on this shape (not every tile, not none)
+      if (iv(c, "SPLIT_K") > 1 && iv(c, "SPLIT_TAIL") == 1) {
+        const int cs = iv(c, "CLUSTER_M") * iv(c, "CLUSTER_N");
+        const long long units = ((p.m + iv(c, "BM") - 1) / iv(c, "BM") + iv(c, "CLUSTER_M") - 1) / iv(c, "CLUSTER_M") *
+                                (((p.n + iv(c, "BN") - 1) / iv(c, "BN") + iv(c, "CLUSTER_N") - 1) / iv(c, "CLUSTER_N"));
+        const int dp = HopperGemmSpFamily::tail_dp_units(static_cast<int>(units), iv(c, "SPLIT_K"), 132 / cs);
+        tail |= dp > 0 && dp < units;
+      }
       cluster |= iv(c, "CLUSTER_M") * iv(c, "CLUSTER_N") > 1;
       one |= iv(c, "CONSUMERS") == 1;
       tma |= iv(c, "EPILOGUE") == 1;
@@ -588,6 +644,8 @@ TEST(HopperGemmSpFamily, TheGpuTestsSampleIsLegalAndCoversTheFamily) {
     }
     EXPECT_EQ(metas.size(), 3u);
     EXPECT_TRUE(deep && wide_co && wide_pp && split && cluster && one && tma);
+    // a split tail on the shapes with more than a wave of 128x128 tiles (not 777x1000)
+    if (p.m * p.n > 132LL * 128 * 128) EXPECT_TRUE(tail);
     EXPECT_GE(sample.size(), 9u);
     total += sample.size();
     dtypes.insert(cases[ci].dtype);

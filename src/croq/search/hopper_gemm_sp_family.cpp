@@ -22,8 +22,8 @@ long long ceil_div(long long a, long long b) { return (a + b - 1) / b; }
 
 const char* k_order[] = {"BM",        "BN",        "BK",       "STAGES",    "CONSUMERS", "PINGPONG",
                          "PERSISTENT", "RASTER",    "GROUP",    "CLUSTER_M", "CLUSTER_N", "EPILOGUE",
-                         "SWIZZLE_A",  "SWIZZLE_B", "MMA_DEPTH", "META",     "SPLIT_K",   "PROMOTE",
-                         "PROMOTE_SUB"};
+                         "SWIZZLE_A",  "SWIZZLE_B", "MMA_DEPTH", "META",     "SPLIT_K",   "SPLIT_TAIL",
+                         "PROMOTE",    "PROMOTE_SUB"};
 
 constexpr long long k_max_split_workspace = 512LL << 20;
 
@@ -83,9 +83,14 @@ std::vector<ParamSpec> HopperGemmSpFamily::params() const {
        "sparse metadata: 0 TMA'd with the stage, each WGMMA's word read from shared memory before it; 1 TMA'd, "
        "the stage's words read at once before its first WGMMA (hoisted); 2 not staged: each thread loads its "
        "words for the next k block from L2 into registers while the current block's WGMMAs run"},
-      {"SPLIT_K", {"1", "2", "3", "4", "6", "8"}, true, "tiling",
+      {"SPLIT_K", {"1", "2", "3", "4", "5", "6", "8"}, true, "tiling",
        "k slices per output tile, each its own work unit, reduced in slice order through the workspace "
        "(fills the GPU when there are fewer tiles than SMs and K is long)"},
+      {"SPLIT_TAIL", {"0", "1"}, true, "tiling",
+       "with SPLIT_K>1: 0 splits every tile; 1 only the tiles of the last, partly filled wave (or the last "
+       "wave and a half) when their slices end the kernel sooner, the others computed whole first (1024 tiles "
+       "on 132 SMs: 7.8 waves instead of 8 with the last 100 in 5 slices)",
+       "0"},
       {"PROMOTE", {"0", "1", "2", "4"}, true, "compute",
        "e4m3 only: every PROMOTE k blocks the WGMMA accumulators are added into separate f32 registers and the "
        "next WGMMA starts afresh (0: off). An FP8 WGMMA accumulates with reduced precision, so without this the "
@@ -159,11 +164,35 @@ int HopperGemmSpFamily::effective_split(const FamilyConfig& c, const FamilyProbl
   return static_cast<int>(std::min<long long>(std::max(1, get(c, "SPLIT_K")), kb));
 }
 
+int HopperGemmSpFamily::shortest_split(const FamilyConfig& c, const FamilyProblem& p) {
+  return get(c, "SPLIT_TAIL") == 1 ? 1 : effective_split(c, p);
+}
+
+int HopperGemmSpFamily::tail_dp_units(int units, int split, int clusters) {
+  if (split <= 1 || clusters <= 0 || units <= clusters) return 0;
+  const int r = units % clusters;
+  if (r == 0) return units;
+  int best_tail = 0;
+  double best = 0;
+  for (int tail = r; tail <= r + clusters && tail <= units; tail += clusters) {
+    const double whole = ceil_div(tail, clusters);
+    const double sliced = static_cast<double>(ceil_div(static_cast<long long>(tail) * split, clusters)) / split;
+    if (whole - sliced > best + 1e-9) {
+      best = whole - sliced;
+      best_tail = tail;
+    }
+  }
+  return units - best_tail;
+}
+
 long long HopperGemmSpFamily::split_workspace_bytes(const FamilyConfig& c, const FamilyProblem& p) {
   const int split = effective_split(c, p);
   if (split <= 1) return 0;
   const int bm = get(c, "BM"), bn = get(c, "BN"), cm = get(c, "CLUSTER_M"), cn = get(c, "CLUSTER_N");
-  const long long tiles = ceil_div(ceil_div(p.m, bm), cm) * cm * ceil_div(ceil_div(p.n, bn), cn) * cn;
+  long long tiles = ceil_div(ceil_div(p.m, bm), cm) * cm * ceil_div(ceil_div(p.n, bn), cn) * cn;
+  // A split tail is under two waves: the template sizes its slots for 2 x SMs tiles at most.
+  if (get(c, "SPLIT_TAIL") == 1)
+    tiles = std::min<long long>(tiles, 2LL * gemm::typical_sm_count(p.arch.empty() ? "sm_90a" : p.arch));
   const int groups = get(c, "PINGPONG") == 1 ? 1 : get(c, "CONSUMERS");
   return tiles * (split - 1) * (static_cast<long long>(bm) * bn * 4 + groups * 8);
 }
@@ -241,6 +270,8 @@ std::optional<std::string> HopperGemmSpFamily::violation(const FamilyConfig& c, 
   if (get(c, "EPILOGUE") == 2 && p.dtype.output == ScalarType::f32)
     return "EPILOGUE=2 transposes 16-bit outputs; for f32 outputs it is EPILOGUE=0";
   const int split = get(c, "SPLIT_K");
+  if (get(c, "SPLIT_TAIL") == 1 && split <= 1)
+    return "SPLIT_TAIL=1 splits the last wave's tiles SPLIT_K ways: it needs SPLIT_K>1";
   if (split > 1) {
     if (get(c, "PERSISTENT") != 1)
       return "SPLIT_K>1 waits for other CTAs' partial sums, which needs every CTA resident: PERSISTENT=1";
@@ -342,6 +373,7 @@ FamilyConfig arrangement(const TileChoice& t, int split, int cluster_m, int epil
   c["MMA_DEPTH"] = std::to_string(mma_depth);
   c["META"] = "1";
   c["SPLIT_K"] = std::to_string(split);
+  c["SPLIT_TAIL"] = "0";
   c["PROMOTE"] = "0";
   c["PROMOTE_SUB"] = "0";
   c["STAGES"] = "2";
@@ -350,6 +382,32 @@ FamilyConfig arrangement(const TileChoice& t, int split, int cluster_m, int epil
     if (HopperGemmSpFamily::smem_bytes(c, es) <= HopperGemmSpFamily::k_smem_limit) break;
   }
   return c;
+}
+
+// The SPLIT_K for a split tail (SPLIT_TAIL=1) of the configuration's grid on `sms` SMs: the one
+// that saves the most tile times (ties: fewer slices), 1 when no split saves any (full waves).
+int best_tail_split(const FamilyConfig& c, const FamilyProblem& p, int sms) {
+  const int bm = get(c, "BM"), bn = get(c, "BN"), cm = std::max(1, get(c, "CLUSTER_M")),
+            cn = std::max(1, get(c, "CLUSTER_N"));
+  const long long units = ceil_div(ceil_div(p.m, bm), cm) * ceil_div(ceil_div(p.n, bn), cn);
+  const int clusters = sms / (cm * cn);
+  if (units <= clusters || units > (1LL << 30)) return 1;
+  const long long kb = ceil_div(p.k, std::max(1, get(c, "BK")));
+  int best = 1;
+  double best_time = static_cast<double>(ceil_div(units, clusters));
+  for (int s : {2, 3, 4, 5, 6, 8}) {
+    if (s > kb) break;
+    const int dp = HopperGemmSpFamily::tail_dp_units(static_cast<int>(units), s, clusters);
+    if (dp >= units) continue;
+    const long long tail = units - dp;
+    const double time = static_cast<double>(dp) / clusters +
+                        static_cast<double>(ceil_div(tail * s, clusters)) / s;
+    if (time < best_time - 1e-9) {
+      best_time = time;
+      best = s;
+    }
+  }
+  return best;
 }
 
 const TileChoice k_small_choices[] = {
@@ -399,7 +457,7 @@ FamilyConfig HopperGemmSpFamily::default_config(const FamilyProblem& p) const {
   };
   // Promotion where the configuration's k slices need it (and it fits; else the fallback below).
   auto finish = [&](FamilyConfig c) {
-    if (needs_promotion(p, effective_split(c, p)))
+    if (needs_promotion(p, shortest_split(c, p)))
       if (auto promoted = with_promotion(c, p.dtype)) c = *promoted;
     return c;
   };
@@ -421,7 +479,7 @@ FamilyConfig HopperGemmSpFamily::default_config(const FamilyProblem& p) const {
     cheapest(std::vector<TileChoice>(std::begin(k_small_choices), std::end(k_small_choices)), true, 1, reg_epilogue);
     c = finish(arrangement(t, split, 1, reg_epilogue, p));
   }
-  if (violation(c, p) || (needs_promotion(p, effective_split(c, p)) && get(c, "PROMOTE") == 0)) {
+  if (violation(c, p) || (needs_promotion(p, shortest_split(c, p)) && get(c, "PROMOTE") == 0)) {
     // The smallest configuration, legal for every supported problem (and promotion fits it).
     c = finish(arrangement({64, 64, 1, 0}, 1, 1, 0, p, 4));
   }
@@ -436,7 +494,7 @@ std::vector<Alternative> HopperGemmSpFamily::alternatives(const FamilyProblem& p
   std::vector<Alternative> out;
   const FamilyConfig def = default_config(p);
   auto add = [&](std::string name, std::string tag, FamilyConfig c) {
-    if (needs_promotion(p, effective_split(c, p))) {  // e4m3 at long K: promoted, where it fits
+    if (needs_promotion(p, shortest_split(c, p))) {  // e4m3 at long K: promoted, where it fits
       auto promoted = with_promotion(c, p.dtype);
       if (!promoted) return;
       c = *promoted;
@@ -466,6 +524,17 @@ std::vector<Alternative> HopperGemmSpFamily::alternatives(const FamilyProblem& p
     // its accumulators (96 + 96) with a WGMMA group in flight.
     if (needs_promotion(p, 1))
       add("cooperative 128x192, 2x1 cluster, TMA stores", "co128x192_c21_tma", arrangement({128, 192, 2, 0}, 1, 2, 1, p));
+    // The default with its partly filled last wave split in k (SPLIT_TAIL), where that saves time.
+    if (get(def, "SPLIT_K") == 1) {
+      const int s = best_tail_split(def, p, sms);
+      if (s > 1) {
+        FamilyConfig tail = def;
+        tail["SPLIT_K"] = std::to_string(s);
+        tail["SPLIT_TAIL"] = "1";
+        add(fmt::format("the default with its last wave's tiles split {} ways in k", s), fmt::format("tail_s{}", s),
+            tail);
+      }
+    }
   } else {
     // Fewer 128 x 128 tiles than SMs: the tile and split-K choices the cost model ranks next
     // after the default, and small tiles paired with a cluster.

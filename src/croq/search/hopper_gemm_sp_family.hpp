@@ -64,6 +64,14 @@ class HopperGemmSpFamily : public KernelFamily {
   // (each WGMMA's word loaded between the WGMMAs); measured with ptxas (gemm_sp_compile_test).
   static bool metadata_squeezes(const FamilyConfig& c, const DtypePair& d);
   static int effective_split(const FamilyConfig& c, const FamilyProblem& p);
+  // The fewest k slices any tile is cut into: 1 with SPLIT_TAIL=1 (the whole tiles before the
+  // tail), else effective_split(); promotion is decided on the longest slice, K / this.
+  static int shortest_split(const FamilyConfig& c, const FamilyProblem& p);
+  // The template's tail choice (SPLIT_TAIL=1): of `units` cluster tiles on `clusters` resident
+  // clusters, how many are computed whole before the split ones. The last r = units % clusters (or
+  // r + clusters) are split `split` ways when that ends sooner than whole tiles; `units` (no split)
+  // when the waves are full or it gains nothing, 0 (all split) within one wave.
+  static int tail_dp_units(int units, int split, int clusters);
   static long long split_workspace_bytes(const FamilyConfig& c, const FamilyProblem& p);
   static const char* template_path() { return "cuda/gemm_sp/hopper/gemm_sp_sm90.cu"; }
 };

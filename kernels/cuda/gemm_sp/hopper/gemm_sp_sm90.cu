@@ -49,6 +49,12 @@
  *                               WGMMAs run
  *   CROQ_SPLIT_K                k slices per output tile (1: none), reduced in slice order through
  *                               the workspace by the last slice (deterministic); needs PERSISTENT
+ *   CROQ_SPLIT_TAIL             with SPLIT_K > 1: 0 splits every tile; 1 splits only the tiles of
+ *                               the last, partly filled wave (or of the last wave and a half), the
+ *                               others computed whole before them, when that ends the kernel
+ *                               sooner: 1024 tiles on 132 SMs take 8 waves of whole tiles, 7 and 4/5
+ *                               with the last 100 in 5 slices (the launch picks the tail from the
+ *                               clusters that are resident; no tail when the waves are full)
  *   CROQ_PROMOTE                e4m3 inputs only (16-bit inputs ignore it): two-level accumulation.
  *                               An FP8 WGMMA adds into its f32 accumulators with reduced precision
  *                               (the tensor core keeps about 14 bits of the running sum), so the
@@ -168,6 +174,9 @@
 #ifndef CROQ_SPLIT_K
 #define CROQ_SPLIT_K 1
 #endif
+#ifndef CROQ_SPLIT_TAIL
+#define CROQ_SPLIT_TAIL 0
+#endif
 #ifndef CROQ_PROMOTE
 #define CROQ_PROMOTE 0
 #endif
@@ -198,6 +207,7 @@ constexpr int CM = CROQ_CLUSTER_M, CN = CROQ_CLUSTER_N, CS = CM * CN;
 constexpr bool PINGPONG = CROQ_PINGPONG != 0;
 constexpr int META = CROQ_META;
 constexpr int SPLIT_K = CROQ_SPLIT_K;
+constexpr bool SPLIT_TAIL = CROQ_SPLIT_TAIL != 0;
 constexpr int PROMOTE = CROQ_PROMOTE;          // e4m3: k blocks between promotions (0: off)
 constexpr bool PROMOTE_SUB = CROQ_PROMOTE_SUB != 0;
 constexpr int WG_M = PINGPONG ? BM : BM / CONSUMERS;  // rows of C per consumer warpgroup
@@ -259,6 +269,8 @@ static_assert((BN / CM) % 8 == 0, "B slices of a multicast must be multiples of 
 static_assert(CROQ_EPILOGUE >= 0 && CROQ_EPILOGUE <= 2, "CROQ_EPILOGUE must be 0, 1 or 2");
 static_assert(CROQ_RASTER >= 0 && CROQ_RASTER <= 3, "CROQ_RASTER must be in [0, 3]");
 static_assert(SPLIT_K >= 1 && SPLIT_K <= 16, "CROQ_SPLIT_K must be in [1, 16]");
+static_assert(CROQ_SPLIT_TAIL == 0 || (CROQ_SPLIT_TAIL == 1 && SPLIT_K > 1),
+              "CROQ_SPLIT_TAIL=1 splits the last wave's tiles SPLIT_K ways: it needs CROQ_SPLIT_K > 1");
 static_assert(SPLIT_K == 1 || CROQ_PERSISTENT == 1,
               "split-K waits for other CTAs' partial sums, which needs every CTA resident: CROQ_PERSISTENT=1");
 static_assert(PROMOTE == 0 || PROMOTE == 1 || PROMOTE == 2 || PROMOTE == 4, "CROQ_PROMOTE must be 0, 1, 2 or 4");
@@ -270,8 +282,9 @@ struct Params {
   int m, n, k;
   int units_m, units_n, num_units;  // cluster tiles
   int num_kb;                       // k blocks of BK
-  int split;                        // k slices per tile (1: none)
-  int num_work;                     // num_units * split
+  int split;                        // k slices per split tile (1: none)
+  int dp_units;                     // units computed whole before the split ones (0: all split)
+  int num_work;                     // dp_units + (num_units - dp_units) * split
   void* c;                          // register-epilogue target (row-major, ldc elements)
   long long ldc;
   const uint32_t* meta;             // prepared metadata (META 2 reads it directly)
@@ -280,8 +293,8 @@ struct Params {
   long long meta_row_words;         // u32 words per 64-row block (Kp / 64 * 128)
   const float* a_scale;             // per-tensor scales (nullptr: 1)
   const float* b_scale;
-  float* partials;                  // split-K: per (tile, slice < split-1) a BM x BN f32 slot
-  unsigned long long* flags;        // split-K: per (tile, slice < split-1, row owner) a ready flag
+  float* partials;                  // split-K: per (split tile, slice < split-1) a BM x BN f32 slot
+  unsigned long long* flags;        // split-K: per (split tile, slice < split-1, row owner) a ready flag
   unsigned long long tag;           // the value this launch writes into a ready flag (never 0)
 };
 
@@ -536,24 +549,53 @@ __device__ __forceinline__ void unit_coords(int u, const Params& p, int& um, int
 #endif
 }
 
-// Work unit w: tile w / split, k slice w % split (the slices of a tile on neighbouring CTAs).
+// Work w: the units before p.dp_units whole, one each; then unit dp_units + j / split, k slice
+// j % split with j = w - dp_units (the slices of a tile on neighbouring CTAs). `part` numbers the
+// split units from 0 (their partial-sum slots); `split` is 1 for a whole unit.
 struct Work {
-  int unit, slice, kb0, kb1;
+  int unit, slice, kb0, kb1, split, part;
 };
 __host__ __device__ inline bool work_at(int w, const Params& p, Work& wk) {
   if (w >= p.num_work) return false;
-  if (SPLIT_K == 1) {
+  if (SPLIT_K == 1 || w < p.dp_units) {
     wk.unit = w;
     wk.slice = 0;
     wk.kb0 = 0;
     wk.kb1 = p.num_kb;
+    wk.split = 1;
+    wk.part = 0;
   } else {
-    wk.unit = w / p.split;
-    wk.slice = w - wk.unit * p.split;
+    const int j = w - p.dp_units;
+    wk.part = j / p.split;
+    wk.unit = p.dp_units + wk.part;
+    wk.slice = j - wk.part * p.split;
+    wk.split = p.split;
     wk.kb0 = static_cast<int>(static_cast<long long>(wk.slice) * p.num_kb / p.split);
     wk.kb1 = static_cast<int>(static_cast<long long>(wk.slice + 1) * p.num_kb / p.split);
   }
   return true;
+}
+
+// The whole units computed before a split tail (SPLIT_TAIL): with U units on P resident clusters
+// and r = U % P, the last r units (or the last r + P) are split `split` ways when their slices'
+// rounds, ceil(T * split / P) / split tile times, end sooner than the ceil(T / P) of whole tiles.
+// U (no tail) when the waves are full or splitting gains nothing; 0 (all split) without SPLIT_TAIL.
+__host__ __device__ inline int tail_dp_units(int units, int split, int clusters) {
+  if (!SPLIT_TAIL || split <= 1) return 0;
+  if (clusters <= 0 || units <= clusters) return 0;  // one wave or less: split every unit
+  const int r = units % clusters;
+  if (r == 0) return units;
+  int best_tail = 0;
+  double best = 0;  // tile times saved against whole tiles
+  for (int tail = r; tail <= r + clusters && tail <= units; tail += clusters) {
+    const double whole = (tail + clusters - 1) / clusters;
+    const double sliced = static_cast<double>((static_cast<long long>(tail) * split + clusters - 1) / clusters) / split;
+    if (whole - sliced > best + 1e-9) {
+      best = whole - sliced;
+      best_tail = tail;
+    }
+  }
+  return units - best_tail;
 }
 
 template <typename T>
@@ -1146,16 +1188,16 @@ __global__ void __launch_bounds__(THREADS, 1)
 
       // ------------------------------- split-K reduction -------------------------------
       if constexpr (SPLIT_K > 1) {
-        if (p.split > 1) {
-          const long long tile = static_cast<long long>(wk.unit) * CS + rank;
+        if (wk.split > 1) {
+          const long long tile = static_cast<long long>(wk.part) * CS + rank;  // among the split tiles
           const int group = PINGPONG ? 0 : cw;
-          auto slot_of = [&](int q) { return p.partials + (tile * (p.split - 1) + q) * (BM * BN); };
-          auto flag_of = [&](int q) { return p.flags + (tile * (p.split - 1) + q) * FLAG_GROUPS + group; };
-          if (wk.slice < p.split - 1) {
+          auto slot_of = [&](int q) { return p.partials + (tile * (wk.split - 1) + q) * (BM * BN); };
+          auto flag_of = [&](int q) { return p.flags + (tile * (wk.split - 1) + q) * FLAG_GROUPS + group; };
+          if (wk.slice < wk.split - 1) {
             publish_partial(slot_of(wk.slice), flag_of(wk.slice), row0 / 64);
             continue;  // the tile's last slice writes C
           }
-          add_partials(p.split - 1, slot_of, flag_of, row0 / 64);
+          add_partials(wk.split - 1, slot_of, flag_of, row0 / 64);
         }
       }
       if (p.a_scale || p.b_scale) {
@@ -1315,9 +1357,21 @@ inline bool aligned16(const void* p, long long ld_bytes) {
   return (reinterpret_cast<uintptr_t>(p) % 16) == 0 && (ld_bytes % 16) == 0;
 }
 
+// The current device's SM count (0 when it cannot be read).
+inline int device_sms() {
+  static const int sms = [] {
+    int dev = 0, n = 0;
+    if (cudaGetDevice(&dev) != cudaSuccess || cudaDeviceGetAttribute(&n, cudaDevAttrMultiProcessorCount, dev) != cudaSuccess)
+      return 0;
+    return n;
+  }();
+  return sms;
+}
+
 struct Grid {
   int units_m = 0, units_n = 0, num_units = 0, num_kb = 0, split = 1;
   long long tiles = 0;
+  long long split_tiles = 0;  // tiles that may be split (partial-sum slots): all, or a tail
 };
 inline Grid make_grid(const croq_gemm_desc* d) {
   Grid g;
@@ -1328,13 +1382,16 @@ inline Grid make_grid(const croq_gemm_desc* d) {
   g.num_kb = static_cast<int>((d->k + BK - 1) / BK);
   g.split = SPLIT_K < g.num_kb ? SPLIT_K : g.num_kb;
   g.tiles = static_cast<long long>(g.num_units) * CS;
+  g.split_tiles = g.tiles;
+  // A split tail is under two waves of resident clusters: fewer than 2 x SMs tiles.
+  if (SPLIT_TAIL && device_sms() > 0 && g.split_tiles > 2LL * device_sms()) g.split_tiles = 2LL * device_sms();
   return g;
 }
 inline size_t split_partial_bytes(const Grid& g) {
-  return g.split > 1 ? static_cast<size_t>(g.tiles) * (g.split - 1) * BM * BN * sizeof(float) : 0;
+  return g.split > 1 ? static_cast<size_t>(g.split_tiles) * (g.split - 1) * BM * BN * sizeof(float) : 0;
 }
 inline size_t split_flag_bytes(const Grid& g) {
-  return g.split > 1 ? round_up(static_cast<size_t>(g.tiles) * (g.split - 1) * FLAG_GROUPS * 8, 256) : 0;
+  return g.split > 1 ? round_up(static_cast<size_t>(g.split_tiles) * (g.split - 1) * FLAG_GROUPS * 8, 256) : 0;
 }
 
 // Which operands go through padded copies in the workspace (after the split-K partials and flags).
@@ -1545,7 +1602,9 @@ croq_status run(const croq_gemm_desc* d, const croq_gemm_operands* ops, cudaStre
   prm.num_units = grid.num_units;
   prm.num_kb = grid.num_kb;
   prm.split = grid.split;
-  prm.num_work = grid.num_units * grid.split;
+  prm.dp_units = tail_dp_units(grid.num_units, grid.split, CROQ_PERSISTENT ? info.max_clusters : 0);
+  if (static_cast<long long>(grid.num_units - prm.dp_units) * CS > grid.split_tiles) prm.dp_units = grid.num_units;
+  prm.num_work = prm.dp_units + (grid.num_units - prm.dp_units) * grid.split;
   prm.c = c_use;
   prm.ldc = ldc;
   prm.meta = reinterpret_cast<const uint32_t*>(prep + pr.off_meta);
@@ -1554,7 +1613,7 @@ croq_status run(const croq_gemm_desc* d, const croq_gemm_operands* ops, cudaStre
   prm.meta_row_words = pr.kp / 64 * META_WORDS;
   prm.a_scale = d->scale_mode == CROQ_SCALE_TENSOR ? ops->a_scale : nullptr;
   prm.b_scale = d->scale_mode == CROQ_SCALE_TENSOR ? ops->b_scale : nullptr;
-  const bool reduces = grid.split > 1;
+  const bool reduces = grid.split > 1 && prm.dp_units < grid.num_units;
   prm.partials = reduces ? reinterpret_cast<float*>(ws) : nullptr;
   prm.flags = reduces ? reinterpret_cast<unsigned long long*>(ws + pl.off_flags) : nullptr;
   prm.tag = reduces ? next_tag() : 0;
@@ -1694,5 +1753,5 @@ CROQ_EXPORT size_t croq_gemm_workspace_bytes(const croq_gemm_desc* d) {
 
 CROQ_EXPORT const char* croq_kernel_info(void) {
   return "{\"name\":\"hopper_gemm_sp\",\"params\":{\"BM\":" CROQ_STR(CROQ_BM) ",\"BN\":" CROQ_STR(
-      CROQ_BN) ",\"BK\":" CROQ_STR(CROQ_BK) ",\"STAGES\":" CROQ_STR(CROQ_STAGES) ",\"CONSUMERS\":" CROQ_STR(CROQ_CONSUMERS) ",\"PINGPONG\":" CROQ_STR(CROQ_PINGPONG) ",\"PERSISTENT\":" CROQ_STR(CROQ_PERSISTENT) ",\"RASTER\":" CROQ_STR(CROQ_RASTER) ",\"GROUP\":" CROQ_STR(CROQ_GROUP) ",\"CLUSTER_M\":" CROQ_STR(CROQ_CLUSTER_M) ",\"CLUSTER_N\":" CROQ_STR(CROQ_CLUSTER_N) ",\"EPILOGUE\":" CROQ_STR(CROQ_EPILOGUE) ",\"SWIZZLE_A\":" CROQ_STR(CROQ_SWIZZLE_A) ",\"SWIZZLE_B\":" CROQ_STR(CROQ_SWIZZLE_B) ",\"MMA_DEPTH\":" CROQ_STR(CROQ_MMA_DEPTH) ",\"META\":" CROQ_STR(CROQ_META) ",\"SPLIT_K\":" CROQ_STR(CROQ_SPLIT_K) ",\"PROMOTE\":" CROQ_STR(CROQ_PROMOTE) ",\"PROMOTE_SUB\":" CROQ_STR(CROQ_PROMOTE_SUB) ",\"DTYPES\":" CROQ_STR(CROQ_DTYPES) "}}";
+      CROQ_BN) ",\"BK\":" CROQ_STR(CROQ_BK) ",\"STAGES\":" CROQ_STR(CROQ_STAGES) ",\"CONSUMERS\":" CROQ_STR(CROQ_CONSUMERS) ",\"PINGPONG\":" CROQ_STR(CROQ_PINGPONG) ",\"PERSISTENT\":" CROQ_STR(CROQ_PERSISTENT) ",\"RASTER\":" CROQ_STR(CROQ_RASTER) ",\"GROUP\":" CROQ_STR(CROQ_GROUP) ",\"CLUSTER_M\":" CROQ_STR(CROQ_CLUSTER_M) ",\"CLUSTER_N\":" CROQ_STR(CROQ_CLUSTER_N) ",\"EPILOGUE\":" CROQ_STR(CROQ_EPILOGUE) ",\"SWIZZLE_A\":" CROQ_STR(CROQ_SWIZZLE_A) ",\"SWIZZLE_B\":" CROQ_STR(CROQ_SWIZZLE_B) ",\"MMA_DEPTH\":" CROQ_STR(CROQ_MMA_DEPTH) ",\"META\":" CROQ_STR(CROQ_META) ",\"SPLIT_K\":" CROQ_STR(CROQ_SPLIT_K) ",\"SPLIT_TAIL\":" CROQ_STR(CROQ_SPLIT_TAIL) ",\"PROMOTE\":" CROQ_STR(CROQ_PROMOTE) ",\"PROMOTE_SUB\":" CROQ_STR(CROQ_PROMOTE_SUB) ",\"DTYPES\":" CROQ_STR(CROQ_DTYPES) "}}";
 }
