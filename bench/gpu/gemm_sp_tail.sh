@@ -9,7 +9,8 @@
 #   2. speed: bench/gpu/gemm_configs.sh run over the same list (croq measure of each configuration
 #      against croq baseline, i.e. cuSPARSELt, in the same run, CONFIG_REPEATS times alternating).
 # Writes gemm-sp-tail-h200.md, gemm-sp-tail-checks.jsonl and the raw archive to $OUT (else
-# docs/results/).
+# docs/results/). Another list: GEMM_CONFIGS=FILE, CONFIG_REPORT=NAME, and the configurations the
+# driver checks SP_CHECK_NAMES (a glob on the names, default tail*) on SP_CHECK_SHAPES (MxNxK,...).
 #   bash bench/gpu/gemm_sp_tail.sh build    renders and compiles the list and the driver into .carry/configs
 #   bash bench/gpu/gemm_sp_tail.sh          (on the GPU machine, .carry carried) checks, then measures
 set -uo pipefail
@@ -25,13 +26,15 @@ if [ "${1:-run}" = build ]; then
   exit 0
 fi
 mkdir -p "$DEST"
-checks=$DEST/gemm-sp-tail-checks.jsonl
+REPORT=${CONFIG_REPORT:-gemm-sp-tail-h200}
+checks=$DEST/${REPORT%-h200}-checks.jsonl
 : > "$checks"
-for so in "$KDIR"/*__tail*.so; do
+for so in "$KDIR"/*__${SP_CHECK_NAMES:-tail*}.so; do
+  [ -f "$so" ] || continue
   name=$(basename "$so" .so)
-  case $name in gemm_sp_e4m3fp16_*) dt=e4m3; shapes=4096x4100x520,2552x7673x1032,1000x3000x2048 ;;
-    gemm_sp_f16_*) dt=f16; shapes=2552x7673x1032,1000x3000x2048,4096x4100x520 ;; *) continue ;; esac
-  timeout 120 "$KDIR/gemm_sp_driver" "$so" "$dt" "$shapes" --no-time --seed 11 --label "$name" >> "$checks" 2>> "$DEST/gemm-sp-tail-checks.err"
+  case $name in gemm_sp_e4m3fp16_*) dt=e4m3; shapes=${SP_CHECK_SHAPES:-4096x4100x520,2552x7673x1032,1000x3000x2048} ;;
+    gemm_sp_f16_*) dt=f16; shapes=${SP_CHECK_SHAPES:-2552x7673x1032,1000x3000x2048,4096x4100x520} ;; *) continue ;; esac
+  timeout 120 "$KDIR/gemm_sp_driver" "$so" "$dt" "$shapes" --no-time --seed 11 --label "$name" >> "$checks" 2>> "${checks%.jsonl}.err"
   echo "[sp-tail] $name: exit $? $(grep -c '"status":"PASS"' "$checks") PASS so far"
 done
-CONFIG_REPORT=${CONFIG_REPORT:-gemm-sp-tail-h200} bash bench/gpu/gemm_configs.sh run
+CONFIG_REPORT=$REPORT bash bench/gpu/gemm_configs.sh run

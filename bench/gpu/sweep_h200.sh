@@ -8,8 +8,8 @@
 #
 # A device call is limited to 10 minutes: the sweep runs under SWEEP_LIMIT_S (default 500 s), then
 # `croq sweep stop --wait` (every driver stops; a SIGKILL at the limit would lose nothing either),
-# and the workspace goes back as sweep-ws.tgz. Put that file at .carry/sweep/sweep-ws.tgz (carry
-# .carry/sweep) and call the script again: the sweep resumes the active shape first, skips the shapes
+# and the workspace goes back as sweep-resume.tgz (commit it beside the call's results). Put that
+# file at .carry/sweep/sweep-resume.tgz (carry .carry/sweep) and call the script again: the sweep resumes the active shape first, skips the shapes
 # done at 30 rounds, and goes on. 14 shapes x 30 rounds take many calls (the large shapes spend
 # most of a round in ncu; SWEEP_PRESET=quick, the default, keeps that short).
 #
@@ -35,9 +35,11 @@ WORKERS=${SWEEP_WORKERS:-4}
 WS=/tmp/croq-sweep-ws
 DEST=${OUT:-$REPO/docs/results}
 mkdir -p "$DEST" "$WS/tuning"
-if [ -f "$REPO/.carry/sweep/sweep-ws.tgz" ] && [ -z "$(ls -A "$WS/tuning")" ]; then
-  tar xzf "$REPO/.carry/sweep/sweep-ws.tgz" -C "$WS" && echo "[sweep-h200] resumed the workspace from .carry/sweep/sweep-ws.tgz"
-fi
+for carried in "$REPO/.carry/sweep/sweep-resume.tgz" "$REPO/.carry/sweep/sweep-ws.tgz"; do
+  if [ -f "$carried" ] && [ -z "$(ls -A "$WS/tuning")" ]; then
+    tar xzf "$carried" -C "$WS" && echo "[sweep-h200] resumed the workspace from ${carried#$REPO/}"
+  fi
+done
 echo "[sweep-h200] croq $(croq --version 2>&1), commit $(cat "$REPO/.carry/croq/commit.txt" 2>/dev/null || git rev-parse --short=12 HEAD)"
 nvidia-smi --query-gpu=index,name,driver_version,utilization.gpu,memory.used,temperature.gpu --format=csv,noheader
 croq --root "$WS" sweep run --manifest typical --op "$OP" --dtype "$DTYPE" --dsl cuda --rounds "$ROUNDS" \
@@ -54,7 +56,11 @@ echo "[sweep-h200] croq sweep exit $rc after $((SECONDS - start)) s"
 croq --root "$WS" sweep status > "$DEST/sweep-status.json" 2> "$DEST/sweep-status.txt"
 cat "$DEST/sweep-status.txt"
 croq --root "$WS" report --sweep --out "$DEST/sweep-report" > /dev/null 2>> "$DEST/sweep-events.log" || echo "[sweep-h200] croq report --sweep failed"
-tar czf "$DEST/sweep-ws.tgz" --exclude="*.ncu-rep" --exclude="*.so" -C "$WS" tuning
+# The workspace to resume from, without binaries and profiles (rebuilt and re-profiled on demand):
+# small enough to commit (docs/results/README.md: archives on a branch do not outlive a session).
+tar czf "$DEST/sweep-resume.tgz" --exclude="*.ncu-rep" --exclude="*.so" --exclude="*.o" --exclude="*.cubin" \
+  --exclude="*.fatbin" -C "$WS" tuning
+echo "[sweep-h200] sweep-resume.tgz: $(du -h "$DEST/sweep-resume.tgz" | cut -f1)"
 python3 - "$DEST/sweep-status.json" "$(cat "$REPO/.carry/croq/commit.txt" 2>/dev/null)" "$ROUNDS" "$OP" "$DTYPE" "$WORKERS" > "$DEST/sweep-h200.md" <<'PY'
 import json, sys, subprocess, datetime
 st = json.load(open(sys.argv[1])); commit, rounds, op, dtype, workers = sys.argv[2:7]

@@ -143,7 +143,7 @@ TEST(HopperGemmSpOnGpu, PromotionKeepsE4m3PreciseAtLongK) {
   FamilyConfig plain = f.default_config(test::hopper_sp_gpu_problem({4096, 8192, 8192, "e4m3f16", "e4m3"}));
   for (const auto& [k, v] : std::map<std::string, std::string>{
            {"BM", "128"}, {"BN", "256"}, {"CONSUMERS", "2"}, {"PINGPONG", "0"}, {"CLUSTER_M", "1"},
-           {"CLUSTER_N", "1"}, {"SPLIT_K", "1"}, {"MMA_DEPTH", "1"}, {"PROMOTE", "0"}, {"PROMOTE_SUB", "0"}})
+           {"CLUSTER_N", "1"}, {"SPLIT_K", "1"}, {"SPLIT_TAIL", "0"}, {"MMA_DEPTH", "1"}, {"PROMOTE", "0"}, {"PROMOTE_SUB", "0"}})
     plain[k] = v;
   FamilyConfig sub = plain, whole = plain;
   sub["PROMOTE"] = "1";
@@ -152,8 +152,9 @@ TEST(HopperGemmSpOnGpu, PromotionKeepsE4m3PreciseAtLongK) {
   whole["BN"] = "192";
   whole["PROMOTE"] = "1";
   const FamilyConfig def = f.default_config(p);
-  // The default promotes where its k slices (K / split) need it, whatever split it picks here.
-  EXPECT_EQ(def.at("PROMOTE") != "0", HopperGemmSpFamily::needs_promotion(p, HopperGemmSpFamily::effective_split(def, p)));
+  // The default promotes where its longest k range (K / split, the whole K before a split tail)
+  // needs it, whatever split it picks here.
+  EXPECT_EQ(def.at("PROMOTE") != "0", HopperGemmSpFamily::needs_promotion(p, HopperGemmSpFamily::shortest_split(def, p)));
   const std::vector<std::pair<std::string, FamilyConfig>> kernels = {
       {"unpromoted 128x256", plain}, {"promoted per sub-tile 128x256", sub}, {"promoted whole 128x192", whole},
       {"family default", def}};

@@ -104,7 +104,7 @@ TEST(GemmSpTemplatesCompile, AccumulatorLimitsCompileWithoutSpills) {
                           {"CONSUMERS", "2"},  {"PINGPONG", "0"},   {"PERSISTENT", "1"}, {"RASTER", "1"},
                           {"GROUP", "8"},      {"CLUSTER_M", "1"},  {"CLUSTER_N", "1"},  {"EPILOGUE", "2"},
                           {"SWIZZLE_A", "64"}, {"SWIZZLE_B", "128"}, {"MMA_DEPTH", "1"}, {"META", "2"},
-                          {"SPLIT_K", "1"},    {"PROMOTE", "0"},    {"PROMOTE_SUB", "0"}};
+                          {"SPLIT_K", "1"},    {"SPLIT_TAIL", "0"}, {"PROMOTE", "0"},    {"PROMOTE_SUB", "0"}};
   struct Case {
     FamilyConfig config;
     const char* dtype;
@@ -233,7 +233,7 @@ TEST(GemmSpTemplatesCompile, SmallTilesOneConsumerNarrowSwizzles) {
                  {"CONSUMERS", "1"},  {"PINGPONG", "0"},   {"PERSISTENT", "0"}, {"RASTER", "2"},
                  {"GROUP", "2"},      {"CLUSTER_M", "2"},  {"CLUSTER_N", "2"},  {"EPILOGUE", "1"},
                  {"SWIZZLE_A", "32"}, {"SWIZZLE_B", "64"}, {"MMA_DEPTH", "0"},  {"META", "0"},
-                 {"SPLIT_K", "1"},    {"PROMOTE", "0"},    {"PROMOTE_SUB", "0"}};
+                 {"SPLIT_K", "1"},    {"SPLIT_TAIL", "0"}, {"PROMOTE", "0"},    {"PROMOTE_SUB", "0"}};
   ASSERT_FALSE(f.violation(c, p)) << *f.violation(c, p);
   auto r = compile(f, c, p);
   ASSERT_TRUE(r.ok) << r.log;

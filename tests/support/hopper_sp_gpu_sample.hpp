@@ -98,7 +98,8 @@ inline std::vector<FamilyConfig> hopper_sp_gpu_sample(const HopperGemmSpFamily& 
       {{"BM", "128"}, {"BN", "256"}, {"BK", "128"}, {"SWIZZLE_A", "64"}, {"PROMOTE", "1"}, {"PROMOTE_SUB", "1"},
        {"MMA_DEPTH", "0"}, {"META", odd ? "2" : "1"}},
       // every two k blocks (BK 64: every 128 of K), split-K
-      {{"BM", "128"}, {"BN", "128"}, {"BK", "64"}, {"PROMOTE", "2"}, {"SPLIT_K", "2"}, {"META", "1"}}
+      // (BK 64: e4m3 rows of 32 compressed and 64 B bytes, the swizzles that wide)
+      {{"BM", "128"}, {"BN", "128"}, {"BK", "64"}, {"SWIZZLE_A", "32"}, {"SWIZZLE_B", "64"}, {"PROMOTE", "2"}, {"SPLIT_K", "2"}, {"META", "1"}}
   };
   for (const auto& changes : covered) {
     FamilyConfig c = f.default_config(p);

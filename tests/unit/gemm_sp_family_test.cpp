@@ -384,7 +384,7 @@ TEST(HopperGemmSpFamily, AlternativesAreLegalDistinctArchetypes) {
       auto alts = f.alternatives(p);
       SCOPED_TRACE(fmt::format("{}x{}x{} {}", s.m, s.n, s.k, dt));
       EXPECT_GE(alts.size(), 2u);
-      EXPECT_LE(alts.size(), 8u);
+      EXPECT_LE(alts.size(), 7u);
       std::set<std::string> seen;
       for (const auto& a : alts) {
         EXPECT_FALSE(a.name.empty());
@@ -418,8 +418,7 @@ TEST(HopperGemmSpFamily, AlternativesAreLegalDistinctArchetypes) {
 
 // SPLIT_TAIL: the template splits only the tiles of the partly filled last wave, and only when
 // their slices end sooner than whole tiles; the family mirrors that choice, refuses the tail
-// without split-K, decides promotion on the whole tiles' K, and offers the default with its best
-// tail split where the last wave is partly filled.
+// without split-K and decides promotion on the whole tiles' K.
 TEST(HopperGemmSpFamily, SplitTailSplitsOnlyThePartlyFilledLastWave) {
   using F = HopperGemmSpFamily;
   // 4096x8192x8192 in 2x1 clusters of 128x256 tiles: 512 units on 66 clusters, the last 50 split.
@@ -450,18 +449,9 @@ TEST(HopperGemmSpFamily, SplitTailSplitsOnlyThePartlyFilledLastWave) {
   e["SPLIT_TAIL"] = "1";
   EXPECT_EQ(F::shortest_split(e, longk), 1);
   EXPECT_TRUE(F::needs_promotion(longk, F::shortest_split(e, longk)));  // whole tiles of 32768
-  // The default with its last wave split 5 ways is offered at the reference shape.
-  const auto alts = f.alternatives(p);
-  const auto tail = std::find_if(alts.begin(), alts.end(), [](const Alternative& a) {
-    return a.config.at("SPLIT_TAIL") == "1";
-  });
-  ASSERT_NE(tail, alts.end());
-  EXPECT_EQ(tail->config.at("SPLIT_K"), "5");
-  EXPECT_EQ(tail->tag, "tail_s5");
-  FamilyConfig expect = f.default_config(p);
-  expect["SPLIT_K"] = "5";
-  expect["SPLIT_TAIL"] = "1";
-  EXPECT_EQ(tail->config, expect);
+  // Measured slower on the H200 at 4096x8192x8192 (docs/results/gemm-sp-tail-h200.md): the search
+  // may step to it, but it is not offered as an alternative.
+  for (const auto& a : f.alternatives(p)) EXPECT_EQ(a.config.at("SPLIT_TAIL"), "0") << a.name;
 }
 
 // Every configuration of the space is either legal and within the hardware's limits, or refused
@@ -640,12 +630,14 @@ TEST(HopperGemmSpFamily, TheGpuTestsSampleIsLegalAndCoversTheFamily) {
       every2 |= iv(c, "PROMOTE") == 2;
     }
     if (p.dtype.input == ScalarType::e4m3) {
-      EXPECT_TRUE(whole && sub && every2);
+      EXPECT_TRUE(whole && sub && every2) << whole << sub << every2;
     }
     EXPECT_EQ(metas.size(), 3u);
     EXPECT_TRUE(deep && wide_co && wide_pp && split && cluster && one && tma);
     // a split tail on the shapes with more than a wave of 128x128 tiles (not 777x1000)
-    if (p.m * p.n > 132LL * 128 * 128) EXPECT_TRUE(tail);
+    if (p.m * p.n > 132LL * 128 * 128) {
+      EXPECT_TRUE(tail);
+    }
     EXPECT_GE(sample.size(), 9u);
     total += sample.size();
     dtypes.insert(cases[ci].dtype);
@@ -699,7 +691,8 @@ TEST(HopperGemmSpFamily, BenchScriptConfigurationsAreLegal) {
       const int es = HopperGemmSpFamily::input_bytes(p.dtype), bk = std::stoi(c.at("BK"));
       clamped["SWIZZLE_A"] = std::to_string(std::min(std::stoi(c.at("SWIZZLE_A")), bk / 2 * es));
       clamped["SWIZZLE_B"] = std::to_string(std::min(std::stoi(c.at("SWIZZLE_B")), bk * es));
-      auto why = f.violation(clamped, p);
+      // (the lists predate SPLIT_TAIL: read as the records of that time are)
+      auto why = f.violation(with_recorded_defaults(f, clamped), p);
       EXPECT_FALSE(why) << name << " " << dt << ": " << why.value_or("");
       ++checked;
     }
@@ -738,7 +731,7 @@ TEST(HopperGemmSpFamily, PromoteScriptConfigurationsAreLegalAndHoldTheDefault) {
     FamilyConfig c;
     parse(common, c);
     parse(line.substr(bar + 1), c);
-    configs[line.substr(0, bar)] = c;
+    configs[line.substr(0, bar)] = with_recorded_defaults(f, c);  // the script predates SPLIT_TAIL
   }
   ASSERT_GE(configs.size(), 5u);
   for (const Shape s : {Shape{4096, 8192, 32768}, Shape{4096, 8192, 8192}}) {

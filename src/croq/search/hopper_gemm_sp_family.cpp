@@ -384,32 +384,6 @@ FamilyConfig arrangement(const TileChoice& t, int split, int cluster_m, int epil
   return c;
 }
 
-// The SPLIT_K for a split tail (SPLIT_TAIL=1) of the configuration's grid on `sms` SMs: the one
-// that saves the most tile times (ties: fewer slices), 1 when no split saves any (full waves).
-int best_tail_split(const FamilyConfig& c, const FamilyProblem& p, int sms) {
-  const int bm = get(c, "BM"), bn = get(c, "BN"), cm = std::max(1, get(c, "CLUSTER_M")),
-            cn = std::max(1, get(c, "CLUSTER_N"));
-  const long long units = ceil_div(ceil_div(p.m, bm), cm) * ceil_div(ceil_div(p.n, bn), cn);
-  const int clusters = sms / (cm * cn);
-  if (units <= clusters || units > (1LL << 30)) return 1;
-  const long long kb = ceil_div(p.k, std::max(1, get(c, "BK")));
-  int best = 1;
-  double best_time = static_cast<double>(ceil_div(units, clusters));
-  for (int s : {2, 3, 4, 5, 6, 8}) {
-    if (s > kb) break;
-    const int dp = HopperGemmSpFamily::tail_dp_units(static_cast<int>(units), s, clusters);
-    if (dp >= units) continue;
-    const long long tail = units - dp;
-    const double time = static_cast<double>(dp) / clusters +
-                        static_cast<double>(ceil_div(tail * s, clusters)) / s;
-    if (time < best_time - 1e-9) {
-      best_time = time;
-      best = s;
-    }
-  }
-  return best;
-}
-
 const TileChoice k_small_choices[] = {
     {256, 192, 2, 0}, {128, 256, 2, 0}, {128, 128, 2, 0}, {128, 64, 2, 0}, {64, 128, 1, 0}, {64, 64, 1, 0}};
 
@@ -524,17 +498,6 @@ std::vector<Alternative> HopperGemmSpFamily::alternatives(const FamilyProblem& p
     // its accumulators (96 + 96) with a WGMMA group in flight.
     if (needs_promotion(p, 1))
       add("cooperative 128x192, 2x1 cluster, TMA stores", "co128x192_c21_tma", arrangement({128, 192, 2, 0}, 1, 2, 1, p));
-    // The default with its partly filled last wave split in k (SPLIT_TAIL), where that saves time.
-    if (get(def, "SPLIT_K") == 1) {
-      const int s = best_tail_split(def, p, sms);
-      if (s > 1) {
-        FamilyConfig tail = def;
-        tail["SPLIT_K"] = std::to_string(s);
-        tail["SPLIT_TAIL"] = "1";
-        add(fmt::format("the default with its last wave's tiles split {} ways in k", s), fmt::format("tail_s{}", s),
-            tail);
-      }
-    }
   } else {
     // Fewer 128 x 128 tiles than SMs: the tile and split-K choices the cost model ranks next
     // after the default, and small tiles paired with a cluster.
