@@ -8,8 +8,9 @@
 #
 # A device call is limited to 10 minutes: the sweep runs under SWEEP_LIMIT_S (default 500 s), then
 # `croq sweep stop --wait` (every driver stops; a SIGKILL at the limit would lose nothing either),
-# and the workspace goes back as sweep-resume.tgz (commit it beside the call's results). Put that
-# file at .carry/sweep/sweep-resume.tgz (carry .carry/sweep) and call the script again: the sweep resumes the active shape first, skips the shapes
+# and the workspace goes back as sweep-resume.tar.xz (commit it beside the call's results). Put that
+# file at .carry/sweep/sweep-resume.tar.xz (carry .carry/sweep) and call the script again: the sweep
+# resumes the active shape first, skips the shapes
 # done at 30 rounds, and goes on. 14 shapes x 30 rounds take many calls (the large shapes spend
 # most of a round in ncu; SWEEP_PRESET=quick, the default, keeps that short).
 #
@@ -35,9 +36,13 @@ WORKERS=${SWEEP_WORKERS:-4}
 WS=/tmp/croq-sweep-ws
 DEST=${OUT:-$REPO/docs/results}
 mkdir -p "$DEST" "$WS/tuning"
-for carried in "$REPO/.carry/sweep/sweep-resume.tgz" "$REPO/.carry/sweep/sweep-ws.tgz"; do
+# (.tar.xz through python3's tarfile: the GPU machine may lack the xz program; .tgz from older calls)
+for carried in "$REPO/.carry/sweep/sweep-resume.tar.xz" "$REPO/.carry/sweep/sweep-ws.tgz"; do
   if [ -f "$carried" ] && [ -z "$(ls -A "$WS/tuning")" ]; then
-    tar xzf "$carried" -C "$WS" && echo "[sweep-h200] resumed the workspace from ${carried#$REPO/}"
+    case $carried in
+      *.tar.xz) python3 -c 'import sys, tarfile; tarfile.open(sys.argv[1]).extractall(sys.argv[2])' "$carried" "$WS" ;;
+      *) tar xzf "$carried" -C "$WS" ;;
+    esac && echo "[sweep-h200] resumed the workspace from ${carried#$REPO/}"
   fi
 done
 echo "[sweep-h200] croq $(croq --version 2>&1), commit $(cat "$REPO/.carry/croq/commit.txt" 2>/dev/null || git rev-parse --short=12 HEAD)"
@@ -56,11 +61,17 @@ echo "[sweep-h200] croq sweep exit $rc after $((SECONDS - start)) s"
 croq --root "$WS" sweep status > "$DEST/sweep-status.json" 2> "$DEST/sweep-status.txt"
 cat "$DEST/sweep-status.txt"
 croq --root "$WS" report --sweep --out "$DEST/sweep-report" > /dev/null 2>> "$DEST/sweep-events.log" || echo "[sweep-h200] croq report --sweep failed"
-# The workspace to resume from, without binaries and profiles (rebuilt and re-profiled on demand):
-# small enough to commit (docs/results/README.md: archives on a branch do not outlive a session).
-tar czf "$DEST/sweep-resume.tgz" --exclude="*.ncu-rep" --exclude="*.so" --exclude="*.o" --exclude="*.cubin" \
-  --exclude="*.fatbin" -C "$WS" tuning
-echo "[sweep-h200] sweep-resume.tgz: $(du -h "$DEST/sweep-resume.tgz" | cut -f1)"
+# The workspace to resume from, without binaries and profiles (rebuilt and re-profiled on demand),
+# xz-compressed (the kernels' sources share the template: 0.3 MB where gzip made 2.7): small enough
+# to commit (docs/results/README.md: archives on a branch do not outlive a session).
+python3 - "$DEST/sweep-resume.tar.xz" "$WS" <<'PY'
+import os, sys, tarfile
+out, ws = sys.argv[1:3]
+skip = (".ncu-rep", ".so", ".o", ".cubin", ".fatbin")
+with tarfile.open(out, "w:xz", preset=9) as t:
+    t.add(os.path.join(ws, "tuning"), arcname="tuning", filter=lambda i: None if i.name.endswith(skip) else i)
+PY
+echo "[sweep-h200] sweep-resume.tar.xz: $(du -h "$DEST/sweep-resume.tar.xz" | cut -f1)"
 python3 - "$DEST/sweep-status.json" "$(cat "$REPO/.carry/croq/commit.txt" 2>/dev/null)" "$ROUNDS" "$OP" "$DTYPE" "$WORKERS" > "$DEST/sweep-h200.md" <<'PY'
 import json, sys, subprocess, datetime
 st = json.load(open(sys.argv[1])); commit, rounds, op, dtype, workers = sys.argv[2:7]
