@@ -9,6 +9,7 @@
 #include <cstdlib>
 #include <regex>
 #include <set>
+#include <sstream>
 
 #include <fmt/format.h>
 
@@ -299,6 +300,48 @@ TEST(GemmSpTemplatesCompile, CandidatesPassThePurityScanAndExportOnlyTheAbi) {
                                                          "croq_gemm_workspace_bytes", "croq_kernel_info"}));
   EXPECT_FALSE(doc.contains("warnings") && !doc["warnings"].empty()) << doc["warnings"].dump();
   EXPECT_TRUE(scan_symbols(so).clean());
+}
+
+// The template's work schedule (whole units, split-K slices, the split tail), built from the
+// template itself into a host program (tests/nvcc/gemm_sp_schedule_check.cu) and run on the CPU:
+// every k block once, one writer per unit, the partial-sum slots inside the workspace; and the
+// family's mirror of the tail choice (HopperGemmSpFamily::tail_dp_units) agrees with the template's.
+TEST(GemmSpTemplatesCompile, WorkScheduleCoversEveryKBlockOnce) {
+  if (!nvcc_path()) GTEST_SKIP() << "nvcc not found (set CROQ_NVCC)";
+  for (const std::vector<std::string>& defines :
+       {std::vector<std::string>{"-DCROQ_SPLIT_K=5", "-DCROQ_SPLIT_TAIL=1"},
+        {"-DCROQ_SPLIT_K=3", "-DCROQ_SPLIT_TAIL=1", "-DCROQ_CLUSTER_M=2"}, {"-DCROQ_SPLIT_K=3"}, {"-DCROQ_SPLIT_K=1"}}) {
+    SCOPED_TRACE(defines.front());
+    test::TempDir dir;
+    ProcessSpec build;
+    build.argv = {nvcc_path()->string(), "-gencode=arch=compute_90a,code=sm_90a", "-std=c++17",
+                  "-I" + find_project_dir("include").string(),
+                  "-I" + (find_project_dir("kernels") / "cuda" / "gemm_sp" / "hopper").string(), "-DCROQ_DTYPES=2"};
+    build.argv.insert(build.argv.end(), defines.begin(), defines.end());
+    build.argv.insert(build.argv.end(),
+                      {"-o", (dir / "check").string(),
+                       (find_project_dir("tests") / "nvcc" / "gemm_sp_schedule_check.cu").string()});
+    build.timeout = std::chrono::milliseconds(900000);
+    ProcessResult b = process_runner().run(build);
+    ASSERT_TRUE(b.ok()) << b.out << b.err;
+    ProcessSpec run;
+    run.argv = {(dir / "check").string()};
+    run.timeout = std::chrono::milliseconds(120000);
+    ProcessResult r = process_runner().run(run);
+    EXPECT_TRUE(r.ok()) << r.out.substr(0, 4000) << r.err;
+    EXPECT_NE(r.out.find("schedule ok"), std::string::npos) << r.out.substr(0, 4000);
+    if (defines.size() < 2) continue;  // the tail choice, with SPLIT_TAIL only
+    std::istringstream lines(r.out);
+    std::string word;
+    int units = 0, split = 0, clusters = 0, dp = 0, compared = 0;
+    while (lines >> word) {
+      if (word != "dp" || !(lines >> units >> split >> clusters >> dp)) continue;
+      EXPECT_EQ(HopperGemmSpFamily::tail_dp_units(units, split, clusters), dp)
+          << units << " units, split " << split << ", " << clusters << " clusters";
+      ++compared;
+    }
+    EXPECT_GT(compared, 1000);
+  }
 }
 
 // The prepared A (compressed values + metadata words) and the consumer's reading of it, played on
