@@ -120,11 +120,12 @@ std::vector<ParamSpec> HopperGemmFamily::params() const {
        "ranges, one per CTA, so no CTA idles in a partial last wave; partial sums are added in k order by the CTA "
        "holding each tile's last k block",
        "0"},
-      {"PROMOTE_EVERY", {"1", "2", "4"}, false, "compute",
+      {"PROMOTE_EVERY", {"1", "2", "4", "8", "16", "32"}, false, "compute",
        "where the kernel promotes (e4m3 with K > 4096; the block-scaled operator: every stage): k blocks between "
        "promotions of the WGMMA sums into f32 registers. 1 waits for each stage's WGMMAs (MMA_DEPTH=0; the "
-       "block-scaled kernel may overlap, MMA_DEPTH=1); 2 or 4 "
-       "lets the tensor cores accumulate 2 or 4 x BK of K at their reduced precision and keeps one WGMMA group in "
+       "block-scaled kernel may overlap, MMA_DEPTH=1); 2 to 32 "
+       "let the tensor cores accumulate that many BK of K (32 x BK 128 = 4096 at most, the length unpromoted "
+       "kernels pass verification at) at their reduced precision and keep one WGMMA group in "
        "flight between promotions (MMA_DEPTH=1); 1 where the kernel does not promote",
        "1"},
   };
@@ -206,7 +207,7 @@ std::optional<std::string> HopperGemmFamily::violation(const FamilyConfig& c, co
     }
     if (promote_every == 1 && get(c, "MMA_DEPTH") != 0 && !is_blockscaled(p))
       return fmt::format("{} promoting every stage (PROMOTE_EVERY=1) waits for each stage's WGMMAs before promoting "
-                         "their sums: MMA_DEPTH=0 (or PROMOTE_EVERY=2 or 4)",
+                         "their sums: MMA_DEPTH=0 (or PROMOTE_EVERY=2 or more)",
                          what);
     if (2 * accumulator_registers(c) > max_accumulators(c))
       return fmt::format("{} keeps a second set of f32 sums (promotion): 2 x {} registers per consumer thread exceed {}",

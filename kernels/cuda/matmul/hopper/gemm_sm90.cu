@@ -67,7 +67,8 @@
  *                               layouts 1 B row-major, 2 B "col"
  *   CROQ_PROMOTE                e4m3: 1 adds the WGMMA sums into a second set of f32 registers
  *                               every CROQ_PROMOTE_EVERY stages (two-level accumulation for long K)
- *   CROQ_PROMOTE_EVERY          with CROQ_PROMOTE: k blocks (stages) between promotions, 1, 2 or 4
+ *   CROQ_PROMOTE_EVERY          with CROQ_PROMOTE: k blocks (stages) between promotions, 1, 2, 4, 8,
+ *                               16 or 32
  *                               (default 1; the block-scaled kernel: 1). Each promotion waits for
  *                               every WGMMA in flight; between promotions CROQ_MMA_DEPTH 1 keeps the
  *                               next stage's WGMMAs issued while the last ones run. With 1, MMA_DEPTH
@@ -246,7 +247,9 @@ constexpr bool BLOCKSCALE = CROQ_BLOCKSCALE != 0;
 // PROMOTE_EVERY * BK of K (long K). BLOCKSCALE implies it, every stage (one scale block each).
 constexpr bool PROMOTE = BLOCKSCALE || CROQ_PROMOTE != 0;
 constexpr int PROMOTE_EVERY = CROQ_PROMOTE_EVERY;
-static_assert(PROMOTE_EVERY == 1 || PROMOTE_EVERY == 2 || PROMOTE_EVERY == 4, "CROQ_PROMOTE_EVERY must be 1, 2 or 4");
+static_assert(PROMOTE_EVERY == 1 || PROMOTE_EVERY == 2 || PROMOTE_EVERY == 4 || PROMOTE_EVERY == 8 ||
+                  PROMOTE_EVERY == 16 || PROMOTE_EVERY == 32,
+              "CROQ_PROMOTE_EVERY must be 1, 2, 4, 8, 16 or 32");
 static_assert(!PROMOTE || EB == 1, "CROQ_PROMOTE: e4m3 only");
 static_assert(PROMOTE || PROMOTE_EVERY == 1, "CROQ_PROMOTE_EVERY applies with CROQ_PROMOTE: 1 without it");
 static_assert(!PROMOTE || BLOCKSCALE || PROMOTE_EVERY > 1 || CROQ_MMA_DEPTH == 0,
