@@ -102,7 +102,7 @@ TEST(Fp8Gpu, E4m3ConfigurationsOfTheHopperFamilyAreCorrect) {
     variant({{"BM", "128"}, {"BN", "128"}, {"CONSUMERS", "2"}, {"PINGPONG", "1"}, {"SPLIT_K", "1"}, {"STREAM_K", "0"},
              {"STAGES", "4"}});
     variant({{"CLUSTER_M", "2"}, {"EPILOGUE", "1"}});
-    // Long K: promotion every block (the default before 4), every 2 or 4 k blocks, with one WGMMA group in flight between promotions or
+    // Long K: promotion every block (the default before 4), every 2, 4, 8 or 16 k blocks, with one WGMMA group in flight between promotions or
     // without; k slices whose length is not a multiple of the interval (split-K 3: 21 and 22 blocks)
     // promote after their last block; ping-pong consumers promote per unit.
     variant({{"PROMOTE_EVERY", "1"}, {"MMA_DEPTH", "0"}});
@@ -111,6 +111,9 @@ TEST(Fp8Gpu, E4m3ConfigurationsOfTheHopperFamilyAreCorrect) {
     variant({{"PROMOTE_EVERY", "4"}, {"MMA_DEPTH", "1"}, {"SPLIT_K", "3"}, {"STREAM_K", "0"}, {"PERSISTENT", "1"}});
     variant({{"PROMOTE_EVERY", "4"}, {"MMA_DEPTH", "1"}, {"BM", "128"}, {"BN", "64"}, {"CONSUMERS", "2"},
              {"PINGPONG", "1"}, {"SPLIT_K", "1"}, {"STREAM_K", "0"}});
+    // Every 16 (the default since 2026-12-03) and every 8, also with k slices of 21 and 22 blocks.
+    variant({{"PROMOTE_EVERY", "16"}, {"MMA_DEPTH", "1"}, {"SPLIT_K", "3"}, {"STREAM_K", "0"}, {"PERSISTENT", "1"}});
+    variant({{"PROMOTE_EVERY", "8"}, {"MMA_DEPTH", "1"}, {"BN", "192"}, {"SPLIT_K", "1"}, {"STREAM_K", "0"}});
     // Block-scaled: each k block promoted while the next block's WGMMAs run (two sets of WGMMA sums,
     // the unit's last block even or odd), also with a cluster and the TMA-store epilogue; ping-pong
     // consumers drained (overlapped ones spill, so the family refuses them).

@@ -120,12 +120,12 @@ std::vector<ParamSpec> HopperGemmFamily::params() const {
        "ranges, one per CTA, so no CTA idles in a partial last wave; partial sums are added in k order by the CTA "
        "holding each tile's last k block",
        "0"},
-      {"PROMOTE_EVERY", {"1", "2", "4", "8", "16", "32"}, false, "compute",
+      {"PROMOTE_EVERY", {"1", "2", "4", "8", "16"}, false, "compute",
        "where the kernel promotes (e4m3 with K > 4096; the block-scaled operator: every stage): k blocks between "
        "promotions of the WGMMA sums into f32 registers. 1 waits for each stage's WGMMAs (MMA_DEPTH=0; the "
-       "block-scaled kernel may overlap, MMA_DEPTH=1); 2 to 32 "
-       "let the tensor cores accumulate that many BK of K (32 x BK 128 = 4096 at most, the length unpromoted "
-       "kernels pass verification at) at their reduced precision and keep one WGMMA group in "
+       "block-scaled kernel may overlap, MMA_DEPTH=1); 2 to 16 "
+       "let the tensor cores accumulate that many BK of K (16 x BK 128 = 2048 at most: 32 failed verification at "
+       "K = 32768 on the H200) at their reduced precision and keep one WGMMA group in "
        "flight between promotions (MMA_DEPTH=1); 1 where the kernel does not promote",
        "1"},
   };
@@ -380,19 +380,22 @@ std::vector<Alternative> HopperGemmFamily::alternatives(const FamilyProblem& p) 
     add("ping-pong 128x64, each k block drained before its promotion", "bs_pp128x64",
         arrangement({128, 64, 2, 1}, 1, 1, reg_epilogue));
   }
-  // Dense e4m3 with long K (the default promotes every 4 k blocks, one WGMMA group in flight
-  // between promotions): every 2 as well, and the widest tile that holds both sets of sums, 128x192
-  // with two consumers (96 + 96 registers each).
+  // Dense e4m3 with long K (the default promotes every 16 k blocks, one WGMMA group in flight
+  // between promotions): every 8 and every 4 as well (closer to the library's error: at K = 32768
+  // max abs 0.58-0.65 every 4 against 0.90-1.15 every 16, cuBLASLt 0.53), and the other of the two
+  // tiles that hold both sets of sums, 128x192 and 128x128 with two consumers.
   if (promotes(p) && !is_blockscaled(p)) {
-    for (const char* every : {"4", "2"}) {
+    for (const char* every : {"8", "4"}) {
       FamilyConfig c = def;
       c["PROMOTE_EVERY"] = every;
       c["MMA_DEPTH"] = "1";
       add(fmt::format("promotion every {} k blocks, one WGMMA group in flight", every), fmt::format("prom{}", every), c);
     }
-    FamilyConfig wide = arrangement({128, 192, 2, 0}, get(def, "SPLIT_K"), 1, 2);
-    wide["PROMOTE_EVERY"] = "4";
-    add("cooperative 128x192, promotion every 4 k blocks", "co128x192_prom4", wide);
+    const int other_bn = get(def, "BN") == 192 ? 128 : 192;
+    FamilyConfig other = arrangement({128, other_bn, 2, 0}, get(def, "SPLIT_K"), 1, 2);
+    other["PROMOTE_EVERY"] = def.at("PROMOTE_EVERY");
+    add(fmt::format("cooperative 128x{}, promotion every {} k blocks", other_bn, def.at("PROMOTE_EVERY")),
+        fmt::format("co128x{}_prom{}", other_bn, def.at("PROMOTE_EVERY")), other);
   }
   // The large tiles: less L2->SM traffic per FLOP (256x192 is the largest tile two consumers
   // hold); the ping-pong 128x192 kernel hides each tile's epilogue under the other consumer's MMAs.
@@ -494,20 +497,29 @@ FamilyConfig HopperGemmFamily::default_config(const FamilyProblem& p) const {
   if (is_fp8(p)) c = fp8_stages(c);
   if (promotes(p)) {
     // 128 x 128 tiles, each consumer 64 rows (64 + 64 f32 registers with the promoted sums),
-    // split-K while the tiles are far from a wave and K is long.
+    // split-K while the tiles are far from a wave and K is long. Dense e4m3 with a wave of tiles
+    // takes 128 x 192 (two consumers of 64 x 192, 96 + 96 registers): the tile every tune kept at
+    // the 7 promoted typical shapes on the H200 (docs/results/fp8-h200.md, eighth run).
     int s = 1;
     const long long t128 = tiles(128, 128);
     while (s < 4 && t128 * s * 2 <= sms * 3 / 2 && ceil_div(p.k, 128) >= 4LL * s * 2) s *= 2;
-    c = fp8_stages(arrangement({128, 128, 2, 0}, s, 1, 2));
+    // (where its last wave fills about as well: not at 512x8192x8192 or 4096x1024x8192, 1.3 and 1.5
+    // waves of 128 x 192 against 1.9 of 128 x 128, where the tunes kept 128 x 128).
+    auto wave_fill = [&](int tm, int tn) {
+      const long long t = tiles(tm, tn);
+      return static_cast<double>(t) / static_cast<double>(ceil_div(t, static_cast<long long>(sms)) * sms);
+    };
+    const bool wide = !is_blockscaled(p) && s == 1 && wave_fill(128, 192) >= 0.95 * wave_fill(128, 128);
+    c = fp8_stages(arrangement({128, wide ? 192 : 128, 2, 0}, s, 1, 2));
     // The block-scaled kernel promotes every stage (one scale block each). It promotes a block while
     // the next block's WGMMAs run (MMA_DEPTH 1, two sets of WGMMA sums) where the three sets of
     // registers fit: on the H200 that is 1.6-1.7 x draining each block (1027-1064 against 630 TFLOPS
     // at 8192^3, 1017-1039 against 620 at 4096x7168x7168, with the pair-wise promotion ptxas does not
-    // serialize; docs/fp8.md). Dense e4m3 promotes every 4 k blocks with one
-    // WGMMA group in flight between promotions: on the H200 at 8192^3 that was 0.84 x cuBLASLt FP8
-    // against 0.57 promoting every block (K 512 on the tensor cores' accumulators between
-    // promotions; 4096 unpromoted passed the checks).
-    c["PROMOTE_EVERY"] = is_blockscaled(p) ? "1" : "4";
+    // serialize; docs/fp8.md). Dense e4m3 promotes every 16 k blocks with one WGMMA group in
+    // flight between promotions: on the H200, 128 x 192 at 8192^3 measured 0.955 x cuBLASLt FP8
+    // against 0.934 every 8, 0.892 every 4 (0.57 every block, 128 x 128), and passed at K = 32768
+    // (max abs error 1.15; every 32 failed there; docs/results/fp8-h200.md, ninth run).
+    c["PROMOTE_EVERY"] = is_blockscaled(p) ? "1" : "16";
     c["MMA_DEPTH"] = promoting_mma_depth(p, c);
   }
   if (violation(c, p)) {
