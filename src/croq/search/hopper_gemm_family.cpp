@@ -499,7 +499,7 @@ FamilyConfig HopperGemmFamily::default_config(const FamilyProblem& p) const {
     // 128 x 128 tiles, each consumer 64 rows (64 + 64 f32 registers with the promoted sums),
     // split-K while the tiles are far from a wave and K is long. Dense e4m3 with a wave of tiles
     // takes 128 x 192 (two consumers of 64 x 192, 96 + 96 registers): the tile every tune kept at
-    // the 7 promoted typical shapes on the H200 (docs/results/fp8-h200.md, eighth run).
+    // the 7 promoted typical shapes on the H200 (docs/fp8.md, "Two-level accumulation").
     int s = 1;
     const long long t128 = tiles(128, 128);
     while (s < 4 && t128 * s * 2 <= sms * 3 / 2 && ceil_div(p.k, 128) >= 4LL * s * 2) s *= 2;
@@ -518,7 +518,7 @@ FamilyConfig HopperGemmFamily::default_config(const FamilyProblem& p) const {
     // serialize; docs/fp8.md). Dense e4m3 promotes every 16 k blocks with one WGMMA group in
     // flight between promotions: on the H200, 128 x 192 at 8192^3 measured 0.955 x cuBLASLt FP8
     // against 0.934 every 8, 0.892 every 4 (0.57 every block, 128 x 128), and passed at K = 32768
-    // (max abs error 1.15; every 32 failed there; docs/results/fp8-h200.md, ninth run).
+    // (max abs error 1.15; every 32 failed there; docs/fp8.md).
     c["PROMOTE_EVERY"] = is_blockscaled(p) ? "1" : "16";
     c["MMA_DEPTH"] = promoting_mma_depth(p, c);
   }
