@@ -39,6 +39,13 @@ FamilyProblem fp8_problem(int64_t m, int64_t n, int64_t k, const std::string& dt
   return p;
 }
 
+// The block-scaled operator's problem (A per 1x128, B per 128x128, e4m3 -> bf16).
+FamilyProblem blockscaled_problem(int64_t m, int64_t n, int64_t k) {
+  FamilyProblem p = fp8_problem(m, n, k);
+  p.op = "blockscaled";
+  return p;
+}
+
 struct Compiled {
   bool ok = false;
   std::string log;
@@ -103,11 +110,9 @@ TEST(Fp8TemplateCompiles, DefaultsOfTheFamilyCompileWithoutSpills) {
       int64_t m = 0, n = 0, k = 0;
       ASSERT_EQ(std::sscanf(s, "%ldx%ldx%ld", &m, &n, &k), 3);
       problems.push_back(fp8_problem(m, n, k));
-      problems.push_back(fp8_problem(m, n, k));
-      problems.back().op = "blockscaled";
+      problems.push_back(blockscaled_problem(m, n, k));
     }
-    problems.push_back(fp8_problem(4096, 7168, 7168));
-    problems.back().op = "blockscaled";
+    problems.push_back(blockscaled_problem(4096, 7168, 7168));
   } else {
     problems = {fp8_problem(4096, 4096, 4096), fp8_problem(768, 768, 768, "e4m3f16")};
   }
@@ -190,8 +195,7 @@ TEST(Fp8TemplateCompiles, PromotionEverySixteenKBlocksCompilesWithoutSpills) {
 TEST(Fp8TemplateCompiles, OverlappedBlockScaledPromotionCompilesWithoutSpills) {
   if (!nvcc_path()) GTEST_SKIP() << "nvcc not found (set CROQ_NVCC)";
   HopperGemmFamily f;
-  auto p = fp8_problem(4096, 7168, 7168);
-  p.op = "blockscaled";
+  const auto p = blockscaled_problem(4096, 7168, 7168);
   const FamilyConfig c = f.default_config(p);
   ASSERT_EQ(c.at("MMA_DEPTH"), "1");
   expect_clean(compile(f, c, p));
@@ -224,8 +228,7 @@ TEST(Fp8TemplateCompiles, OverlappedBlockScaledPromotionCompilesWithoutSpills) {
 TEST(Fp8TemplateCompiles, StagedBlockScalesCompileWithoutSpills) {
   if (!nvcc_path()) GTEST_SKIP() << "nvcc not found (set CROQ_NVCC)";
   HopperGemmFamily f;
-  auto p = fp8_problem(8192, 8192, 8192);
-  p.op = "blockscaled";
+  const auto p = blockscaled_problem(8192, 8192, 8192);
   const FamilyConfig def = f.default_config(p);
   ASSERT_FALSE(f.violation(def, p));
   ASSERT_EQ(def.at("MMA_DEPTH"), "1");

@@ -13,6 +13,7 @@
 #include "croq/util/paths.hpp"
 #include "croq/util/process.hpp"
 #include "croq/workspace/dtype.hpp"
+#include "support/host_check_run.hpp"
 #include "support/test_support.hpp"
 
 namespace croq {
@@ -172,26 +173,16 @@ TEST(GemmTemplatesCompile, HopperAccumulatorLimitsCompileWithoutSpills) {
 // sums published before anyone waits for them.
 TEST(GemmTemplatesCompile, HopperWorkScheduleCoversEveryKBlockOnce) {
   if (!nvcc_path()) GTEST_SKIP() << "nvcc not found (set CROQ_NVCC)";
-  const auto src = find_project_dir("tests") / "nvcc" / "hopper_schedule_check.cu";
   const auto tmpl = find_project_dir("kernels") / "cuda" / "matmul" / "hopper";
   for (const std::vector<std::string>& defines :
        {std::vector<std::string>{"-DCROQ_STREAM_K=1"}, {"-DCROQ_STREAM_K=1", "-DCROQ_CLUSTER_M=2", "-DCROQ_CLUSTER_N=2"},
         {"-DCROQ_SPLIT_K=3"}, {"-DCROQ_SPLIT_K=1"}}) {
     SCOPED_TRACE(defines.front());
-    test::TempDir dir;
-    ProcessSpec build;
-    build.argv = {nvcc_path()->string(), "-gencode=arch=compute_90a,code=sm_90a", "-std=c++17",
-                  "-I" + find_project_dir("include").string(), "-I" + tmpl.string(), "-DCROQ_DTYPES=1",
-                  "-DCROQ_BLAYOUTS=1"};
-    build.argv.insert(build.argv.end(), defines.begin(), defines.end());
-    build.argv.insert(build.argv.end(), {"-o", (dir / "check").string(), src.string()});
-    build.timeout = std::chrono::milliseconds(900000);
-    ProcessResult b = process_runner().run(build);
-    ASSERT_TRUE(b.ok()) << b.out << b.err;
-    ProcessSpec run;
-    run.argv = {(dir / "check").string()};
-    run.timeout = std::chrono::milliseconds(120000);
-    ProcessResult r = process_runner().run(run);
+    std::vector<std::string> all = {"-DCROQ_DTYPES=1", "-DCROQ_BLAYOUTS=1"};
+    all.insert(all.end(), defines.begin(), defines.end());
+    const auto c = test::run_host_check(*nvcc_path(), "hopper_schedule_check", tmpl, all);
+    ASSERT_TRUE(c.built) << c.build_log;
+    const ProcessResult& r = c.run;
     EXPECT_TRUE(r.ok()) << r.out << r.err;
     EXPECT_NE(r.out.find("schedule ok"), std::string::npos) << r.out;
   }

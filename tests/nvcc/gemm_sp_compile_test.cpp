@@ -21,6 +21,7 @@
 #include "croq/util/paths.hpp"
 #include "croq/util/process.hpp"
 #include "croq/workspace/dtype.hpp"
+#include "support/host_check_run.hpp"
 #include "support/test_support.hpp"
 
 namespace croq {
@@ -302,6 +303,8 @@ TEST(GemmSpTemplatesCompile, CandidatesPassThePurityScanAndExportOnlyTheAbi) {
   EXPECT_TRUE(scan_symbols(so).clean());
 }
 
+std::filesystem::path sp_template_dir() { return find_project_dir("kernels") / "cuda" / "gemm_sp" / "hopper"; }
+
 // The template's work schedule (whole units, split-K slices, the split tail), built from the
 // template itself into a host program (tests/nvcc/gemm_sp_schedule_check.cu) and run on the CPU:
 // every k block once, one writer per unit, the partial-sum slots inside the workspace; and the
@@ -312,22 +315,11 @@ TEST(GemmSpTemplatesCompile, WorkScheduleCoversEveryKBlockOnce) {
        {std::vector<std::string>{"-DCROQ_SPLIT_K=5", "-DCROQ_SPLIT_TAIL=1"},
         {"-DCROQ_SPLIT_K=3", "-DCROQ_SPLIT_TAIL=1", "-DCROQ_CLUSTER_M=2"}, {"-DCROQ_SPLIT_K=3"}, {"-DCROQ_SPLIT_K=1"}}) {
     SCOPED_TRACE(defines.front());
-    test::TempDir dir;
-    ProcessSpec build;
-    build.argv = {nvcc_path()->string(), "-gencode=arch=compute_90a,code=sm_90a", "-std=c++17",
-                  "-I" + find_project_dir("include").string(),
-                  "-I" + (find_project_dir("kernels") / "cuda" / "gemm_sp" / "hopper").string(), "-DCROQ_DTYPES=2"};
-    build.argv.insert(build.argv.end(), defines.begin(), defines.end());
-    build.argv.insert(build.argv.end(),
-                      {"-o", (dir / "check").string(),
-                       (find_project_dir("tests") / "nvcc" / "gemm_sp_schedule_check.cu").string()});
-    build.timeout = std::chrono::milliseconds(900000);
-    ProcessResult b = process_runner().run(build);
-    ASSERT_TRUE(b.ok()) << b.out << b.err;
-    ProcessSpec run;
-    run.argv = {(dir / "check").string()};
-    run.timeout = std::chrono::milliseconds(120000);
-    ProcessResult r = process_runner().run(run);
+    std::vector<std::string> all = {"-DCROQ_DTYPES=2"};
+    all.insert(all.end(), defines.begin(), defines.end());
+    const auto c = test::run_host_check(*nvcc_path(), "gemm_sp_schedule_check", sp_template_dir(), all);
+    ASSERT_TRUE(c.built) << c.build_log;
+    const ProcessResult& r = c.run;
     EXPECT_TRUE(r.ok()) << r.out.substr(0, 4000) << r.err;
     EXPECT_NE(r.out.find("schedule ok"), std::string::npos) << r.out.substr(0, 4000);
     if (defines.size() < 2) continue;  // the tail choice, with SPLIT_TAIL only
@@ -348,24 +340,9 @@ TEST(GemmSpTemplatesCompile, WorkScheduleCoversEveryKBlockOnce) {
 // the CPU by tests/nvcc/gemm_sp_layout_check.cu against the PTX ISA's sparse-metadata layout.
 TEST(GemmSpTemplatesCompile, PreparedLayoutMatchesTheWgmmaMetadataOrder) {
   if (!nvcc_path()) GTEST_SKIP() << "nvcc not found (set CROQ_NVCC)";
-  test::TempDir dir;
-  ProcessSpec build;
-  build.argv = {nvcc_path()->string(),
-                "-gencode=arch=compute_90a,code=sm_90a",
-                "-std=c++17",
-                "-I" + find_project_dir("include").string(),
-                "-I" + (find_project_dir("kernels") / "cuda" / "gemm_sp" / "hopper").string(),
-                "-DCROQ_DTYPES=2",
-                "-o",
-                (dir / "check").string(),
-                (find_project_dir("tests") / "nvcc" / "gemm_sp_layout_check.cu").string()};
-  build.timeout = std::chrono::milliseconds(900000);
-  ProcessResult b = process_runner().run(build);
-  ASSERT_TRUE(b.ok()) << b.out << b.err;
-  ProcessSpec run;
-  run.argv = {(dir / "check").string()};
-  run.timeout = std::chrono::milliseconds(120000);
-  ProcessResult r = process_runner().run(run);
+  const auto c = test::run_host_check(*nvcc_path(), "gemm_sp_layout_check", sp_template_dir(), {"-DCROQ_DTYPES=2"});
+  ASSERT_TRUE(c.built) << c.build_log;
+  const ProcessResult& r = c.run;
   EXPECT_TRUE(r.ok()) << r.out << r.err;
   EXPECT_NE(r.out.find("layout ok"), std::string::npos) << r.out;
 }

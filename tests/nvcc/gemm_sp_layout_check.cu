@@ -11,24 +11,13 @@
 // compressed row are matched to the groups. Every (row, group) must be described exactly once, by
 // the metadata croq handed over, with the values at the kept positions. Prints "layout ok".
 #include "gemm_sp_sm90.cu"
+#include "host_check.hpp"
 
 #include <cstdio>
 #include <random>
 #include <vector>
 
 using namespace croq_hopper_sp;
-
-static int failures = 0;
-#define CHECK(cond, ...)                     \
-  do {                                       \
-    if (!(cond)) {                           \
-      if (failures++ < 10) {                 \
-        std::printf("FAIL %s: ", #cond);     \
-        std::printf(__VA_ARGS__);            \
-        std::printf("\n");                   \
-      }                                      \
-    }                                        \
-  } while (0)
 
 static void check(int es, int m, int k, unsigned seed) {
   std::mt19937 rng(seed);

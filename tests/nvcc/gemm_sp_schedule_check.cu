@@ -9,23 +9,12 @@
 // the test compares with HopperGemmSpFamily::tail_dp_units (the family's mirror of the choice), and
 // "schedule ok" (exit 0), or names the first broken case (exit 1).
 #include "gemm_sp_sm90.cu"
+#include "host_check.hpp"
 
 #include <cstdio>
 #include <vector>
 
 using namespace croq_hopper_sp;
-
-static int failures = 0;
-#define CHECK(cond, ...)                 \
-  do {                                   \
-    if (!(cond)) {                       \
-      if (failures++ < 10) {             \
-        std::printf("FAIL %s: ", #cond); \
-        std::printf(__VA_ARGS__);        \
-        std::printf("\n");               \
-      }                                  \
-    }                                    \
-  } while (0)
 
 // The launch's choice (run()): the tail from the resident clusters, no split beyond the slots.
 static void check(int units, int num_kb, int clusters) {

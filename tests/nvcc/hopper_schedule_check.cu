@@ -10,24 +10,13 @@
 // stream-K shares differ by at most one k block. Prints "schedule ok" and exits 0, or names the
 // first broken case and exits 1.
 #include "gemm_sm90.cu"
+#include "host_check.hpp"
 
 #include <cstdio>
 #include <map>
 #include <vector>
 
 using namespace croq_hopper;
-
-static int failures = 0;
-#define CHECK(cond, ...)                                              \
-  do {                                                                \
-    if (!(cond)) {                                                    \
-      if (failures++ < 10) {                                          \
-        std::printf("FAIL %s: ", #cond);                              \
-        std::printf(__VA_ARGS__);                                     \
-        std::printf("\n");                                            \
-      }                                                               \
-    }                                                                 \
-  } while (0)
 
 static void check(int units, int num_kb, int clusters, int sms) {
   Grid g;

@@ -769,45 +769,52 @@ __global__ void __launch_bounds__(THREADS, 1)
   if (wg == 0) {
     // ------------------------------- producer -------------------------------
     if constexpr (REG_SHARING) setmaxnreg_dec<PRODUCER_REGS>();
+    // The producer's walk: the same work, in the same order, as the consumers (work_at); for each k
+    // block it waits until its stage is free, then calls load(stage, kb, m0, n0), and leaves the ring
+    // position after the last block in stage and phase.
+    auto walk_stages = [&](int& stage, uint32_t& phase, auto&& load) {
+      Work wk;
+      for (long long cur = work_start(cluster_id, num_clusters, p); work_at(cur, cluster_id, num_clusters, p, wk);
+           cur = wk.next) {
+        int um, un;
+        unit_coords(wk.unit, p, um, un);
+        const int m0 = (um * CM + cm) * BM;
+        const int n0 = (un * CN + cn) * BN;
+        for (int kb = wk.kb0; kb < wk.kb1; ++kb) {
+          mbar_wait(empty_bar(stage), phase ^ 1);
+          load(stage, kb, m0, n0);
+          if (++stage == STAGES) {
+            stage = 0;
+            phase ^= 1;
+          }
+        }
+      }
+    };
     if constexpr (BS_SMEM) {
       if (tid >= 32 && tid < 64) {
-        // The scale warp: the same work in the same order as the TMA thread; for each k block it
-        // waits until the stage is free, copies the tile's A scales (rows m0..m0+BM) and B scales
-        // (N blocks from n0 / 128) into the stage's scale slot with asynchronous copies (zeros past
-        // M and N), and each lane arrives on the full barrier once its copies have landed (the
-        // barrier counts the 32 lanes besides the TMA thread). No registers hold the scales: the
-        // producer keeps its 40.
+        // The scale warp: for each k block it copies the tile's A scales (rows m0..m0+BM) and B
+        // scales (N blocks from n0 / 128) into the stage's scale slot with asynchronous copies
+        // (zeros past M and N), and each lane arrives on the full barrier once its copies have
+        // landed (the barrier counts the 32 lanes besides the TMA thread). No registers hold the
+        // scales.
         const int lane = tid - 32;
         int stage = 0;
         uint32_t phase = 0;
-        Work wk;
-        for (long long cur = work_start(cluster_id, num_clusters, p); work_at(cur, cluster_id, num_clusters, p, wk);
-             cur = wk.next) {
-          int um, un;
-          unit_coords(wk.unit, p, um, un);
-          const int m0 = (um * CM + cm) * BM;
-          const int n0 = (un * CN + cn) * BN;
-          for (int kb = wk.kb0; kb < wk.kb1; ++kb) {
-            mbar_wait(empty_bar(stage), phase ^ 1);
-            const uint32_t dst = scale_base + 4u * static_cast<uint32_t>(stage * SCALE_STAGE_FLOATS);
-            for (int r = lane; r < BM; r += 32) {
-              const int row = m0 + r;
-              const bool in = row < p.m;
-              cp_async_4(dst + 4u * r, in ? p.a_scale + static_cast<long long>(row) * p.scale_kb + kb : p.a_scale, in);
-            }
-            if (lane < NQ_MAX) {
-              const int nb = n0 / 128 + lane;
-              const bool in = nb * 128 < p.n;
-              cp_async_4(dst + 4u * (BM + lane), in ? p.b_scale + static_cast<long long>(nb) * p.scale_kb + kb : p.b_scale,
-                         in);
-            }
-            cp_async_arrive_noinc(full_bar(stage));
-            if (++stage == STAGES) {
-              stage = 0;
-              phase ^= 1;
-            }
+        walk_stages(stage, phase, [&](int s, int kb, int m0, int n0) {
+          const uint32_t dst = scale_base + 4u * static_cast<uint32_t>(s * SCALE_STAGE_FLOATS);
+          for (int r = lane; r < BM; r += 32) {
+            const int row = m0 + r;
+            const bool in = row < p.m;
+            cp_async_4(dst + 4u * r, in ? p.a_scale + static_cast<long long>(row) * p.scale_kb + kb : p.a_scale, in);
           }
-        }
+          if (lane < NQ_MAX) {
+            const int nb = n0 / 128 + lane;
+            const bool in = nb * 128 < p.n;
+            cp_async_4(dst + 4u * (BM + lane), in ? p.b_scale + static_cast<long long>(nb) * p.scale_kb + kb : p.b_scale,
+                       in);
+          }
+          cp_async_arrive_noinc(full_bar(s));
+        });
       }
     }
     if (tid == 0) {
@@ -819,61 +826,46 @@ __global__ void __launch_bounds__(THREADS, 1)
       for (int i = 0; i < CM; ++i) mask_b |= static_cast<uint16_t>(1u << (i + cn * CM));
       constexpr int A_ROWS = BM / CN;                         // A rows this CTA loads per region
       constexpr int B_ROWS = B_KMAJOR ? BN / CM : BK / CM;    // B rows (N or K) per region
-      // The same work, in the same order, as the consumers (work_at).
-      Work wk;
-      for (long long cur = work_start(cluster_id, num_clusters, p); work_at(cur, cluster_id, num_clusters, p, wk);
-           cur = wk.next) {
-        const int kb0 = wk.kb0, kb1 = wk.kb1;
-        int um, un;
-        unit_coords(wk.unit, p, um, un);
-        const int m0 = (um * CM + cm) * BM;
-        const int n0 = (un * CN + cn) * BN;
-        for (int kb = kb0; kb < kb1; ++kb) {
-          mbar_wait(empty_bar(stage), phase ^ 1);
-          const uint32_t fb = full_bar(stage);
-          mbar_expect_tx(fb, STAGE_BYTES);
-          const uint32_t sa = base + stage * STAGE_BYTES;
-          const uint32_t sb = sa + A_STAGE_BYTES;
-          const int k0 = kb * BK;
-          // A: regions of ATOM columns (K) x BM rows; this CTA loads rows [cn*A_ROWS, +A_ROWS).
+      walk_stages(stage, phase, [&](int s, int kb, int m0, int n0) {
+        const uint32_t fb = full_bar(s);
+        mbar_expect_tx(fb, STAGE_BYTES);
+        const uint32_t sa = base + s * STAGE_BYTES;
+        const uint32_t sb = sa + A_STAGE_BYTES;
+        const int k0 = kb * BK;
+        // A: regions of ATOM columns (K) x BM rows; this CTA loads rows [cn*A_ROWS, +A_ROWS).
 #pragma unroll
-          for (int r = 0; r < BK / ATOM; ++r) {
-            const uint32_t dst = sa + (r * BM + cn * A_ROWS) * SW;
-            if constexpr (CN > 1) {
-              tma_load_multicast(dst, &tm_a, fb, k0 + r * ATOM, m0 + cn * A_ROWS, mask_a);
-            } else {
-              tma_load(dst, &tm_a, fb, k0 + r * ATOM, m0);
-            }
-          }
-          if constexpr (B_KMAJOR) {
-            // B stored N x K: regions of ATOM columns (K) x BN rows (N).
-#pragma unroll
-            for (int r = 0; r < BK / ATOM; ++r) {
-              const uint32_t dst = sb + (r * BN + cm * B_ROWS) * SW;
-              if constexpr (CM > 1) {
-                tma_load_multicast(dst, &tm_b, fb, k0 + r * ATOM, n0 + cm * B_ROWS, mask_b);
-              } else {
-                tma_load(dst, &tm_b, fb, k0 + r * ATOM, n0);
-              }
-            }
+        for (int r = 0; r < BK / ATOM; ++r) {
+          const uint32_t dst = sa + (r * BM + cn * A_ROWS) * SW;
+          if constexpr (CN > 1) {
+            tma_load_multicast(dst, &tm_a, fb, k0 + r * ATOM, m0 + cn * A_ROWS, mask_a);
           } else {
-            // B stored K x N: regions of ATOM columns (N) x BK rows (K).
-#pragma unroll
-            for (int r = 0; r < BN / ATOM; ++r) {
-              const uint32_t dst = sb + (r * BK + cm * B_ROWS) * SW;
-              if constexpr (CM > 1) {
-                tma_load_multicast(dst, &tm_b, fb, n0 + r * ATOM, k0 + cm * B_ROWS, mask_b);
-              } else {
-                tma_load(dst, &tm_b, fb, n0 + r * ATOM, k0);
-              }
-            }
-          }
-          if (++stage == STAGES) {
-            stage = 0;
-            phase ^= 1;
+            tma_load(dst, &tm_a, fb, k0 + r * ATOM, m0);
           }
         }
-      }
+        if constexpr (B_KMAJOR) {
+          // B stored N x K: regions of ATOM columns (K) x BN rows (N).
+#pragma unroll
+          for (int r = 0; r < BK / ATOM; ++r) {
+            const uint32_t dst = sb + (r * BN + cm * B_ROWS) * SW;
+            if constexpr (CM > 1) {
+              tma_load_multicast(dst, &tm_b, fb, k0 + r * ATOM, n0 + cm * B_ROWS, mask_b);
+            } else {
+              tma_load(dst, &tm_b, fb, k0 + r * ATOM, n0);
+            }
+          }
+        } else {
+          // B stored K x N: regions of ATOM columns (N) x BK rows (K).
+#pragma unroll
+          for (int r = 0; r < BN / ATOM; ++r) {
+            const uint32_t dst = sb + (r * BK + cm * B_ROWS) * SW;
+            if constexpr (CM > 1) {
+              tma_load_multicast(dst, &tm_b, fb, n0 + r * ATOM, k0 + cm * B_ROWS, mask_b);
+            } else {
+              tma_load(dst, &tm_b, fb, n0 + r * ATOM, k0);
+            }
+          }
+        }
+      });
       // Tail: wait until every stage has been released by all consumers of the cluster, so that no
       // CTA arrives on this CTA's barriers after it has exited.
       if constexpr (CS > 1) {
