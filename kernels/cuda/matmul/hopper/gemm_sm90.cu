@@ -170,6 +170,12 @@
 #ifndef CROQ_BS_SCALE_SMEM
 #define CROQ_BS_SCALE_SMEM 0
 #endif
+#ifndef CROQ_BS_PROMOTE_FIRST
+#define CROQ_BS_PROMOTE_FIRST 0
+#endif
+#ifndef CROQ_UNIFORM_WG
+#define CROQ_UNIFORM_WG 0
+#endif
 #ifndef CROQ_PROMOTE_EVERY
 #define CROQ_PROMOTE_EVERY 1
 #endif
@@ -230,6 +236,7 @@ constexpr int BAR_BYTES = (((2 * STAGES + 2) * 8 + 127) / 128) * 128;  // full, 
 // croq's consumers waited twice as often on long scoreboards; docs/fp8.md).
 // Per stage: the tile's BM A scales, then its columns' B scales (at most BN / 128 + 2 blocks).
 constexpr bool BS_SMEM = CROQ_BLOCKSCALE != 0 && CROQ_BS_SCALE_SMEM != 0;
+constexpr bool BS_PROMOTE_FIRST = CROQ_BS_PROMOTE_FIRST != 0;
 static_assert(CROQ_BS_SCALE_SMEM == 0 || CROQ_BLOCKSCALE != 0, "CROQ_BS_SCALE_SMEM applies to CROQ_BLOCKSCALE only");
 constexpr int NQ_MAX = BN / 128 + 2;  // N blocks of 128 a tile's columns may touch
 constexpr int SCALE_STAGE_FLOATS = BS_SMEM ? ((BM + NQ_MAX + 3) / 4) * 4 : 0;
@@ -740,7 +747,11 @@ __global__ void __launch_bounds__(THREADS, 1)
   const uint32_t scale_base = bar_base + BAR_BYTES;
   [[maybe_unused]] float* const scale_smem = reinterpret_cast<float*>(smem_raw + (scale_base - raw));
 
-  const int wg = threadIdx.x / 128;
+  // CROQ_UNIFORM_WG (a trial): the warpgroup index broadcast from lane 0, so that the compiler
+  // knows it is the same in every lane and keeps what derives from it (the consumers' rows, their
+  // WGMMA descriptors) in uniform registers.
+  const int wg = CROQ_UNIFORM_WG ? __shfl_sync(0xffffffffu, static_cast<int>(threadIdx.x / 128), 0)
+                                 : static_cast<int>(threadIdx.x / 128);
   const int tid = threadIdx.x % 128;
   const uint32_t rank = CS > 1 ? cluster_ctarank() : 0;
   const int cm = static_cast<int>(rank % CM);
@@ -1077,9 +1088,13 @@ __global__ void __launch_bounds__(THREADS, 1)
         for (; kb + 1 < kb1; kb += 2) {  // whole pairs
           wait_full(0);
           wait_full(1);
+          // CROQ_BS_PROMOTE_FIRST (a trial): the odd block before is promoted before the even block's
+          // WGMMAs are issued. Promoted after them, ptxas of CUDA 13.0 waits for them first
+          // anyway (warning C7517: the odd block's sums come from the loop's previous iteration).
+          if (BS_PROMOTE_FIRST && kb > kb0) promote(odd, acc2);
           if constexpr (BS_SMEM) load_staged(even);
           const int s_even = issue(acc);
-          if (kb > kb0) promote(odd, acc2);  // block kb - 1, retired at the end of the last pair
+          if (!BS_PROMOTE_FIRST && kb > kb0) promote(odd, acc2);  // block kb - 1, retired at the end of the last pair
           if constexpr (BS_SMEM) {
             load_staged(odd);  // `stage` is the odd block's now
           } else {
