@@ -274,7 +274,7 @@ static_assert(CROQ_SPLIT_TAIL == 0 || (CROQ_SPLIT_TAIL == 1 && SPLIT_K > 1),
 static_assert(SPLIT_K == 1 || CROQ_PERSISTENT == 1,
               "split-K waits for other CTAs' partial sums, which needs every CTA resident: CROQ_PERSISTENT=1");
 static_assert(PROMOTE == 0 || PROMOTE == 1 || PROMOTE == 2 || PROMOTE == 4 || PROMOTE == 8 || PROMOTE == 16,
-              "CROQ_PROMOTE must be 0, 1, 2, 4, 8 or 16 (8 and 16: a trial the family does not offer yet)");
+              "CROQ_PROMOTE must be 0, 1, 2, 4, 8 or 16");
 static_assert(!PROMOTE_SUB || (PROMOTE == 1 && CROQ_MMA_DEPTH == 0 && (BN / 2) % 32 == 0 && M_ATOMS == 1),
               "CROQ_PROMOTE_SUB=1 promotes after every k block (CROQ_PROMOTE=1), waits for each sub-tile's WGMMAs "
               "(CROQ_MMA_DEPTH=0), needs BN/2 a multiple of 32 and one m64 atom per consumer (ptxas spills with two)");
