@@ -198,7 +198,12 @@ TEST(Fp8TemplateCompiles, OverlappedBlockScaledPromotionCompilesWithoutSpills) {
   const auto p = blockscaled_problem(4096, 7168, 7168);
   const FamilyConfig c = f.default_config(p);
   ASSERT_EQ(c.at("MMA_DEPTH"), "1");
-  expect_clean(compile(f, c, p));
+  const Compiled built = compile(f, c, p);
+  expect_clean(built);
+  // Nor does ptxas wait for the even block's WGMMAs before the odd block before is promoted
+  // (C7517: it did while that promotion came after their issue; 0.799 -> 0.839 x cuBLASLt at
+  // 8192^3 with the warpgroup index made uniform, docs/results/fp8-h200.md, tenth run).
+  EXPECT_EQ(built.log.find("C7517"), std::string::npos) << built.log;
   const Compiled overlapped = compile(f, c, p, true);
   ASSERT_TRUE(overlapped.ok);
   EXPECT_GT(count_of(overlapped.log, "wgmma.wait_group.sync.aligned 1;"), 0u);

@@ -46,9 +46,13 @@ class HopperGemmSpFamily : public KernelFamily {
   // so the error grows with K (measured on the H200 against cuSPARSELt, docs/gemm_sp.md). A k slice
   // longer than k_promote_above_k promotes, every k_promote_interval_k of K (as DeepGEMM and CUTLASS):
   // unpromoted kernels pass croq's verification up to K = 12288 and fail it at 32768, and promotion
-  // costs 16-23 % at K = 8192, so only the slices that need it pay.
+  // costs 16-23 % at K = 8192, so only the slices that need it pay. Every 512 of K (four k blocks
+  // of 128) was 11-12 % faster than every 128 at 4096x8192x32768 on the H200 with a max abs error
+  // of 0.09 against 0.07 (cuSPARSELt 0.074); every 1024 and 2048 were no faster, with 0.12 and 0.17
+  // (docs/results/gemm-sp-promote-h200.md, second run). The sub-tile promotion (PROMOTE_SUB, where
+  // twice the tile's accumulators do not fit) stays every k block.
   static constexpr int k_promote_above_k = 12288;
-  static constexpr int k_promote_interval_k = 128;
+  static constexpr int k_promote_interval_k = 512;
   // Whether the problem's k slices (K / split) are long enough to need promotion (e4m3 only).
   static bool needs_promotion(const FamilyProblem& p, int split);
   // The configuration with promotion every k_promote_interval_k of K: the whole tile where twice its
