@@ -49,7 +49,7 @@ class HopperGemmSpFamily : public KernelFamily {
   // costs 16-23 % at K = 8192, so only the slices that need it pay. Every 512 of K (four k blocks
   // of 128) was 11-12 % faster than every 128 at 4096x8192x32768 on the H200 with a max abs error
   // of 0.09 against 0.07 (cuSPARSELt 0.074); every 1024 and 2048 were no faster, with 0.12 and 0.17
-  // (docs/results/gemm-sp-promote-h200.md, second run). The sub-tile promotion (PROMOTE_SUB, where
+  // (docs/gemm_sp.md). The sub-tile promotion (PROMOTE_SUB, where
   // twice the tile's accumulators do not fit) stays every k block.
   static constexpr int k_promote_above_k = 12288;
   static constexpr int k_promote_interval_k = 512;
