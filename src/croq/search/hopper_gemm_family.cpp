@@ -371,12 +371,18 @@ std::vector<Alternative> HopperGemmFamily::alternatives(const FamilyProblem& p) 
     add("one slice per tile, promotion overlapped with the next k block's WGMMAs", "bs_overlap", c);
   }
   // The overlapped block-scaled kernel holds three sets of sums, so none of the large tiles below
-  // fits it: its own archetypes are the same tile with B multicast to a 2x1 cluster and ping-pong
-  // consumers of 128x64, drained (each epilogue under the other consumer's MMAs).
+  // fits it: its own archetypes are the same tile without the default's 2x1 cluster (or with one,
+  // where the default has none) and ping-pong consumers of 128x64, drained (each epilogue under the
+  // other consumer's MMAs).
   if (is_blockscaled(p) && get(def, "MMA_DEPTH") == 1) {
     FamilyConfig c = def;
-    c["CLUSTER_M"] = "2";
-    add("the same tile, B multicast to a 2x1 cluster", "bs_c21", c);
+    if (get(def, "CLUSTER_M") == 2) {
+      c["CLUSTER_M"] = "1";
+      add("the same tile without a cluster", "bs_c11", c);
+    } else {
+      c["CLUSTER_M"] = "2";
+      add("the same tile, B multicast to a 2x1 cluster", "bs_c21", c);
+    }
     add("ping-pong 128x64, each k block drained before its promotion", "bs_pp128x64",
         arrangement({128, 64, 2, 1}, 1, 1, reg_epilogue));
   }
@@ -521,6 +527,12 @@ FamilyConfig HopperGemmFamily::default_config(const FamilyProblem& p) const {
     // (max abs error 1.15; every 32 failed there; docs/fp8.md).
     c["PROMOTE_EVERY"] = is_blockscaled(p) ? "1" : "16";
     c["MMA_DEPTH"] = promoting_mma_depth(p, c);
+    // The overlapped block-scaled kernel multicasts B to a 2x1 cluster where the grid has two tile
+    // rows: `croq tune` kept that (its first alternative then) at 4096x7168x7168 and 8192^3 on the
+    // H200, 0.850 and 0.849 x cuBLASLt against 0.832 and 0.823 without; by hand with the
+    // descriptors computed once per stage, 0.897 and 0.890 (docs/fp8.md).
+    if (is_blockscaled(p) && get(c, "MMA_DEPTH") == 1 && get(c, "SPLIT_K") == 1 && ceil_div(p.m, get(c, "BM")) >= 2)
+      c["CLUSTER_M"] = "2";
   }
   if (violation(c, p)) {
     // Fall back to the smallest configuration, legal for every supported problem.
