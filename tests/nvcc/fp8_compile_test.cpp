@@ -225,35 +225,5 @@ TEST(Fp8TemplateCompiles, OverlappedBlockScaledPromotionCompilesWithoutSpills) {
   }
 }
 
-// The trial CROQ_BS_SCALE_SMEM=1 (the block scales staged in shared memory by a second producer warp
-// with asynchronous copies; the family does not set it yet, bench/gpu/gemm_configs_fp8bs4.txt measures
-// it): the block-scaled default at 8192^3 (overlapped), drained and with a 2x1 cluster compile without
-// spills (the producer gets 56 registers, the consumers 224) and without serialized WGMMAs, their PTX
-// copies the scales asynchronously, and without the macro the kernel has no such copy.
-TEST(Fp8TemplateCompiles, StagedBlockScalesCompileWithoutSpills) {
-  if (!nvcc_path()) GTEST_SKIP() << "nvcc not found (set CROQ_NVCC)";
-  HopperGemmFamily f;
-  const auto p = blockscaled_problem(8192, 8192, 8192);
-  const FamilyConfig def = f.default_config(p);
-  ASSERT_FALSE(f.violation(def, p));
-  ASSERT_EQ(def.at("MMA_DEPTH"), "1");
-  FamilyConfig drained = def;
-  drained["MMA_DEPTH"] = "0";
-  FamilyConfig cluster = def;
-  cluster["CLUSTER_M"] = "2";
-  const std::string trial = "#define CROQ_BS_SCALE_SMEM 1\n";
-  for (const auto& [name, c] : {std::pair{"default", def}, std::pair{"drained", drained}, std::pair{"2x1 cluster", cluster}}) {
-    SCOPED_TRACE(name);
-    ASSERT_FALSE(f.violation(c, p));
-    expect_clean(compile(f, c, p, false, trial));
-  }
-  auto staged = compile(f, def, p, true, trial);
-  ASSERT_TRUE(staged.ok) << staged.log;
-  EXPECT_GT(count_of(staged.log, "cp.async.mbarrier.arrive.noinc"), 0u);
-  auto plain = compile(f, def, p, true);
-  ASSERT_TRUE(plain.ok) << plain.log;
-  EXPECT_EQ(count_of(plain.log, "cp.async.mbarrier.arrive.noinc"), 0u);
-}
-
 }  // namespace
 }  // namespace croq

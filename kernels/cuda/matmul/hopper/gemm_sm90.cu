@@ -167,9 +167,6 @@
 #ifndef CROQ_PROMOTE
 #define CROQ_PROMOTE 0
 #endif
-#ifndef CROQ_BS_SCALE_SMEM
-#define CROQ_BS_SCALE_SMEM 0
-#endif
 #ifndef CROQ_PROMOTE_EVERY
 #define CROQ_PROMOTE_EVERY 1
 #endif
@@ -223,18 +220,7 @@ __host__ __device__ constexpr int epi_cols() {
 }
 constexpr int EPI_BYTES = CROQ_EPILOGUE == 1 ? CONSUMERS * 2 * EPI_SLOT_BYTES : 0;
 constexpr int BAR_BYTES = (((2 * STAGES + 2) * 8 + 127) / 128) * 128;  // full, empty, 2 order barriers
-// CROQ_BS_SCALE_SMEM (the block-scaled kernel; a trial the family does not set yet): each k block's
-// scales are staged in shared memory beside its stage by a second producer warp (asynchronous
-// copies, each lane arriving on the stage's full barrier once its own have landed), and the consumers read them from
-// there (LDS) instead of from global memory (LDG) as cuBLASLt's kernel does (ncu at 8192^3:
-// croq's consumers waited twice as often on long scoreboards; docs/fp8.md).
-// Per stage: the tile's BM A scales, then its columns' B scales (at most BN / 128 + 2 blocks).
-constexpr bool BS_SMEM = CROQ_BLOCKSCALE != 0 && CROQ_BS_SCALE_SMEM != 0;
-static_assert(CROQ_BS_SCALE_SMEM == 0 || CROQ_BLOCKSCALE != 0, "CROQ_BS_SCALE_SMEM applies to CROQ_BLOCKSCALE only");
-constexpr int NQ_MAX = BN / 128 + 2;  // N blocks of 128 a tile's columns may touch
-constexpr int SCALE_STAGE_FLOATS = BS_SMEM ? ((BM + NQ_MAX + 3) / 4) * 4 : 0;
-constexpr int SCALE_BYTES = STAGES * SCALE_STAGE_FLOATS * 4;
-constexpr int SMEM_BYTES = 1024 /* alignment slack */ + STAGES * STAGE_BYTES + EPI_BYTES + BAR_BYTES + SCALE_BYTES;
+constexpr int SMEM_BYTES = 1024 /* alignment slack */ + STAGES * STAGE_BYTES + EPI_BYTES + BAR_BYTES;
 constexpr int SW_MODE = SW == 128 ? 1 : SW == 64 ? 2 : 3;  // descriptor layout type
 // Registers per thread after setmaxnreg with two consumers: the producer gives its share to them
 // (128 x 40 + 256 x 232 = 64512), and ptxas allocates up to 232 in the consumer code. With three
@@ -242,9 +228,7 @@ constexpr int SW_MODE = SW == 128 ? 1 : SW == 64 ? 2 : 3;  // descriptor layout 
 // every warpgroup whatever setmaxnreg asks, so 128 x 512 already fills the register file and the
 // consumers' accumulators are limited to 96 (docs/gemm.md).
 constexpr bool REG_SHARING = CONSUMERS == 2;
-// BS_SMEM: the producer's scale warp needs a few more (128 x 56 + 256 x 224 = 64512; ptxas spilled the
-// producer at 40, and at 48 with a cluster).
-constexpr int PRODUCER_REGS = BS_SMEM ? 56 : 40, CONSUMER_REGS = BS_SMEM ? 224 : 232;
+constexpr int PRODUCER_REGS = 40, CONSUMER_REGS = 232;
 
 static_assert(CONSUMERS >= 1 && CONSUMERS <= 3, "CROQ_CONSUMERS must be 1, 2 or 3");
 static_assert(!PINGPONG || CONSUMERS == 2, "CROQ_PINGPONG needs two consumer warpgroups");
@@ -352,14 +336,6 @@ __device__ __forceinline__ void mbar_wait(uint32_t bar, uint32_t parity) {
 }
 __device__ __forceinline__ void mbar_arrive_local(uint32_t bar) {
   asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];" ::"r"(bar) : "memory");
-}
-// An asynchronous 4-byte copy from global to shared memory (zeros where !valid), and an arrival on
-// `bar` once this thread's copies so far have landed (without raising the barrier's expected count).
-__device__ __forceinline__ void cp_async_4(uint32_t dst, const void* src, bool valid) {
-  asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;" ::"r"(dst), "l"(src), "r"(valid ? 4 : 0) : "memory");
-}
-__device__ __forceinline__ void cp_async_arrive_noinc(uint32_t bar) {
-  asm volatile("cp.async.mbarrier.arrive.noinc.shared::cta.b64 [%0];" ::"r"(bar) : "memory");
 }
 // Arrive on the barrier at the same offset in CTA `cta` of the cluster. Default semantics
 // (release at CTA scope): the arrive only tells a peer's producer that this CTA's WGMMAs, already
@@ -744,9 +720,6 @@ __global__ void __launch_bounds__(THREADS, 1)
   // PINGPONG: order_bar(c) completes a phase each time consumer c has finished waiting for the
   // stages of one of its tiles; the other consumer starts its next tile only after that.
   auto order_bar = [&](int c) { return bar_base + 8u * (2 * STAGES + c); };
-  // BS_SMEM: the staged block scales of stage s start at scale_smem + s * SCALE_STAGE_FLOATS.
-  const uint32_t scale_base = bar_base + BAR_BYTES;
-  [[maybe_unused]] float* const scale_smem = reinterpret_cast<float*>(smem_raw + (scale_base - raw));
 
   // The warpgroup index broadcast from lane 0, so that the compiler knows it is the same in every
   // lane and keeps what derives from it (the consumers' rows, their WGMMA descriptors) in uniform
@@ -759,7 +732,7 @@ __global__ void __launch_bounds__(THREADS, 1)
 
   if (threadIdx.x == 0) {
     for (int s = 0; s < STAGES; ++s) {
-      mbar_init(full_bar(s), BS_SMEM ? 1 + 32 : 1);  // the TMA thread (+ the scale warp's lanes)
+      mbar_init(full_bar(s), 1);  // the TMA thread
       mbar_init(empty_bar(s), (PINGPONG ? 1 : CONSUMERS) * CS);  // releasing warpgroups per stage
     }
     mbar_init(order_bar(0), 1);
@@ -801,33 +774,6 @@ __global__ void __launch_bounds__(THREADS, 1)
         }
       }
     };
-    if constexpr (BS_SMEM) {
-      if (tid >= 32 && tid < 64) {
-        // The scale warp: for each k block it copies the tile's A scales (rows m0..m0+BM) and B
-        // scales (N blocks from n0 / 128) into the stage's scale slot with asynchronous copies
-        // (zeros past M and N), and each lane arrives on the full barrier once its copies have
-        // landed (the barrier counts the 32 lanes besides the TMA thread). No registers hold the
-        // scales.
-        const int lane = tid - 32;
-        int stage = 0;
-        uint32_t phase = 0;
-        walk_stages(stage, phase, [&](int s, int kb, int m0, int n0) {
-          const uint32_t dst = scale_base + 4u * static_cast<uint32_t>(s * SCALE_STAGE_FLOATS);
-          for (int r = lane; r < BM; r += 32) {
-            const int row = m0 + r;
-            const bool in = row < p.m;
-            cp_async_4(dst + 4u * r, in ? p.a_scale + static_cast<long long>(row) * p.scale_kb + kb : p.a_scale, in);
-          }
-          if (lane < NQ_MAX) {
-            const int nb = n0 / 128 + lane;
-            const bool in = nb * 128 < p.n;
-            cp_async_4(dst + 4u * (BM + lane), in ? p.b_scale + static_cast<long long>(nb) * p.scale_kb + kb : p.b_scale,
-                       in);
-          }
-          cp_async_arrive_noinc(full_bar(s));
-        });
-      }
-    }
     if (tid == 0) {
       int stage = 0;
       uint32_t phase = 0;
@@ -994,18 +940,6 @@ __global__ void __launch_bounds__(THREADS, 1)
           b[q] = nb * 128 < p.n ? __ldg(p.b_scale + static_cast<long long>(nb) * p.scale_kb + kb) : 0.f;
         }
       };
-      // BS_SMEM: the same scales from stage s's scale slot (after its full wait, before its release).
-      [[maybe_unused]] auto load_staged_scales = [&](int s, float (&lo)[M_ATOMS], float (&hi)[M_ATOMS], float (&b)[NQ]) {
-        const float* src = scale_smem + s * SCALE_STAGE_FLOATS;
-#pragma unroll
-        for (int ma = 0; ma < M_ATOMS; ++ma) {
-          const int r = row0 + ma * 64 + warp * 16 + lane / 4;
-          lo[ma] = src[r];
-          hi[ma] = src[r + 8];
-        }
-#pragma unroll
-        for (int q = 0; q < NQ; ++q) b[q] = src[BM + q];
-      };
       if constexpr (BS_OVERLAP) {
         // Even k blocks of the unit accumulate in acc, odd ones in acc2. A block's sums are promoted
         // while the tensor cores run the next block: after issuing the odd block the consumer waits
@@ -1020,11 +954,6 @@ __global__ void __launch_bounds__(THREADS, 1)
         auto load_scales = [&](auto set, int kb) {
           constexpr int W = decltype(set)::value;
           load_block_scales(kb, s_lo[W], s_hi[W], s_b[W]);
-        };
-        // BS_SMEM: the scales of the block whose stage is `stage` now (waited for, not released).
-        [[maybe_unused]] auto load_staged = [&](auto set) {
-          constexpr int W = decltype(set)::value;
-          load_staged_scales(stage, s_lo[W], s_hi[W], s_b[W]);
         };
         // Waits for the stage of the block ahead (offset 0 or 1): the pair's two stages are waited
         // for before its first WGMMA, as a spinning wait with a WGMMA group in flight makes ptxas
@@ -1082,11 +1011,8 @@ __global__ void __launch_bounds__(THREADS, 1)
           for (int i = 0; i < BN / 2; ++i) pacc[ma][i] = 0.f;
         // The scales of an even block are read a pair ahead, those of an odd block when its set is
         // free (after the promotion of the odd block before).
-        // With BS_SMEM each block's scales are read from its stage once it has been waited for.
         int kb = kb0;
-        if constexpr (!BS_SMEM) {
-          if (kb < kb1) load_scales(even, kb);
-        }
+        if (kb < kb1) load_scales(even, kb);
         for (; kb + 1 < kb1; kb += 2) {  // whole pairs
           wait_full(0);
           wait_full(1);
@@ -1095,25 +1021,19 @@ __global__ void __launch_bounds__(THREADS, 1)
           // them first anyway (warning C7517: the odd block's sums come from the loop's previous
           // iteration).
           if (kb > kb0) promote(odd, acc2);
-          if constexpr (BS_SMEM) load_staged(even);
           const int s_even = issue(acc);
-          if constexpr (BS_SMEM) {
-            load_staged(odd);  // `stage` is the odd block's now
-          } else {
-            load_scales(odd, kb + 1);
-          }
+          load_scales(odd, kb + 1);
           const int s_odd = issue(acc2);
           wgmma_wait<1>();
           release(s_even);
           promote(even, acc);
-          if constexpr (!BS_SMEM) load_scales(even, min(kb + 2, kb1 - 1));  // the next pair's (or the last block's)
+          load_scales(even, min(kb + 2, kb1 - 1));  // the next pair's (or the last block's)
           wgmma_wait<0>();
           release(s_odd);
         }
         if (kb > kb0) promote(odd, acc2);  // the last pair's odd block
         if (kb < kb1) {                    // an odd count of blocks: the last one drained
           wait_full(0);
-          if constexpr (BS_SMEM) load_staged(even);
           const int s_last = issue(acc);
           wgmma_wait<0>();
           release(s_last);
@@ -1122,9 +1042,8 @@ __global__ void __launch_bounds__(THREADS, 1)
       } else
       for (int kb = kb0; kb < kb1; ++kb) {
         [[maybe_unused]] float sa_lo[M_ATOMS], sa_hi[M_ATOMS], sbk[NQ];
-        if constexpr (BLOCKSCALE && !BS_SMEM) load_block_scales(kb, sa_lo, sa_hi, sbk);
+        if constexpr (BLOCKSCALE) load_block_scales(kb, sa_lo, sa_hi, sbk);
         mbar_wait(full_bar(stage), phase);
-        if constexpr (BS_SMEM) load_staged_scales(stage, sa_lo, sa_hi, sbk);
         const uint32_t sa = base + stage * STAGE_BYTES;
         const uint32_t sb = sa + A_STAGE_BYTES;
         const uint32_t la = desc_lo(sa, 16), lb = desc_lo(sb, B_KMAJOR ? 16 : BK * SW);
