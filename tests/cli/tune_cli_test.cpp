@@ -298,8 +298,9 @@ double iso_ms(const std::string& t) {
 TEST(TuneCli, JobsTunesShapesAtOnceWhileTheLeaseKeepsMeasurementsApart) {
   TempDir dir;
   const std::vector<std::string> keys = {"matmul_f32_256x256x256", "matmul_f32_192x256x128"};
+  // A lease folder of its own: the two tunes share it, no other test's measurement holds it.
   CroqRun run = run_croq(dir.path(), {"tune", keys[0], keys[1], "--dsl", "cpp", "--rounds", "2", "--seed", "3", "--jobs", "2"},
-                         {}, {}, k_long);
+                         {{"CROQ_LEASE_DIR", (dir.path() / "leases").string()}}, {}, k_long);
   ASSERT_EQ(run.rc, 0) << run.out << run.err.substr(run.err.size() > 4000 ? run.err.size() - 4000 : 0);
   ASSERT_TRUE(run.doc.is_object()) << run.out;
   ASSERT_EQ(run.doc["shapes"].size(), 2u);
