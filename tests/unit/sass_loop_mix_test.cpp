@@ -4,17 +4,13 @@
 // and not the persistent loop around it, which holds more WGMMAs. Skipped where python3 is missing.
 #include <gtest/gtest.h>
 
-#include "croq/util/process.hpp"
+#include "support/bench_script.hpp"
 
 namespace croq {
 namespace {
 
-ProcessResult run_mix(const std::string& fixture) {
-  ProcessSpec spec;
-  spec.argv = {find_executable("python3")->string(), std::string(CROQ_SOURCE_DIR) + "/bench/gpu/sass_loop_mix.py",
-               std::string(CROQ_TEST_DATA_DIR) + "/sass/" + fixture};
-  spec.timeout = std::chrono::milliseconds(60000);
-  return process_runner().run(spec);
+ProcessResult run_mix(const std::string& fixture, const std::vector<std::string>& extra = {}) {
+  return test::run_bench_script_on_sass("gpu/sass_loop_mix.py", fixture, extra);
 }
 
 TEST(SassLoopMix, CountsTheInnermostWgmmaLoop) {
@@ -28,11 +24,7 @@ TEST(SassLoopMix, CountsTheInnermostWgmmaLoop) {
 
 TEST(SassLoopMix, SaysWhenNoFunctionMatches) {
   if (!find_executable("python3")) GTEST_SKIP() << "python3 not found";
-  ProcessSpec spec;
-  spec.argv = {find_executable("python3")->string(), std::string(CROQ_SOURCE_DIR) + "/bench/gpu/sass_loop_mix.py",
-               std::string(CROQ_TEST_DATA_DIR) + "/sass/h200_blockscaled_kloop_excerpt.sass", "no_such_kernel"};
-  spec.timeout = std::chrono::milliseconds(60000);
-  auto r = process_runner().run(spec);
+  auto r = run_mix("h200_blockscaled_kloop_excerpt.sass", {"no_such_kernel"});
   EXPECT_NE(r.exit_code, 0);
   EXPECT_NE((r.out + r.err).find("no function matching 'no_such_kernel'"), std::string::npos) << r.out << r.err;
 }

@@ -4,20 +4,13 @@
 // the kernel that keeps them until their group retires. Skipped where python3 is missing.
 #include <gtest/gtest.h>
 
-#include <filesystem>
-
-#include "croq/util/process.hpp"
+#include "support/bench_script.hpp"
 
 namespace croq {
 namespace {
 
 ProcessResult run_check(const std::string& fixture) {
-  ProcessSpec spec;
-  spec.argv = {find_executable("python3")->string(),
-               std::string(CROQ_SOURCE_DIR) + "/bench/gpu/sass_sparse_meta_check.py",
-               std::string(CROQ_TEST_DATA_DIR) + "/sass/" + fixture};
-  spec.timeout = std::chrono::milliseconds(60000);
-  return process_runner().run(spec);
+  return test::run_bench_script_on_sass("gpu/sass_sparse_meta_check.py", fixture);
 }
 
 TEST(SassSparseMetaCheck, FlagsMetadataRegistersOverwrittenBeforeTheirGroupRetires) {

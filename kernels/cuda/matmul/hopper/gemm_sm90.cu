@@ -753,27 +753,6 @@ __global__ void __launch_bounds__(THREADS, 1)
   if (wg == 0) {
     // ------------------------------- producer -------------------------------
     if constexpr (REG_SHARING) setmaxnreg_dec<PRODUCER_REGS>();
-    // The producer's walk: the same work, in the same order, as the consumers (work_at); for each k
-    // block it waits until its stage is free, then calls load(stage, kb, m0, n0), and leaves the ring
-    // position after the last block in stage and phase.
-    auto walk_stages = [&](int& stage, uint32_t& phase, auto&& load) {
-      Work wk;
-      for (long long cur = work_start(cluster_id, num_clusters, p); work_at(cur, cluster_id, num_clusters, p, wk);
-           cur = wk.next) {
-        int um, un;
-        unit_coords(wk.unit, p, um, un);
-        const int m0 = (um * CM + cm) * BM;
-        const int n0 = (un * CN + cn) * BN;
-        for (int kb = wk.kb0; kb < wk.kb1; ++kb) {
-          mbar_wait(empty_bar(stage), phase ^ 1);
-          load(stage, kb, m0, n0);
-          if (++stage == STAGES) {
-            stage = 0;
-            phase ^= 1;
-          }
-        }
-      }
-    };
     if (tid == 0) {
       int stage = 0;
       uint32_t phase = 0;
@@ -783,46 +762,61 @@ __global__ void __launch_bounds__(THREADS, 1)
       for (int i = 0; i < CM; ++i) mask_b |= static_cast<uint16_t>(1u << (i + cn * CM));
       constexpr int A_ROWS = BM / CN;                         // A rows this CTA loads per region
       constexpr int B_ROWS = B_KMAJOR ? BN / CM : BK / CM;    // B rows (N or K) per region
-      walk_stages(stage, phase, [&](int s, int kb, int m0, int n0) {
-        const uint32_t fb = full_bar(s);
-        mbar_expect_tx(fb, STAGE_BYTES);
-        const uint32_t sa = base + s * STAGE_BYTES;
-        const uint32_t sb = sa + A_STAGE_BYTES;
-        const int k0 = kb * BK;
-        // A: regions of ATOM columns (K) x BM rows; this CTA loads rows [cn*A_ROWS, +A_ROWS).
-#pragma unroll
-        for (int r = 0; r < BK / ATOM; ++r) {
-          const uint32_t dst = sa + (r * BM + cn * A_ROWS) * SW;
-          if constexpr (CN > 1) {
-            tma_load_multicast(dst, &tm_a, fb, k0 + r * ATOM, m0 + cn * A_ROWS, mask_a);
-          } else {
-            tma_load(dst, &tm_a, fb, k0 + r * ATOM, m0);
-          }
-        }
-        if constexpr (B_KMAJOR) {
-          // B stored N x K: regions of ATOM columns (K) x BN rows (N).
+      // The same work, in the same order, as the consumers (work_at): for each k block, wait until
+      // its stage is free, then load it.
+      Work wk;
+      for (long long cur = work_start(cluster_id, num_clusters, p); work_at(cur, cluster_id, num_clusters, p, wk);
+           cur = wk.next) {
+        int um, un;
+        unit_coords(wk.unit, p, um, un);
+        const int m0 = (um * CM + cm) * BM;
+        const int n0 = (un * CN + cn) * BN;
+        for (int kb = wk.kb0; kb < wk.kb1; ++kb) {
+          mbar_wait(empty_bar(stage), phase ^ 1);
+          const uint32_t fb = full_bar(stage);
+          mbar_expect_tx(fb, STAGE_BYTES);
+          const uint32_t sa = base + stage * STAGE_BYTES;
+          const uint32_t sb = sa + A_STAGE_BYTES;
+          const int k0 = kb * BK;
+          // A: regions of ATOM columns (K) x BM rows; this CTA loads rows [cn*A_ROWS, +A_ROWS).
 #pragma unroll
           for (int r = 0; r < BK / ATOM; ++r) {
-            const uint32_t dst = sb + (r * BN + cm * B_ROWS) * SW;
-            if constexpr (CM > 1) {
-              tma_load_multicast(dst, &tm_b, fb, k0 + r * ATOM, n0 + cm * B_ROWS, mask_b);
+            const uint32_t dst = sa + (r * BM + cn * A_ROWS) * SW;
+            if constexpr (CN > 1) {
+              tma_load_multicast(dst, &tm_a, fb, k0 + r * ATOM, m0 + cn * A_ROWS, mask_a);
             } else {
-              tma_load(dst, &tm_b, fb, k0 + r * ATOM, n0);
+              tma_load(dst, &tm_a, fb, k0 + r * ATOM, m0);
             }
           }
-        } else {
-          // B stored K x N: regions of ATOM columns (N) x BK rows (K).
+          if constexpr (B_KMAJOR) {
+            // B stored N x K: regions of ATOM columns (K) x BN rows (N).
 #pragma unroll
-          for (int r = 0; r < BN / ATOM; ++r) {
-            const uint32_t dst = sb + (r * BK + cm * B_ROWS) * SW;
-            if constexpr (CM > 1) {
-              tma_load_multicast(dst, &tm_b, fb, n0 + r * ATOM, k0 + cm * B_ROWS, mask_b);
-            } else {
-              tma_load(dst, &tm_b, fb, n0 + r * ATOM, k0);
+            for (int r = 0; r < BK / ATOM; ++r) {
+              const uint32_t dst = sb + (r * BN + cm * B_ROWS) * SW;
+              if constexpr (CM > 1) {
+                tma_load_multicast(dst, &tm_b, fb, k0 + r * ATOM, n0 + cm * B_ROWS, mask_b);
+              } else {
+                tma_load(dst, &tm_b, fb, k0 + r * ATOM, n0);
+              }
             }
+          } else {
+            // B stored K x N: regions of ATOM columns (N) x BK rows (K).
+#pragma unroll
+            for (int r = 0; r < BN / ATOM; ++r) {
+              const uint32_t dst = sb + (r * BK + cm * B_ROWS) * SW;
+              if constexpr (CM > 1) {
+                tma_load_multicast(dst, &tm_b, fb, n0 + r * ATOM, k0 + cm * B_ROWS, mask_b);
+              } else {
+                tma_load(dst, &tm_b, fb, n0 + r * ATOM, k0);
+              }
+            }
+          }
+          if (++stage == STAGES) {
+            stage = 0;
+            phase ^= 1;
           }
         }
-      });
+      }
       // Tail: wait until every stage has been released by all consumers of the cluster, so that no
       // CTA arrives on this CTA's barriers after it has exited.
       if constexpr (CS > 1) {
