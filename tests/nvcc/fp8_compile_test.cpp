@@ -215,13 +215,22 @@ TEST(Fp8TemplateCompiles, OverlappedBlockScaledPromotionCompilesWithoutSpills) {
   ASSERT_TRUE(drained.ok);
   EXPECT_EQ(count_of(drained.log, "wgmma.wait_group.sync.aligned 1;"), 0u);
   EXPECT_GT(count_of(drained.log, "wgmma.wait_group.sync.aligned 0;"), 0u);
-  // Its alternatives (a 2x1 cluster, ping-pong 128x64 drained) compile too.
+  // Its alternatives (drained 128x192, no cluster, ping-pong 128x64 drained) compile too, and the
+  // drained ones keep every B scale in a register: their tiles' column offset in a 128-wide scale
+  // block (n0 % 128: 0 or 64) is a compile-time constant in the promotion. Indexed at run time, the
+  // scales went to local memory (8 and 16 bytes of stack at 128x64 and 128x192 before 2026-12-04).
   const auto alts = f.alternatives(p);
-  ASSERT_EQ(alts.size(), 2u);
+  ASSERT_EQ(alts.size(), 3u);
   for (const auto& a : alts) {
     SCOPED_TRACE(a.tag);
     ASSERT_FALSE(f.violation(a.config, p));
-    expect_clean(compile(f, a.config, p));
+    const Compiled alt = compile(f, a.config, p);
+    expect_clean(alt);
+    std::regex frame("([0-9]+) bytes stack frame");
+    int frames = 0;
+    for (auto it = std::sregex_iterator(alt.log.begin(), alt.log.end(), frame); it != std::sregex_iterator(); ++it, ++frames)
+      EXPECT_EQ((*it)[1].str(), "0") << alt.log;
+    EXPECT_GT(frames, 0) << alt.log;
   }
 }
 

@@ -310,6 +310,23 @@ struct Params {
 // ---------------------------------------------------------------------------------------------
 // PTX wrappers
 // ---------------------------------------------------------------------------------------------
+// The block-scaled promotion indexes its B scales (one per 128 columns) by the tile's column offset
+// in its scale block, n0 % 128: f(offset) is called with it as a compile-time constant, so the scale
+// of each accumulator column is a register chosen at compile time. Indexed at run time (tiles whose
+// width is not a multiple of 128: 192, 160, 64) the scales went to local memory. The offset is a
+// multiple of G = gcd(BN, 128); one copy of f per possible offset.
+__host__ __device__ constexpr int gcd_int(int a, int b) { return b == 0 ? a : gcd_int(b, a % b); }
+template <int G, int O = 0, class F>
+__device__ __forceinline__ void with_column_offset(int offset, F&& f) {
+  if constexpr (O + G >= 128) {
+    f(std::integral_constant<int, O>{});
+  } else if (offset == O) {
+    f(std::integral_constant<int, O>{});
+  } else {
+    with_column_offset<G, O + G>(offset, f);
+  }
+}
+
 __device__ __forceinline__ uint32_t smem_u32(const void* p) {
   return static_cast<uint32_t>(__cvta_generic_to_shared(p));
 }
@@ -989,13 +1006,16 @@ __global__ void __launch_bounds__(THREADS, 1)
           constexpr int W = decltype(set)::value;
 #pragma unroll
           for (int ma = 0; ma < M_ATOMS; ++ma) fence_acc(d[ma]);
+          with_column_offset<gcd_int(BN, 128)>(n0 % 128, [&](auto off) {
+            constexpr int OFF = decltype(off)::value;
 #pragma unroll
-          for (int ma = 0; ma < M_ATOMS; ++ma)
+            for (int ma = 0; ma < M_ATOMS; ++ma)
 #pragma unroll
-            for (int i = 0; i < BN / 2; ++i) {
-              const float sc = ((i % 4) < 2 ? s_lo[W][ma] : s_hi[W][ma]) * s_b[W][((n0 % 128) + 8 * (i / 4)) / 128];
-              pacc[ma][i] = fmaf(d[ma][i], sc, pacc[ma][i]);
-            }
+              for (int i = 0; i < BN / 2; ++i) {
+                const float sc = ((i % 4) < 2 ? s_lo[W][ma] : s_hi[W][ma]) * s_b[W][(OFF + 8 * (i / 4)) / 128];
+                pacc[ma][i] = fmaf(d[ma][i], sc, pacc[ma][i]);
+              }
+          });
         };
         constexpr std::integral_constant<int, 0> even{};
         constexpr std::integral_constant<int, 1> odd{};
@@ -1033,78 +1053,90 @@ __global__ void __launch_bounds__(THREADS, 1)
           release(s_last);
           promote(even, acc);
         }
-      } else
-      for (int kb = kb0; kb < kb1; ++kb) {
-        [[maybe_unused]] float sa_lo[M_ATOMS], sa_hi[M_ATOMS], sbk[NQ];
-        if constexpr (BLOCKSCALE) load_block_scales(kb, sa_lo, sa_hi, sbk);
-        mbar_wait(full_bar(stage), phase);
-        const uint32_t sa = base + stage * STAGE_BYTES;
-        const uint32_t sb = sa + A_STAGE_BYTES;
-        const uint32_t la = desc_lo(sa, 16), lb = desc_lo(sb, B_KMAJOR ? 16 : BK * SW);
-#pragma unroll
-        for (int ma = 0; ma < M_ATOMS; ++ma) fence_acc(acc[ma]);
-        wgmma_fence();
-#pragma unroll
-        for (int kk = 0; kk < BK / KSTEP; ++kk) {
-          const int region = (kk * KSTEP) / ATOM;
-          const uint32_t koff = ((kk * KSTEP) % ATOM) * EB;
-          uint64_t db;
-          if constexpr (B_KMAJOR) {
-            db = desc_at(lb, region * BN * SW + koff);
-          } else {
-            db = desc_at(lb, kk * 16 * SW);
-          }
-#pragma unroll
-          for (int ma = 0; ma < M_ATOMS; ++ma) {
-            const uint32_t aoff = (region * BM + row0 + ma * 64) * SW + koff;
-            const uint64_t da = desc_at(la, aoff);
-            // The first WGMMA of a unit, and with promotion the first after each, starts afresh.
-            wgmma_m64<BN, KIND, B_KMAJOR ? 0 : 1>(
-                acc[ma], da, db, PROMOTE ? ((kk != 0 || (kb - kb0) % PROMOTE_EVERY != 0) ? 1 : 0)
-                                         : ((kb != kb0 || kk != 0) ? 1 : 0));
-          }
-        }
-        wgmma_commit();
-#if CROQ_MMA_DEPTH == 1
-        wgmma_wait<1>();
-        if (kb > kb0) release(prev_stage);
-#else
-        wgmma_wait<0>();
-        release(stage);
-#endif
-#pragma unroll
-        for (int ma = 0; ma < M_ATOMS; ++ma) fence_acc(acc[ma]);
-        if constexpr (BLOCKSCALE) {
-          // Promotion: accumulator d[4j + e] is row (e < 2 ? r : r + 8), column n0 + 8j + 2(lane % 4) + e % 2.
+      } else {
+        if constexpr (BLOCKSCALE) {  // the drained kernel adds every block's scaled sums into pacc
 #pragma unroll
           for (int ma = 0; ma < M_ATOMS; ++ma)
 #pragma unroll
-            for (int i = 0; i < BN / 2; ++i) {
-              const float sb = sbk[((n0 % 128) + 8 * (i / 4)) / 128];
-              const float v = acc[ma][i] * ((i % 4) < 2 ? sa_lo[ma] : sa_hi[ma]) * sb;
-              pacc[ma][i] = kb == kb0 ? v : pacc[ma][i] + v;
-            }
-        } else if constexpr (PROMOTE) {
-          // Every PROMOTE_EVERY stages and after the unit's last: the WGMMAs retired (with MMA_DEPTH
-          // 1 this stage's are still running; the stage itself is released as usual, after the
-          // next stage's wait), their sums added; the next stage's WGMMAs start afresh.
-          if ((kb - kb0 + 1) % PROMOTE_EVERY == 0 || kb + 1 == kb1) {
-            if constexpr (CROQ_MMA_DEPTH == 1) {
-              wgmma_wait<0>();
-#pragma unroll
-              for (int ma = 0; ma < M_ATOMS; ++ma) fence_acc(acc[ma]);
-            }
-            const bool first = kb - kb0 < PROMOTE_EVERY;
-#pragma unroll
-            for (int ma = 0; ma < M_ATOMS; ++ma)
-#pragma unroll
-              for (int i = 0; i < BN / 2; ++i) pacc[ma][i] = first ? acc[ma][i] : pacc[ma][i] + acc[ma][i];
-          }
+            for (int i = 0; i < BN / 2; ++i) pacc[ma][i] = 0.f;
         }
-        prev_stage = stage;
-        if (++stage == STAGES) {
-          stage = 0;
-          phase ^= 1;
+        for (int kb = kb0; kb < kb1; ++kb) {
+          [[maybe_unused]] float sa_lo[M_ATOMS], sa_hi[M_ATOMS], sbk[NQ];
+          if constexpr (BLOCKSCALE) load_block_scales(kb, sa_lo, sa_hi, sbk);
+          mbar_wait(full_bar(stage), phase);
+          const uint32_t sa = base + stage * STAGE_BYTES;
+          const uint32_t sb = sa + A_STAGE_BYTES;
+          const uint32_t la = desc_lo(sa, 16), lb = desc_lo(sb, B_KMAJOR ? 16 : BK * SW);
+#pragma unroll
+          for (int ma = 0; ma < M_ATOMS; ++ma) fence_acc(acc[ma]);
+          wgmma_fence();
+#pragma unroll
+          for (int kk = 0; kk < BK / KSTEP; ++kk) {
+            const int region = (kk * KSTEP) / ATOM;
+            const uint32_t koff = ((kk * KSTEP) % ATOM) * EB;
+            uint64_t db;
+            if constexpr (B_KMAJOR) {
+              db = desc_at(lb, region * BN * SW + koff);
+            } else {
+              db = desc_at(lb, kk * 16 * SW);
+            }
+#pragma unroll
+            for (int ma = 0; ma < M_ATOMS; ++ma) {
+              const uint32_t aoff = (region * BM + row0 + ma * 64) * SW + koff;
+              const uint64_t da = desc_at(la, aoff);
+              // The first WGMMA of a unit, and with promotion the first after each, starts afresh.
+              wgmma_m64<BN, KIND, B_KMAJOR ? 0 : 1>(
+                  acc[ma], da, db, PROMOTE ? ((kk != 0 || (kb - kb0) % PROMOTE_EVERY != 0) ? 1 : 0)
+                                           : ((kb != kb0 || kk != 0) ? 1 : 0));
+            }
+          }
+          wgmma_commit();
+#if CROQ_MMA_DEPTH == 1
+          wgmma_wait<1>();
+          if (kb > kb0) release(prev_stage);
+#else
+          wgmma_wait<0>();
+          release(stage);
+#endif
+#pragma unroll
+          for (int ma = 0; ma < M_ATOMS; ++ma) fence_acc(acc[ma]);
+          if constexpr (BLOCKSCALE) {
+            // Promotion: accumulator d[4j + e] is row (e < 2 ? r : r + 8), column n0 + 8j + 2(lane % 4) + e % 2.
+            // One FFMA per sum, the scale product shared by the row's columns of one B block (a
+            // select of the first block's product instead made ptxas emit FMUL, FMUL, FADD and
+            // register moves per sum, and spill 128x192; docs/fp8.md).
+            with_column_offset<gcd_int(BN, 128)>(n0 % 128, [&](auto off) {
+              constexpr int OFF = decltype(off)::value;
+#pragma unroll
+              for (int ma = 0; ma < M_ATOMS; ++ma)
+#pragma unroll
+                for (int i = 0; i < BN / 2; ++i) {
+                  const float sc = ((i % 4) < 2 ? sa_lo[ma] : sa_hi[ma]) * sbk[(OFF + 8 * (i / 4)) / 128];
+                  pacc[ma][i] = fmaf(acc[ma][i], sc, pacc[ma][i]);
+                }
+            });
+          } else if constexpr (PROMOTE) {
+            // Every PROMOTE_EVERY stages and after the unit's last: the WGMMAs retired (with MMA_DEPTH
+            // 1 this stage's are still running; the stage itself is released as usual, after the
+            // next stage's wait), their sums added; the next stage's WGMMAs start afresh.
+            if ((kb - kb0 + 1) % PROMOTE_EVERY == 0 || kb + 1 == kb1) {
+              if constexpr (CROQ_MMA_DEPTH == 1) {
+                wgmma_wait<0>();
+#pragma unroll
+                for (int ma = 0; ma < M_ATOMS; ++ma) fence_acc(acc[ma]);
+              }
+              const bool first = kb - kb0 < PROMOTE_EVERY;
+#pragma unroll
+              for (int ma = 0; ma < M_ATOMS; ++ma)
+#pragma unroll
+                for (int i = 0; i < BN / 2; ++i) pacc[ma][i] = first ? acc[ma][i] : pacc[ma][i] + acc[ma][i];
+            }
+          }
+          prev_stage = stage;
+          if (++stage == STAGES) {
+            stage = 0;
+            phase ^= 1;
+          }
         }
       }
       if constexpr (PINGPONG) {
