@@ -58,6 +58,14 @@
  *   CROQ_SWIZZLE                128, 64 or 32: the TMA/WGMMA shared-memory swizzle width in bytes
  *   CROQ_MMA_DEPTH              wgmma groups left in flight when a stage is released (0 or 1; the
  *                               block-scaled kernel: 1 overlaps each promotion with the next block)
+ *   CROQ_BS_STAGGER             trial, drained block-scaled kernel (MMA_DEPTH 0, two cooperative
+ *                               consumers): the second consumer starts a work unit once the first
+ *                               one's first k block is done, so that each one's promotion runs while
+ *                               the other's WGMMAs do; 1 at the CTA's first unit only, 2 at every unit
+ *                               (the first consumer then waits there for the second to start it);
+ *                               default 0, the family never sets it
+ *   CROQ_BS_SCALES_AHEAD        trial, drained block-scaled kernel: 1 reads the next k block's scales
+ *                               while the current one's WGMMAs run (default 0: at the block's start)
  *   CROQ_ACC_UNCHECKED          1: build past the accumulator limit below (ptxas spills there); for
  *                               bench/gpu/spill_sass.sh, which looks where the spills land. The
  *                               family never sets it.
@@ -170,6 +178,12 @@
 #ifndef CROQ_PROMOTE_EVERY
 #define CROQ_PROMOTE_EVERY 1
 #endif
+#ifndef CROQ_BS_STAGGER
+#define CROQ_BS_STAGGER 0
+#endif
+#ifndef CROQ_BS_SCALES_AHEAD
+#define CROQ_BS_SCALES_AHEAD 0
+#endif
 #ifndef CROQ_DTYPES
 #if CROQ_ELEM_BYTES == 1
 #define CROQ_DTYPES 48
@@ -262,6 +276,10 @@ static_assert(!BLOCKSCALE || (EB == 1 && BK == 128 && (CROQ_DTYPES & 16) == 0),
 // so the tensor cores run one k block's WGMMAs while the consumer promotes the block before (scales
 // applied, added into the f32 sums); with 0 each stage's WGMMAs are drained before the promotion.
 constexpr bool BS_OVERLAP = BLOCKSCALE && CROQ_MMA_DEPTH == 1;
+// Trials of the drained block-scaled kernel (see the list of macros above).
+constexpr bool BS_STAGGER = BLOCKSCALE && !BS_OVERLAP && CROQ_BS_STAGGER && CONSUMERS == 2 && !PINGPONG;
+constexpr bool BS_AHEAD = BLOCKSCALE && !BS_OVERLAP && CROQ_BS_SCALES_AHEAD;
+constexpr int STAGGER_BAR = 3;  // named barrier ids 1 and 2 are the consumers' own
 constexpr int ACC_SETS = BS_OVERLAP ? 3 : PROMOTE ? 2 : 1;  // WGMMA sums (one or two sets), promoted sums
 // f32 accumulators a consumer thread may hold without spilling (ptxas of CUDA 13.0, every variant
 // of the template; the split-K reduction needs a few registers more, stream-K's work cursor more).
@@ -394,6 +412,9 @@ __device__ __forceinline__ void fence_proxy_async_smem() {
 }
 __device__ __forceinline__ void named_barrier(int id, int threads) {
   asm volatile("bar.sync %0, %1;" ::"r"(id), "r"(threads) : "memory");
+}
+__device__ __forceinline__ void named_barrier_arrive(int id, int threads) {
+  asm volatile("bar.arrive %0, %1;" ::"r"(id), "r"(threads) : "memory");
 }
 __device__ __forceinline__ void prefetch_tmap(const CUtensorMap* map) {
   asm volatile("prefetch.tensormap [%0];" ::"l"(reinterpret_cast<uint64_t>(map)) : "memory");
@@ -1060,9 +1081,30 @@ __global__ void __launch_bounds__(THREADS, 1)
 #pragma unroll
             for (int i = 0; i < BN / 2; ++i) pacc[ma][i] = 0.f;
         }
+        // BS_STAGGER: the second consumer starts the unit when the first one's first k block is done.
+        // Once per CTA (1) pairs one arrival with one wait; at every unit (2) both consumers wait, so
+        // that neither can run a unit ahead into the next generation of the barrier.
+        const bool stagger = BS_STAGGER && kb1 > kb0 && (CROQ_BS_STAGGER == 2 || local == 0);
+        if constexpr (BS_STAGGER) {
+          if (stagger && cw == 1) named_barrier(STAGGER_BAR, 256);
+        }
+        [[maybe_unused]] float na_lo[M_ATOMS], na_hi[M_ATOMS], nbk[NQ];  // BS_AHEAD: the next k block's scales
+        if constexpr (BS_AHEAD) {
+          if (kb1 > kb0) load_block_scales(kb0, na_lo, na_hi, nbk);
+        }
         for (int kb = kb0; kb < kb1; ++kb) {
           [[maybe_unused]] float sa_lo[M_ATOMS], sa_hi[M_ATOMS], sbk[NQ];
-          if constexpr (BLOCKSCALE) load_block_scales(kb, sa_lo, sa_hi, sbk);
+          if constexpr (BS_AHEAD) {
+#pragma unroll
+            for (int ma = 0; ma < M_ATOMS; ++ma) {
+              sa_lo[ma] = na_lo[ma];
+              sa_hi[ma] = na_hi[ma];
+            }
+#pragma unroll
+            for (int q = 0; q < NQ; ++q) sbk[q] = nbk[q];
+          } else if constexpr (BLOCKSCALE) {
+            load_block_scales(kb, sa_lo, sa_hi, sbk);
+          }
           mbar_wait(full_bar(stage), phase);
           const uint32_t sa = base + stage * STAGE_BYTES;
           const uint32_t sb = sa + A_STAGE_BYTES;
@@ -1091,6 +1133,9 @@ __global__ void __launch_bounds__(THREADS, 1)
             }
           }
           wgmma_commit();
+          if constexpr (BS_AHEAD) {
+            if (kb + 1 < kb1) load_block_scales(kb + 1, na_lo, na_hi, nbk);
+          }
 #if CROQ_MMA_DEPTH == 1
           wgmma_wait<1>();
           if (kb > kb0) release(prev_stage);
@@ -1098,6 +1143,15 @@ __global__ void __launch_bounds__(THREADS, 1)
           wgmma_wait<0>();
           release(stage);
 #endif
+          if constexpr (BS_STAGGER) {
+            if (stagger && cw == 0 && kb == kb0) {
+              if constexpr (CROQ_BS_STAGGER == 2) {
+                named_barrier(STAGGER_BAR, 256);
+              } else {
+                named_barrier_arrive(STAGGER_BAR, 256);
+              }
+            }
+          }
 #pragma unroll
           for (int ma = 0; ma < M_ATOMS; ++ma) fence_acc(acc[ma]);
           if constexpr (BLOCKSCALE) {
