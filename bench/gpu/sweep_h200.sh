@@ -14,8 +14,11 @@
 # done at 30 rounds, and goes on. 14 shapes x 30 rounds take many calls (the large shapes spend
 # most of a round in ncu; SWEEP_PRESET=quick, the default, keeps that short).
 #
+# The gemm_sp sweep (issue 19's second table) is the same script with SWEEP_OP=gemm_sp SWEEP_DTYPE=f16
+# (or e4m3) SWEEP_CARRY=.carry/sweep-sp: each sweep resumes from its own carried folder.
 # Needs croq's executables packed by bench/gpu/pack_device.sh into .carry/croq (carried), nvcc and
-# ncu. Environment: SWEEP_OP (matmul), SWEEP_DTYPE (f16fp32), SWEEP_ROUNDS (30), SWEEP_LIMIT_S
+# ncu. Environment: SWEEP_OP (matmul), SWEEP_DTYPE (f16fp32), SWEEP_CARRY (.carry/sweep: the folder
+# holding sweep-resume.tar.xz, relative to the repository), SWEEP_ROUNDS (30), SWEEP_LIMIT_S
 # (500), SWEEP_PRESET (quick), SWEEP_SEED (1), SWEEP_GPUS (all), SWEEP_WORKERS (4: shapes at once on
 # each GPU, their builds side by side on the machine's cores; --workers-per-device), SWEEP_SAME_RUN
 # (0; 1: each shape's best kernel and its baseline measured again in this call, for a same-run table).
@@ -33,11 +36,13 @@ PRESET=${SWEEP_PRESET:-quick}
 SEED=${SWEEP_SEED:-1}
 GPUS=${SWEEP_GPUS:-all}
 WORKERS=${SWEEP_WORKERS:-4}
-WS=/tmp/croq-sweep-ws
+CARRY=$REPO/${SWEEP_CARRY:-.carry/sweep}
+# one workspace per operator and dtype: a machine still warm from another sweep's call keeps its own
+WS=/tmp/croq-sweep-ws-$OP-${DTYPE//,/-}
 DEST=${OUT:-$REPO/docs/results}
 mkdir -p "$DEST" "$WS/tuning"
 # (.tar.xz through python3's tarfile: the GPU machine may lack the xz program; .tgz from older calls)
-for carried in "$REPO/.carry/sweep/sweep-resume.tar.xz" "$REPO/.carry/sweep/sweep-ws.tgz"; do
+for carried in "$CARRY/sweep-resume.tar.xz" "$CARRY/sweep-ws.tgz"; do
   if [ -f "$carried" ] && [ -z "$(ls -A "$WS/tuning")" ]; then
     case $carried in
       *.tar.xz) python3 -c 'import sys, tarfile; tarfile.open(sys.argv[1]).extractall(sys.argv[2])' "$carried" "$WS" ;;
