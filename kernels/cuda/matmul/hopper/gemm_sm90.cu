@@ -64,6 +64,11 @@
  *                               the other's WGMMAs do; 1 at the CTA's first unit only, 2 at every unit
  *                               (the first consumer then waits there for the second to start it);
  *                               default 0, the family never sets it
+ *   CROQ_BS_HALVES              trial, block-scaled with MMA_DEPTH 0: 1 issues each k block as two
+ *                               WGMMA groups of half the tile's columns (m64n(BN/2)), promotes the
+ *                               first half while the second half's WGMMAs run and the second half
+ *                               before the next block's are issued: the overlapped kernel's pattern
+ *                               in the drained kernel's registers (A read twice from shared memory)
  *   CROQ_BS_SCALES_AHEAD        trial, drained block-scaled kernel: 1 reads the next k block's scales
  *                               while the current one's WGMMAs run (default 0: at the block's start)
  *   CROQ_ACC_UNCHECKED          1: build past the accumulator limit below (ptxas spills there); for
@@ -184,6 +189,9 @@
 #ifndef CROQ_BS_SCALES_AHEAD
 #define CROQ_BS_SCALES_AHEAD 0
 #endif
+#ifndef CROQ_BS_HALVES
+#define CROQ_BS_HALVES 0
+#endif
 #ifndef CROQ_DTYPES
 #if CROQ_ELEM_BYTES == 1
 #define CROQ_DTYPES 48
@@ -279,6 +287,9 @@ constexpr bool BS_OVERLAP = BLOCKSCALE && CROQ_MMA_DEPTH == 1;
 // Trials of the drained block-scaled kernel (see the list of macros above).
 constexpr bool BS_STAGGER = BLOCKSCALE && !BS_OVERLAP && CROQ_BS_STAGGER && CONSUMERS == 2 && !PINGPONG;
 constexpr bool BS_AHEAD = BLOCKSCALE && !BS_OVERLAP && CROQ_BS_SCALES_AHEAD;
+constexpr bool BS_HALVES = BLOCKSCALE && !BS_OVERLAP && CROQ_BS_HALVES;
+static_assert(!BS_HALVES || (BN % 16 == 0 && (BN / 2) % 32 == 0 && !PINGPONG),
+              "CROQ_BS_HALVES: BN/2 a WGMMA N of whole 8-row swizzle groups, cooperative consumers");
 constexpr int STAGGER_BAR = 3;  // named barrier ids 1 and 2 are the consumers' own
 constexpr int ACC_SETS = BS_OVERLAP ? 3 : PROMOTE ? 2 : 1;  // WGMMA sums (one or two sets), promoted sums
 // f32 accumulators a consumer thread may hold without spilling (ptxas of CUDA 13.0, every variant
@@ -972,7 +983,89 @@ __global__ void __launch_bounds__(THREADS, 1)
           b[q] = nb * 128 < p.n ? __ldg(p.b_scale + static_cast<long long>(nb) * p.scale_kb + kb) : 0.f;
         }
       };
-      if constexpr (BS_OVERLAP) {
+      if constexpr (BS_HALVES) {
+        // Each k block as two WGMMA groups, columns [0, BN/2) into acc[.][0, BN/4) and [BN/2, BN) into
+        // acc[.][BN/4, BN/2) (the full tile's accumulator layout, so the epilogue is unchanged). The
+        // first half is promoted while the second half's WGMMAs run; the second half at the next
+        // block's start, before its WGMMAs are issued (no group in flight across the back-edge, as in
+        // the overlapped kernel). Scales: the block before's (second half), this block's, the next's.
+        constexpr int HN = BN / 2, HR = BN / 4;
+        float s_lo[3][M_ATOMS], s_hi[3][M_ATOMS], s_b[3][NQ];  // [0] block before, [1] this, [2] next
+        auto half_of = [&](int ma, auto h) -> float(&)[HR] {
+          return *reinterpret_cast<float(*)[HR]>(&acc[ma][decltype(h)::value * HR]);
+        };
+        auto promote_half = [&](auto h, auto set) {
+          constexpr int H = decltype(h)::value, W = decltype(set)::value;
+#pragma unroll
+          for (int ma = 0; ma < M_ATOMS; ++ma) fence_acc(half_of(ma, h));
+          with_column_offset<gcd_int(BN, 128)>(n0 % 128, [&](auto off) {
+            constexpr int OFF = decltype(off)::value;
+#pragma unroll
+            for (int ma = 0; ma < M_ATOMS; ++ma)
+#pragma unroll
+              for (int i = 0; i < HR; ++i) {
+                const float sc =
+                    ((i % 4) < 2 ? s_lo[W][ma] : s_hi[W][ma]) * s_b[W][(OFF + H * HN + 8 * (i / 4)) / 128];
+                pacc[ma][H * HR + i] = fmaf(acc[ma][H * HR + i], sc, pacc[ma][H * HR + i]);
+              }
+          });
+        };
+        auto issue_half = [&](auto h) {
+          constexpr int H = decltype(h)::value;
+          const uint32_t sa = base + stage * STAGE_BYTES;
+          const uint32_t sb = sa + A_STAGE_BYTES;
+#pragma unroll
+          for (int ma = 0; ma < M_ATOMS; ++ma) fence_acc(half_of(ma, h));
+          wgmma_fence();
+          const uint32_t la = desc_lo(sa, 16), lb = desc_lo(sb, 16);
+#pragma unroll
+          for (int kk = 0; kk < BK / KSTEP; ++kk) {
+            const int region = (kk * KSTEP) / ATOM;
+            const uint32_t koff = ((kk * KSTEP) % ATOM) * EB;
+            const uint64_t db = desc_at(lb, (region * BN + H * HN) * SW + koff);  // e4m3: B K-major
+#pragma unroll
+            for (int ma = 0; ma < M_ATOMS; ++ma) {
+              const uint32_t aoff = (region * BM + row0 + ma * 64) * SW + koff;
+              wgmma_m64<HN, KIND, 0>(half_of(ma, h), desc_at(la, aoff), db, kk != 0 ? 1 : 0);
+            }
+          }
+          wgmma_commit();
+        };
+        auto copy_scales = [&](int to, int from) {
+#pragma unroll
+          for (int ma = 0; ma < M_ATOMS; ++ma) {
+            s_lo[to][ma] = s_lo[from][ma];
+            s_hi[to][ma] = s_hi[from][ma];
+          }
+#pragma unroll
+          for (int q = 0; q < NQ; ++q) s_b[to][q] = s_b[from][q];
+        };
+        constexpr std::integral_constant<int, 0> h0{}, prev{};
+        constexpr std::integral_constant<int, 1> h1{}, cur{};
+#pragma unroll
+        for (int ma = 0; ma < M_ATOMS; ++ma)
+#pragma unroll
+          for (int i = 0; i < BN / 2; ++i) pacc[ma][i] = 0.f;
+        if (kb0 < kb1) load_block_scales(kb0, s_lo[1], s_hi[1], s_b[1]);
+        for (int kb = kb0; kb < kb1; ++kb) {
+          mbar_wait(full_bar(stage), phase);
+          if (kb > kb0) promote_half(h1, prev);  // the block before's second half (retired)
+          issue_half(h0);
+          issue_half(h1);
+          if (kb + 1 < kb1) load_block_scales(kb + 1, s_lo[2], s_hi[2], s_b[2]);
+          wgmma_wait<1>();
+          promote_half(h0, cur);  // under the second half's WGMMAs
+          wgmma_wait<0>();
+          release(stage);
+          if (++stage == STAGES) {
+            stage = 0;
+            phase ^= 1;
+          }
+          copy_scales(0, 1);
+          copy_scales(1, 2);
+        }
+        if (kb1 > kb0) promote_half(h1, prev);  // the last block's second half
+      } else if constexpr (BS_OVERLAP) {
         // Even k blocks of the unit accumulate in acc, odd ones in acc2. A block's sums are promoted
         // while the tensor cores run the next block: after issuing the odd block the consumer waits
         // only for the even one (wgmma_wait<1>) and promotes it; the odd block is waited for at the
