@@ -234,11 +234,10 @@ TEST(Fp8TemplateCompiles, OverlappedBlockScaledPromotionCompilesWithoutSpills) {
   }
 }
 
-// The drained kernel's trials (template macros the family does not set; bench/gpu/gemm_configs_fp8bs9.txt
-// measures them): the second consumer started one k block late (CROQ_BS_STAGGER 1: a bar.arrive of
-// the first consumer once per CTA; 2: both wait at every unit) and the next block's scales read
-// ahead; each compiles without spills or stack, and without them the kernel has no such barrier.
-TEST(Fp8TemplateCompiles, DrainedBlockScaledTrialsCompileWithoutSpills) {
+// The drained block-scaled kernel reads the next k block's scales between issuing this block's
+// WGMMAs and waiting for them, so their latency hides under the tensor cores' work (read at the
+// block's start, before its WGMMAs, they cost 4-6 % at 128x192 on the H200: docs/fp8.md).
+TEST(Fp8TemplateCompiles, DrainedBlockScaledKernelReadsTheNextScalesUnderTheWgmmas) {
   if (!nvcc_path()) GTEST_SKIP() << "nvcc not found (set CROQ_NVCC)";
   HopperGemmFamily f;
   const auto p = blockscaled_problem(8192, 8192, 8192);
@@ -246,27 +245,15 @@ TEST(Fp8TemplateCompiles, DrainedBlockScaledTrialsCompileWithoutSpills) {
   for (const auto& a : f.alternatives(p))
     if (a.tag == "bs_d128x192") d192 = a.config;
   ASSERT_TRUE(d192.has_value());
-  const Compiled plain = compile(f, *d192, p, true);
-  ASSERT_TRUE(plain.ok);
-  EXPECT_EQ(count_of(plain.log, "bar.arrive"), 0u);
-  const Compiled once = compile(f, *d192, p, true, "#define CROQ_BS_STAGGER 1\n");
-  ASSERT_TRUE(once.ok);
-  EXPECT_GT(count_of(once.log, "bar.arrive"), 0u);
-  const Compiled every = compile(f, *d192, p, true, "#define CROQ_BS_STAGGER 2\n");
-  ASSERT_TRUE(every.ok);
-  EXPECT_EQ(count_of(every.log, "bar.arrive"), 0u);
-  EXPECT_GT(count_of(every.log, "bar.sync"), count_of(plain.log, "bar.sync"));
-  for (const char* trial : {"#define CROQ_BS_STAGGER 1\n", "#define CROQ_BS_STAGGER 2\n",
-                            "#define CROQ_BS_SCALES_AHEAD 1\n"}) {
-    SCOPED_TRACE(trial);
-    const Compiled built = compile(f, *d192, p, false, trial);
-    expect_clean(built);
-    std::regex frame("([0-9]+) bytes stack frame");
-    int frames = 0;
-    for (auto it = std::sregex_iterator(built.log.begin(), built.log.end(), frame); it != std::sregex_iterator(); ++it, ++frames)
-      EXPECT_EQ((*it)[1].str(), "0") << built.log;
-    EXPECT_GT(frames, 0) << built.log;
-  }
+  ASSERT_EQ(d192->at("MMA_DEPTH"), "0");
+  const Compiled ptx = compile(f, *d192, p, true);
+  ASSERT_TRUE(ptx.ok) << ptx.log;
+  ASSERT_EQ(count_of(ptx.log, "wgmma.commit_group.sync.aligned;"), 1u);  // the k loop's only group
+  const size_t commit = ptx.log.find("wgmma.commit_group.sync.aligned;");
+  const size_t wait = ptx.log.find("wgmma.wait_group.sync.aligned 0;", commit);
+  ASSERT_NE(wait, std::string::npos);
+  // the A scales of the thread's two rows and the tile's B scales: five loads at 128x192
+  EXPECT_EQ(count_of(ptx.log.substr(commit, wait - commit), "ld.global.nc.f32"), 5u);
 }
 
 }  // namespace

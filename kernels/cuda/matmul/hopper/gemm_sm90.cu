@@ -58,19 +58,6 @@
  *   CROQ_SWIZZLE                128, 64 or 32: the TMA/WGMMA shared-memory swizzle width in bytes
  *   CROQ_MMA_DEPTH              wgmma groups left in flight when a stage is released (0 or 1; the
  *                               block-scaled kernel: 1 overlaps each promotion with the next block)
- *   CROQ_BS_STAGGER             trial, drained block-scaled kernel (MMA_DEPTH 0, two cooperative
- *                               consumers): the second consumer starts a work unit once the first
- *                               one's first k block is done, so that each one's promotion runs while
- *                               the other's WGMMAs do; 1 at the CTA's first unit only, 2 at every unit
- *                               (the first consumer then waits there for the second to start it);
- *                               default 0, the family never sets it
- *   CROQ_BS_HALVES              trial, block-scaled with MMA_DEPTH 0: 1 issues each k block as two
- *                               WGMMA groups of half the tile's columns (m64n(BN/2)), promotes the
- *                               first half while the second half's WGMMAs run and the second half
- *                               before the next block's are issued: the overlapped kernel's pattern
- *                               in the drained kernel's registers (A read twice from shared memory)
- *   CROQ_BS_SCALES_AHEAD        trial, drained block-scaled kernel: 1 reads the next k block's scales
- *                               while the current one's WGMMAs run (default 0: at the block's start)
  *   CROQ_ACC_UNCHECKED          1: build past the accumulator limit below (ptxas spills there); for
  *                               bench/gpu/spill_sass.sh, which looks where the spills land. The
  *                               family never sets it.
@@ -183,15 +170,6 @@
 #ifndef CROQ_PROMOTE_EVERY
 #define CROQ_PROMOTE_EVERY 1
 #endif
-#ifndef CROQ_BS_STAGGER
-#define CROQ_BS_STAGGER 0
-#endif
-#ifndef CROQ_BS_SCALES_AHEAD
-#define CROQ_BS_SCALES_AHEAD 0
-#endif
-#ifndef CROQ_BS_HALVES
-#define CROQ_BS_HALVES 0
-#endif
 #ifndef CROQ_DTYPES
 #if CROQ_ELEM_BYTES == 1
 #define CROQ_DTYPES 48
@@ -284,13 +262,6 @@ static_assert(!BLOCKSCALE || (EB == 1 && BK == 128 && (CROQ_DTYPES & 16) == 0),
 // so the tensor cores run one k block's WGMMAs while the consumer promotes the block before (scales
 // applied, added into the f32 sums); with 0 each stage's WGMMAs are drained before the promotion.
 constexpr bool BS_OVERLAP = BLOCKSCALE && CROQ_MMA_DEPTH == 1;
-// Trials of the drained block-scaled kernel (see the list of macros above).
-constexpr bool BS_STAGGER = BLOCKSCALE && !BS_OVERLAP && CROQ_BS_STAGGER && CONSUMERS == 2 && !PINGPONG;
-constexpr bool BS_AHEAD = BLOCKSCALE && !BS_OVERLAP && CROQ_BS_SCALES_AHEAD;
-constexpr bool BS_HALVES = BLOCKSCALE && !BS_OVERLAP && CROQ_BS_HALVES;
-static_assert(!BS_HALVES || (BN % 16 == 0 && (BN / 2) % 32 == 0 && !PINGPONG),
-              "CROQ_BS_HALVES: BN/2 a WGMMA N of whole 8-row swizzle groups, cooperative consumers");
-constexpr int STAGGER_BAR = 3;  // named barrier ids 1 and 2 are the consumers' own
 constexpr int ACC_SETS = BS_OVERLAP ? 3 : PROMOTE ? 2 : 1;  // WGMMA sums (one or two sets), promoted sums
 // f32 accumulators a consumer thread may hold without spilling (ptxas of CUDA 13.0, every variant
 // of the template; the split-K reduction needs a few registers more, stream-K's work cursor more).
@@ -423,9 +394,6 @@ __device__ __forceinline__ void fence_proxy_async_smem() {
 }
 __device__ __forceinline__ void named_barrier(int id, int threads) {
   asm volatile("bar.sync %0, %1;" ::"r"(id), "r"(threads) : "memory");
-}
-__device__ __forceinline__ void named_barrier_arrive(int id, int threads) {
-  asm volatile("bar.arrive %0, %1;" ::"r"(id), "r"(threads) : "memory");
 }
 __device__ __forceinline__ void prefetch_tmap(const CUtensorMap* map) {
   asm volatile("prefetch.tensormap [%0];" ::"l"(reinterpret_cast<uint64_t>(map)) : "memory");
@@ -983,89 +951,7 @@ __global__ void __launch_bounds__(THREADS, 1)
           b[q] = nb * 128 < p.n ? __ldg(p.b_scale + static_cast<long long>(nb) * p.scale_kb + kb) : 0.f;
         }
       };
-      if constexpr (BS_HALVES) {
-        // Each k block as two WGMMA groups, columns [0, BN/2) into acc[.][0, BN/4) and [BN/2, BN) into
-        // acc[.][BN/4, BN/2) (the full tile's accumulator layout, so the epilogue is unchanged). The
-        // first half is promoted while the second half's WGMMAs run; the second half at the next
-        // block's start, before its WGMMAs are issued (no group in flight across the back-edge, as in
-        // the overlapped kernel). Scales: the block before's (second half), this block's, the next's.
-        constexpr int HN = BN / 2, HR = BN / 4;
-        float s_lo[3][M_ATOMS], s_hi[3][M_ATOMS], s_b[3][NQ];  // [0] block before, [1] this, [2] next
-        auto half_of = [&](int ma, auto h) -> float(&)[HR] {
-          return *reinterpret_cast<float(*)[HR]>(&acc[ma][decltype(h)::value * HR]);
-        };
-        auto promote_half = [&](auto h, auto set) {
-          constexpr int H = decltype(h)::value, W = decltype(set)::value;
-#pragma unroll
-          for (int ma = 0; ma < M_ATOMS; ++ma) fence_acc(half_of(ma, h));
-          with_column_offset<gcd_int(BN, 128)>(n0 % 128, [&](auto off) {
-            constexpr int OFF = decltype(off)::value;
-#pragma unroll
-            for (int ma = 0; ma < M_ATOMS; ++ma)
-#pragma unroll
-              for (int i = 0; i < HR; ++i) {
-                const float sc =
-                    ((i % 4) < 2 ? s_lo[W][ma] : s_hi[W][ma]) * s_b[W][(OFF + H * HN + 8 * (i / 4)) / 128];
-                pacc[ma][H * HR + i] = fmaf(acc[ma][H * HR + i], sc, pacc[ma][H * HR + i]);
-              }
-          });
-        };
-        auto issue_half = [&](auto h) {
-          constexpr int H = decltype(h)::value;
-          const uint32_t sa = base + stage * STAGE_BYTES;
-          const uint32_t sb = sa + A_STAGE_BYTES;
-#pragma unroll
-          for (int ma = 0; ma < M_ATOMS; ++ma) fence_acc(half_of(ma, h));
-          wgmma_fence();
-          const uint32_t la = desc_lo(sa, 16), lb = desc_lo(sb, 16);
-#pragma unroll
-          for (int kk = 0; kk < BK / KSTEP; ++kk) {
-            const int region = (kk * KSTEP) / ATOM;
-            const uint32_t koff = ((kk * KSTEP) % ATOM) * EB;
-            const uint64_t db = desc_at(lb, (region * BN + H * HN) * SW + koff);  // e4m3: B K-major
-#pragma unroll
-            for (int ma = 0; ma < M_ATOMS; ++ma) {
-              const uint32_t aoff = (region * BM + row0 + ma * 64) * SW + koff;
-              wgmma_m64<HN, KIND, 0>(half_of(ma, h), desc_at(la, aoff), db, kk != 0 ? 1 : 0);
-            }
-          }
-          wgmma_commit();
-        };
-        auto copy_scales = [&](int to, int from) {
-#pragma unroll
-          for (int ma = 0; ma < M_ATOMS; ++ma) {
-            s_lo[to][ma] = s_lo[from][ma];
-            s_hi[to][ma] = s_hi[from][ma];
-          }
-#pragma unroll
-          for (int q = 0; q < NQ; ++q) s_b[to][q] = s_b[from][q];
-        };
-        constexpr std::integral_constant<int, 0> h0{}, prev{};
-        constexpr std::integral_constant<int, 1> h1{}, cur{};
-#pragma unroll
-        for (int ma = 0; ma < M_ATOMS; ++ma)
-#pragma unroll
-          for (int i = 0; i < BN / 2; ++i) pacc[ma][i] = 0.f;
-        if (kb0 < kb1) load_block_scales(kb0, s_lo[1], s_hi[1], s_b[1]);
-        for (int kb = kb0; kb < kb1; ++kb) {
-          mbar_wait(full_bar(stage), phase);
-          if (kb > kb0) promote_half(h1, prev);  // the block before's second half (retired)
-          issue_half(h0);
-          issue_half(h1);
-          if (kb + 1 < kb1) load_block_scales(kb + 1, s_lo[2], s_hi[2], s_b[2]);
-          wgmma_wait<1>();
-          promote_half(h0, cur);  // under the second half's WGMMAs
-          wgmma_wait<0>();
-          release(stage);
-          if (++stage == STAGES) {
-            stage = 0;
-            phase ^= 1;
-          }
-          copy_scales(0, 1);
-          copy_scales(1, 2);
-        }
-        if (kb1 > kb0) promote_half(h1, prev);  // the last block's second half
-      } else if constexpr (BS_OVERLAP) {
+      if constexpr (BS_OVERLAP) {
         // Even k blocks of the unit accumulate in acc, odd ones in acc2. A block's sums are promoted
         // while the tensor cores run the next block: after issuing the odd block the consumer waits
         // only for the even one (wgmma_wait<1>) and promotes it; the odd block is waited for at the
@@ -1174,20 +1060,15 @@ __global__ void __launch_bounds__(THREADS, 1)
 #pragma unroll
             for (int i = 0; i < BN / 2; ++i) pacc[ma][i] = 0.f;
         }
-        // BS_STAGGER: the second consumer starts the unit when the first one's first k block is done.
-        // Once per CTA (1) pairs one arrival with one wait; at every unit (2) both consumers wait, so
-        // that neither can run a unit ahead into the next generation of the barrier.
-        const bool stagger = BS_STAGGER && kb1 > kb0 && (CROQ_BS_STAGGER == 2 || local == 0);
-        if constexpr (BS_STAGGER) {
-          if (stagger && cw == 1) named_barrier(STAGGER_BAR, 256);
-        }
-        [[maybe_unused]] float na_lo[M_ATOMS], na_hi[M_ATOMS], nbk[NQ];  // BS_AHEAD: the next k block's scales
-        if constexpr (BS_AHEAD) {
+        // The block-scaled scales of the next k block are read while this block's WGMMAs run (read
+        // at the block's start, their latency showed: 0.825 -> 0.863 x cuBLASLt at 8192^3, 128x192).
+        [[maybe_unused]] float na_lo[M_ATOMS], na_hi[M_ATOMS], nbk[NQ];
+        if constexpr (BLOCKSCALE) {
           if (kb1 > kb0) load_block_scales(kb0, na_lo, na_hi, nbk);
         }
         for (int kb = kb0; kb < kb1; ++kb) {
           [[maybe_unused]] float sa_lo[M_ATOMS], sa_hi[M_ATOMS], sbk[NQ];
-          if constexpr (BS_AHEAD) {
+          if constexpr (BLOCKSCALE) {
 #pragma unroll
             for (int ma = 0; ma < M_ATOMS; ++ma) {
               sa_lo[ma] = na_lo[ma];
@@ -1195,8 +1076,6 @@ __global__ void __launch_bounds__(THREADS, 1)
             }
 #pragma unroll
             for (int q = 0; q < NQ; ++q) sbk[q] = nbk[q];
-          } else if constexpr (BLOCKSCALE) {
-            load_block_scales(kb, sa_lo, sa_hi, sbk);
           }
           mbar_wait(full_bar(stage), phase);
           const uint32_t sa = base + stage * STAGE_BYTES;
@@ -1226,7 +1105,7 @@ __global__ void __launch_bounds__(THREADS, 1)
             }
           }
           wgmma_commit();
-          if constexpr (BS_AHEAD) {
+          if constexpr (BLOCKSCALE) {
             if (kb + 1 < kb1) load_block_scales(kb + 1, na_lo, na_hi, nbk);
           }
 #if CROQ_MMA_DEPTH == 1
@@ -1236,15 +1115,6 @@ __global__ void __launch_bounds__(THREADS, 1)
           wgmma_wait<0>();
           release(stage);
 #endif
-          if constexpr (BS_STAGGER) {
-            if (stagger && cw == 0 && kb == kb0) {
-              if constexpr (CROQ_BS_STAGGER == 2) {
-                named_barrier(STAGGER_BAR, 256);
-              } else {
-                named_barrier_arrive(STAGGER_BAR, 256);
-              }
-            }
-          }
 #pragma unroll
           for (int ma = 0; ma < M_ATOMS; ++ma) fence_acc(acc[ma]);
           if constexpr (BLOCKSCALE) {
