@@ -21,7 +21,9 @@
 # holding sweep-resume.tar.xz, relative to the repository), SWEEP_ROUNDS (30), SWEEP_LIMIT_S
 # (500), SWEEP_PRESET (quick), SWEEP_SEED (1), SWEEP_GPUS (all), SWEEP_WORKERS (4: shapes at once on
 # each GPU, their builds side by side on the machine's cores; --workers-per-device), SWEEP_SAME_RUN
-# (0; 1: each shape's best kernel and its baseline measured again in this call, for a same-run table).
+# (0; 1: each shape's best kernel and its baseline measured again in this call, for a same-run table:
+# the kernels built side by side, then SWEEP_SAME_RUN_REPEATS (2) baseline/measure pairs per shape; on a
+# finished sweep the run itself skips every shape at once, so a call can be the same-run table alone).
 # Usage: bash bench/gpu/sweep_h200.sh       (results under $OUT, else docs/results)
 set -uo pipefail
 cd "$(dirname "$0")/../.."
@@ -114,10 +116,17 @@ for log in sorted(glob.glob(f"{ws}/tuning/*/cuda/logs/*/croq-search/idea-log.jso
     if keeps:
         print(f"{gpu}\t{key}\t{max(keeps, key=lambda r: r['tflops'])['kernel']}")
 PY
+  # the kernels are built side by side first (the carried workspace has no binaries), then measured
+  # one shape after another: SWEEP_SAME_RUN_REPEATS (2) back-to-back baseline/measure pairs each
+  while IFS=$'\t' read -r gpu key kernel; do
+    croq --root "$WS" build --gpu "$gpu" --dsl cuda --shape-key "$key" --model croq-search --iter "$kernel" > /dev/null 2>&1 \
+      || echo "[sweep-h200] $key: $kernel did not build" &
+    while [ "$(jobs -rp | wc -l)" -ge "$(nproc)" ]; do sleep 1; done
+  done < "$SAME/best.tsv"
+  wait
   while IFS=$'\t' read -r gpu key kernel; do
     T=(--gpu "$gpu" --dsl cuda --shape-key "$key" --model croq-search)
-    croq --root "$WS" build "${T[@]}" --iter "$kernel" > /dev/null 2>&1 || echo "[sweep-h200] $key: $kernel did not build"
-    for rep in 1 2; do
+    for rep in $(seq 1 "${SWEEP_SAME_RUN_REPEATS:-2}"); do
       croq --root "$WS" baseline "${T[@]}" --force > "$SAME/baseline_${rep}_$key.json" 2> /dev/null
       croq --root "$WS" measure "${T[@]}" --iter "$kernel" --out "$SAME/measure_${rep}_$key.json" > /dev/null 2>&1
     done
@@ -132,13 +141,14 @@ def tf(path):
         return None
     d = d.get("result", d)
     return d.get("tflops") if d.get("verdict", "PASS") == "PASS" else None
-print("\n## Same run: each shape's best kernel against its baseline in this call (two back-to-back repeats)\n")
+print("\n## Same run: each shape's best kernel against its baseline in this call (back-to-back repeats)\n")
 print("| shape | best kernel | library TFLOPS | croq TFLOPS | ratio |")
 print("|---|---|---|---|---|")
 for line in open(os.path.join(same, "best.tsv")):
     gpu, key, kernel = line.rstrip("\n").split("\t")
-    b = [tf(os.path.join(same, f"baseline_{r}_{key}.json")) for r in (1, 2)]
-    c = [tf(os.path.join(same, f"measure_{r}_{key}.json")) for r in (1, 2)]
+    reps = sorted({int(f.split("_")[1]) for f in os.listdir(same) if f.startswith("baseline_")}) or [1]
+    b = [tf(os.path.join(same, f"baseline_{r}_{key}.json")) for r in reps]
+    c = [tf(os.path.join(same, f"measure_{r}_{key}.json")) for r in reps]
     bv, cv = [x for x in b if x], [x for x in c if x]
     ratio = f"{statistics.median(cv) / statistics.median(bv):.3f}" if bv and cv else "-"
     show = lambda v: " / ".join("-" if x is None else f"{x:.1f}" for x in v)
