@@ -119,7 +119,7 @@ PY
   # the kernels are built side by side first (the carried workspace has no binaries), then measured
   # one shape after another: SWEEP_SAME_RUN_REPEATS (2) back-to-back baseline/measure pairs each
   while IFS=$'\t' read -r gpu key kernel; do
-    croq --root "$WS" build --gpu "$gpu" --dsl cuda --shape-key "$key" --model croq-search --iter "$kernel" > /dev/null 2>&1 \
+    croq --root "$WS" build --gpu "$gpu" --dsl cuda --shape-key "$key" --model croq-search --iter "$kernel" < /dev/null > /dev/null 2>&1 \
       || echo "[sweep-h200] $key: $kernel did not build" &
     while [ "$(jobs -rp | wc -l)" -ge "$(nproc)" ]; do sleep 1; done
   done < "$SAME/best.tsv"
