@@ -144,9 +144,9 @@ def tf(path):
 print("\n## Same run: each shape's best kernel against its baseline in this call (back-to-back repeats)\n")
 print("| shape | best kernel | library TFLOPS | croq TFLOPS | ratio |")
 print("|---|---|---|---|---|")
+reps = sorted({int(f.split("_")[1]) for f in os.listdir(same) if f.startswith("baseline_")}) or [1]
 for line in open(os.path.join(same, "best.tsv")):
     gpu, key, kernel = line.rstrip("\n").split("\t")
-    reps = sorted({int(f.split("_")[1]) for f in os.listdir(same) if f.startswith("baseline_")}) or [1]
     b = [tf(os.path.join(same, f"baseline_{r}_{key}.json")) for r in reps]
     c = [tf(os.path.join(same, f"measure_{r}_{key}.json")) for r in reps]
     bv, cv = [x for x in b if x], [x for x in c if x]
