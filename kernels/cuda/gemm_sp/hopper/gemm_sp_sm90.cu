@@ -69,21 +69,14 @@
  *                               each sub-tile waits for its WGMMAs, the other consumer warpgroup
  *                               keeps the tensor cores busy; one m64 atom per consumer (with two,
  *                               ptxas spilled 92-116 bytes at 128 + 32 accumulators)
- *   CROQ_A_REGS                 where the consumers' WGMMAs read the compressed A from: 0 a shared-
- *                               memory stage (TMA); 1 registers, each consumer thread loading its
- *                               16-byte fragment of every sparse WGMMA straight from global memory
- *                               (L2), three k blocks ahead (four register sets). A then never passes
- *                               through shared memory: a sparse WGMMA reads B at 64 rows of A per
- *                               byte, and the TMA writes and the WGMMAs' reads of A and B together
- *                               exceed shared memory's 128 bytes per cycle long before the tensor
- *                               cores' peak, so every byte of A taken out of it is throughput.
- *                               Not with PINGPONG or PROMOTE_SUB. The prepared values are then laid
- *                               out in fragment order (below)
- *   CROQ_KEEP                   how the metadata register sets are kept live until their WGMMAs
- *                               retire (see the main loop): 0 volatile shared-memory stores; 1 the
- *                               same stores under a branch that is never taken at run time (ptxas
- *                               cannot tell), which keeps the registers live without the stores'
- *                               shared-memory traffic. The A register sets always use 1
+ *   CROQ_KEEP                   how the metadata register sets are kept live until the wait that
+ *                               retires their WGMMAs (see the main loop): 1 (default) stores of
+ *                               the set under a branch never taken at run time (ptxas cannot tell
+ *                               it), which keeps the registers live without any shared-memory
+ *                               traffic; 0 the same stores always run (volatile shared-memory
+ *                               stores, 16 bytes per consumer thread and k block: the kernels
+ *                               before 2026-12-04, 1-2.5 % slower at 4096x8192x8192, since a
+ *                               sparse kernel is bound by shared memory's bandwidth)
  *   CROQ_DTYPES                 which instantiations to compile (bit mask; default all): 1 f16->f32,
  *                               2 f16->f16, 4 bf16->f32, 8 bf16->bf16, 16 e4m3->f16, 32 e4m3->bf16,
  *                               64 e4m3->f32
@@ -103,11 +96,6 @@
  *            sparsity selector 0 reads lanes 0 and 1 of each quad), so a chunk stores 64 slots
  *            (w, l/4, l%2) x 2 steps. e4m3 (k64 WGMMA): thread t holds the 32 k of row
  *            r = 16 w + l/4 + 8 (l % 2) starting at k0 = 32 ((l/2) % 2), one word per thread;
- * With CROQ_A_REGS 1 the values are in fragment order instead: for each 64-row block and each
- * sparse WGMMA step of Kp (32 logical k for 16-bit inputs, 64 for e4m3), 128 x 16 bytes, thread
- * t = 32 w + l's four registers j = 0..3 holding compressed row 16 w + l/4 + 8 (j % 2), compressed
- * columns from (4 / ES) (l % 4) + (j / 2) (16 / ES) of the step (the register layout of the A
- * operand of wgmma.mma_async.sp), rows past M zero.
  * A group whose nibble names no 2-of-4 pattern (i0 >= i1) gets NaN values (and positions 0 and 1), so
  * that the product shows it: croq_gemm_prepare never synchronises or reads device memory back.
  * Both are loaded by TMA: the values in BM x (BK/2) boxes with the A swizzle, the metadata in
@@ -120,7 +108,8 @@
  * word in a register and sparsity selector 0, and release the stage on its "empty" mbarrier. A sparse
  * WGMMA reads its metadata register asynchronously, until the wgmma.wait_group that retires it, and
  * ptxas does not reserve the register that long: the consumers keep every metadata register set
- * live until that wait (a volatile shared-memory store of the set after it) and alternate two sets
+ * live until that wait (a volatile shared-memory store of the set after it, under a branch that is
+ * never taken: CROQ_KEEP) and alternate two sets
  * when a group stays in flight (see the main loop).
  * Edges: TMA fills out-of-bounds elements with zeros (M, N and K tails), the epilogue predicates
  * or clips. TMA needs 16-byte aligned rows: when B's or C's are not, the operand goes through a
@@ -203,11 +192,8 @@
 #ifndef CROQ_PROMOTE_SUB
 #define CROQ_PROMOTE_SUB 0
 #endif
-#ifndef CROQ_A_REGS
-#define CROQ_A_REGS 0
-#endif
 #ifndef CROQ_KEEP
-#define CROQ_KEEP 0
+#define CROQ_KEEP 1
 #endif
 #ifndef CROQ_DTYPES
 #define CROQ_DTYPES 127
@@ -236,7 +222,6 @@ constexpr int SPLIT_K = CROQ_SPLIT_K;
 constexpr bool SPLIT_TAIL = CROQ_SPLIT_TAIL != 0;
 constexpr int PROMOTE = CROQ_PROMOTE;          // e4m3: k blocks between promotions (0: off)
 constexpr bool PROMOTE_SUB = CROQ_PROMOTE_SUB != 0;
-constexpr bool A_REGS = CROQ_A_REGS != 0;
 constexpr int WG_M = PINGPONG ? BM : BM / CONSUMERS;  // rows of C per consumer warpgroup
 constexpr int M_ATOMS = WG_M / 64;                    // m64 WGMMA per consumer per k step
 constexpr int THREADS = (CONSUMERS + 1) * 128;
@@ -261,7 +246,7 @@ struct Shape {
   static constexpr int SWA = CROQ_SWIZZLE_A < A_ROW ? CROQ_SWIZZLE_A : A_ROW;
   static constexpr int SWB = CROQ_SWIZZLE_B < B_ROW ? CROQ_SWIZZLE_B : B_ROW;
   static constexpr int A_ATOM = SWA / ES, B_ATOM = SWB / ES;  // elements per swizzle row
-  static constexpr int A_STAGE_BYTES = A_REGS ? 0 : BM * A_ROW;
+  static constexpr int A_STAGE_BYTES = BM * A_ROW;
   static constexpr int B_STAGE_BYTES = BN * B_ROW;
   static constexpr int AB_STAGE_BYTES = A_STAGE_BYTES + B_STAGE_BYTES;
   static constexpr int TX_BYTES = AB_STAGE_BYTES + E_STAGE_BYTES;  // bytes landing per stage
@@ -291,11 +276,7 @@ static_assert(CROQ_SWIZZLE_B == 64 || CROQ_SWIZZLE_B == 128, "CROQ_SWIZZLE_B: 64
 static_assert(META >= 0 && META <= 2, "CROQ_META must be 0, 1 or 2");
 static_assert(STAGES >= 2 && STAGES <= 8, "CROQ_STAGES must be in [2, 8]");
 static_assert(CS >= 1 && CS <= 4, "cluster size must be in [1, 4]");
-static_assert(CROQ_A_REGS == 0 || CROQ_A_REGS == 1, "CROQ_A_REGS must be 0 or 1");
 static_assert(CROQ_KEEP == 0 || CROQ_KEEP == 1, "CROQ_KEEP must be 0 or 1");
-static_assert(!A_REGS || (!PINGPONG && !PROMOTE_SUB && META == 2),
-              "CROQ_A_REGS=1 needs CROQ_PINGPONG=0, CROQ_PROMOTE_SUB=0 and CROQ_META=2 (ptxas serializes WGMMAs "
-              "with A in registers when their metadata words come from shared memory)");
 static_assert((BM / CN) % 8 == 0, "A slices of a multicast must be multiples of 8 rows");
 static_assert((BN / CM) % 8 == 0, "B slices of a multicast must be multiples of 8 rows");
 static_assert(CROQ_EPILOGUE >= 0 && CROQ_EPILOGUE <= 2, "CROQ_EPILOGUE must be 0, 1 or 2");
@@ -329,8 +310,6 @@ struct Params {
   float* partials;                  // split-K: per (split tile, slice < split-1) a BM x BN f32 slot
   unsigned long long* flags;        // split-K: per (split tile, slice < split-1, row owner) a ready flag
   unsigned long long tag;           // the value this launch writes into a ready flag (never 0)
-  const uint4* a_frag;              // A_REGS: the prepared values in fragment order
-  long long a_steps;                // A_REGS: sparse WGMMA steps per 64-row block (Kp / KSTEP)
   int never;                        // always 0: the condition of the stores that keep registers live
 };
 
@@ -551,59 +530,6 @@ __device__ __forceinline__ void wgmma_sp(float (&d)[N / 2], uint64_t da, uint64_
   }
 }
 
-// The same with A from registers (CROQ_A_REGS): four 32-bit registers per thread, the fragment of
-// the compressed 64 x (KSTEP/2) A in the layout of the A operand of wgmma.mma_async.sp.
-#define CROQ_SPMMA_RS(SHAPE, TY, TAIL, REGS, A0, A1, A2, A3, IB, IE, IS, ...)                                   \
-  asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %" CROQ_STR(IS) ", 0;\n"                                       \
-               "wgmma.mma_async.sp.sync.aligned." SHAPE ".f32" TY " {" REGS "}, {%" CROQ_STR(A0) ", %" CROQ_STR( \
-                   A1) ", %" CROQ_STR(A2) ", %" CROQ_STR(A3) "}, %" CROQ_STR(IB) ", %" CROQ_STR(IE) ", 0, p" TAIL \
-               ";\n}\n"                                                                                         \
-               : __VA_ARGS__                                                                                   \
-               : "r"(a.x), "r"(a.y), "r"(a.z), "r"(a.w), "l"(db), "r"(meta), "r"(scale_d))
-#define CROQ_SPMMA_RS_ALL(N, REGS, A0, A1, A2, A3, IB, IE, IS, ...)                                              \
-  if constexpr (KIND == 0) {                                                                                     \
-    CROQ_SPMMA_RS("m64n" CROQ_STR(N) "k32", ".f16.f16", ", 1, 1, 0", REGS, A0, A1, A2, A3, IB, IE, IS, __VA_ARGS__);  \
-  } else if constexpr (KIND == 1) {                                                                              \
-    CROQ_SPMMA_RS("m64n" CROQ_STR(N) "k32", ".bf16.bf16", ", 1, 1, 0", REGS, A0, A1, A2, A3, IB, IE, IS, __VA_ARGS__); \
-  } else {                                                                                                       \
-    CROQ_SPMMA_RS("m64n" CROQ_STR(N) "k64", ".e4m3.e4m3", ", 1, 1", REGS, A0, A1, A2, A3, IB, IE, IS, __VA_ARGS__);  \
-  }
-
-template <int N, int KIND>
-__device__ __forceinline__ void wgmma_sp_rs(float (&d)[N / 2], uint4 a, uint64_t db, uint32_t meta, int scale_d) {
-  if constexpr (N == 32) {
-    CROQ_SPMMA_RS_ALL(32, CROQ_P16_0, 16, 17, 18, 19, 20, 21, 22, CROQ_R16(0))
-  } else if constexpr (N == 64) {
-    CROQ_SPMMA_RS_ALL(64, CROQ_P16_0 CROQ_P16_1, 32, 33, 34, 35, 36, 37, 38, CROQ_R16(0), CROQ_R16(16))
-  } else if constexpr (N == 96) {
-    CROQ_SPMMA_RS_ALL(96, CROQ_P16_0 CROQ_P16_1 CROQ_P16_2, 48, 49, 50, 51, 52, 53, 54, CROQ_R16(0), CROQ_R16(16),
-                      CROQ_R16(32))
-  } else if constexpr (N == 128) {
-    CROQ_SPMMA_RS_ALL(128, CROQ_P16_0 CROQ_P16_1 CROQ_P16_2 CROQ_P16_3, 64, 65, 66, 67, 68, 69, 70, CROQ_R16(0),
-                      CROQ_R16(16), CROQ_R16(32), CROQ_R16(48))
-  } else if constexpr (N == 160) {
-    CROQ_SPMMA_RS_ALL(160, CROQ_P16_0 CROQ_P16_1 CROQ_P16_2 CROQ_P16_3 CROQ_P16_4, 80, 81, 82, 83, 84, 85, 86,
-                      CROQ_R16(0), CROQ_R16(16), CROQ_R16(32), CROQ_R16(48), CROQ_R16(64))
-  } else if constexpr (N == 192) {
-    CROQ_SPMMA_RS_ALL(192, CROQ_P16_0 CROQ_P16_1 CROQ_P16_2 CROQ_P16_3 CROQ_P16_4 CROQ_P16_5, 96, 97, 98, 99, 100,
-                      101, 102, CROQ_R16(0), CROQ_R16(16), CROQ_R16(32), CROQ_R16(48), CROQ_R16(64), CROQ_R16(80))
-  } else if constexpr (N == 224) {
-    CROQ_SPMMA_RS_ALL(224, CROQ_P16_0 CROQ_P16_1 CROQ_P16_2 CROQ_P16_3 CROQ_P16_4 CROQ_P16_5 CROQ_P16_6, 112, 113,
-                      114, 115, 116, 117, 118, CROQ_R16(0), CROQ_R16(16), CROQ_R16(32), CROQ_R16(48), CROQ_R16(64),
-                      CROQ_R16(80), CROQ_R16(96))
-  } else {
-    static_assert(N == 256, "unsupported wgmma N");
-    CROQ_SPMMA_RS_ALL(256, CROQ_P16_0 CROQ_P16_1 CROQ_P16_2 CROQ_P16_3 CROQ_P16_4 CROQ_P16_5 CROQ_P16_6 CROQ_P16_7,
-                      128, 129, 130, 131, 132, 133, 134, CROQ_R16(0), CROQ_R16(16), CROQ_R16(32), CROQ_R16(48),
-                      CROQ_R16(64), CROQ_R16(80), CROQ_R16(96), CROQ_R16(112))
-  }
-}
-__device__ __forceinline__ uint4 ld_global_cg_v4(const uint4* p) {
-  uint4 v;
-  asm volatile("ld.global.cg.v4.u32 {%0, %1, %2, %3}, [%4];" : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w) : "l"(p));
-  return v;
-}
-
 template <typename TIn>
 __host__ __device__ constexpr int kind_of() {
   return std::is_same<TIn, __half>::value ? 0 : std::is_same<TIn, __nv_bfloat16>::value ? 1 : 2;
@@ -815,31 +741,6 @@ __global__ void compress_values(const uint8_t* a, long long lda, const uint8_t* 
   }
 }
 
-// CROQ_A_REGS: one thread per 32-bit register of the fragment-ordered values (the layout in the
-// comment at the top); rows past M are zero, NaN for a group whose nibble names no pattern.
-template <int ES>
-__global__ void compress_frag(const uint8_t* a, long long lda, const uint8_t* meta, int m, int k, int kp,
-                              uint32_t* out) {
-  constexpr int KSTEP = ES == 1 ? 64 : 32;
-  const long long steps = kp / KSTEP;
-  const long long regs = static_cast<long long>((m + 63) / 64) * steps * 512;
-  for (long long i = blockIdx.x * static_cast<long long>(blockDim.x) + threadIdx.x; i < regs;
-       i += static_cast<long long>(gridDim.x) * blockDim.x) {
-    const int j = static_cast<int>(i % 4), t = static_cast<int>((i / 4) % 128);
-    const long long rest = i / 512, step = rest % steps, mb = rest / steps;
-    const int w = t / 32, l = t % 32;
-    const long long row = mb * 64 + 16 * w + l / 4 + 8 * (j % 2);
-    const long long col = step * (KSTEP / 2) + (4 / ES) * (l % 4) + (j / 2) * (16 / ES);  // compressed column
-    uint32_t word = 0;
-    for (int e = 0; e < 4 / ES; e += 2) {  // the two kept values of one group of four per pair of columns
-      uint32_t v0, v1;
-      if (!kept_values(a, lda, meta, m, k, row, (col + e) / 2, ES, &v0, &v1)) v0 = v1 = ES == 2 ? 0x7FFFu : 0x7Fu;
-      word |= (v0 | (v1 << (8 * ES))) << (8 * ES * e);
-    }
-    out[i] = word;
-  }
-}
-
 // One thread per prepared metadata word.
 template <int ES>
 __global__ void build_meta(const uint8_t* meta, int m, int k, int kp, uint32_t* out) {
@@ -916,7 +817,7 @@ __global__ void __launch_bounds__(THREADS, 1)
     mbar_init(order_bar(0), 1);
     mbar_init(order_bar(1), 1);
     fence_barrier_init();
-    if (!A_REGS) prefetch_tmap(&tm_a);
+    prefetch_tmap(&tm_a);
     prefetch_tmap(&tm_b);
     if (META != 2) prefetch_tmap(&tm_e);
     if (CROQ_EPILOGUE == 1) prefetch_tmap(&tm_c);
@@ -953,9 +854,8 @@ __global__ void __launch_bounds__(THREADS, 1)
           const uint32_t sa = base + stage * S::AB_STAGE_BYTES;
           const uint32_t sb = sa + S::A_STAGE_BYTES;
           // Compressed A: regions of A_ATOM columns x BM rows; this CTA loads rows [cn*A_ROWS, +A_ROWS).
-          // (A_REGS: none; the consumers load A themselves.)
 #pragma unroll
-          for (int r = 0; r < (A_REGS ? 0 : S::A_ROW / S::SWA); ++r) {
+          for (int r = 0; r < S::A_ROW / S::SWA; ++r) {
             const uint32_t dst = sa + (r * BM + cn * A_ROWS) * S::SWA;
             const int kc = kb * (BK / 2) + r * S::A_ATOM;
             if constexpr (CN > 1) {
@@ -1068,8 +968,7 @@ __global__ void __launch_bounds__(THREADS, 1)
     const uint32_t keep_addr = keep_base + (cw * 128 + tid) * 16;
     auto keep_alive = [&](const uint32_t (&set)[M_ATOMS][S::META_REGS]) {
       constexpr int N = M_ATOMS * S::META_REGS;
-      if (A_REGS) return;                      // the words are in the A sets (keep_alive_a)
-      if (CROQ_KEEP == 1 && !p.never) return;  // CROQ_KEEP 1: stores ptxas must assume, never run
+      if (CROQ_KEEP == 1 && !p.never) return;  // stores ptxas must assume, never run
 #pragma unroll
       for (int i = 0; i < N; i += 4) {
         const uint32_t* w = &set[0][0];
@@ -1077,57 +976,6 @@ __global__ void __launch_bounds__(THREADS, 1)
                               w[i + 3 < N ? i + 3 : i]);
       }
     };
-    // A_REGS: the compressed A fragments of a k block (per m64 atom and sparse WGMMA step) in one of
-    // four register sets, filled three blocks ahead; kept live like the metadata sets, until the wait
-    // that retires their WGMMAs, by stores that never run.
-    // The set holds the block's metadata words too (META 2, loaded with them).
-    constexpr int AS_M = A_REGS ? M_ATOMS : 1, AS_K = A_REGS ? S::KSTEPS : 1;
-    struct ASet {
-      uint4 a[AS_M][AS_K];
-      uint32_t e[AS_M][AS_K];
-    };
-    ASet aset0, aset1, aset2, aset3;
-    [[maybe_unused]] auto keep_alive_a = [&](const ASet& set) {
-      if (!p.never) return;
-#pragma unroll
-      for (int ma = 0; ma < AS_M; ++ma)
-#pragma unroll
-        for (int ks = 0; ks < AS_K; ++ks) {
-          st_shared_volatile_v4(keep_addr, set.a[ma][ks].x, set.a[ma][ks].y, set.a[ma][ks].z, set.a[ma][ks].w);
-          st_shared_volatile_v4(keep_addr, set.e[ma][ks], set.e[ma][ks], set.e[ma][ks], set.e[ma][ks]);
-        }
-    };
-    // This thread's fragments and metadata words of k block kb for the rows from m0_ (zeros, and
-    // positions 0 and 1, past the prepared A).
-    [[maybe_unused]] auto fetch_a = [&](int m0_, int kb, ASet& dst) {
-      const int r0 = PINGPONG ? 0 : cw * WG_M;
-      const int mw = consumer_meta_word(tid, S::ES, 0);
-#pragma unroll
-      for (int ma = 0; ma < AS_M; ++ma) {
-        const long long mb = (m0_ + r0 + ma * 64) / 64;
-        const bool in = mb < p.meta_blocks;
-#pragma unroll
-        for (int ks = 0; ks < AS_K; ++ks) {
-          const long long step = static_cast<long long>(kb) * AS_K + ks;
-          dst.a[ma][ks] = in && step < p.a_steps ? ld_global_cg_v4(p.a_frag + (mb * p.a_steps + step) * 128 + tid)
-                                                 : make_uint4(0u, 0u, 0u, 0u);
-        }
-        // Metadata: KCHUNKS chunks of 128 words per block; 16-bit inputs two k32 steps per chunk.
-        const uint32_t* src = p.meta + mb * p.meta_row_words + static_cast<long long>(kb) * KCHUNKS * META_WORDS + mw;
-#pragma unroll
-        for (int c = 0; c < KCHUNKS; ++c) {
-          const bool here = in && kb * KCHUNKS + c < p.meta_chunks;
-          if constexpr (S::ES == 2) {
-            const uint2 v = here ? ld_global_u64(src + c * META_WORDS) : make_uint2(0x44444444u, 0x44444444u);
-            dst.e[ma][(2 * c) % AS_K] = v.x;
-            dst.e[ma][(2 * c + 1) % AS_K] = v.y;
-          } else {
-            dst.e[ma][c % AS_K] = here ? ld_global_u32(src + c * META_WORDS) : 0x44444444u;
-          }
-        }
-      }
-    };
-    bool a_ready = false;  // the first three blocks of this unit already fetched (by the unit before)
     int local = 0;
     [[maybe_unused]] long long pos = 0;  // PINGPONG: ring position of the next unit's first k block
     [[maybe_unused]] int slot = 0;       // epilogue slot (EPILOGUE 1)
@@ -1155,7 +1003,8 @@ __global__ void __launch_bounds__(THREADS, 1)
       // block's words, a descriptor, a loop counter) and the WGMMA multiplies with whatever lands
       // there. So every set stays live until the wait that retires its WGMMAs: keep_alive() stores
       // it (volatile shared-memory stores, which ptxas orders after the wait) only then, and only
-      // then is the set loaded again.
+      // then is the set loaded again. With CROQ_KEEP 1 the stores sit under a branch on p.never,
+      // which is 0: ptxas keeps the registers live all the same, and no byte moves.
       using MetaSet = uint32_t[M_ATOMS][S::META_REGS];
       MetaSet meta_a, meta_b;
 #pragma unroll
@@ -1183,7 +1032,7 @@ __global__ void __launch_bounds__(THREADS, 1)
           }
         }
       };
-      if constexpr (META == 2 && !A_REGS) fetch_meta(kb0, meta_a);
+      if constexpr (META == 2) fetch_meta(kb0, meta_a);
       if constexpr (PROM > 0) {
 #pragma unroll
         for (int ma = 0; ma < M_ATOMS; ++ma)
@@ -1191,21 +1040,11 @@ __global__ void __launch_bounds__(THREADS, 1)
           for (int i = 0; i < BN / 2; ++i) acc[ma][i] = 0.f;
       }
 
-      if constexpr (A_REGS) {
-        if (!a_ready) {
-          if (kb0 < kb1) fetch_a(m0, kb0, aset0);
-          if (kb0 + 1 < kb1) fetch_a(m0, kb0 + 1, aset1);
-          if (kb0 + 2 < kb1) fetch_a(m0, kb0 + 2, aset2);
-        }
-        a_ready = false;
-      }
-
       int prev_stage = 0;
       // One k block: its words in `cur`; `prev` holds the previous block's (MMA_DEPTH 1: still in
-      // flight until the wait below). A_REGS: its A fragments in `acur`; `afree` is the set of the
-      // block before (retired by the wait below), refilled with block kb + 3.
-      auto kblock = [&](int kb, MetaSet& cur, MetaSet& prev, ASet& acur, ASet& afree) {
-        if constexpr (META == 2 && CROQ_MMA_DEPTH == 0 && !A_REGS) fetch_meta(kb + 1, prev);  // prev retired already
+      // flight until the wait below).
+      auto kblock = [&](int kb, MetaSet& cur, MetaSet& prev) {
+        if constexpr (META == 2 && CROQ_MMA_DEPTH == 0) fetch_meta(kb + 1, prev);  // prev retired already
         mbar_wait(full_bar(stage), phase);
         const uint32_t sa = base + stage * S::AB_STAGE_BYTES;
         const uint32_t sb = sa + S::A_STAGE_BYTES;
@@ -1291,13 +1130,7 @@ __global__ void __launch_bounds__(THREADS, 1)
             for (int ma = 0; ma < M_ATOMS; ++ma) {
               const uint64_t da = make_desc<S::MODE_A>(
                   sa + ((a_off / S::SWA) * BM + row0 + ma * 64) * S::SWA + (a_off % S::SWA), 16, 8 * S::SWA);
-              if constexpr (A_REGS) {
-                if constexpr (WHOLE) {
-                  wgmma_sp_rs<BN, KIND>(wacc[ma], acur.a[ma][ks], db, acur.e[ma][ks], (!fresh || ks != 0) ? 1 : 0);
-                } else {
-                  wgmma_sp_rs<BN, KIND>(acc[ma], acur.a[ma][ks], db, acur.e[ma][ks], (!fresh || ks != 0) ? 1 : 0);
-                }
-              } else if constexpr (WHOLE) {
+              if constexpr (WHOLE) {
                 wgmma_sp<BN, KIND>(wacc[ma], da, db, cur[ma][ks], (!fresh || ks != 0) ? 1 : 0);
               } else {
                 wgmma_sp<BN, KIND>(acc[ma], da, db, cur[ma][ks], (!fresh || ks != 0) ? 1 : 0);
@@ -1312,19 +1145,11 @@ __global__ void __launch_bounds__(THREADS, 1)
           keep_alive(prev);
           release(prev_stage);
         }
-        if constexpr (META == 2 && !A_REGS) fetch_meta(kb + 1, prev);
-        if constexpr (A_REGS) {
-          keep_alive_a(afree);
-          if (kb + 3 < kb1) fetch_a(m0, kb + 3, afree);
-        }
+        if constexpr (META == 2) fetch_meta(kb + 1, prev);
 #else
         wgmma_wait<0>();
         keep_alive(cur);
         release(stage);
-        if constexpr (A_REGS) {
-          keep_alive_a(acur);
-          if (kb + 3 < kb1) fetch_a(m0, kb + 3, afree);
-        }
 #endif
         if constexpr (WHOLE) {
           // Promotion, every PROM k blocks and after the unit's last: the WGMMAs retired (this
@@ -1347,27 +1172,14 @@ __global__ void __launch_bounds__(THREADS, 1)
           phase ^= 1;
         }
       };
-      // Unrolled by two (A_REGS: four) so that each register set keeps its name (no copies between
-      // the sets).
+      // Unrolled by two so that each register set keeps its name (no copies between the sets).
       int kb = kb0;
-      const bool odd = ((kb1 - kb0) & 1) != 0;  // the last block's words are in meta_a
-      if constexpr (A_REGS) {
-        for (; kb + 3 < kb1; kb += 4) {
-          kblock(kb, meta_a, meta_b, aset0, aset3);
-          kblock(kb + 1, meta_b, meta_a, aset1, aset0);
-          kblock(kb + 2, meta_a, meta_b, aset2, aset1);
-          kblock(kb + 3, meta_b, meta_a, aset3, aset2);
-        }
-        if (kb < kb1) kblock(kb, meta_a, meta_b, aset0, aset3);
-        if (kb + 1 < kb1) kblock(kb + 1, meta_b, meta_a, aset1, aset0);
-        if (kb + 2 < kb1) kblock(kb + 2, meta_a, meta_b, aset2, aset1);
-      } else {
-        for (; kb + 1 < kb1; kb += 2) {
-          kblock(kb, meta_a, meta_b, aset0, aset1);
-          kblock(kb + 1, meta_b, meta_a, aset0, aset1);
-        }
-        if (odd) kblock(kb, meta_a, meta_b, aset0, aset1);
+      for (; kb + 1 < kb1; kb += 2) {
+        kblock(kb, meta_a, meta_b);
+        kblock(kb + 1, meta_b, meta_a);
       }
+      const bool odd = kb < kb1;
+      if (odd) kblock(kb, meta_a, meta_b);
       if constexpr (PINGPONG) {
         if (tid == 0) mbar_arrive_local(order_bar(cw));
       }
@@ -1382,24 +1194,6 @@ __global__ void __launch_bounds__(THREADS, 1)
         release(prev_stage);
       }
 #endif
-      if constexpr (A_REGS) {
-        // Every WGMMA of the unit retired: the sets are free. The next unit's first three blocks are
-        // fetched now, so that the epilogue covers their latency.
-        keep_alive_a(aset0);
-        keep_alive_a(aset1);
-        keep_alive_a(aset2);
-        keep_alive_a(aset3);
-        Work nx;
-        if (work_at(w + num_clusters, p, nx)) {
-          int num, nun;
-          unit_coords(nx.unit, p, num, nun);
-          const int nm0 = (num * CM + cm) * BM;
-          if (nx.kb0 < nx.kb1) fetch_a(nm0, nx.kb0, aset0);
-          if (nx.kb0 + 1 < nx.kb1) fetch_a(nm0, nx.kb0 + 1, aset1);
-          if (nx.kb0 + 2 < nx.kb1) fetch_a(nm0, nx.kb0 + 2, aset2);
-          a_ready = true;
-        }
-      }
 #pragma unroll
       for (int ma = 0; ma < M_ATOMS; ++ma) fence_acc(acc[ma]);
       if (kb1 <= kb0) {
@@ -1550,9 +1344,7 @@ inline Prepared prepared_layout(const croq_gemm_desc* d) {
   Prepared pr;
   pr.kp = static_cast<long long>(round_up(static_cast<size_t>(d->k), 64));
   pr.mb = (d->m + 63) / 64;
-  // A_REGS: fragment order, whole 64-row blocks.
-  const size_t rows = A_REGS ? static_cast<size_t>(pr.mb) * 64 : static_cast<size_t>(d->m);
-  const size_t values = rows * static_cast<size_t>(pr.kp / 2) * elem_bytes(d->a_type);
+  const size_t values = static_cast<size_t>(d->m) * static_cast<size_t>(pr.kp / 2) * elem_bytes(d->a_type);
   pr.off_meta = round_up(values, 1024);
   pr.bytes = pr.off_meta + round_up(static_cast<size_t>(pr.mb) * static_cast<size_t>(pr.kp) * 8, 1024);
   return pr;
@@ -1795,13 +1587,8 @@ croq_status run(const croq_gemm_desc* d, const croq_gemm_operands* ops, cudaStre
     e = &cache[next_slot];
     next_slot = (next_slot + 1) % 8;
     e->valid = false;
-    bool ok = true;
-    if (!A_REGS) {
-      ok = encode_2d(&e->a, tma_type<TIn>(), prep, d->m, pr.kp / 2, pr.kp / 2 * S::ES, S::A_ATOM, BM / CN,
-                     tma_swizzle(S::SWA));
-    } else {
-      memset(&e->a, 0, sizeof(e->a));
-    }
+    bool ok = encode_2d(&e->a, tma_type<TIn>(), prep, d->m, pr.kp / 2, pr.kp / 2 * S::ES, S::A_ATOM, BM / CN,
+                        tma_swizzle(S::SWA));
     ok = ok && encode_2d(&e->b, tma_type<TIn>(), b_use, d->n, d->k, ldb * S::ES, S::B_ATOM, BN / CM,
                          tma_swizzle(S::SWB));
     if (META != 2) {
@@ -1838,8 +1625,6 @@ croq_status run(const croq_gemm_desc* d, const croq_gemm_operands* ops, cudaStre
   prm.c = c_use;
   prm.ldc = ldc;
   prm.meta = reinterpret_cast<const uint32_t*>(prep + pr.off_meta);
-  prm.a_frag = reinterpret_cast<const uint4*>(prep);
-  prm.a_steps = pr.kp / S::KSTEP;
   prm.never = 0;
   prm.meta_blocks = static_cast<int>(pr.mb);
   prm.meta_chunks = static_cast<int>(pr.kp / 64);
@@ -1959,22 +1744,11 @@ CROQ_EXPORT croq_status croq_gemm_prepare(const croq_gemm_desc* d, const croq_ge
   const unsigned gblocks = static_cast<unsigned>((groups + 255) / 256 < 65536 ? (groups + 255) / 256 : 65536);
   const unsigned wblocks = static_cast<unsigned>((words + 255) / 256 < 65536 ? (words + 255) / 256 : 65536);
   uint32_t* meta = reinterpret_cast<uint32_t*>(out + pr.off_meta);
-  const long long fregs = pr.mb * (kp / 2) * elem_bytes(d->a_type) / 4 * 64;  // A_REGS: 32-bit registers
-  const unsigned fblocks = static_cast<unsigned>((fregs + 255) / 256 < 65536 ? (fregs + 255) / 256 : 65536);
-  uint32_t* frag = reinterpret_cast<uint32_t*>(out);
   if (d->a_type == CROQ_E4M3) {
-    if (A_REGS) {
-      compress_frag<1><<<fblocks, 256, 0, s>>>(src, d->lda, ops->a_meta, m, k, kp, frag);
-    } else {
-      compress_values<1><<<gblocks, 256, 0, s>>>(src, d->lda, ops->a_meta, m, k, kp, out);
-    }
+    compress_values<1><<<gblocks, 256, 0, s>>>(src, d->lda, ops->a_meta, m, k, kp, out);
     build_meta<1><<<wblocks, 256, 0, s>>>(ops->a_meta, m, k, kp, meta);
   } else {
-    if (A_REGS) {
-      compress_frag<2><<<fblocks, 256, 0, s>>>(src, d->lda, ops->a_meta, m, k, kp, frag);
-    } else {
-      compress_values<2><<<gblocks, 256, 0, s>>>(src, d->lda, ops->a_meta, m, k, kp, out);
-    }
+    compress_values<2><<<gblocks, 256, 0, s>>>(src, d->lda, ops->a_meta, m, k, kp, out);
     build_meta<2><<<wblocks, 256, 0, s>>>(ops->a_meta, m, k, kp, meta);
   }
   return cudaGetLastError() == cudaSuccess ? CROQ_OK : CROQ_LAUNCH_FAILED;
