@@ -75,7 +75,7 @@
  *                               it), which keeps the registers live without any shared-memory
  *                               traffic; 0 the same stores always run (volatile shared-memory
  *                               stores, 16 bytes per consumer thread and k block: the kernels
- *                               before 2026-12-04, 1-2.5 % slower at 4096x8192x8192, since a
+ *                               before 2026-12-04, 1-2.7 % slower at 4096x8192x8192, since a
  *                               sparse kernel is bound by shared memory's bandwidth)
  *   CROQ_DTYPES                 which instantiations to compile (bit mask; default all): 1 f16->f32,
  *                               2 f16->f16, 4 bf16->f32, 8 bf16->bf16, 16 e4m3->f16, 32 e4m3->bf16,
