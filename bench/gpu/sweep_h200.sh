@@ -117,10 +117,17 @@ for log in sorted(glob.glob(f"{ws}/tuning/*/cuda/logs/*/croq-search/idea-log.jso
         print(f"{gpu}\t{key}\t{max(keeps, key=lambda r: r['tflops'])['kernel']}")
 PY
   # the kernels are built side by side first (the carried workspace has no binaries), then measured
-  # one shape after another: SWEEP_SAME_RUN_REPEATS (2) back-to-back baseline/measure pairs each
+  # one shape after another: SWEEP_SAME_RUN_REPEATS (2) back-to-back baseline/measure pairs each.
+  # A kernel whose binary is still there (built by the sweep on this machine, warm from the call
+  # before) is measured as it is: croq restores only a kept kernel's missing binary, and refuses
+  # to build one again outside a round's plan.
   while IFS=$'\t' read -r gpu key kernel; do
-    croq --root "$WS" build --gpu "$gpu" --dsl cuda --shape-key "$key" --model croq-search --iter "$kernel" < /dev/null > /dev/null 2>&1 \
-      || echo "[sweep-h200] $key: $kernel did not build" &
+    if [ -f "$WS/tuning/$gpu/cuda/bin/$key/croq-search/$kernel.so" ]; then
+      echo "[sweep-h200] $key: $kernel already built in this workspace"
+      continue
+    fi
+    croq --root "$WS" build --gpu "$gpu" --dsl cuda --shape-key "$key" --model croq-search --iter "$kernel" < /dev/null > /dev/null 2> "$SAME/build_$key.err" \
+      || echo "[sweep-h200] $key: $kernel did not build ($(tail -1 "$SAME/build_$key.err"))" &
     while [ "$(jobs -rp | wc -l)" -ge "$(nproc)" ]; do sleep 1; done
   done < "$SAME/best.tsv"
   wait
