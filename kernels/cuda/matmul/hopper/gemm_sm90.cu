@@ -58,6 +58,11 @@
  *   CROQ_SWIZZLE                128, 64 or 32: the TMA/WGMMA shared-memory swizzle width in bytes
  *   CROQ_MMA_DEPTH              wgmma groups left in flight when a stage is released (0 or 1; the
  *                               block-scaled kernel: 1 overlaps each promotion with the next block)
+ *   CROQ_BS_SHIFT               trial, overlapped block-scaled kernel (MMA_DEPTH 1, two cooperative
+ *                               consumers): 1 makes the second consumer start each work unit with
+ *                               one drained k block, so that its pairs of blocks end one block after
+ *                               the first consumer's and the two never drain their WGMMAs at the
+ *                               same block (default 0; the family never sets it)
  *   CROQ_ACC_UNCHECKED          1: build past the accumulator limit below (ptxas spills there); for
  *                               bench/gpu/spill_sass.sh, which looks where the spills land. The
  *                               family never sets it.
@@ -170,6 +175,9 @@
 #ifndef CROQ_PROMOTE_EVERY
 #define CROQ_PROMOTE_EVERY 1
 #endif
+#ifndef CROQ_BS_SHIFT
+#define CROQ_BS_SHIFT 0
+#endif
 #ifndef CROQ_DTYPES
 #if CROQ_ELEM_BYTES == 1
 #define CROQ_DTYPES 48
@@ -262,6 +270,8 @@ static_assert(!BLOCKSCALE || (EB == 1 && BK == 128 && (CROQ_DTYPES & 16) == 0),
 // so the tensor cores run one k block's WGMMAs while the consumer promotes the block before (scales
 // applied, added into the f32 sums); with 0 each stage's WGMMAs are drained before the promotion.
 constexpr bool BS_OVERLAP = BLOCKSCALE && CROQ_MMA_DEPTH == 1;
+// Trial (see the list of macros above): the second consumer's pairs of k blocks one block later.
+constexpr bool BS_SHIFT = BS_OVERLAP && CROQ_BS_SHIFT && CONSUMERS == 2 && !PINGPONG;
 constexpr int ACC_SETS = BS_OVERLAP ? 3 : PROMOTE ? 2 : 1;  // WGMMA sums (one or two sets), promoted sums
 // f32 accumulators a consumer thread may hold without spilling (ptxas of CUDA 13.0, every variant
 // of the template; the split-K reduction needs a few registers more, stream-K's work cursor more).
@@ -1026,6 +1036,18 @@ __global__ void __launch_bounds__(THREADS, 1)
         // The scales of an even block are read a pair ahead, those of an odd block when its set is
         // free (after the promotion of the odd block before).
         int kb = kb0;
+        if constexpr (BS_SHIFT) {  // the second consumer: one drained block first (the trial above)
+          if (cw == 1 && kb < kb1) {
+            load_scales(even, kb);
+            wait_full(0);
+            const int s_first = issue(acc);
+            wgmma_wait<0>();
+            release(s_first);
+            promote(even, acc);
+            ++kb;
+          }
+        }
+        const int kp = kb;  // the first block of the unit's pairs
         if (kb < kb1) load_scales(even, kb);
         for (; kb + 1 < kb1; kb += 2) {  // whole pairs
           wait_full(0);
@@ -1034,7 +1056,7 @@ __global__ void __launch_bounds__(THREADS, 1)
           // the even block's WGMMAs are issued: promoted after them, ptxas of CUDA 13.0 waits for
           // them first anyway (warning C7517: the odd block's sums come from the loop's previous
           // iteration).
-          if (kb > kb0) promote(odd, acc2);
+          if (kb > kp) promote(odd, acc2);
           const int s_even = issue(acc);
           load_scales(odd, kb + 1);
           const int s_odd = issue(acc2);
@@ -1045,7 +1067,7 @@ __global__ void __launch_bounds__(THREADS, 1)
           wgmma_wait<0>();
           release(s_odd);
         }
-        if (kb > kb0) promote(odd, acc2);  // the last pair's odd block
+        if (kb > kp) promote(odd, acc2);  // the last pair's odd block
         if (kb < kb1) {                    // an odd count of blocks: the last one drained
           wait_full(0);
           const int s_last = issue(acc);
