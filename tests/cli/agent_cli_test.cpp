@@ -404,5 +404,57 @@ TEST(AgentRun, AStalledSessionIsStoppedAndAnUnknownAgentIsRefused) {
                                    "--agent", "nope"}).rc, 2);
 }
 
+// croq sweep with --driver agent: each shape of the manifest gets `croq agent run`, whose supervisor
+// resumes the (fake) agent's sessions until the shape's round budget; two fake devices, one agent
+// session per device at a time. The fake agent exits early twice per shape (sessions 1 and 2), so
+// every shape is finished by resumed sessions.
+TEST(AgentRun, ASweepDrivesEachShapeWithAnAgentUntilItsBudget) {
+  TempDir dir;
+  const fs::path ws = dir / "ws";
+  fs::create_directories(ws / "tuning");
+  write_fake_agent_config(ws);
+  put(dir / "manifest.json",
+      "{\"schema\":\"croq-sweep-manifest-v1\",\"operator\":\"matmul\",\"dtypes\":[\"f32\"],"
+      "\"shapes\":[[64,64,64],[72,64,64]]}\n");
+  const std::map<std::string, std::string> env = {{"CROQ_SWEEP_FAKE_DEVICES", "2"},
+                                                  {"CROQ_LEASE_DIR", (dir / "leases").string()}};
+  auto r = run_croq(ws, {"sweep", "run", "--manifest", (dir / "manifest.json").string(), "--dsl", "cpp", "--gpu",
+                         "cpu_test", "--rounds", "3", "--driver", "agent", "--agent", "fake", "--model", "fake-sweep"},
+                    env, {}, std::chrono::milliseconds(300000));
+  ASSERT_EQ(r.rc, 0) << r.err << r.out;
+  EXPECT_EQ(r.doc.value("done", 0), 2) << r.out;
+  std::set<std::string> launched;
+  std::ifstream log(ws / "tuning" / "sweep-log.jsonl");
+  for (std::string line; std::getline(log, line);) {
+    auto ev = try_parse_json(line);
+    if (ev && ev->value("event", "") == "launch") {
+      EXPECT_EQ(ev->value("driver", ""), "agent") << line;
+      launched.insert(ev->value("key", ""));
+    }
+  }
+  EXPECT_EQ(launched, (std::set<std::string>{"matmul_f32_64x64x64_fs", "matmul_f32_72x64x64_fs"}));
+  for (const std::string key : {"matmul_f32_64x64x64_fs", "matmul_f32_72x64x64_fs"}) {
+    SCOPED_TRACE(key);
+    fs::path ledger_file, sessions;
+    for (const auto& e : fs::recursive_directory_iterator(ws / "tuning")) {
+      if (e.path().string().find("/" + key + "/") == std::string::npos) continue;
+      if (e.path().filename() == "idea-log.jsonl") ledger_file = e.path();
+      if (e.path().filename() == "sessions") sessions = e.path();
+    }
+    ASSERT_FALSE(ledger_file.empty());
+    ASSERT_FALSE(sessions.empty());
+    const std::string ledger = slurp(ledger_file);
+    EXPECT_NE(ledger.find("\"round\":3"), std::string::npos) << ledger;
+    EXPECT_EQ(ledger.find("\"round\":4"), std::string::npos) << ledger;
+    // Three sessions: the first, then two resumes after the agent exited below the budget.
+    const std::string logs = all_session_logs(sessions);
+    EXPECT_NE(logs.find("fake agent: session 3"), std::string::npos) << logs;
+    EXPECT_NE(logs.find("STEP store3 rc=0"), std::string::npos) << logs;
+  }
+  auto st = run_croq(ws, {"sweep", "status"}, env);
+  ASSERT_EQ(st.rc, 0) << st.err;
+  EXPECT_EQ(st.doc["counts"].value("done", 0), 2) << st.out;
+}
+
 }  // namespace
 }  // namespace croq::test
