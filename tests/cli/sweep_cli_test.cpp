@@ -327,6 +327,30 @@ TEST(SweepCli, RefusesABadManifestAndASecondSweepChangingNothing) {
   EXPECT_EQ(state["shapes"].begin().value().value("status", ""), "active");  // resumed first next time
 }
 
+// --gpus picks the devices the workers are pinned to: with three devices, "cpu0,cpu2" runs every shape
+// on those two only; a device the machine does not have is a usage error that starts nothing.
+TEST(SweepCli, GpusPicksTheDevicesAndAnUnknownOneChangesNothing) {
+  Env w(3, small_manifest(4));
+  std::vector<std::string> args = w.args(2);
+  std::vector<std::string> unknown = args;
+  unknown.insert(unknown.end(), {"--gpus", "cpu0,cpu7"});
+  CroqRun bad = run_croq(w.root(), unknown, w.env);
+  EXPECT_EQ(bad.rc, 2) << bad.out << bad.err;
+  EXPECT_NE((bad.out + bad.err).find("cpu7"), std::string::npos) << bad.out << bad.err;
+  EXPECT_NE((bad.out + bad.err).find("cpu0, cpu1, cpu2"), std::string::npos) << bad.out << bad.err;
+  EXPECT_FALSE(fs::exists(w.root() / "tuning" / "state.json"));
+  EXPECT_TRUE(ledgers(w.root()).empty());
+  args.insert(args.end(), {"--gpus", "cpu0, cpu2,cpu0"});
+  CroqRun run = run_croq(w.root(), args, w.env);
+  ASSERT_EQ(run.rc, 0) << run.out << run.err;
+  EXPECT_EQ(run.doc.value("done", 0), 4) << run.out;
+  std::set<std::string> used;
+  for (const auto& ev : jsonl(w.root() / "tuning" / "sweep-log.jsonl")) {
+    if (ev.value("event", "") == "launch") used.insert(ev.value("device", ""));
+  }
+  EXPECT_EQ(used, (std::set<std::string>{"cpu0", "cpu2"}));
+}
+
 // croq's own search on the cpp backend: two fake devices, two shapes, one round each; killed once
 // after the first stored round, then resumed to the end.
 TEST(SweepCli, CroqTuneOnTheCppBackendPinnedToFakeDevicesResumesAfterKill) {

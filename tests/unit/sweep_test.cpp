@@ -175,3 +175,24 @@ TEST(SweepPlan, WorkersPerDeviceAutoSharesTheCoresAmongGpusForCroqsSearchOnly) {
   EXPECT_EQ(auto_workers_per_device("cuda", "agent", 64, 1), 1);    // one agent session per device
   EXPECT_EQ(auto_workers_per_device("cuda", "command", 64, 1), 1);
 }
+
+TEST(SweepDevices, GpusPicksByIndexOrUuidOnceEachAndNamesAnUnknownOne) {
+  std::vector<Device> all = {{"0", "GPU-aaaa", "gpu0", "NVIDIA H200"},
+                             {"1", "GPU-bbbb", "gpu1", "NVIDIA H200"},
+                             {"2", "GPU-cccc", "gpu2", "NVIDIA H200"}};
+  EXPECT_EQ(select_devices(all, "all").size(), 3u);
+  EXPECT_EQ(select_devices(all, "").size(), 3u);
+  auto picked = select_devices(all, "2, GPU-aaaa,0");
+  ASSERT_EQ(picked.size(), 2u);
+  EXPECT_EQ(picked[0].id, "2");
+  EXPECT_EQ(picked[1].id, "0");  // by its UUID, once
+  try {
+    select_devices(all, "0,3");
+    FAIL() << "device 3 is not there";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ExitCode::usage);
+    EXPECT_NE(std::string(e.what()).find("'3'"), std::string::npos) << e.what();
+    EXPECT_NE(e.hint().find("0, 1, 2"), std::string::npos) << e.hint();
+  }
+  EXPECT_THROW(select_devices(all, " , "), Error);
+}
