@@ -91,6 +91,15 @@ void expect_clean(const Compiled& c) {
   EXPECT_EQ(c.log.find("C7514"), std::string::npos) << c.log;
 }
 
+// No kernel of the build keeps anything in local memory (ptxas reports a stack frame per kernel).
+void expect_no_stack(const Compiled& c) {
+  std::regex frame("([0-9]+) bytes stack frame");
+  int frames = 0;
+  for (auto it = std::sregex_iterator(c.log.begin(), c.log.end(), frame); it != std::sregex_iterator(); ++it, ++frames)
+    EXPECT_EQ((*it)[1].str(), "0") << c.log;
+  EXPECT_GT(frames, 0) << c.log;
+}
+
 std::string describe(const FamilyConfig& c) {
   std::string s;
   for (const auto& [k, v] : c) s += k + "=" + v + " ";
@@ -226,11 +235,7 @@ TEST(Fp8TemplateCompiles, OverlappedBlockScaledPromotionCompilesWithoutSpills) {
     ASSERT_FALSE(f.violation(a.config, p));
     const Compiled alt = compile(f, a.config, p);
     expect_clean(alt);
-    std::regex frame("([0-9]+) bytes stack frame");
-    int frames = 0;
-    for (auto it = std::sregex_iterator(alt.log.begin(), alt.log.end(), frame); it != std::sregex_iterator(); ++it, ++frames)
-      EXPECT_EQ((*it)[1].str(), "0") << alt.log;
-    EXPECT_GT(frames, 0) << alt.log;
+    expect_no_stack(alt);
   }
 }
 
@@ -270,11 +275,7 @@ TEST(Fp8TemplateCompiles, ShiftedPairsOfTheOverlappedKernelCompileWithoutSpills)
   const Compiled built = compile(f, c, p, false, shift);
   expect_clean(built);
   EXPECT_EQ(built.log.find("C7517"), std::string::npos) << built.log;
-  std::regex frame("([0-9]+) bytes stack frame");
-  int frames = 0;
-  for (auto it = std::sregex_iterator(built.log.begin(), built.log.end(), frame); it != std::sregex_iterator(); ++it, ++frames)
-    EXPECT_EQ((*it)[1].str(), "0") << built.log;
-  EXPECT_GT(frames, 0) << built.log;
+  expect_no_stack(built);
   const Compiled plain = compile(f, c, p, true);
   const Compiled shifted = compile(f, c, p, true, shift);
   ASSERT_TRUE(plain.ok);
