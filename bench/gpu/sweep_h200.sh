@@ -68,6 +68,12 @@ echo "[sweep-h200] croq sweep exit $rc after $((SECONDS - start)) s"
 croq --root "$WS" sweep status > "$DEST/sweep-status.json" 2> "$DEST/sweep-status.txt"
 cat "$DEST/sweep-status.txt"
 croq --root "$WS" report --sweep --out "$DEST/sweep-report" > /dev/null 2>> "$DEST/sweep-events.log" || echo "[sweep-h200] croq report --sweep failed"
+# On the GPU machine the report travels as one file: the device tool brings back only so many files
+# from $OUT, and the five of the report were the ones left out. (`croq report --sweep` on the
+# committed workspace makes the same report again here.)
+if [ -n "${OUT:-}" ] && [ -d "$DEST/sweep-report" ]; then
+  tar czf "$DEST/sweep-report.tgz" -C "$DEST" sweep-report && rm -rf "$DEST/sweep-report"
+fi
 # The workspace to resume from, without binaries and profiles (rebuilt and re-profiled on demand),
 # xz-compressed (the kernels' sources share the template: 0.3 MB where gzip made 2.7): small enough
 # to commit (docs/results/README.md: archives on a branch do not outlive a session).
