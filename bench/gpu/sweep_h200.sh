@@ -100,7 +100,7 @@ for r in st["shapes"]:
     b, t = r.get("baseline_tflops"), r.get("best_tflops")
     ratio = f"{t/b:.3f}" if b and t else "-"
     print(f"| {r['key']} | {r['status']} | {r['current_iter']}/{r.get('target_rounds') or rounds} | {b if b is not None else '-'} | {t if t is not None else '-'} | {ratio} | {r.get('worker_seconds', 0) / 3600:.2f} |")
-print(f"\nCounts: {st.get('counts')}. GPU hours: the shape's drivers' wall time (with several workers on a GPU their times overlap: the sum is more than the GPU's). Progress over time and the bottleneck mix: sweep-report/ (croq report --sweep).")
+print(f"\nCounts: {st.get('counts')}. GPU hours: the shape's drivers' wall time (with several workers on a GPU their times overlap: the sum is more than the GPU's). Progress over time and the bottleneck mix: sweep-report/ (croq report --sweep; sweep-report.tgz from the GPU machine).")
 PY
 cat "$DEST/sweep-h200.md"
 
