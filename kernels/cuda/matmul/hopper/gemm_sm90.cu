@@ -63,6 +63,9 @@
  *                               one drained k block, so that its pairs of blocks end one block after
  *                               the first consumer's and the two never drain their WGMMAs at the
  *                               same block (default 0; the family never sets it)
+ *   CROQ_BS_LEAN                trial, block-scaled kernels: 1 reads a k block's scales without a
+ *                               branch per load (rows and N blocks clamped into the matrices) and
+ *                               only the B scales the tile's columns can touch (default 0)
  *   CROQ_ACC_UNCHECKED          1: build past the accumulator limit below (ptxas spills there); for
  *                               bench/gpu/spill_sass.sh, which looks where the spills land. The
  *                               family never sets it.
@@ -177,6 +180,9 @@
 #endif
 #ifndef CROQ_BS_SHIFT
 #define CROQ_BS_SHIFT 0
+#endif
+#ifndef CROQ_BS_LEAN
+#define CROQ_BS_LEAN 0
 #endif
 #ifndef CROQ_DTYPES
 #if CROQ_ELEM_BYTES == 1
@@ -946,19 +952,46 @@ __global__ void __launch_bounds__(THREADS, 1)
       int prev_stage = 0;
       // CROQ_BLOCKSCALE: the scales of k block kb for this thread, read while its stage is still
       // loading: the A scales of its two rows per m64 atom, the B scales of the tile's N blocks.
-      constexpr int NQ = BN / 128 + 2;
-      [[maybe_unused]] auto load_block_scales = [&](int kb, float (&lo)[M_ATOMS], float (&hi)[M_ATOMS],
-                                                    float (&b)[NQ]) {
+      // NQ: the N blocks a tile's columns can touch. CROQ_BS_LEAN (trial): only those its column
+      // offset allows (n0 % 128 is a multiple of gcd(BN, 128)), read from rows and N blocks clamped
+      // into the matrices (a clamped row or column is never stored), without a branch per load.
+      constexpr int NQ = CROQ_BS_LEAN ? (128 - gcd_int(BN, 128) + BN - 8) / 128 + 1 : BN / 128 + 2;
+      [[maybe_unused]] const float* lean_lo[BLOCKSCALE && CROQ_BS_LEAN ? M_ATOMS : 1];
+      [[maybe_unused]] const float* lean_hi[BLOCKSCALE && CROQ_BS_LEAN ? M_ATOMS : 1];
+      [[maybe_unused]] const float* lean_b[BLOCKSCALE && CROQ_BS_LEAN ? NQ : 1];
+      if constexpr (BLOCKSCALE && CROQ_BS_LEAN) {
 #pragma unroll
         for (int ma = 0; ma < M_ATOMS; ++ma) {
           const int r = m0 + row0 + ma * 64 + warp * 16 + lane / 4;
-          lo[ma] = r < p.m ? __ldg(p.a_scale + static_cast<long long>(r) * p.scale_kb + kb) : 0.f;
-          hi[ma] = r + 8 < p.m ? __ldg(p.a_scale + static_cast<long long>(r + 8) * p.scale_kb + kb) : 0.f;
+          lean_lo[ma] = p.a_scale + static_cast<long long>(min(r, p.m - 1)) * p.scale_kb;
+          lean_hi[ma] = p.a_scale + static_cast<long long>(min(r + 8, p.m - 1)) * p.scale_kb;
         }
 #pragma unroll
-        for (int q = 0; q < NQ; ++q) {
-          const int nb = n0 / 128 + q;
-          b[q] = nb * 128 < p.n ? __ldg(p.b_scale + static_cast<long long>(nb) * p.scale_kb + kb) : 0.f;
+        for (int q = 0; q < NQ; ++q)
+          lean_b[q] = p.b_scale + static_cast<long long>(min(n0 / 128 + q, (p.n - 1) / 128)) * p.scale_kb;
+      }
+      [[maybe_unused]] auto load_block_scales = [&](int kb, float (&lo)[M_ATOMS], float (&hi)[M_ATOMS],
+                                                    float (&b)[NQ]) {
+        if constexpr (CROQ_BS_LEAN) {
+#pragma unroll
+          for (int ma = 0; ma < M_ATOMS; ++ma) {
+            lo[ma] = __ldg(lean_lo[ma] + kb);
+            hi[ma] = __ldg(lean_hi[ma] + kb);
+          }
+#pragma unroll
+          for (int q = 0; q < NQ; ++q) b[q] = __ldg(lean_b[q] + kb);
+        } else {
+#pragma unroll
+          for (int ma = 0; ma < M_ATOMS; ++ma) {
+            const int r = m0 + row0 + ma * 64 + warp * 16 + lane / 4;
+            lo[ma] = r < p.m ? __ldg(p.a_scale + static_cast<long long>(r) * p.scale_kb + kb) : 0.f;
+            hi[ma] = r + 8 < p.m ? __ldg(p.a_scale + static_cast<long long>(r + 8) * p.scale_kb + kb) : 0.f;
+          }
+#pragma unroll
+          for (int q = 0; q < NQ; ++q) {
+            const int nb = n0 / 128 + q;
+            b[q] = nb * 128 < p.n ? __ldg(p.b_scale + static_cast<long long>(nb) * p.scale_kb + kb) : 0.f;
+          }
         }
       };
       if constexpr (BS_OVERLAP) {
