@@ -31,12 +31,15 @@ profile() {  # name, runner arguments...
   "$NCU" --import "$W/$name.ncu-rep" --page details --csv > "$W/$name-details.csv" 2>> "$W/$name.log"
   "$NCU" --import "$W/$name.ncu-rep" --page source --csv --print-source sass > "$W/$name-sass.csv" 2>> "$W/$name.log"
 }
+# BSPROF_ONLY: the configuration names to profile (default: every one built for KEY); BSPROF_LIBRARY=0
+# leaves out cuBLASLt's kernel (profiled in an earlier call).
 for so in "$KDIR"/"$KEY"__*.so; do
   [ -f "$so" ] || continue
   n=$(basename "$so" .so); n=${n#*__}
+  if [ -n "${BSPROF_ONLY:-}" ] && ! grep -qw -- "$n" <<< "$BSPROF_ONLY"; then continue; fi
   profile "$n" --candidate "$so"
 done
-profile cublaslt --library cublaslt
+[ "${BSPROF_LIBRARY:-1}" = 0 ] || profile cublaslt --library cublaslt
 python3 - "$W" > "$DEST/fp8-bs-profile.txt" <<'PY'
 import csv, glob, os, sys, collections
 w = sys.argv[1]

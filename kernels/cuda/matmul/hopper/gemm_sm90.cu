@@ -66,6 +66,10 @@
  *   CROQ_BS_LEAN                trial, block-scaled kernels: 1 reads a k block's scales without a
  *                               branch per load (rows and N blocks clamped into the matrices) and
  *                               only the B scales the tile's columns can touch (default 0)
+ *   CROQ_BS_ORDER               trial, drained block-scaled kernel (MMA_DEPTH 0, two cooperative
+ *                               consumers): 1 makes the consumers issue each k block's WGMMAs in
+ *                               turn (the second, then the first, held by a named barrier), so one
+ *                               promotes while the tensor cores run the other's block (default 0)
  *   CROQ_ACC_UNCHECKED          1: build past the accumulator limit below (ptxas spills there); for
  *                               bench/gpu/spill_sass.sh, which looks where the spills land. The
  *                               family never sets it.
@@ -184,6 +188,9 @@
 #ifndef CROQ_BS_LEAN
 #define CROQ_BS_LEAN 0
 #endif
+#ifndef CROQ_BS_ORDER
+#define CROQ_BS_ORDER 0
+#endif
 #ifndef CROQ_DTYPES
 #if CROQ_ELEM_BYTES == 1
 #define CROQ_DTYPES 48
@@ -278,6 +285,10 @@ static_assert(!BLOCKSCALE || (EB == 1 && BK == 128 && (CROQ_DTYPES & 16) == 0),
 constexpr bool BS_OVERLAP = BLOCKSCALE && CROQ_MMA_DEPTH == 1;
 // Trial (see the list of macros above): the second consumer's pairs of k blocks one block later.
 constexpr bool BS_SHIFT = BS_OVERLAP && CROQ_BS_SHIFT && CONSUMERS == 2 && !PINGPONG;
+// CROQ_BS_ORDER: the drained block-scaled kernel's two consumers issue their blocks in turn (named
+// barrier BS_ORDER_BAR; 0 is __syncthreads, 1-3 the consumers' own).
+constexpr bool BS_ORDER = BLOCKSCALE && CROQ_MMA_DEPTH == 0 && CROQ_BS_ORDER && CONSUMERS == 2 && !PINGPONG;
+constexpr int BS_ORDER_BAR = 4;
 constexpr int ACC_SETS = BS_OVERLAP ? 3 : PROMOTE ? 2 : 1;  // WGMMA sums (one or two sets), promoted sums
 // f32 accumulators a consumer thread may hold without spilling (ptxas of CUDA 13.0, every variant
 // of the template; the split-K reduction needs a few registers more, stream-K's work cursor more).
@@ -1136,6 +1147,12 @@ __global__ void __launch_bounds__(THREADS, 1)
           const uint32_t sa = base + stage * STAGE_BYTES;
           const uint32_t sb = sa + A_STAGE_BYTES;
           const uint32_t la = desc_lo(sa, 16), lb = desc_lo(sb, B_KMAJOR ? 16 : BK * SW);
+          // BS_ORDER: the first consumer issues each block's WGMMAs only after the second has issued
+          // its own, so the tensor cores run the two consumers' blocks alternately and each one's
+          // promotion overlaps the other's WGMMAs.
+          if constexpr (BS_ORDER) {
+            if (cw == 0) named_barrier(BS_ORDER_BAR, 2 * 128);
+          }
 #pragma unroll
           for (int ma = 0; ma < M_ATOMS; ++ma) fence_acc(acc[ma]);
           wgmma_fence();
@@ -1160,6 +1177,9 @@ __global__ void __launch_bounds__(THREADS, 1)
             }
           }
           wgmma_commit();
+          if constexpr (BS_ORDER) {
+            if (cw == 1) named_barrier(BS_ORDER_BAR, 2 * 128);
+          }
           if constexpr (BLOCKSCALE) {
             if (kb + 1 < kb1) load_block_scales(kb + 1, na_lo, na_hi, nbk);
           }
