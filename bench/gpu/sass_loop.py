@@ -1,0 +1,42 @@
+#!/usr/bin/env python3
+"""The hot loop of a kernel from Nsight Compute's SASS source page (`ncu --import R --page source --csv
+--print-source sass`, as bench/gpu/fp8_bs_profile.sh writes it): every instruction executed at least
+MIN times (default: a quarter of the most executed one's count), with its share of the warp stall
+samples; runs of FFMA are folded into one line. For reading where a kernel waits, side by side with
+another's.
+    python3 bench/gpu/sass_loop.py KERNEL-sass.csv [MIN]"""
+import csv
+import sys
+
+
+def main():
+    rows = list(csv.reader(open(sys.argv[1])))
+    head = next(i for i, r in enumerate(rows) if "Address" in r and "Source" in r)
+    col = {k: i for i, k in enumerate(rows[head])}
+    samp = next(k for k in rows[head] if k.startswith("Warp Stall Sampling (All"))
+    lines = []
+    for r in rows[head + 1:]:
+        try:
+            lines.append((r[col["Source"]].strip(), int(r[col[samp]] or 0), int(r[col["Instructions Executed"]] or 0)))
+        except (ValueError, IndexError):
+            pass
+    total = sum(s for _, s, _ in lines) or 1
+    floor = int(sys.argv[2]) if len(sys.argv) > 2 else max(e for _, _, e in lines) // 4
+    print(f"# {sys.argv[1].rsplit('/', 1)[-1]}: instructions executed >= {floor}; stall samples in all: {total}")
+    run = None  # (count, samples) of a run of FFMA
+    for i, (src, s, e) in enumerate(lines):
+        if e < floor:
+            continue
+        if src.startswith("FFMA"):
+            run = (run[0] + 1, run[1] + s) if run else (1, s)
+            continue
+        if run:
+            print(f"      {100 * run[1] / total:5.1f}%  ({run[0]} FFMA)")
+            run = None
+        print(f"{i:5d} {100 * s / total:5.1f}%  {src[:100]}")
+    if run:
+        print(f"      {100 * run[1] / total:5.1f}%  ({run[0]} FFMA)")
+
+
+if __name__ == "__main__":
+    main()
