@@ -261,31 +261,5 @@ TEST(Fp8TemplateCompiles, DrainedBlockScaledKernelReadsTheNextScalesUnderTheWgmm
   EXPECT_EQ(count_of(ptx.log.substr(commit, wait - commit), "ld.global.nc.f32"), 5u);
 }
 
-// The overlapped kernel's trial (a template macro the family does not set; bench/gpu/gemm_configs_fp8bs11.txt
-// measures it): CROQ_BS_SHIFT 1 starts the second consumer's units with one drained k block, so that its
-// pairs end one block after the first consumer's. It compiles without spills, stack or a wait that
-// ptxas injects, and adds exactly that block: one more full wait and one more stage of WGMMAs.
-TEST(Fp8TemplateCompiles, ShiftedPairsOfTheOverlappedKernelCompileWithoutSpills) {
-  if (!nvcc_path()) GTEST_SKIP() << "nvcc not found (set CROQ_NVCC)";
-  HopperGemmFamily f;
-  const auto p = blockscaled_problem(8192, 8192, 8192);
-  const FamilyConfig c = f.default_config(p);
-  ASSERT_EQ(c.at("MMA_DEPTH"), "1");
-  const std::string shift = "#define CROQ_BS_SHIFT 1\n";
-  const Compiled built = compile(f, c, p, false, shift);
-  expect_clean(built);
-  EXPECT_EQ(built.log.find("C7517"), std::string::npos) << built.log;
-  expect_no_stack(built);
-  const Compiled plain = compile(f, c, p, true);
-  const Compiled shifted = compile(f, c, p, true, shift);
-  ASSERT_TRUE(plain.ok);
-  ASSERT_TRUE(shifted.ok);
-  EXPECT_EQ(count_of(shifted.log, "wgmma.wait_group.sync.aligned 0;"),
-            count_of(plain.log, "wgmma.wait_group.sync.aligned 0;") + 1);
-  EXPECT_EQ(count_of(shifted.log, "wgmma.wait_group.sync.aligned 1;"),
-            count_of(plain.log, "wgmma.wait_group.sync.aligned 1;"));
-  EXPECT_EQ(count_of(shifted.log, "wgmma.mma_async"), count_of(plain.log, "wgmma.mma_async") + 4);
-}
-
 }  // namespace
 }  // namespace croq

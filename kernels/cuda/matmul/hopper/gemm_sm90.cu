@@ -58,18 +58,6 @@
  *   CROQ_SWIZZLE                128, 64 or 32: the TMA/WGMMA shared-memory swizzle width in bytes
  *   CROQ_MMA_DEPTH              wgmma groups left in flight when a stage is released (0 or 1; the
  *                               block-scaled kernel: 1 overlaps each promotion with the next block)
- *   CROQ_BS_SHIFT               trial, overlapped block-scaled kernel (MMA_DEPTH 1, two cooperative
- *                               consumers): 1 makes the second consumer start each work unit with
- *                               one drained k block, so that its pairs of blocks end one block after
- *                               the first consumer's and the two never drain their WGMMAs at the
- *                               same block (default 0; the family never sets it)
- *   CROQ_BS_LEAN                trial, block-scaled kernels: 1 reads a k block's scales without a
- *                               branch per load (rows and N blocks clamped into the matrices) and
- *                               only the B scales the tile's columns can touch (default 0)
- *   CROQ_BS_ORDER               trial, drained block-scaled kernel (MMA_DEPTH 0, two cooperative
- *                               consumers): 1 makes the consumers issue each k block's WGMMAs in
- *                               turn (the second, then the first, held by a named barrier), so one
- *                               promotes while the tensor cores run the other's block (default 0)
  *   CROQ_ACC_UNCHECKED          1: build past the accumulator limit below (ptxas spills there); for
  *                               bench/gpu/spill_sass.sh, which looks where the spills land. The
  *                               family never sets it.
@@ -182,15 +170,6 @@
 #ifndef CROQ_PROMOTE_EVERY
 #define CROQ_PROMOTE_EVERY 1
 #endif
-#ifndef CROQ_BS_SHIFT
-#define CROQ_BS_SHIFT 0
-#endif
-#ifndef CROQ_BS_LEAN
-#define CROQ_BS_LEAN 0
-#endif
-#ifndef CROQ_BS_ORDER
-#define CROQ_BS_ORDER 0
-#endif
 #ifndef CROQ_DTYPES
 #if CROQ_ELEM_BYTES == 1
 #define CROQ_DTYPES 48
@@ -283,12 +262,6 @@ static_assert(!BLOCKSCALE || (EB == 1 && BK == 128 && (CROQ_DTYPES & 16) == 0),
 // so the tensor cores run one k block's WGMMAs while the consumer promotes the block before (scales
 // applied, added into the f32 sums); with 0 each stage's WGMMAs are drained before the promotion.
 constexpr bool BS_OVERLAP = BLOCKSCALE && CROQ_MMA_DEPTH == 1;
-// Trial (see the list of macros above): the second consumer's pairs of k blocks one block later.
-constexpr bool BS_SHIFT = BS_OVERLAP && CROQ_BS_SHIFT && CONSUMERS == 2 && !PINGPONG;
-// CROQ_BS_ORDER: the drained block-scaled kernel's two consumers issue their blocks in turn (named
-// barrier BS_ORDER_BAR; 0 is __syncthreads, 1-3 the consumers' own).
-constexpr bool BS_ORDER = BLOCKSCALE && CROQ_MMA_DEPTH == 0 && CROQ_BS_ORDER && CONSUMERS == 2 && !PINGPONG;
-constexpr int BS_ORDER_BAR = 4;
 constexpr int ACC_SETS = BS_OVERLAP ? 3 : PROMOTE ? 2 : 1;  // WGMMA sums (one or two sets), promoted sums
 // f32 accumulators a consumer thread may hold without spilling (ptxas of CUDA 13.0, every variant
 // of the template; the split-K reduction needs a few registers more, stream-K's work cursor more).
@@ -963,46 +936,19 @@ __global__ void __launch_bounds__(THREADS, 1)
       int prev_stage = 0;
       // CROQ_BLOCKSCALE: the scales of k block kb for this thread, read while its stage is still
       // loading: the A scales of its two rows per m64 atom, the B scales of the tile's N blocks.
-      // NQ: the N blocks a tile's columns can touch. CROQ_BS_LEAN (trial): only those its column
-      // offset allows (n0 % 128 is a multiple of gcd(BN, 128)), read from rows and N blocks clamped
-      // into the matrices (a clamped row or column is never stored), without a branch per load.
-      constexpr int NQ = CROQ_BS_LEAN ? (128 - gcd_int(BN, 128) + BN - 8) / 128 + 1 : BN / 128 + 2;
-      [[maybe_unused]] const float* lean_lo[BLOCKSCALE && CROQ_BS_LEAN ? M_ATOMS : 1];
-      [[maybe_unused]] const float* lean_hi[BLOCKSCALE && CROQ_BS_LEAN ? M_ATOMS : 1];
-      [[maybe_unused]] const float* lean_b[BLOCKSCALE && CROQ_BS_LEAN ? NQ : 1];
-      if constexpr (BLOCKSCALE && CROQ_BS_LEAN) {
+      constexpr int NQ = BN / 128 + 2;
+      [[maybe_unused]] auto load_block_scales = [&](int kb, float (&lo)[M_ATOMS], float (&hi)[M_ATOMS],
+                                                    float (&b)[NQ]) {
 #pragma unroll
         for (int ma = 0; ma < M_ATOMS; ++ma) {
           const int r = m0 + row0 + ma * 64 + warp * 16 + lane / 4;
-          lean_lo[ma] = p.a_scale + static_cast<long long>(min(r, p.m - 1)) * p.scale_kb;
-          lean_hi[ma] = p.a_scale + static_cast<long long>(min(r + 8, p.m - 1)) * p.scale_kb;
+          lo[ma] = r < p.m ? __ldg(p.a_scale + static_cast<long long>(r) * p.scale_kb + kb) : 0.f;
+          hi[ma] = r + 8 < p.m ? __ldg(p.a_scale + static_cast<long long>(r + 8) * p.scale_kb + kb) : 0.f;
         }
 #pragma unroll
-        for (int q = 0; q < NQ; ++q)
-          lean_b[q] = p.b_scale + static_cast<long long>(min(n0 / 128 + q, (p.n - 1) / 128)) * p.scale_kb;
-      }
-      [[maybe_unused]] auto load_block_scales = [&](int kb, float (&lo)[M_ATOMS], float (&hi)[M_ATOMS],
-                                                    float (&b)[NQ]) {
-        if constexpr (CROQ_BS_LEAN) {
-#pragma unroll
-          for (int ma = 0; ma < M_ATOMS; ++ma) {
-            lo[ma] = __ldg(lean_lo[ma] + kb);
-            hi[ma] = __ldg(lean_hi[ma] + kb);
-          }
-#pragma unroll
-          for (int q = 0; q < NQ; ++q) b[q] = __ldg(lean_b[q] + kb);
-        } else {
-#pragma unroll
-          for (int ma = 0; ma < M_ATOMS; ++ma) {
-            const int r = m0 + row0 + ma * 64 + warp * 16 + lane / 4;
-            lo[ma] = r < p.m ? __ldg(p.a_scale + static_cast<long long>(r) * p.scale_kb + kb) : 0.f;
-            hi[ma] = r + 8 < p.m ? __ldg(p.a_scale + static_cast<long long>(r + 8) * p.scale_kb + kb) : 0.f;
-          }
-#pragma unroll
-          for (int q = 0; q < NQ; ++q) {
-            const int nb = n0 / 128 + q;
-            b[q] = nb * 128 < p.n ? __ldg(p.b_scale + static_cast<long long>(nb) * p.scale_kb + kb) : 0.f;
-          }
+        for (int q = 0; q < NQ; ++q) {
+          const int nb = n0 / 128 + q;
+          b[q] = nb * 128 < p.n ? __ldg(p.b_scale + static_cast<long long>(nb) * p.scale_kb + kb) : 0.f;
         }
       };
       if constexpr (BS_OVERLAP) {
@@ -1080,18 +1026,6 @@ __global__ void __launch_bounds__(THREADS, 1)
         // The scales of an even block are read a pair ahead, those of an odd block when its set is
         // free (after the promotion of the odd block before).
         int kb = kb0;
-        if constexpr (BS_SHIFT) {  // the second consumer: one drained block first (the trial above)
-          if (cw == 1 && kb < kb1) {
-            load_scales(even, kb);
-            wait_full(0);
-            const int s_first = issue(acc);
-            wgmma_wait<0>();
-            release(s_first);
-            promote(even, acc);
-            ++kb;
-          }
-        }
-        const int kp = kb;  // the first block of the unit's pairs
         if (kb < kb1) load_scales(even, kb);
         for (; kb + 1 < kb1; kb += 2) {  // whole pairs
           wait_full(0);
@@ -1100,7 +1034,7 @@ __global__ void __launch_bounds__(THREADS, 1)
           // the even block's WGMMAs are issued: promoted after them, ptxas of CUDA 13.0 waits for
           // them first anyway (warning C7517: the odd block's sums come from the loop's previous
           // iteration).
-          if (kb > kp) promote(odd, acc2);
+          if (kb > kb0) promote(odd, acc2);
           const int s_even = issue(acc);
           load_scales(odd, kb + 1);
           const int s_odd = issue(acc2);
@@ -1111,7 +1045,7 @@ __global__ void __launch_bounds__(THREADS, 1)
           wgmma_wait<0>();
           release(s_odd);
         }
-        if (kb > kp) promote(odd, acc2);  // the last pair's odd block
+        if (kb > kb0) promote(odd, acc2);  // the last pair's odd block
         if (kb < kb1) {                    // an odd count of blocks: the last one drained
           wait_full(0);
           const int s_last = issue(acc);
@@ -1147,12 +1081,6 @@ __global__ void __launch_bounds__(THREADS, 1)
           const uint32_t sa = base + stage * STAGE_BYTES;
           const uint32_t sb = sa + A_STAGE_BYTES;
           const uint32_t la = desc_lo(sa, 16), lb = desc_lo(sb, B_KMAJOR ? 16 : BK * SW);
-          // BS_ORDER: the first consumer issues each block's WGMMAs only after the second has issued
-          // its own, so the tensor cores run the two consumers' blocks alternately and each one's
-          // promotion overlaps the other's WGMMAs.
-          if constexpr (BS_ORDER) {
-            if (cw == 0) named_barrier(BS_ORDER_BAR, 2 * 128);
-          }
 #pragma unroll
           for (int ma = 0; ma < M_ATOMS; ++ma) fence_acc(acc[ma]);
           wgmma_fence();
@@ -1177,9 +1105,6 @@ __global__ void __launch_bounds__(THREADS, 1)
             }
           }
           wgmma_commit();
-          if constexpr (BS_ORDER) {
-            if (cw == 1) named_barrier(BS_ORDER_BAR, 2 * 128);
-          }
           if constexpr (BLOCKSCALE) {
             if (kb + 1 < kb1) load_block_scales(kb + 1, na_lo, na_hi, nbk);
           }
