@@ -9,6 +9,7 @@
 #      CUDA family's hp2 at 4096^3; bench/gpu/sass_loop.py digests each one's hot loop.
 #   bash bench/gpu/croqtile_profile.sh build    (here: choreo installed, croq built; writes .carry/ctprof)
 #   bash bench/gpu/croqtile_profile.sh run      (the GPU machine, .carry/bundle.tar.xz unbundled, .carry/ctprof carried)
+#   bash bench/gpu/croqtile_profile.sh ksweep   (the same machine: both kernels and cuBLAS at 4096x4096xK, K in CT_KS)
 # Writes $OUT/ctprof.md (or docs/results/), ctprof-configs.md and the digests.
 set -uo pipefail
 cd "$(dirname "$0")/../.."
@@ -38,6 +39,27 @@ source bench/gpu/common.sh
 croq_executables
 DEST=${OUT:-$REPO/docs/results}
 W=$(mktemp -d /tmp/croq-ctprof-XXXXXX)
+if [ "${1:-run}" = ksweep ]; then
+  # Time against K at M = N = 4096 for both kernels (and cuBLAS): the slope is the main loop's cost per
+  # K step, the intercept what a tile costs besides (prologue, drains at its end, epilogue).
+  for k in ${CT_KS:-1024 2048 4096 8192 16384}; do
+    for rep in 1 2; do
+      for who in cublas ct_p1r1 hp2; do
+        case $who in
+          cublas) args=(--library cublas --b-layout col) ;;
+          ct_p1r1) args=(--candidate "$KDIR/ct_p1r1.so" --b-layout col) ;;
+          hp2) args=(--candidate "$KDIR/matmul_f16fp32_4096x4096x4096__hp2.so" --b-layout row) ;;
+        esac
+        croq-gpu-runner --op matmul --m 4096 --n 4096 --k "$k" --dtype f16f32 --seed 3 --out "$W/$who-$k-$rep.json" \
+          "${args[@]}" > /dev/null 2> "$W/$who-$k-$rep.err"
+        python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); print(sys.argv[2], d.get("verdict"), d.get("tflops"), (d.get("timing") or {}).get("median_ms"))' \
+          "$W/$who-$k-$rep.json" "$who $k $rep" 2>/dev/null || echo "$who $k $rep: no measurement ($(tail -1 "$W/$who-$k-$rep.err"))"
+      done
+    done
+  done | tee "$DEST/ctprof-ksweep.txt"
+  tar czf "$DEST/ctprof-ksweep-raw.tgz" -C "$W" .
+  exit 0
+fi
 NCU=$(command -v ncu || echo /usr/local/cuda/bin/ncu)
 # 1.
 CONFIG_DIR=$KDIR GEMM_CONFIGS=bench/gpu/gemm_configs_ctprof.txt CONFIG_REPORT=ctprof-configs CONFIG_REPEATS=2 \
