@@ -9,7 +9,8 @@
 #      CUDA family's hp2 at 4096^3; bench/gpu/sass_loop.py digests each one's hot loop.
 #   bash bench/gpu/croqtile_profile.sh build    (here: choreo installed, croq built; writes .carry/ctprof)
 #   bash bench/gpu/croqtile_profile.sh run      (the GPU machine, .carry/bundle.tar.xz unbundled, .carry/ctprof carried)
-#   bash bench/gpu/croqtile_profile.sh ksweep   (the same machine: both kernels and cuBLAS at 4096x4096xK, K in CT_KS)
+#   bash bench/gpu/croqtile_profile.sh ksweep   (the same machine: both kernels and cuBLAS at 4096x4096xK, K in CT_KS;
+#                                                CT_EXTRA="NAME ...": CroqTile kernels in .carry/ctprof/NAME.so too)
 # Writes $OUT/ctprof.md (or docs/results/), ctprof-configs.md and the digests.
 set -uo pipefail
 cd "$(dirname "$0")/../.."
@@ -44,11 +45,12 @@ if [ "${1:-run}" = ksweep ]; then
   # K step, the intercept what a tile costs besides (prologue, drains at its end, epilogue).
   for k in ${CT_KS:-1024 2048 4096 8192 16384}; do
     for rep in 1 2; do
-      for who in cublas ct_p1r1 hp2; do
+      # CT_EXTRA: more CroqTile kernels built into $KDIR as NAME.so (B "row.col")
+      for who in cublas ct_p1r1 hp2 ${CT_EXTRA:-}; do
         case $who in
           cublas) args=(--library cublas --b-layout col) ;;
-          ct_p1r1) args=(--candidate "$KDIR/ct_p1r1.so" --b-layout col) ;;
           hp2) args=(--candidate "$KDIR/matmul_f16fp32_4096x4096x4096__hp2.so" --b-layout row) ;;
+          *) args=(--candidate "$KDIR/$who.so" --b-layout col) ;;
         esac
         croq-gpu-runner --op matmul --m 4096 --n 4096 --k "$k" --dtype f16f32 --seed 3 --out "$W/$who-$k-$rep.json" \
           "${args[@]}" > /dev/null 2> "$W/$who-$k-$rep.err"
