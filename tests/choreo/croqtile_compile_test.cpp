@@ -346,6 +346,63 @@ TEST(CroqtileCompile, MmaRunFourKeepsOneSliceInFlightAndDrainsOncePerRun) {
   expect_pure(b.root.path(), r.doc);
 }
 
+// EPILOGUE 2 (the family's first alternative at 4096^3): each half of the tile goes to shared memory,
+// one thread's TMA store, its wait until the buffer has been read, then every consumer at the event
+// before the buffer is written again; persistent and not, f32 and 16-bit output (stmatrix); built
+// by croq as croq tune builds it, without spills.
+TEST(CroqtileCompile, TheTwoHalfEpilogueStoresEachHalfByTmaBeforeTheBufferIsWrittenAgain) {
+  REQUIRE_TOOLCHAIN(tc);
+  if (!nvcc()) GTEST_SKIP() << "no CUDA toolkit";
+  CroqtileGemmFamily f;
+  const FamilyProblem p = dense_4096();
+  FamilyConfig halves;
+  for (const auto& a : f.alternatives(p)) {
+    if (a.tag == "tma_halves") halves = a.config;
+  }
+  ASSERT_EQ(halves.at("EPILOGUE"), "2");
+  FamilyProblem p16 = p;
+  p16.dtype = parse_dtype_pair_or_throw("f16");
+  for (auto [persistent, prob] : {std::pair{"1", p}, std::pair{"0", p}, std::pair{"1", p16}}) {
+    FamilyConfig c = halves;
+    c["PERSISTENT"] = persistent;
+    ASSERT_FALSE(f.violation(c, prob)) << *f.violation(c, prob);
+    TempDir work;
+    fs::path co = work / "halves.co";
+    atomic_write(co, f.render_source(c, prob), false);
+    std::string log;
+    ChoreoScript s = phase1(tc, co, f.choreo_flags(c, prob), log, work.path());
+    ASSERT_NE(s.kernel(), nullptr) << log;
+    const std::string& cu = s.kernel()->content;
+    std::vector<size_t> stores;
+    for (size_t at = cu.find("cp_async_bulk_tensor_2d_shared_to_global("); at != std::string::npos;
+         at = cu.find("cp_async_bulk_tensor_2d_shared_to_global(", at + 1))
+      stores.push_back(at);
+    ASSERT_EQ(stores.size(), 2u) << persistent << " " << prob.dtype.canonical;
+    for (size_t i = 0; i < stores.size(); ++i) {
+      const size_t read = cu.find("cp_async_bulk_wait_group_read<0>();", stores[i]);
+      const size_t arrive = cu.find("epi[", stores[i]);
+      const size_t wait = cu.find("].wait(", arrive);
+      const size_t next = i + 1 < stores.size() ? cu.rfind("store_fragment_d", stores[i + 1]) : cu.size();
+      EXPECT_TRUE(read < arrive && arrive < wait && wait < next)
+          << "half " << i << ": the buffer is written again before every consumer knows the store read it";
+    }
+    // Two accumulators of 128 columns: WGMMAs of N 128, none of 256.
+    EXPECT_NE(cu.find("MMA_64x128x16"), std::string::npos);
+    EXPECT_EQ(cu.find("MMA_64x256x16"), std::string::npos);
+  }
+  CroqBuild b;
+  auto [r, srcs] = build_rendered(b, f, halves, p, "iter001_tma_halves.co");
+  ASSERT_EQ(r.rc, 0) << r.out << r.err;
+  EXPECT_EQ(r.doc["verdict"], "OK") << r.out;
+  bool clean = false;
+  for (const auto& res : r.doc.value("resources", json::array())) {
+    clean = clean || (res.value("kernel", "").find("__choreo_device_matmul") != std::string::npos &&
+                      res.value("spill_stores", 1) == 0 && res.value("spill_loads", 1) == 0);
+  }
+  EXPECT_TRUE(clean) << r.doc["resources"].dump();
+  expect_pure(b.root.path(), r.doc);
+}
+
 // The consumer loop of a rendered sparse configuration: every slot's release comes after a commit
 // and wait for the sparse WGMMAs issued before it (choreo does not wait at the end of a foreach in
 // warp-specialised code; the template's if makes it), whether a run holds one slice or several

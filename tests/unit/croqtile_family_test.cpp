@@ -5,6 +5,7 @@
 // nvcc is tested in tests/choreo (label choreo, run where the toolchain is installed).
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <functional>
 #include <set>
 
@@ -66,7 +67,14 @@ void expect_invariants(const FamilyConfig& c, const FamilyProblem& p) {
   const long long out = p.dtype.output == ScalarType::f32 ? 4 : 2;
   long long smem = static_cast<long long>(stages) * (tile_m + wn) * tk * 2;
   if (iv(c, "EPILOGUE") == 1) smem += static_cast<long long>(tile_m) * wn * out;
+  if (iv(c, "EPILOGUE") == 2) smem += static_cast<long long>(tile_m) * (wn / 2) * out;  // one half at a time
   EXPECT_LE(smem, 227 * 1024) << what;
+  // Two accumulators of WARP_N/2 columns through the pairs of K slices.
+  if (iv(c, "EPILOGUE") == 2) {
+    EXPECT_EQ(iv(c, "MMA_DEPTH"), 1) << what;
+    EXPECT_EQ(iv(c, "MMA_RUN"), 2) << what;
+    EXPECT_EQ(wn % 64, 0) << what;
+  }
   // The block's TMA store runs after the warpgroups: one tile per block.
   if (iv(c, "EPILOGUE") == 1) {
     EXPECT_EQ(iv(c, "PERSISTENT"), 0) << what;
@@ -79,7 +87,7 @@ void expect_invariants(const FamilyConfig& c, const FamilyProblem& p) {
   }
   // --stmatrix=false changes the shared-memory store only: a duplicate of STMATRIX=1 otherwise.
   if (iv(c, "STMATRIX") == 0) {
-    EXPECT_EQ(iv(c, "EPILOGUE"), 1) << what;
+    EXPECT_NE(iv(c, "EPILOGUE"), 0) << what;
   }
 }
 
@@ -155,7 +163,7 @@ TEST(CroqtileFamily, RefusesWhatCannotBuildOrRun) {
   EXPECT_TRUE(says(with({{"EPILOGUE", "1"}, {"STAGES", "4"}}), "shared memory"));  // + a 128 KB f32 tile
   EXPECT_FALSE(with({{"EPILOGUE", "1"}, {"STAGES", "2"}, {"WARP_N", "128"}}));
   EXPECT_TRUE(says(with({{"EPILOGUE", "1"}, {"STAGES", "2"}, {"WARP_N", "128"}, {"PERSISTENT", "1"}}), "PERSISTENT=0"));
-  EXPECT_TRUE(says(with({{"STMATRIX", "0"}, {"EPILOGUE", "0"}}), "EPILOGUE=1"));
+  EXPECT_TRUE(says(with({{"STMATRIX", "0"}, {"EPILOGUE", "0"}}), "EPILOGUE=1 or 2"));
   EXPECT_TRUE(says(with({{"WARP_N", "96"}}), "multiple of WARP_N"));
   EXPECT_EQ(base.at("MMA_DEPTH"), "1");  // 64 slices of 64: pairs
   FamilyProblem odd = problem({4096, 4096, 4032});  // 63 slices of 64
@@ -208,6 +216,68 @@ TEST(CroqtileFamily, MmaRunFourDrainsOncePerFourSlicesAndIsASingleStepNotAnArche
   EXPECT_EQ(with_recorded_defaults(f, old), def);
   EXPECT_NE(f.render_source(run4, p).find("#define CROQ_MMA_RUN 4\n"), std::string::npos);
   EXPECT_NE(f.render_source(old, p).find("#ifndef CROQ_MMA_RUN\n#define CROQ_MMA_RUN 2"), std::string::npos);
+}
+
+// EPILOGUE 2: the 128x256 f32 tile stored in two halves through one 64 KB buffer, which fits beside
+// the ring where the whole tile (128 KB) does not; the first alternative of the large shapes.
+TEST(CroqtileFamily, TheTwoHalfTmaEpilogueFitsBesideTheRingAndIsTheFirstAlternative) {
+  CroqtileGemmFamily f;
+  FamilyProblem p = problem({4096, 4096, 4096});
+  FamilyConfig c = f.default_config(p);
+  auto says = [](const std::optional<std::string>& v, const std::string& what) {
+    return v && v->find(what) != std::string::npos;
+  };
+  c["PERSISTENT"] = "1";
+  c["EPILOGUE"] = "2";
+  c["STAGES"] = "4";  // 4 x 48 KB + 64 KB
+  EXPECT_TRUE(says(f.violation(c, p), "epilogue's half tile")) << f.violation(c, p).value_or("legal");
+  c["STAGES"] = "3";  // 3 x 48 KB + 64 KB = 208 KB
+  EXPECT_FALSE(f.violation(c, p)) << *f.violation(c, p);
+  EXPECT_EQ(CroqtileGemmFamily::smem_bytes(c, p), 3 * 49152 + 65536);
+  c["EPILOGUE"] = "1";  // the whole tile: 128 KB
+  EXPECT_TRUE(f.violation(c, p));
+  c["EPILOGUE"] = "2";
+  c["STMATRIX"] = "0";  // the plain shared-memory stores: legal with either shared-memory epilogue
+  EXPECT_FALSE(f.violation(c, p)) << *f.violation(c, p);
+  c["STMATRIX"] = "1";
+  FamilyConfig shallow = c;
+  shallow["MMA_DEPTH"] = "0";
+  EXPECT_TRUE(says(f.violation(shallow, p), "MMA_DEPTH=1, MMA_RUN=2"));
+  FamilyConfig run4 = c;
+  run4["MMA_RUN"] = "4";
+  EXPECT_TRUE(says(f.violation(run4, p), "MMA_RUN=2"));
+  FamilyProblem n96 = problem({4096, 4032, 4096});  // 42 tiles of 96 columns
+  FamilyConfig c96 = f.default_config(n96);
+  c96["EPILOGUE"] = "2";
+  c96["WARP_N"] = "96";
+  c96["STAGES"] = "2";
+  EXPECT_TRUE(says(f.violation(c96, n96), "multiple of 64")) << f.violation(c96, n96).value_or("legal");
+  // The first alternative at 4096^3 and 8192^3: persistent, register control, the halves, the ring
+  // in 6 slices of 32 (3 of 64 would be all that fit).
+  for (Shape s : {Shape{4096, 4096, 4096}, Shape{8192, 8192, 8192}}) {
+    const auto alts = f.alternatives(problem(s));
+    ASSERT_FALSE(alts.empty());
+    EXPECT_EQ(alts.front().tag, "tma_halves");
+    const FamilyConfig& h = alts.front().config;
+    EXPECT_EQ(h.at("EPILOGUE"), "2");
+    EXPECT_EQ(h.at("PERSISTENT"), "1");
+    EXPECT_EQ(h.at("REGCTRL"), "1");
+    EXPECT_EQ(h.at("WARP_N"), "256");
+    EXPECT_EQ(h.at("TILE_K"), "32");
+    EXPECT_EQ(h.at("SWIZ"), "64");
+    EXPECT_EQ(h.at("STAGES"), "6");
+  }
+  // A 16-bit output's half tile is 32 KB: four stages of 64 fit beside it.
+  const auto alts16 = f.alternatives(problem({4096, 4096, 4096}, "f16"));
+  auto h16 = std::find_if(alts16.begin(), alts16.end(), [](const Alternative& a) { return a.tag == "tma_halves"; });
+  ASSERT_NE(h16, alts16.end());
+  EXPECT_EQ(h16->config.at("TILE_K"), "64");
+  EXPECT_EQ(h16->config.at("STAGES"), "4");
+  // The template renders the halves: two accumulators, two TMA stores of half the tile, the event.
+  const std::string src = f.render_source(f.alternatives(p).front().config, p);
+  EXPECT_NE(src.find("#define CROQ_EPILOGUE 2\n"), std::string::npos);
+  EXPECT_NE(src.find("shared CROQ_OUT_T [CROQ_TILE_M, CROQ_WARP_N / 2] out_h;"), std::string::npos);
+  EXPECT_NE(src.find(".at(block_m, block_n * 2 + 1);"), std::string::npos);
 }
 
 TEST(CroqtileFamily, DefaultsAndAlternativesAreLegalForEveryTypicalShape) {
