@@ -548,8 +548,8 @@ FamilyConfig HopperGemmFamily::default_config(const FamilyProblem& p) const {
     // The block-scaled kernel stores its tile through the chunked TMA epilogue where the slots fit
     // beside its ring (6 stages of 128x128: 230528 bytes): against the register epilogue on the H200,
     // 0.910 against 0.885 x cuBLASLt at 8192^3, 0.914 against 0.902 at 4096x7168x7168, 0.912 against
-    // 0.792 at 8192x8192x2048; time against K put the register epilogue's cost at about 20 us a
-    // launch, outside the main loop (docs/fp8.md).
+    // 0.792 at 8192x8192x2048; time against K put 60 us of a launch outside the main loop with the
+    // register epilogue, 15 with this one (docs/fp8.md).
     if (is_blockscaled(p)) c = with_tma_epilogue(c, p);
   }
   if (violation(c, p)) {
