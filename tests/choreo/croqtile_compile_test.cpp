@@ -274,6 +274,20 @@ std::pair<test::CroqRun, fs::path> build_rendered(CroqBuild& b, const CroqtileGe
   return {b.run({"build", "--iter", "1", "--choreo-flags=" + shell_join(f.choreo_flags(c, p))}), srcs};
 }
 
+// A `croq build` of a rendered dense configuration succeeded, its kernel spills nothing, and its ABI
+// object is pure and composable.
+void expect_built_without_spills(CroqBuild& b, const test::CroqRun& r) {
+  ASSERT_EQ(r.rc, 0) << r.out << r.err;
+  EXPECT_EQ(r.doc["verdict"], "OK") << r.out;
+  bool clean = false;
+  for (const auto& res : r.doc.value("resources", json::array())) {
+    clean = clean || (res.value("kernel", "").find("__choreo_device_matmul") != std::string::npos &&
+                      res.value("spill_stores", 1) == 0 && res.value("spill_loads", 1) == 0);
+  }
+  EXPECT_TRUE(clean) << r.doc["resources"].dump();
+  expect_pure(b.root.path(), r.doc);
+}
+
 TEST(CroqtileCompile, CroqBuildsTheFamilyDefaultAsCroqTuneDoes) {
   REQUIRE_TOOLCHAIN(tc);
   if (!nvcc()) GTEST_SKIP() << "no CUDA toolkit";
@@ -335,15 +349,7 @@ TEST(CroqtileCompile, MmaRunFourKeepsOneSliceInFlightAndDrainsOncePerRun) {
   c["MMA_RUN"] = "4";
   CroqBuild b;
   auto [r, srcs] = build_rendered(b, f, c, p, "iter001_run4.co");
-  ASSERT_EQ(r.rc, 0) << r.out << r.err;
-  EXPECT_EQ(r.doc["verdict"], "OK") << r.out;
-  bool clean = false;
-  for (const auto& res : r.doc.value("resources", json::array())) {
-    clean = clean || (res.value("kernel", "").find("__choreo_device_matmul") != std::string::npos &&
-                      res.value("spill_stores", 1) == 0 && res.value("spill_loads", 1) == 0);
-  }
-  EXPECT_TRUE(clean) << r.doc["resources"].dump();
-  expect_pure(b.root.path(), r.doc);
+  expect_built_without_spills(b, r);
 }
 
 // EPILOGUE 2 (the family's first alternative at 4096^3): each half of the tile goes to shared memory,
@@ -392,15 +398,7 @@ TEST(CroqtileCompile, TheTwoHalfEpilogueStoresEachHalfByTmaBeforeTheBufferIsWrit
   }
   CroqBuild b;
   auto [r, srcs] = build_rendered(b, f, halves, p, "iter001_tma_halves.co");
-  ASSERT_EQ(r.rc, 0) << r.out << r.err;
-  EXPECT_EQ(r.doc["verdict"], "OK") << r.out;
-  bool clean = false;
-  for (const auto& res : r.doc.value("resources", json::array())) {
-    clean = clean || (res.value("kernel", "").find("__choreo_device_matmul") != std::string::npos &&
-                      res.value("spill_stores", 1) == 0 && res.value("spill_loads", 1) == 0);
-  }
-  EXPECT_TRUE(clean) << r.doc["resources"].dump();
-  expect_pure(b.root.path(), r.doc);
+  expect_built_without_spills(b, r);
 }
 
 // The consumer loop of a rendered sparse configuration: every slot's release comes after a commit
