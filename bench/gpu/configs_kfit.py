@@ -4,9 +4,13 @@ and the library, over the report's keys that share M and N (M, N given), the tim
 (2·M·N·K / TFLOPS, medians of the repeats) fitted as intercept + slope x K, once over all K and once
 over the two largest. The slope is the main loop per unit of K, the intercept the rest of a launch.
     python3 bench/gpu/configs_kfit.py REPORT.md 8192 8192"""
+import os
 import re
 import statistics
 import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from ksweep_fit import fit  # noqa: E402
 
 path, m, n = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
 points = {}  # name -> {k: ms}
@@ -22,14 +26,6 @@ for line in open(path):
         vals = [float(v) for v in re.findall(r"[\d.]+", col.split("(")[0])]
         if vals:
             points.setdefault(name, {})[kk] = flop / (statistics.median(vals) * 1e12) * 1e3  # ms
-
-
-def fit(pts):
-    ks = sorted(pts)
-    mx = sum(ks) / len(ks)
-    my = sum(pts[k] for k in ks) / len(ks)
-    slope = sum((k - mx) * (pts[k] - my) for k in ks) / sum((k - mx) ** 2 for k in ks)
-    return slope, my - slope * mx
 
 
 print(f"| at M = {m}, N = {n} | K | ms | all K: us per 1024 of K | all K: rest (us) | two largest K: us per 1024 | rest (us) |")

@@ -7,25 +7,36 @@ import collections
 import statistics
 import sys
 
-runs = collections.defaultdict(list)
-order = []
-for line in open(sys.argv[1]):
-    f = line.split()
-    if len(f) != 6 or f[3] != "PASS":
-        continue
-    if f[0] not in order:
-        order.append(f[0])
-    runs[(f[0], int(f[1]))].append((float(f[5]), float(f[4])))
-ks = sorted({k for _, k in runs})
-print("| kernel | " + " | ".join(f"K={k} ms (TFLOPS)" for k in ks) + " | slope (us per 1024 of K) | intercept (us) |")
-print("|---" * (len(ks) + 3) + "|")
-for name in order:
-    pts = [(k, statistics.median(m for m, _ in runs[(name, k)]), statistics.median(t for _, t in runs[(name, k)]))
-           for k in ks if runs[(name, k)]]
-    n = len(pts)
-    mx = sum(k for k, _, _ in pts) / n
-    my = sum(ms for _, ms, _ in pts) / n
-    slope = sum((k - mx) * (ms - my) for k, ms, _ in pts) / sum((k - mx) ** 2 for k, _, _ in pts)
-    icpt = my - slope * mx
-    cells = " | ".join(f"{ms:.4f} ({tf:.0f})" for _, ms, tf in pts)
-    print(f"| {name} | {cells} | {slope * 1024 * 1000:.2f} | {icpt * 1000:.1f} |")
+
+def fit(pts):
+    """Least squares of time = intercept + slope x K over {K: time}; returns (slope, intercept)."""
+    ks = sorted(pts)
+    mx = sum(ks) / len(ks)
+    my = sum(pts[k] for k in ks) / len(ks)
+    slope = sum((k - mx) * (pts[k] - my) for k in ks) / sum((k - mx) ** 2 for k in ks)
+    return slope, my - slope * mx
+
+
+def main():
+    runs = collections.defaultdict(list)
+    order = []
+    for line in open(sys.argv[1]):
+        f = line.split()
+        if len(f) != 6 or f[3] != "PASS":
+            continue
+        if f[0] not in order:
+            order.append(f[0])
+        runs[(f[0], int(f[1]))].append((float(f[5]), float(f[4])))
+    ks = sorted({k for _, k in runs})
+    print("| kernel | " + " | ".join(f"K={k} ms (TFLOPS)" for k in ks) + " | slope (us per 1024 of K) | intercept (us) |")
+    print("|---" * (len(ks) + 3) + "|")
+    for name in order:
+        pts = [(k, statistics.median(m for m, _ in runs[(name, k)]), statistics.median(t for _, t in runs[(name, k)]))
+               for k in ks if runs[(name, k)]]
+        slope, icpt = fit({k: ms for k, ms, _ in pts})
+        cells = " | ".join(f"{ms:.4f} ({tf:.0f})" for _, ms, tf in pts)
+        print(f"| {name} | {cells} | {slope * 1024 * 1000:.2f} | {icpt * 1000:.1f} |")
+
+
+if __name__ == "__main__":
+    main()

@@ -69,6 +69,14 @@ ChoreoScript phase1(const fs::path& tc, const fs::path& co, const std::vector<st
   return parse_cute_result(read_file(result).value_or(""));
 }
 
+// phase1 of a family's configuration, rendered into dir/file with the family's choreo flags.
+ChoreoScript phase1_of(const fs::path& tc, const KernelFamily& f, const FamilyConfig& c, const FamilyProblem& p,
+                       const fs::path& dir, const std::string& file, std::string& log) {
+  const fs::path co = dir / file;
+  atomic_write(co, f.render_source(c, p), false);
+  return phase1(tc, co, f.choreo_flags(c, p), log, dir);
+}
+
 std::vector<fs::path> bundled_kernels() {
   std::vector<fs::path> out;
   for (const auto& e : fs::recursive_directory_iterator(fs::path(CROQ_SOURCE_DIR) / "kernels" / "croqtile")) {
@@ -142,10 +150,8 @@ TEST(CroqtileCompile, FamilyConfigurationsGoThroughThePinnedChoreo) {
   for (const auto& c : sample_legal(f, p, rng, 24)) todo.emplace_back(c, p);
   int n = 0;
   for (const auto& [c, prob] : todo) {
-    fs::path co = work / fmt::format("cfg{}.co", n++);
-    atomic_write(co, f.render_source(c, prob), false);
     std::string log;
-    ChoreoScript s = phase1(tc, co, f.choreo_flags(c, prob), log, work.path());
+    ChoreoScript s = phase1_of(tc, f, c, prob, work.path(), fmt::format("cfg{}.co", n++), log);
     EXPECT_NE(s.kernel(), nullptr) << config_to_json(c).dump() << " " << prob.dtype.canonical << ":\n" << log;
   }
   EXPECT_GE(n, 30);
@@ -322,10 +328,8 @@ TEST(CroqtileCompile, MmaRunFourKeepsOneSliceInFlightAndDrainsOncePerRun) {
     c["PERSISTENT"] = persistent;
     ASSERT_FALSE(f.violation(c, p)) << *f.violation(c, p);
     TempDir work;
-    fs::path co = work / "run4.co";
-    atomic_write(co, f.render_source(c, p), false);
     std::string log;
-    ChoreoScript s = phase1(tc, co, f.choreo_flags(c, p), log, work.path());
+    ChoreoScript s = phase1_of(tc, f, c, p, work.path(), "run4.co", log);
     ASSERT_NE(s.kernel(), nullptr) << log;
     const std::string& cu = s.kernel()->content;
     const size_t loop = cu.find("warpgroup_arrive();", cu.find("__global__"));
@@ -373,10 +377,8 @@ TEST(CroqtileCompile, TheTwoHalfEpilogueStoresEachHalfByTmaBeforeTheBufferIsWrit
     c["PERSISTENT"] = persistent;
     ASSERT_FALSE(f.violation(c, prob)) << *f.violation(c, prob);
     TempDir work;
-    fs::path co = work / "halves.co";
-    atomic_write(co, f.render_source(c, prob), false);
     std::string log;
-    ChoreoScript s = phase1(tc, co, f.choreo_flags(c, prob), log, work.path());
+    ChoreoScript s = phase1_of(tc, f, c, prob, work.path(), "halves.co", log);
     ASSERT_NE(s.kernel(), nullptr) << log;
     const std::string& cu = s.kernel()->content;
     std::vector<size_t> stores;
@@ -450,10 +452,8 @@ TEST(CroqtileCompile, SparseRunsIssueTheirSlicesThenWaitOnceThenReleaseEverySlot
       c["MMA_RUN"] = std::to_string(run);
       const std::string what = config_to_json(c).dump() + " " + dt;
       ASSERT_FALSE(f.violation(c, p)) << what << ": " << *f.violation(c, p);
-      fs::path co = work / fmt::format("run{}_{}.co", run, dt);
-      atomic_write(co, f.render_source(c, p), false);
       std::string log;
-      ChoreoScript s = phase1(tc, co, f.choreo_flags(c, p), log, work.path());
+      ChoreoScript s = phase1_of(tc, f, c, p, work.path(), fmt::format("run{}_{}.co", run, dt), log);
       ASSERT_NE(s.kernel(), nullptr) << what << ":\n" << log;
       const std::string& cu = s.kernel()->content;
       auto [releases, waits] = expect_waits_before_release(cu, what);
@@ -496,10 +496,8 @@ TEST(CroqtileCompile, SparseFamilyConfigurationsGoThroughThePinnedChoreo) {
   int n = 0;
   for (const auto& [c, prob] : todo) {
     const std::string what = config_to_json(c).dump() + " " + prob.dtype.canonical;
-    fs::path co = work / fmt::format("sp{}.co", n++);
-    atomic_write(co, f.render_source(c, prob), false);
     std::string log;
-    ChoreoScript s = phase1(tc, co, f.choreo_flags(c, prob), log, work.path());
+    ChoreoScript s = phase1_of(tc, f, c, prob, work.path(), fmt::format("sp{}.co", n++), log);
     ASSERT_NE(s.kernel(), nullptr) << what << ":\n" << log;
     expect_waits_before_release(s.kernel()->content, what);
   }

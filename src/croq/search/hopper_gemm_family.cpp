@@ -311,15 +311,6 @@ namespace {
 // A configuration of the given arrangement with the family's usual settings (persistent, grouped
 // order, 128-byte swizzle, BK 64) and as many stages as fit, up to 6: a deep ring hides TMA latency
 // and the epilogue. The default and the alternatives are all built this way.
-// c with the chunked TMA-store epilogue (EPILOGUE 1) where it is legal and its slots fit beside c's
-// ring; c as it is otherwise.
-FamilyConfig with_tma_epilogue(const FamilyConfig& c, const FamilyProblem& p) {
-  FamilyConfig e = c;
-  e["EPILOGUE"] = "1";
-  HopperGemmFamily f;
-  return f.violation(e, p) ? c : e;
-}
-
 FamilyConfig arrangement(const TileChoice& t, int split, int cluster_m, int epilogue, int max_stages = 6) {
   FamilyConfig c;
   c["BM"] = std::to_string(t.bm);
@@ -385,7 +376,6 @@ std::vector<Alternative> HopperGemmFamily::alternatives(const FamilyProblem& p) 
     wide["BN"] = "192";
     wide["MMA_DEPTH"] = "0";
     wide["EPILOGUE"] = "2";  // 5 stages of 128x192 leave no room for the TMA epilogue's slots
-    wide = with_tma_epilogue(wide, p);
     add("drained 128x192 (each k block waited for, promoted under the other consumer's WGMMAs)", "bs_d128x192", wide);
     FamilyConfig c = def;
     if (get(def, "CLUSTER_M") == 2) {
@@ -550,7 +540,11 @@ FamilyConfig HopperGemmFamily::default_config(const FamilyProblem& p) const {
     // 0.910 against 0.885 x cuBLASLt at 8192^3, 0.914 against 0.902 at 4096x7168x7168, 0.912 against
     // 0.792 at 8192x8192x2048; time against K put 60 us of a launch outside the main loop with the
     // register epilogue, 15 with this one (docs/fp8.md).
-    if (is_blockscaled(p)) c = with_tma_epilogue(c, p);
+    if (is_blockscaled(p)) {
+      FamilyConfig tma = c;
+      tma["EPILOGUE"] = "1";
+      if (!violation(tma, p)) c = tma;
+    }
   }
   if (violation(c, p)) {
     // Fall back to the smallest configuration, legal for every supported problem.
