@@ -129,7 +129,9 @@ VerbRunner setup_checkpoint_verify(CLI::App& app) {
     int built = parse_iter_number(o->iter);
     auto cp = read_checkpoint(ctx.ws(), t);
     if (!cp) throw_not_found("no checkpoint for " + t.id(), "write the plan first: `croq checkpoint write ...`");
-    auto cand = find_primary_source(ctx.ws(), t, iter_number_name(built));
+    // The source named by --iter (iter<NNN>_<tag>), else the live one of its number (not a failed
+    // attempt's, which keeps the number's name beside it).
+    auto cand = find_live_source(ctx.ws(), t, try_parse_iter_id(o->iter) ? o->iter : iter_number_name(built));
     std::string cand_text = cand ? read_file(*cand).value_or("") : "";
     std::optional<fs::path> base;
     if (!cp->base.empty()) base = find_primary_source(ctx.ws(), t, cp->base);

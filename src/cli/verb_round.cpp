@@ -134,12 +134,12 @@ VerbRunner setup_round(CLI::App& app) {
     }
     if (kernel.empty()) {
       if (cp && cp->open()) {
-        if (auto src = find_primary_source(ws, t, cp->iter)) kernel = src->stem().string();
+        if (auto src = find_live_source(ws, t, cp->iter)) kernel = src->stem().string();
       }
       if (kernel.empty()) {
         // PREPARE: the starting kernel.
         if (!Ledger(ws, t).index().best) {
-          if (auto src = find_primary_source(ws, t, "iter001")) kernel = src->stem().string();
+          if (auto src = find_live_source(ws, t, "iter001")) kernel = src->stem().string();
         }
       }
       if (kernel.empty()) {

@@ -85,7 +85,7 @@ VerbRunner setup_decide(CLI::App& app) {
       std::string kernel = o->kernel;
       if (kernel.empty()) {
         if (auto cp = read_checkpoint(ctx.ws(), t); cp && cp->open()) {
-          if (auto src = find_primary_source(ctx.ws(), t, cp->iter)) kernel = src->stem().string();
+          if (auto src = find_live_source(ctx.ws(), t, cp->iter)) kernel = src->stem().string();
         }
       }
       const fs::path own = ctx.ws().kind_dir(t, ArtifactKind::perf) / ("measure_" + kernel + ".json");

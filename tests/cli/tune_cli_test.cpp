@@ -16,6 +16,7 @@
 #include <thread>
 
 #include "croq/util/fs.hpp"
+#include "croq/util/hash.hpp"
 #include "croq/util/json.hpp"
 #include "croq/util/text.hpp"
 #include "support/test_support.hpp"
@@ -343,6 +344,66 @@ TEST(TuneCli, JobsTunesShapesAtOnceWhileTheLeaseKeepsMeasurementsApart) {
   CroqRun git = run_croq(dir.path(), {"tune", keys[0], keys[1], "--dsl", "cpp", "--jobs", "2", "--git-commit"});
   EXPECT_EQ(git.rc, 2) << git.out << git.err;
   EXPECT_NE(git.err.find("--git-commit"), std::string::npos) << git.err;
+}
+
+// Failed rounds give their iteration number back, and the next plan takes the same number: each
+// plan still gets a kernel of its own name and writes none of an earlier failure's files. Here the
+// cpp_tiled template (a copy under CROQ_HOME) computes every configuration but the family's default
+// wrongly, so each round after the starting kernel is a VERIFY_FAIL stored as an attempt planned as
+// iter002; the source and the measurement each attempt's record points to must still be its own.
+TEST(TuneCli, FailedRoundsKeepTheirOwnSourcesAndMeasurements) {
+  TempDir dir;
+  const fs::path home = dir.path() / "home";
+  fs::create_directories(home);
+  fs::copy(fs::path(CROQ_SOURCE_DIR) / "kernels", home / "kernels", fs::copy_options::recursive);
+  const fs::path tmpl = home / "kernels/cpp/matmul/tiled/tiled_gemm.cpp";
+  std::string text = croq::read_file(tmpl).value();
+  const std::string fill = "std::fill(C, C + p->m * p->n, 0.0f);";
+  const size_t at = text.find(fill);
+  ASSERT_NE(at, std::string::npos) << "the template no longer clears C this way: update the test";
+  text.replace(at, fill.size(), "std::fill(C, C + p->m * p->n, CROQ_TEST_BROKEN ? 1000.0f : 0.0f);");
+  text = "#if CROQ_BM == 64 && CROQ_BN == 128 && CROQ_BK == 64 && CROQ_PACK_B == 0 && CROQ_MR == 1 && "
+         "CROQ_NR == 16 && CROQ_VEC == 8 && CROQ_UNROLL == 1 && CROQ_THREADS == 1\n#define CROQ_TEST_BROKEN 0\n#else\n"
+         "#define CROQ_TEST_BROKEN 1\n#endif\n" +
+         text;
+  croq::atomic_write(tmpl, text);
+
+  CroqRun run = run_croq(dir.path(), {"tune", k_key, "--dsl", "cpp", "--rounds", "3", "--seed", "5"},
+                         {{"CROQ_HOME", home.string()}}, {}, k_long);
+  ASSERT_EQ(run.rc, 0) << run.out << run.err.substr(run.err.size() > 4000 ? run.err.size() - 4000 : 0);
+  TaskPaths p = paths_of(dir.path(), run.doc.value("task", ""));
+  auto recs = records(p.logs);
+  ASSERT_EQ(recs.size(), 5u);  // the baseline, iter001 (the default: correct), three failed rounds
+  EXPECT_EQ(recs[1].value("kernel", ""), "iter001_cpp_tiled_default");
+  EXPECT_EQ(recs[1].value("decision", ""), "KEEP");
+  std::set<std::string> planned_names;
+  for (size_t i = 2; i < recs.size(); ++i) {
+    const json& r = recs[i];
+    SCOPED_TRACE(r.dump());
+    EXPECT_EQ(r.value("decision", ""), "VERIFY_FAIL");
+    const std::string kernel = r.value("kernel", "");
+    ASSERT_EQ(kernel.rfind("attempt", 0), 0u);
+    const std::string planned = r.value("planned_iter", "");
+    EXPECT_EQ(planned, "iter002");  // every failure gave the number back
+    const std::string name = planned + kernel.substr(kernel.find('_'));
+    EXPECT_TRUE(planned_names.insert(name).second) << name << " was used by two rounds";
+    // The source under the planned name is this round's configuration.
+    auto src = croq::read_file(p.srcs / (name + ".cpp"));
+    ASSERT_TRUE(src.has_value()) << name;
+    ASSERT_TRUE(r.contains("params"));
+    for (const auto& [k, v] : r["params"].items()) {
+      EXPECT_NE(src->find("#define CROQ_" + k + " " + v.get<std::string>() + "\n"), std::string::npos) << name << " " << k;
+    }
+    // The measurement the record points to is the one stored with it.
+    ASSERT_TRUE(r.contains("measurement")) << "a VERIFY_FAIL keeps its measurement";
+    const fs::path file = dir.path() / r["measurement"].value("file", "");
+    auto doc = croq::read_file(file);
+    ASSERT_TRUE(doc.has_value()) << file;
+    EXPECT_EQ(croq::sha256_hex(*doc), r["measurement"].value("sha256", "")) << file << " was written over";
+  }
+  // And the workspace's own check agrees.
+  CroqRun v = run_croq(dir.path(), with({"session", "validate"}, p.gpu));
+  EXPECT_EQ(v.rc, 0) << v.out << v.err;
 }
 
 // A workspace copied without its binaries (bin/ left out, as a tarball of tuning/ often is) resumes:

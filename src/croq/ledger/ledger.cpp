@@ -910,4 +910,26 @@ std::vector<json> Ledger::read_attempts(std::vector<std::string>* warnings) cons
   return out;
 }
 
+std::set<std::string> failed_kernel_names(const std::vector<RoundRecord>& records) {
+  std::set<std::string> out;
+  for (const auto& r : records) {
+    if (!r.attempt_index()) continue;
+    const auto planned = get_string(r.extra, "planned_iter");
+    const auto cut = r.kernel.find('_');
+    if (planned && cut != std::string::npos) out.insert(*planned + r.kernel.substr(cut));
+  }
+  return out;
+}
+
+std::optional<fs::path> find_live_source(const Workspace& ws, const TaskRef& task, const std::string& id) {
+  if (try_parse_iter_id(id) || try_parse_attempt_id(id)) return find_primary_source(ws, task, id);  // its own
+  auto all = find_sources(ws, task, id);
+  if (all.empty()) return std::nullopt;
+  const std::set<std::string> failed = failed_kernel_names(Ledger(ws, task).read_all().records);
+  for (const auto& f : all) {
+    if (!failed.count(f.stem().string())) return f;
+  }
+  return std::nullopt;
+}
+
 }  // namespace croq

@@ -18,6 +18,7 @@
 #include <chrono>
 #include <map>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -197,5 +198,15 @@ class Ledger {
   const Workspace& m_ws;
   TaskRef m_task;
 };
+
+// The names stored failures were planned and built under (<planned_iter>_<tag>). A failure stored
+// as an attempt gives its iteration number back, so the next plan takes the same number, and the
+// failure's files (its source, its build log, the measurement its record points to) keep the name.
+std::set<std::string> failed_kernel_names(const std::vector<RoundRecord>& records);
+
+// The source of `id` in the task's srcs/: for a kernel name (iter<NNN>_<tag>) its own; for a bare
+// iter<NNN> the first of that number that no stored failure was built as (the live plan's, not a
+// failed attempt's left beside it). Nothing when there is none.
+std::optional<fs::path> find_live_source(const Workspace& ws, const TaskRef& task, const std::string& id);
 
 }  // namespace croq

@@ -135,7 +135,7 @@ std::string task_uid_or_placeholder(const Workspace& ws, const TaskRef& task) {
 // The iteration's source in srcs/ (iter<NNN>_<tag>.<ext>), as its kernel name; empty if none.
 std::string source_kernel(const Workspace& ws, const TaskRef& task, const std::string& iter) {
   try {
-    if (auto p = find_primary_source(ws, task, iter)) return p->stem().string();
+    if (auto p = find_live_source(ws, task, iter)) return p->stem().string();
   } catch (const Error&) {
     // An unreadable srcs/ folder: there is no kernel name to suggest, and the guard says so.
   }

@@ -502,13 +502,18 @@ struct Tuner::Impl {
     return *cp;
   }
 
-  // The kernel built (or to build) for the open plan.
+  // The kernel built (or to build) for the open plan: <iter>_<tag>, named apart from every stored
+  // failure of the same number (failed_kernel_names: their files keep that name) by a count after the
+  // tag where needed, so that it writes over none of their files. A source of the plan's own name is
+  // the plan's (a step resumed).
   std::string kernel_of_plan(const Checkpoint& cp) {
-    for (const auto& f : find_sources(ws, task, cp.iter)) {
-      return f.stem().string();
-    }
-    std::string tag = get_string(cp.extra, "tag").value_or("idea");
-    VerbResult ni = must("next-iter", {"next-iter", "--tag", tag});
+    const std::string tag = get_string(cp.extra, "tag").value_or("idea");
+    const std::set<std::string> failed = failed_kernel_names(snap.records());
+    std::string name_tag = tag;
+    for (int n = 2; failed.count(cp.iter + "_" + name_tag); ++n) name_tag = fmt::format("{}_{}", tag, n);
+    const std::string kernel = cp.iter + "_" + name_tag;
+    if (!find_sources(ws, task, kernel).empty()) return kernel;
+    VerbResult ni = must("next-iter", {"next-iter", "--tag", name_tag});
     return get_string(ni.doc, "kernel").value_or("");
   }
 

@@ -138,7 +138,7 @@ std::optional<StartFrom> nearest_best(const Workspace& ws, const TaskRef& target
     s.params = params;
     s.family = family;
     s.distance = dist;
-    auto srcs = find_sources(ws, t, idx.best->kernel.substr(0, idx.best->kernel.find('_')));
+    auto srcs = find_sources(ws, t, idx.best->kernel);  // its own (a failure of the same number keeps another)
     if (!srcs.empty()) s.source = srcs.front();
     best = s;
   }
