@@ -89,6 +89,16 @@ void expect_invariants(const FamilyConfig& c, const FamilyProblem& p) {
   if (iv(c, "STMATRIX") == 0) {
     EXPECT_NE(iv(c, "EPILOGUE"), 0) << what;
   }
+  // setmaxnreg.inc takes registers from the block's own pool (threads x the registers they were
+  // launched with: 168 for 384 threads, 128 for 512, and 128 for 256 where choreo asks for two blocks
+  // a SM): the producer's and the consumers' targets must fit, or the consumers wait for ever.
+  if (iv(c, "REGCTRL") == 1) {
+    EXPECT_GE(consumers, 2) << what;
+    const auto [producer, consumer] = CroqtileGemmFamily::regctrl_targets(consumers);
+    const int launched = consumers == 1 ? 128 : consumers == 2 ? 168 : 128;
+    EXPECT_LE(128 * producer + 128 * consumers * consumer, 128 * (consumers + 1) * launched) << what;
+    EXPECT_GT(consumer, launched) << what;
+  }
 }
 
 TEST(CroqtileFamily, IsRegisteredForTheCroqtileDsl) {
@@ -220,6 +230,37 @@ TEST(CroqtileFamily, MmaRunFourDrainsOncePerFourSlicesAndIsASingleStepNotAnArche
 
 // EPILOGUE 2: the 128x256 f32 tile stored in two halves through one 64 KB buffer, which fits beside
 // the ring where the whole tile (128 KB) does not; the first alternative of the large shapes.
+// One consumer's kernel launches with 128 registers a thread (two blocks a SM): its block's pool
+// cannot give the consumer the 232 setmaxnreg asks for, and the kernel hung on the H200 (768^3,
+// round 1 of croqtile-h200.md's 14 shapes). REGCTRL=1 needs two or more consumers; the halves
+// alternative of a one-consumer default goes without it.
+TEST(CroqtileFamily, RegisterControlNeedsTwoConsumers) {
+  CroqtileGemmFamily f;
+  FamilyProblem p = problem({768, 768, 768});
+  const FamilyConfig def = f.default_config(p);
+  ASSERT_EQ(def.at("CONSUMERS"), "1");
+  FamilyConfig c = def;
+  c["REGCTRL"] = "1";
+  auto v = f.violation(c, p);
+  ASSERT_TRUE(v.has_value());
+  EXPECT_NE(v->find("wait for ever"), std::string::npos) << *v;
+  const auto alts = f.alternatives(p);
+  auto h = std::find_if(alts.begin(), alts.end(), [](const Alternative& a) { return a.tag == "tma_halves"; });
+  ASSERT_NE(h, alts.end());
+  EXPECT_EQ(h->config.at("REGCTRL"), "0");
+  EXPECT_EQ(h->config.at("EPILOGUE"), "2");
+  EXPECT_FALSE(f.violation(h->config, p));
+  FamilyProblem big = problem({4096, 4096, 4096});
+  FamilyConfig two = f.default_config(big);
+  ASSERT_EQ(two.at("CONSUMERS"), "2");
+  two["REGCTRL"] = "1";
+  EXPECT_FALSE(f.violation(two, big)) << *f.violation(two, big);
+  two["CONSUMERS"] = "1";
+  two["WARP_N"] = "128";
+  ASSERT_TRUE(f.violation(two, big).has_value());
+  EXPECT_NE(f.violation(two, big)->find("REGCTRL"), std::string::npos);
+}
+
 TEST(CroqtileFamily, TheTwoHalfTmaEpilogueFitsBesideTheRingAndIsTheFirstAlternative) {
   CroqtileGemmFamily f;
   FamilyProblem p = problem({4096, 4096, 4096});

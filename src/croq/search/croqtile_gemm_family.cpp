@@ -95,6 +95,18 @@ int CroqtileGemmFamily::max_accumulators(const FamilyConfig& c) {
   return regs - 40;
 }
 
+std::optional<std::string> CroqtileGemmFamily::regctrl_violation(const FamilyConfig& c) {
+  // One consumer: choreo launches the 256 threads with two blocks per SM where their shared memory
+  // allows (__launch_bounds__(256, 2): 128 registers a thread, a pool of 32768), and the producer's
+  // 40 leave the consumer 216, not the 232 it asks for: setmaxnreg.inc waits for ever (the H200
+  // measured that kernel at 768^3 as a HANG). Nor would registers help it: ptxas compiles the
+  // consumer for the launch's 128 whatever setmaxnreg moves at run time.
+  if (get(c, "REGCTRL") == 1 && get(c, "CONSUMERS") < 2)
+    return "REGCTRL=1 moves registers from the producer to two or more consumers: with CONSUMERS=1 the block's "
+           "register pool is too small for the consumer's target (its setmaxnreg would wait for ever), so REGCTRL=0";
+  return std::nullopt;
+}
+
 std::pair<int, int> CroqtileGemmFamily::regctrl_targets(int consumers) {
   if (consumers >= 3) return {32, 160};  // 128*32 + 384*160 = 65536
   return {40, 232};                      // 128*40 + 256*232 = 64512
@@ -151,6 +163,7 @@ std::optional<std::string> CroqtileGemmFamily::violation(const FamilyConfig& c, 
                        : get(c, "EPILOGUE") == 2 ? " and the epilogue's half tile"
                                                  : "",
                        k_smem_limit);
+  if (auto bad = regctrl_violation(c)) return bad;
   if (get(c, "EPILOGUE") == 1 && get(c, "PERSISTENT") == 1)
     return "EPILOGUE=1 stores the block's tile once, after the warpgroups: it needs PERSISTENT=0";
   if (get(c, "EPILOGUE") == 2) {
@@ -242,7 +255,7 @@ std::vector<Alternative> CroqtileGemmFamily::alternatives(const FamilyProblem& p
   if (ceil_div(p.m, 64LL * get(def, "CONSUMERS")) * ceil_div(p.n, get(def, "WARP_N")) > sms) {
     FamilyConfig halves = def;
     halves["PERSISTENT"] = "1";
-    halves["REGCTRL"] = "1";
+    halves["REGCTRL"] = get(def, "CONSUMERS") >= 2 ? "1" : "0";  // regctrl_violation
     halves["EPILOGUE"] = "2";
     halves["MMA_DEPTH"] = "1";
     halves["MMA_RUN"] = "2";

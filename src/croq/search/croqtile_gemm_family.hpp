@@ -42,6 +42,10 @@ class CroqtileGemmFamily : public KernelFamily {
   static int max_accumulators(const FamilyConfig& c);
   // setmaxnreg targets (producer, consumers) for a consumer count: all 64K registers of the SM.
   static std::pair<int, int> regctrl_targets(int consumers);
+  // Why REGCTRL=1 cannot run with this configuration, or nothing: setmaxnreg.inc takes registers
+  // from the block's own pool (the registers its threads were launched with), so the targets must
+  // fit in it.
+  static std::optional<std::string> regctrl_violation(const FamilyConfig& c);
   // choreo's element type name for croq's (f16, bf16, f32, f8_e4m3); nullopt for the others.
   static std::optional<std::string> choreo_type_name(ScalarType t);
   static const char* template_path() { return "croqtile/matmul/family/gemm_sm90.co.in"; }

@@ -147,6 +147,7 @@ std::optional<std::string> CroqtileGemmSpFamily::violation(const FamilyConfig& c
                        "TILE_K=128 (e4m3), or META=0",
                        tk / 8);
   // The same consumer arrangement and register budget as croqtile_gemm's.
+  if (auto bad = CroqtileGemmFamily::regctrl_violation(c)) return bad;
   const int acc = CroqtileGemmFamily::accumulator_registers(c), max_acc = CroqtileGemmFamily::max_accumulators(c);
   if (acc > max_acc)
     return fmt::format("{} f32 accumulators per consumer thread (WARP_N/2) exceed the {} a thread of a {}-warpgroup "
