@@ -346,6 +346,67 @@ TEST(TuneCli, JobsTunesShapesAtOnceWhileTheLeaseKeepsMeasurementsApart) {
   EXPECT_NE(git.err.find("--git-commit"), std::string::npos) << git.err;
 }
 
+// SIGTERM to a tune of several shapes stops them as asked: the shapes that were running are
+// reported stopped (their rounds stay, the same command goes on from them) and the one not yet
+// started as not started; none of them as failed.
+TEST(TuneCli, AStoppedTuneOfSeveralShapesSaysStoppedNotFailed) {
+  TempDir dir;
+  const std::vector<std::string> keys = {"matmul_f32_256x256x256", "matmul_f32_192x256x128", "matmul_f32_128x128x128"};
+  const fs::path out = dir.path() / "out.json", err = dir.path() / "err.txt";
+  pid_t pid = ::fork();
+  if (pid == 0) {
+    int o = ::open(out.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644), e = ::open(err.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    ::dup2(o, 1);
+    ::dup2(e, 2);
+    ::unsetenv("CROQ_ROOT");
+    ::setenv("CROQ_LEASE_DIR", (dir.path() / "leases").c_str(), 1);
+    std::vector<std::string> argv = {CROQ_BIN, "--root", dir.path().string(), "tune", keys[0], keys[1], keys[2],
+                                     "--dsl", "cpp", "--rounds", "40", "--seed", "3", "--jobs", "2"};
+    std::vector<char*> cargv;
+    for (auto& a : argv) cargv.push_back(a.data());
+    cargv.push_back(nullptr);
+    ::execv(CROQ_BIN, cargv.data());
+    ::_exit(127);
+  }
+  ASSERT_GT(pid, 0);
+  // Wait until both running shapes have stored a round past their starting kernel.
+  auto rounds_stored = [&] {
+    int shapes = 0;
+    std::error_code ec;
+    for (auto it = fs::recursive_directory_iterator(dir.path() / "tuning", ec); !ec && it != fs::end(it); it.increment(ec)) {
+      if (it->path().filename() == "idea-log.jsonl" && records(it->path().parent_path()).size() >= 3) ++shapes;
+    }
+    return shapes;
+  };
+  int status = 0;
+  for (int i = 0; i < 1200 && rounds_stored() < 2; ++i) {
+    if (::waitpid(pid, &status, WNOHANG) == pid) FAIL() << "tune ended before it could be stopped";
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  ASSERT_GE(rounds_stored(), 2);
+  ::kill(pid, SIGTERM);
+  ASSERT_EQ(::waitpid(pid, &status, 0), pid);
+  ASSERT_TRUE(WIFEXITED(status));
+  EXPECT_EQ(WEXITSTATUS(status), 1);  // not done: the rounds asked for were not all run
+  const std::string text = croq::read_file(out).value_or("");
+  const std::string notes = croq::read_file(err).value_or("");
+  json doc = json::parse(text, nullptr, false);
+  ASSERT_TRUE(doc.is_object()) << text << notes;
+  EXPECT_EQ(doc.value("failed", -1), 0) << doc.dump();
+  EXPECT_EQ(doc.value("stopped_shapes", -1), 2) << doc.dump();
+  EXPECT_EQ(doc.value("not_started", -1), 1) << doc.dump();
+  ASSERT_EQ(doc["shapes"].size(), 3u);
+  EXPECT_TRUE(doc["shapes"][0].value("stopped", false)) << doc["shapes"][0].dump();
+  EXPECT_TRUE(doc["shapes"][2].value("not_started", false)) << doc["shapes"][2].dump();
+  bool said_stopped = false;
+  for (const auto& line : croq::split_lines(notes)) {
+    if (line.rfind("croq tune: ", 0) != 0) continue;  // the shapes' own progress lines
+    EXPECT_EQ(line.find("failed"), std::string::npos) << line;
+    said_stopped = said_stopped || line.find("run the same command") != std::string::npos;
+  }
+  EXPECT_TRUE(said_stopped) << notes;
+}
+
 // Failed rounds give their iteration number back, and the next plan takes the same number: each
 // plan still gets a kernel of its own name and writes none of an earlier failure's files. Here the
 // cpp_tiled template (a copy under CROQ_HOME) computes every configuration but the family's default

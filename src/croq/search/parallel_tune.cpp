@@ -91,7 +91,7 @@ StepResult tune_in_parallel(const ParallelTuneOptions& o, const StepDeps& deps,
     for (size_t i = next++; i < n; i = next++) {
       const std::string& key = o.shape_keys[i];
       if (g_stop_tunes) {
-        results[i] = {{"shape_key", key}, {"error", "not started: the sweep was stopped"}};
+        results[i] = {{"shape_key", key}, {"not_started", true}, {"status", "not started: croq tune was stopped"}};
         continue;
       }
       ProcessSpec spec;
@@ -125,6 +125,12 @@ StepResult tune_in_parallel(const ParallelTuneOptions& o, const StepDeps& deps,
       auto doc = try_parse_json(r.out);
       if (r.ok() && doc && doc->is_object()) {
         results[i] = *doc;
+      } else if (r.stopped) {
+        // Stopped as asked (SIGINT or SIGTERM to this croq): not a failure. Every round it stored
+        // stays, and the same command goes on from them.
+        results[i] = {{"shape_key", key}, {"stopped", true}, {"status", r.describe()}};
+        std::lock_guard<std::mutex> lock(out_mutex);
+        note(fmt::format("croq tune: {} stopped before its rounds were done (the same command resumes it)", key));
       } else {
         json err = {{"shape_key", key}, {"exit_code", r.exit_code}, {"status", r.describe()}};
         if (doc && doc->is_object() && doc->contains("error")) err["error"] = (*doc)["error"];
@@ -138,16 +144,24 @@ StepResult tune_in_parallel(const ParallelTuneOptions& o, const StepDeps& deps,
   std::vector<std::thread> threads;
   for (int j = 0; j < std::min<int>(o.jobs, static_cast<int>(n)); ++j) threads.emplace_back(worker);
   for (auto& t : threads) t.join();
-  size_t failed = 0;
+  size_t failed = 0, stopped = 0, not_started = 0;
   json shapes = json::array();
   for (auto& r : results) {
-    if (r.contains("error")) ++failed;
+    if (r.value("stopped", false)) ++stopped;
+    else if (r.value("not_started", false)) ++not_started;
+    else if (r.contains("error")) ++failed;
     shapes.push_back(r);
   }
   StepResult res;
-  res.doc = json{{"shapes", shapes}, {"jobs", o.jobs}, {"failed", failed}, {"stopped", g_stop_tunes.load()}};
-  if (failed) res.notes.push_back(fmt::format("croq tune: {} of {} shapes failed or were not run", failed, n));
-  res.code = failed ? ExitCode::failure : ExitCode::ok;
+  res.doc = json{{"shapes", shapes},   {"jobs", o.jobs},          {"failed", failed}, {"stopped_shapes", stopped},
+                 {"not_started", not_started}, {"stopped", g_stop_tunes.load()}};
+  if (stopped + not_started) {
+    res.notes.push_back(fmt::format("croq tune: stopped: {} of {} shapes stopped before their rounds were done and {} "
+                                    "not started; run the same command to go on from the rounds stored",
+                                    stopped, n, not_started));
+  }
+  if (failed) res.notes.push_back(fmt::format("croq tune: {} of {} shapes failed", failed, n));
+  res.code = failed || stopped || not_started ? ExitCode::failure : ExitCode::ok;
   return res;
 }
 
