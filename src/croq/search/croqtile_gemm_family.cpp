@@ -85,14 +85,26 @@ std::vector<ParamSpec> CroqtileGemmFamily::params() const {
 
 int CroqtileGemmFamily::accumulator_registers(const FamilyConfig& c) { return k_warp_m * get(c, "WARP_N") / 128; }
 
-int CroqtileGemmFamily::max_accumulators(const FamilyConfig& c) {
-  // ptxas compiles the kernel for its launch bounds (128 x (CONSUMERS + 1) threads, one block per
-  // SM): 65536 / threads registers, at most 255, in steps of 8 (248, 168, 128). setmaxnreg
-  // (REGCTRL) moves registers between warpgroups at run time but does not raise that cap (a
-  // REGCTRL=1 build of 128x256 uses the same 168).
+int CroqtileGemmFamily::launched_registers(const FamilyConfig& c, long long ring) {
+  // ptxas compiles the kernel for its launch bounds (128 x (CONSUMERS + 1) threads): 65536 /
+  // (threads x blocks a SM) registers, at most 255, in steps of 8 (248, 168, 128). choreo asks for
+  // two blocks a SM where 256 threads or fewer and the block's shared memory (its buffers, 128
+  // bytes an event, 2 KB of slack) fit twice in 228 KB: with one consumer and a short ring, 128
+  // registers (a WARP_N=256 build then fails in ptxas: "Insufficient registers (128)"). The ring
+  // alone decides it here, a bound from below on what choreo counts, so no such case is missed.
+  // setmaxnreg (REGCTRL) moves registers between warpgroups at run time but does not raise the cap
+  // (a REGCTRL=1 build of 128x256 uses the same 168).
   const int threads = 128 * (get(c, "CONSUMERS") + 1);
-  const int regs = std::min(255, 65536 / threads) / 8 * 8;
-  return regs - 40;
+  const int blocks = threads <= 256 && 2 * ring <= k_choreo_smem_capacity ? 2 : 1;
+  return std::min(255, 65536 / (threads * blocks)) / 8 * 8;
+}
+
+int CroqtileGemmFamily::max_accumulators(const FamilyConfig& c, long long ring) {
+  return launched_registers(c, ring) - 40;
+}
+
+long long CroqtileGemmFamily::ring_bytes(const FamilyConfig& c) {
+  return get(c, "STAGES") * (k_warp_m * get(c, "CONSUMERS") + get(c, "WARP_N")) * get(c, "TILE_K") * 2LL;
 }
 
 std::optional<std::string> CroqtileGemmFamily::regctrl_violation(const FamilyConfig& c) {
@@ -113,9 +125,8 @@ std::pair<int, int> CroqtileGemmFamily::regctrl_targets(int consumers) {
 }
 
 long long CroqtileGemmFamily::smem_bytes(const FamilyConfig& c, const FamilyProblem& p) {
-  const long long tile_m = k_warp_m * get(c, "CONSUMERS"), wn = get(c, "WARP_N"), tk = get(c, "TILE_K");
-  const long long stages = get(c, "STAGES");
-  const long long ring = stages * (tile_m + wn) * tk * 2;
+  const long long tile_m = k_warp_m * get(c, "CONSUMERS"), wn = get(c, "WARP_N");
+  const long long ring = ring_bytes(c);
   const int epi = get(c, "EPILOGUE");
   const long long epilogue = epi == 1 ? tile_m * wn * out_bytes(p) : epi == 2 ? tile_m * (wn / 2) * out_bytes(p) : 0;
   return ring + epilogue;
@@ -150,10 +161,14 @@ std::optional<std::string> CroqtileGemmFamily::violation(const FamilyConfig& c, 
   const int row_bytes = tk * 2;
   if (sw > row_bytes)
     return fmt::format("SWIZ={} exceeds the {}-byte rows of a TILE_K={} slice", sw, row_bytes, tk);
-  if (accumulator_registers(c) > max_accumulators(c))
+  if (accumulator_registers(c) > max_accumulators(c, ring_bytes(c)))
     return fmt::format("{} f32 accumulators per consumer thread (WARP_N/2) exceed the {} a thread of a {}-warpgroup "
-                       "kernel holds: the consumer would spill",
-                       accumulator_registers(c), max_accumulators(c), consumers + 1);
+                       "kernel holds{}: the consumer would spill",
+                       accumulator_registers(c), max_accumulators(c, ring_bytes(c)), consumers + 1,
+                       launched_registers(c, ring_bytes(c)) == 128 && consumers == 1
+                           ? " (choreo launches its block two to a SM: 128 registers a thread; more STAGES or a "
+                             "deeper TILE_K make it one, with 248)"
+                           : "");
   const long long smem = smem_bytes(c, p);
   if (smem > k_smem_limit)
     return fmt::format("needs {} bytes of shared memory ({} stages of {}x{} and {}x{} tiles{}), more than the {} a "

@@ -17,6 +17,8 @@ class CroqtileGemmFamily : public KernelFamily {
  public:
   // Shared memory a block may use on sm_90 (232448 bytes), less the alignment slack choreo adds.
   static constexpr int k_smem_limit = 232448 - 1024;
+  // The shared memory choreo counts a sm_90 SM to have when it picks a kernel's blocks a SM.
+  static constexpr long long k_choreo_smem_capacity = 228 * 1024;
 
   std::string name() const override { return "croqtile_gemm"; }
   std::string dsl() const override { return "croqtile"; }
@@ -38,8 +40,14 @@ class CroqtileGemmFamily : public KernelFamily {
   static int accumulator_registers(const FamilyConfig& c);
   // The most accumulators a consumer thread holds without spilling: ptxas compiles a kernel of T
   // threads for 65536 / T registers (255 at most; setmaxnreg does not raise that), about 40 of
-  // which go to addressing.
-  static int max_accumulators(const FamilyConfig& c);
+  // which go to addressing. One consumer's 256 threads get 128 where choreo launches two blocks a
+  // SM (its __launch_bounds__(256, 2), when the block's shared memory fits twice in 228 KB): that
+  // is assumed whenever the operand ring, `ring_bytes`, alone would fit twice.
+  static int max_accumulators(const FamilyConfig& c, long long ring_bytes);
+  // The registers a thread of the configuration's kernel is launched with (as above).
+  static int launched_registers(const FamilyConfig& c, long long ring_bytes);
+  // Shared memory of the operand ring alone (bytes).
+  static long long ring_bytes(const FamilyConfig& c);
   // setmaxnreg targets (producer, consumers) for a consumer count: all 64K registers of the SM.
   static std::pair<int, int> regctrl_targets(int consumers);
   // Why REGCTRL=1 cannot run with this configuration, or nothing: setmaxnreg.inc takes registers

@@ -148,7 +148,8 @@ std::optional<std::string> CroqtileGemmSpFamily::violation(const FamilyConfig& c
                        tk / 8);
   // The same consumer arrangement and register budget as croqtile_gemm's.
   if (auto bad = CroqtileGemmFamily::regctrl_violation(c)) return bad;
-  const int acc = CroqtileGemmFamily::accumulator_registers(c), max_acc = CroqtileGemmFamily::max_accumulators(c);
+  const int acc = CroqtileGemmFamily::accumulator_registers(c);
+  const int max_acc = CroqtileGemmFamily::max_accumulators(c, smem_bytes(c, p.dtype));  // its smem is its ring
   if (acc > max_acc)
     return fmt::format("{} f32 accumulators per consumer thread (WARP_N/2) exceed the {} a thread of a {}-warpgroup "
                        "kernel holds: the consumer would spill",
