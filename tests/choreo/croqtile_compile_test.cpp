@@ -99,6 +99,24 @@ void expect_registers_fit_the_launch(const FamilyConfig& c, const std::string& c
       << config_to_json(c).dump() << ": __launch_bounds__(" << threads << ", " << blocks << ")";
 }
 
+// The generated CUDA kernel of a configuration the family calls legal (phase 1 in a folder of its
+// own); empty, with the failure reported, where the family refuses it or choreo does not build it.
+std::string legal_kernel_cu(const fs::path& tc, const KernelFamily& f, const FamilyConfig& c, const FamilyProblem& p,
+                            const std::string& file) {
+  if (auto v = f.violation(c, p)) {
+    ADD_FAILURE() << config_to_json(c).dump() << ": " << *v;
+    return {};
+  }
+  TempDir work;
+  std::string log;
+  ChoreoScript s = phase1_of(tc, f, c, p, work.path(), file, log);
+  if (!s.kernel()) {
+    ADD_FAILURE() << config_to_json(c).dump() << ":\n" << log;
+    return {};
+  }
+  return s.kernel()->content;
+}
+
 std::vector<fs::path> bundled_kernels() {
   std::vector<fs::path> out;
   for (const auto& e : fs::recursive_directory_iterator(fs::path(CROQ_SOURCE_DIR) / "kernels" / "croqtile")) {
@@ -349,12 +367,8 @@ TEST(CroqtileCompile, MmaRunFourKeepsOneSliceInFlightAndDrainsOncePerRun) {
     FamilyConfig c = f.default_config(p);
     c["MMA_RUN"] = "4";
     c["PERSISTENT"] = persistent;
-    ASSERT_FALSE(f.violation(c, p)) << *f.violation(c, p);
-    TempDir work;
-    std::string log;
-    ChoreoScript s = phase1_of(tc, f, c, p, work.path(), "run4.co", log);
-    ASSERT_NE(s.kernel(), nullptr) << log;
-    const std::string& cu = s.kernel()->content;
+    const std::string cu = legal_kernel_cu(tc, f, c, p, "run4.co");
+    ASSERT_FALSE(cu.empty());
     const size_t loop = cu.find("warpgroup_arrive();", cu.find("__global__"));
     ASSERT_NE(loop, std::string::npos);
     const std::string body = cu.substr(loop, cu.find("store_fragment_d", loop) - loop);
@@ -398,12 +412,8 @@ TEST(CroqtileCompile, TheTwoHalfEpilogueStoresEachHalfByTmaBeforeTheBufferIsWrit
   for (auto [persistent, prob] : {std::pair{"1", p}, std::pair{"0", p}, std::pair{"1", p16}}) {
     FamilyConfig c = halves;
     c["PERSISTENT"] = persistent;
-    ASSERT_FALSE(f.violation(c, prob)) << *f.violation(c, prob);
-    TempDir work;
-    std::string log;
-    ChoreoScript s = phase1_of(tc, f, c, prob, work.path(), "halves.co", log);
-    ASSERT_NE(s.kernel(), nullptr) << log;
-    const std::string& cu = s.kernel()->content;
+    const std::string cu = legal_kernel_cu(tc, f, c, prob, "halves.co");
+    ASSERT_FALSE(cu.empty());
     std::vector<size_t> stores;
     for (size_t at = cu.find("cp_async_bulk_tensor_2d_shared_to_global("); at != std::string::npos;
          at = cu.find("cp_async_bulk_tensor_2d_shared_to_global(", at + 1))
