@@ -139,7 +139,10 @@ typedef const char* (*croq_kernel_info_fn)(void);
  *                             clock (as a deployment compresses its weights once), and hands the
  *                             result to every timed launch on that set as operands->a_prepared.
  *   CROQ_OP_MATMUL_BLOCKSCALED  FP8 with f32 scales per block: A[M,K] scaled per 1 x scale_block_k
- *                             (a_scale is [M, ceil(K/scale_block_k)] row-major), B per
+ *                             (a_scale is [ceil(K/scale_block_k), M] row-major: the scales of one
+ *                             k block are contiguous, M-major, the layout cuBLASLt's VEC128 mode
+ *                             and DeepGEMM read and per-token quantizers write for them; A's scale
+ *                             of row i, k block q is a_scale[q * M + i]), B per
  *                             scale_block_n x scale_block_k (b_scale is [ceil(N/bn), ceil(K/bk)]
  *                             row-major, blocks over B's N and K). Typical: bk = bn = 128.
  *                             C = sum_k (a_scale * A) * (b_scale * B). croq measures it with e4m3

@@ -282,7 +282,7 @@ class CpuBackend : public MeasureBackend {
     const int64_t bk = m_p.gemm.scale_block_k, bn = m_p.gemm.scale_block_n, kb = (k + bk - 1) / bk;
     const bool col = m_p.desc.b_layout == "col";
     for (int64_t i = 0; i < m; ++i)
-      for (int64_t q = 0; q < k; ++q) a[i * k + q] *= m_as[set][static_cast<size_t>(i * kb + q / bk)];
+      for (int64_t q = 0; q < k; ++q) a[i * k + q] *= m_as[set][static_cast<size_t>((q / bk) * m + i)];  // [KB, M]
     for (int64_t q = 0; q < k; ++q)
       for (int64_t j = 0; j < n; ++j) {
         b[b_index(static_cast<uint64_t>(q), static_cast<uint64_t>(j), static_cast<uint64_t>(k), static_cast<uint64_t>(n),

@@ -169,11 +169,16 @@ __global__ void fill_fp8_scaled_kernel(__nv_fp8_e4m3* p, size_t count, uint64_t 
 // The block-scaled reference's f32 operand: element i of a [rows, k] e4m3 matrix times the scale
 // of its block, scale[(row / rows_per_block) * kb + col / bk] (A: rows_per_block 1; B stored
 // [N,K]: rows_per_block = the N block).
+// The f32 value of each e4m3 element (rows of k) times its block's scale: with m_major (A's scales,
+// [kb, rows]) the scale of row r, k block q is scale[q * rows + r], else (B's, [rows / rows_per_block,
+// kb]) scale[(r / rows_per_block) * kb + q].
 __global__ void scale_upcast_kernel(const __nv_fp8_e4m3* in, const float* scale, float* out, size_t count, uint64_t k,
-                                    uint64_t kb, uint64_t bk, uint64_t rows_per_block) {
+                                    uint64_t kb, uint64_t bk, uint64_t rows_per_block, bool m_major) {
+  const uint64_t rows = count / k;
   for (size_t i = blockIdx.x * size_t(blockDim.x) + threadIdx.x; i < count; i += size_t(gridDim.x) * blockDim.x) {
     const uint64_t row = i / k, col = i % k;
-    out[i] = static_cast<float>(in[i]) * scale[(row / rows_per_block) * kb + col / bk];
+    const uint64_t at = m_major ? (col / bk) * rows + row : (row / rows_per_block) * kb + col / bk;
+    out[i] = static_cast<float>(in[i]) * scale[at];
   }
 }
 
@@ -802,7 +807,7 @@ struct CudaDevice::Impl {
         for (int layout = 0; layout < 4; ++layout) {
           v.scale_layout = layout;
           v.scales = std::string("A (croq's B): BLK128x128_32F ") + (layout & 2 ? "[K/128, N/128]" : "[N/128, K/128]") +
-                     "; B (croq's A): VEC128_32F " + (layout & 1 ? "[K/128, M]" : "[M, K/128]");
+                     "; B (croq's A): VEC128_32F " + (layout & 1 ? "[M, K/128]" : "[K/128, M]");
           variants.push_back(v);
           lt_results.push_back(res[i]);
         }
@@ -1033,14 +1038,15 @@ CudaStatus CudaDevice::fill(int set, uint64_t seed) {
     bs.resize(s.b_scale_count());
     for (size_t i = 0; i < as.size(); ++i) as[i] = s.p.scale_mode == 1 ? fp8_tensor_scale(seed, 0) : fp8_block_scale(seed, 0, i);
     for (size_t i = 0; i < bs.size(); ++i) bs[i] = s.p.scale_mode == 1 ? fp8_tensor_scale(seed, 1) : fp8_block_scale(seed, 1, i);
-    // Transposed copies: A's [M, KB] as [KB, M], B's [NB, KB] as [KB, NB] (cuBLASLt's layouts).
+    // Transposed copies, for cuBLASLt's layout variants: A's [KB, M] as [M, KB], B's [NB, KB] as
+    // [KB, NB].
     auto transpose = [](const std::vector<float>& in, size_t rows, size_t cols, std::vector<float>& out) {
       out.resize(in.size());
       for (size_t r = 0; r < rows; ++r)
         for (size_t c = 0; c < cols; ++c) out[c * rows + r] = in[r * cols + c];
     };
     const size_t kb = s.p.scale_mode == 2 ? size_t(s.k_blocks()) : 1;
-    transpose(as, as.size() / kb, kb, s.h_as_t[set]);
+    transpose(as, kb, as.size() / kb, s.h_as_t[set]);
     transpose(bs, bs.size() / kb, kb, s.h_bs_t[set]);
     CK(cudaMemcpyAsync(s.a_scale[set], as.data(), as.size() * sizeof(float), cudaMemcpyHostToDevice, s.stream));
     CK(cudaMemcpyAsync(s.b_scale[set], bs.data(), bs.size() * sizeof(float), cudaMemcpyHostToDevice, s.stream));
@@ -1090,10 +1096,10 @@ CudaStatus CudaDevice::reference(int set) {
     // Block scales applied in f32 to each element, then an f32 GEMM of the scaled operands.
     const uint64_t kb = static_cast<uint64_t>(s.k_blocks()), bk = static_cast<uint64_t>(s.p.scale_bk);
     scale_upcast_kernel<<<grid_for(s.in_count_a()), 256, 0, s.stream>>>(
-        static_cast<const __nv_fp8_e4m3*>(A), s.a_scale[set], s.a32, s.in_count_a(), k, kb, bk, 1);
+        static_cast<const __nv_fp8_e4m3*>(A), s.a_scale[set], s.a32, s.in_count_a(), k, kb, bk, 1, true);
     scale_upcast_kernel<<<grid_for(s.in_count_b()), 256, 0, s.stream>>>(static_cast<const __nv_fp8_e4m3*>(B),
                                                                        s.b_scale[set], s.b32, s.in_count_b(), k, kb, bk,
-                                                                       static_cast<uint64_t>(s.p.scale_bn));
+                                                                       static_cast<uint64_t>(s.p.scale_bn), false);
     CK(cudaGetLastError());
     if (auto st = s.gemm_ex(s.ref_handle, s.a32, s.b32, CUDA_R_32F, s.refs[set], CUDA_R_32F, CUBLAS_COMPUTE_32F_PEDANTIC);
         !st.ok) {
@@ -1294,10 +1300,10 @@ int CudaDevice::launch(int set, CudaStatus& st) {
     const uint64_t k = static_cast<uint64_t>(s.p.k), kb = static_cast<uint64_t>(s.k_blocks());
     const uint64_t bk = static_cast<uint64_t>(s.p.scale_bk);
     scale_upcast_kernel<<<grid_for(s.in_count_a()), 256, 0, s.stream>>>(
-        static_cast<const __nv_fp8_e4m3*>(s.a[set]), s.a_scale[set], s.a32, s.in_count_a(), k, kb, bk, 1);
+        static_cast<const __nv_fp8_e4m3*>(s.a[set]), s.a_scale[set], s.a32, s.in_count_a(), k, kb, bk, 1, true);
     scale_upcast_kernel<<<grid_for(s.in_count_b()), 256, 0, s.stream>>>(static_cast<const __nv_fp8_e4m3*>(s.b[set]),
                                                                        s.b_scale[set], s.b32, s.in_count_b(), k, kb, bk,
-                                                                       static_cast<uint64_t>(s.p.scale_bn));
+                                                                       static_cast<uint64_t>(s.p.scale_bn), false);
     st = s.gemm_ex(s.lib_handle, s.a32, s.b32, CUDA_R_32F, s.c32, CUDA_R_32F, CUBLAS_COMPUTE_32F_PEDANTIC);
     if (st.ok) {
       f32_to_bf16_kernel<<<grid_for(s.out_count()), 256, 0, s.stream>>>(s.c32, static_cast<__nv_bfloat16*>(s.c),

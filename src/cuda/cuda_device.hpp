@@ -60,7 +60,7 @@ struct CudaProblem {
   bool sparse = false;  // A 2:4 structured sparse (metadata per set; poison outside the pattern
                         // for a candidate, zeros for a library)
   // Scales (croq_scale_mode): 1 per tensor (dense e4m3), 2 per block (the block-scaled operator:
-  // A per 1 x scale_bk, B per scale_bn x scale_bk, B stored [N,K]). The e4m3 inputs then span
+  // A per 1 x scale_bk, scales [ceil(K/bk), M]; B per scale_bn x scale_bk, B stored [N,K]). The e4m3 inputs then span
   // the format's range and the scales come from portable.hpp (fp8_scaled_value and the scales).
   int scale_mode = 0;
   int64_t scale_bk = 128, scale_bn = 128;
@@ -112,8 +112,8 @@ struct LibVariant {
   bool searched = false;
   // cuBLASLt with scales: "per-tensor" (A/B_SCALE_POINTER), or for the block-scaled operator the
   // scale modes and the layout of each scale tensor handed to it (scale_layout bit 0: A's scales
-  // [ceil(K/128), M] instead of [M, ceil(K/128)]; bit 1: B's [ceil(K/128), ceil(N/128)] instead of
-  // [ceil(N/128), ceil(K/128)]).
+  // [M, ceil(K/128)] instead of the operator's [ceil(K/128), M]; bit 1: B's [ceil(K/128),
+  // ceil(N/128)] instead of [ceil(N/128), ceil(K/128)]). Variant 0 hands both as the operator has them.
   std::string scales;
   int scale_layout = -1;
 };

@@ -103,7 +103,8 @@ TEST_F(Fp8Cli, CandidatesThatMisapplyTheScalesGetVerifyFail) {
                         Case{k_block_key, "ignore_scales", "VERIFY_FAIL", "mismatch"},
                         Case{k_block_key, "a_scale_only", "VERIFY_FAIL", "mismatch"},
                         Case{k_block_key, "per_tensor", "VERIFY_FAIL", "mismatch"},
-                        Case{k_block_key, "row_blocks", "VERIFY_FAIL", "mismatch"}}) {
+                        Case{k_block_key, "row_blocks", "VERIFY_FAIL", "mismatch"},
+                        Case{k_block_key, "a_row_major", "VERIFY_FAIL", "mismatch"}}) {
     SCOPED_TRACE(std::string(c.key) + " " + c.mode);
     const std::string kernel = std::string("iter002_") + c.mode;
     build(c.mode, kernel, c.key);

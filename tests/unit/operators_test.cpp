@@ -108,7 +108,7 @@ TEST(Operators, Fp8ProblemsCarryTheirScales) {
   EXPECT_EQ(b.gemm.scale_block_m, 1);
   EXPECT_EQ(b.gemm.scale_block_n, 128);
   EXPECT_EQ(b.gemm.scale_block_k, 128);
-  EXPECT_EQ(a_scale_count(b), 200u * 4u);  // [M, ceil(400/128)]
+  EXPECT_EQ(a_scale_count(b), 200u * 4u);  // [ceil(400/128), M]
   EXPECT_EQ(b_scale_count(b), 3u * 4u);    // [ceil(300/128), ceil(400/128)]
   EXPECT_EQ(b.desc.scaling.substr(0, 5), "block");
   EXPECT_EQ(layout_order("auto", b.dtype, "blockscaled"), (std::vector<std::string>{"col"}));

@@ -36,7 +36,7 @@ CROQ_EXPORT croq_status croq_gemm(const croq_gemm_desc* d, const croq_gemm_opera
         float av = load(o->a, d->a_type, i * d->lda + q);
         float bv = load(o->b, d->b_type, b_col ? j * d->ldb + q : q * d->ldb + j);
         if (block) {
-          av *= o->a_scale[i * kb + q / bk];
+          av *= o->a_scale[(q / bk) * d->m + i];  // A's scales: [ceil(K/bk), M]
           bv *= o->b_scale[(j / bn) * kb + q / bk];
         }
         acc += av * bv;

@@ -169,8 +169,8 @@ CROQ_HD float fp8_tensor_scale(uint64_t seed, int which) {
   return fp8_tensor_scale_from(t, u, which);
 }
 
-// Block scale `index` of A (which = 0: [M, ceil(K/bk)] row-major) or B (which = 1: [ceil(N/bn),
-// ceil(K/bk)] row-major).
+// Block scale `index` of A (which = 0: [ceil(K/bk), M] row-major, the operator's layout) or B
+// (which = 1: [ceil(N/bn), ceil(K/bk)] row-major): the index is the scale's place in its tensor.
 CROQ_HD float fp8_block_scale(uint64_t seed, int which, uint64_t index) {
   const uint64_t stream = which == 0 ? k_stream_scale_a : k_stream_scale_b;
   const float t = random_uniform(seed, stream, 2 * index);

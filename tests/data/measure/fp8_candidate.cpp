@@ -8,6 +8,7 @@
 //                   product (per tensor instead of per block)
 //   row_blocks      block-scaled: B's scales indexed per 128 x 128 block of K x N read as
 //                   [K/128, N/128] (the transposed layout)                       -> VERIFY_FAIL
+//   a_row_major     block-scaled: A's scales, [K/128, M], read as [M, K/128]     -> VERIFY_FAIL
 //   first_seed      caches the scales of its first call by pointer              -> VERIFY_FAIL (second seed)
 //   v1_only         exports only version 1's croq_matmul                         -> UNSUPPORTED
 //   tc_accumulate   block-scaled: each 128-deep block summed as FP8 tensor cores  -> PASS
@@ -29,6 +30,7 @@
 #define MODE_first_seed 6
 #define MODE_v1_only 7
 #define MODE_tc_accumulate 8
+#define MODE_a_row_major 9
 #define CAT(a, b) a##b
 #define MODE_OF(m) CAT(MODE_, m)
 #define MODE MODE_OF(CROQ_TEST_MODE)
@@ -80,7 +82,7 @@ CROQ_EXPORT croq_status croq_gemm(const croq_gemm_desc* d, const croq_gemm_opera
           part += load(o->a, d->a_type, i * d->lda + q) * load(o->b, d->b_type, j * d->ldb + q);
           if ((q - q0) % 32 == 31) part = truncate13(part);
         }
-        acc += truncate13(part) * o->a_scale[i * kb + q0 / bk] * o->b_scale[(j / bn) * kb + q0 / bk];
+        acc += truncate13(part) * o->a_scale[(q0 / bk) * d->m + i] * o->b_scale[(j / bn) * kb + q0 / bk];
       }
       store(o->c, d->c_type, i * d->ldc + j, acc);
     }
@@ -93,9 +95,14 @@ CROQ_EXPORT croq_status croq_gemm(const croq_gemm_desc* d, const croq_gemm_opera
       for (int64_t q = 0; q < d->k; ++q) {
         float av = load(o->a, d->a_type, i * d->lda + q);
         float bv = load(o->b, d->b_type, b_col ? j * d->ldb + q : q * d->ldb + j);
-#if MODE == MODE_ok || MODE == MODE_a_scale_only || MODE == MODE_first_seed || MODE == MODE_row_blocks
+#if MODE == MODE_ok || MODE == MODE_a_scale_only || MODE == MODE_first_seed || MODE == MODE_row_blocks || \
+    MODE == MODE_a_row_major
         if (block) {
+#if MODE == MODE_a_row_major
           av *= o->a_scale[i * kb + q / bk];
+#else
+          av *= o->a_scale[(q / bk) * d->m + i];
+#endif
 #if MODE == MODE_row_blocks
           bv *= o->b_scale[(q / bk) * nb + j / bn];
 #elif MODE != MODE_a_scale_only
@@ -106,7 +113,7 @@ CROQ_EXPORT croq_status croq_gemm(const croq_gemm_desc* d, const croq_gemm_opera
         acc += av * bv;
       }
       if (!block) {
-#if MODE == MODE_ok || MODE == MODE_row_blocks
+#if MODE == MODE_ok || MODE == MODE_row_blocks || MODE == MODE_a_row_major
         acc *= o->a_scale[0] * o->b_scale[0];
 #elif MODE == MODE_a_scale_only
         acc *= o->a_scale[0];

@@ -138,7 +138,7 @@ size_t b_bytes(const croq_matmul_problem* p) {
 }
 
 // FP8 with scales (kernel ABI v2): per tensor (C = a_scale b_scale A B) or per block (A per
-// 1 x bk, B [N,K] per bn x bk), one thread per element of C, f32 accumulation.
+// 1 x bk, scales [K/bk, M]; B [N,K] per bn x bk), one thread per element of C, f32 accumulation.
 template <typename TO>
 __global__ void scaled_naive_kernel(const __nv_fp8_e4m3* a, const __nv_fp8_e4m3* b, TO* c, const float* sa,
                                     const float* sb, int64_t m, int64_t n, int64_t k, bool b_col, bool block,
@@ -152,7 +152,7 @@ __global__ void scaled_naive_kernel(const __nv_fp8_e4m3* a, const __nv_fp8_e4m3*
     float av = ld(a, i * k + p);
     float bv = b_col ? ld(b, j * k + p) : ld(b, p * n + j);
     if (block) {
-      av *= sa[i * kb + p / bk];
+      av *= sa[(p / bk) * m + i];  // A's scales: [ceil(K/bk), M]
       bv *= sb[(j / bn) * kb + p / bk];
     }
     acc += av * bv;

@@ -103,7 +103,7 @@ CROQ_EXPORT croq_status croq_gemm(const croq_gemm_desc* d, const croq_gemm_opera
   for (int64_t i = 0; i < m; ++i)
     for (int64_t q = 0; q < k; ++q) {
       const float v = decode(a8[i * d->lda + q]);
-      a32[i * k + q] = block ? v * o->a_scale[i * kb + q / bk] : v;
+      a32[i * k + q] = block ? v * o->a_scale[(q / bk) * m + i] : v;  // A's scales: [ceil(K/bk), M]
     }
   for (int64_t j = 0; j < n; ++j)
     for (int64_t q = 0; q < k; ++q) {

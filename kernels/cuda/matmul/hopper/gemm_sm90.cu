@@ -303,7 +303,7 @@ struct Params {
                                     // stream-K: per (CTA, row owner)
   unsigned long long tag;           // the value this launch writes into a ready flag (never 0)
   const float* a_scale;             // per-tensor scales (e4m3; device pointers) or nullptr;
-  const float* b_scale;             // CROQ_BLOCKSCALE: [M, scale_kb] and [ceil(N/128), scale_kb]
+  const float* b_scale;             // CROQ_BLOCKSCALE: [scale_kb, M] and [ceil(N/128), scale_kb]
   int scale_kb;                     // CROQ_BLOCKSCALE: scale blocks along K, ceil(K/128)
 };
 
@@ -942,8 +942,10 @@ __global__ void __launch_bounds__(THREADS, 1)
 #pragma unroll
         for (int ma = 0; ma < M_ATOMS; ++ma) {
           const int r = m0 + row0 + ma * 64 + warp * 16 + lane / 4;
-          lo[ma] = r < p.m ? __ldg(p.a_scale + static_cast<long long>(r) * p.scale_kb + kb) : 0.f;
-          hi[ma] = r + 8 < p.m ? __ldg(p.a_scale + static_cast<long long>(r + 8) * p.scale_kb + kb) : 0.f;
+          // A's scales are [scale_kb, M]: a warp's 16 rows are 64 contiguous bytes of k block kb.
+          const float* col = p.a_scale + static_cast<long long>(kb) * p.m;
+          lo[ma] = r < p.m ? __ldg(col + r) : 0.f;
+          hi[ma] = r + 8 < p.m ? __ldg(col + r + 8) : 0.f;
         }
 #pragma unroll
         for (int q = 0; q < NQ; ++q) {
