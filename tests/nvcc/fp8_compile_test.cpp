@@ -261,5 +261,42 @@ TEST(Fp8TemplateCompiles, DrainedBlockScaledKernelReadsTheNextScalesUnderTheWgmm
   EXPECT_EQ(count_of(ptx.log.substr(commit, wait - commit), "ld.global.nc.f32"), 5u);
 }
 
+// The trial CROQ_BS_SMEM_SCALES (bench/gpu/gemm_configs_fp8bs17.txt): each k block's scales staged in
+// shared memory with its stage by a producer warp (cp.async, arriving on the stage's full barrier) and
+// read by the consumers with LDS, as cuBLASLt's block-scaled kernel has them. Both loops compile
+// without spills or serialized WGMMAs, read no scale from global memory in the consumers, and the
+// slots are counted in the shared memory: beside 6 stages and the TMA epilogue they do not fit.
+TEST(Fp8TemplateCompiles, StagedScalesTrialReadsTheScalesFromSharedMemory) {
+  if (!nvcc_path()) GTEST_SKIP() << "nvcc not found (set CROQ_NVCC)";
+  HopperGemmFamily f;
+  const auto p = blockscaled_problem(8192, 8192, 8192);
+  FamilyConfig c = f.default_config(p);
+  ASSERT_EQ(c.at("STAGES"), "6");
+  ASSERT_EQ(c.at("EPILOGUE"), "1");
+  const std::string trial = "#define CROQ_BS_SMEM_SCALES 1\n";
+  const Compiled too_big = compile(f, c, p, false, trial);
+  EXPECT_FALSE(too_big.ok);
+  EXPECT_NE(too_big.log.find("more than 227 KB of shared memory"), std::string::npos) << too_big.log;
+  c["STAGES"] = "5";
+  for (const char* depth : {"1", "0"}) {
+    SCOPED_TRACE(std::string("MMA_DEPTH=") + depth);
+    c["MMA_DEPTH"] = depth;
+    ASSERT_FALSE(f.violation(c, p));
+    const Compiled built = compile(f, c, p, false, trial);
+    expect_clean(built);
+    expect_no_stack(built);
+    EXPECT_EQ(built.log.find("C7517"), std::string::npos) << built.log;
+    const Compiled ptx = compile(f, c, p, true, trial);
+    ASSERT_TRUE(ptx.ok) << ptx.log;
+    EXPECT_EQ(count_of(ptx.log, "ld.global.nc.f32"), 0u);
+    EXPECT_GT(count_of(ptx.log, "ld.shared.f32"), 0u);
+    EXPECT_EQ(count_of(ptx.log, "cp.async.mbarrier.arrive.noinc.shared::cta.b64"), 1u);
+    const Compiled plain = compile(f, c, p, true);
+    ASSERT_TRUE(plain.ok) << plain.log;
+    EXPECT_GT(count_of(plain.log, "ld.global.nc.f32"), 0u);
+    EXPECT_EQ(count_of(plain.log, "cp.async.mbarrier.arrive"), 0u);
+  }
+}
+
 }  // namespace
 }  // namespace croq

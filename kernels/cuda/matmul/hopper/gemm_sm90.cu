@@ -167,6 +167,9 @@
 #ifndef CROQ_PROMOTE
 #define CROQ_PROMOTE 0
 #endif
+#ifndef CROQ_BS_SMEM_SCALES
+#define CROQ_BS_SMEM_SCALES 0
+#endif
 #ifndef CROQ_PROMOTE_EVERY
 #define CROQ_PROMOTE_EVERY 1
 #endif
@@ -220,7 +223,17 @@ __host__ __device__ constexpr int epi_cols() {
 }
 constexpr int EPI_BYTES = CROQ_EPILOGUE == 1 ? CONSUMERS * 2 * EPI_SLOT_BYTES : 0;
 constexpr int BAR_BYTES = (((2 * STAGES + 2) * 8 + 127) / 128) * 128;  // full, empty, 2 order barriers
-constexpr int SMEM_BYTES = 1024 /* alignment slack */ + STAGES * STAGE_BYTES + EPI_BYTES + BAR_BYTES;
+// CROQ_BS_SMEM_SCALES (a trial, not in the family yet): the block-scaled kernel's scales of each k block
+// staged in shared memory with its stage, as cuBLASLt's kernel has them: the producer warpgroup's
+// second warp copies the BM rows' A scales and the tile's B scales (cp.async, 4 bytes each) into the
+// stage's scale slot and arrives on its full barrier when they have landed; the consumers read them
+// with LDS after waiting for the stage. Without it each consumer thread reads its rows' scales from
+// global memory. A slot: BM A scales, then SCALE_NQ B scales (the 128-wide blocks a tile may touch).
+constexpr bool BS_SMEM = CROQ_BLOCKSCALE != 0 && CROQ_BS_SMEM_SCALES != 0;
+constexpr int SCALE_NQ = BN / 128 + 2;
+constexpr int SCALE_SLOT_BYTES = BS_SMEM ? ((BM + SCALE_NQ) * 4 + 15) / 16 * 16 : 0;
+constexpr int SMEM_BYTES =
+    1024 /* alignment slack */ + STAGES * STAGE_BYTES + EPI_BYTES + STAGES * SCALE_SLOT_BYTES + BAR_BYTES;
 constexpr int SW_MODE = SW == 128 ? 1 : SW == 64 ? 2 : 3;  // descriptor layout type
 // Registers per thread after setmaxnreg with two consumers: the producer gives its share to them
 // (128 x 40 + 256 x 232 = 64512), and ptxas allocates up to 232 in the consumer code. With three
@@ -256,6 +269,7 @@ static_assert(!PROMOTE || BLOCKSCALE || PROMOTE_EVERY > 1 || CROQ_MMA_DEPTH == 0
               "CROQ_PROMOTE with CROQ_PROMOTE_EVERY 1 promotes after every stage, waiting for its WGMMAs: "
               "CROQ_MMA_DEPTH 0");
 static_assert(!BLOCKSCALE || PROMOTE_EVERY == 1, "CROQ_BLOCKSCALE promotes every stage (one scale block each)");
+static_assert(CROQ_BS_SMEM_SCALES == 0 || BLOCKSCALE, "CROQ_BS_SMEM_SCALES stages the block-scaled operator's scales");
 static_assert(!BLOCKSCALE || (EB == 1 && BK == 128 && (CROQ_DTYPES & 16) == 0),
               "CROQ_BLOCKSCALE: e4m3 -> bf16, BK 128 (one scale block per stage)");
 // CROQ_BLOCKSCALE with CROQ_MMA_DEPTH 1: two sets of WGMMA accumulators, used by alternate k blocks,
@@ -425,6 +439,19 @@ __device__ __forceinline__ void bulk_wait_read() {
   asm volatile("cp.async.bulk.wait_group.read %0;" ::"n"(N) : "memory");
 }
 __device__ __forceinline__ void bulk_wait_all() { asm volatile("cp.async.bulk.wait_group 0;" ::: "memory"); }
+// CROQ_BS_SMEM_SCALES: one f32 from global into shared memory, zero-filled when !valid (nothing read).
+__device__ __forceinline__ void cp_async_f32(uint32_t dst, const float* src, bool valid) {
+  asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;" ::"r"(dst), "l"(src), "r"(valid ? 4 : 0) : "memory");
+}
+// Arrive on the barrier once this thread's earlier cp.async copies have landed (counted in its init).
+__device__ __forceinline__ void cp_async_mbar_arrive(uint32_t bar) {
+  asm volatile("cp.async.mbarrier.arrive.noinc.shared::cta.b64 [%0];" ::"r"(bar) : "memory");
+}
+__device__ __forceinline__ float lds_f32(uint32_t addr) {
+  float v;
+  asm volatile("ld.shared.f32 %0, [%1];" : "=f"(v) : "r"(addr) : "memory");
+  return v;
+}
 template <int R>
 __device__ __forceinline__ void setmaxnreg_inc() {
   asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;" ::"n"(R));
@@ -731,7 +758,8 @@ __global__ void __launch_bounds__(THREADS, 1)
   const uint32_t raw = smem_u32(smem_raw);
   const uint32_t base = (raw + 1023u) & ~1023u;  // swizzled regions need 1024-byte alignment
   const uint32_t epi_base = base + STAGES * STAGE_BYTES;
-  const uint32_t bar_base = epi_base + EPI_BYTES;
+  [[maybe_unused]] const uint32_t scale_base = epi_base + EPI_BYTES;  // BS_SMEM: a slot per stage
+  const uint32_t bar_base = epi_base + EPI_BYTES + STAGES * SCALE_SLOT_BYTES;
   auto full_bar = [&](int s) { return bar_base + 8u * s; };
   auto empty_bar = [&](int s) { return bar_base + 8u * (STAGES + s); };
   // PINGPONG: order_bar(c) completes a phase each time consumer c has finished waiting for the
@@ -749,7 +777,7 @@ __global__ void __launch_bounds__(THREADS, 1)
 
   if (threadIdx.x == 0) {
     for (int s = 0; s < STAGES; ++s) {
-      mbar_init(full_bar(s), 1);  // the TMA thread
+      mbar_init(full_bar(s), BS_SMEM ? 1 + 32 : 1);  // the TMA thread (and the scale warp's lanes)
       mbar_init(empty_bar(s), (PINGPONG ? 1 : CONSUMERS) * CS);  // releasing warpgroups per stage
     }
     mbar_init(order_bar(0), 1);
@@ -846,6 +874,44 @@ __global__ void __launch_bounds__(THREADS, 1)
         }
       }
     }
+    if constexpr (BS_SMEM) {
+      // The scale warp: the same work in the same order as the TMA thread; each k block's scales
+      // into its stage's slot once every consumer of the cluster has released the stage.
+      if (tid / 32 == 1) {
+        const int lane = tid % 32;
+        int stage = 0;
+        uint32_t phase = 0;
+        Work wk;
+        for (long long cur = work_start(cluster_id, num_clusters, p); work_at(cur, cluster_id, num_clusters, p, wk);
+             cur = wk.next) {
+          int um, un;
+          unit_coords(wk.unit, p, um, un);
+          const int m0 = (um * CM + cm) * BM;
+          const int n0 = (un * CN + cn) * BN;
+          for (int kb = wk.kb0; kb < wk.kb1; ++kb) {
+            mbar_wait(empty_bar(stage), phase ^ 1);
+            const uint32_t slot = scale_base + stage * SCALE_SLOT_BYTES;
+            const float* col = p.a_scale + static_cast<long long>(kb) * p.m;  // A's scales: [scale_kb, M]
+#pragma unroll
+            for (int r = lane; r < BM; r += 32) {
+              const bool in = m0 + r < p.m;
+              cp_async_f32(slot + 4u * r, in ? col + m0 + r : col, in);
+            }
+            if (lane < SCALE_NQ) {
+              const int nb = n0 / 128 + lane;
+              const bool in = nb * 128 < p.n;
+              cp_async_f32(slot + 4u * (BM + lane), p.b_scale + (in ? static_cast<long long>(nb) * p.scale_kb + kb : 0),
+                           in);
+            }
+            cp_async_mbar_arrive(full_bar(stage));
+            if (++stage == STAGES) {
+              stage = 0;
+              phase ^= 1;
+            }
+          }
+        }
+      }
+    }
   } else {
     // ------------------------------- consumers -------------------------------
     if constexpr (REG_SHARING) setmaxnreg_inc<CONSUMER_REGS>();
@@ -936,21 +1002,34 @@ __global__ void __launch_bounds__(THREADS, 1)
       int prev_stage = 0;
       // CROQ_BLOCKSCALE: the scales of k block kb for this thread, read while its stage is still
       // loading: the A scales of its two rows per m64 atom, the B scales of the tile's N blocks.
-      constexpr int NQ = BN / 128 + 2;
-      [[maybe_unused]] auto load_block_scales = [&](int kb, float (&lo)[M_ATOMS], float (&hi)[M_ATOMS],
+      constexpr int NQ = SCALE_NQ;
+      // BS_SMEM: read from the slot of stage s (waited for), in the layout the scale warp wrote.
+      [[maybe_unused]] auto load_block_scales = [&](int kb, int s, float (&lo)[M_ATOMS], float (&hi)[M_ATOMS],
                                                     float (&b)[NQ]) {
+        if constexpr (BS_SMEM) {
+          const uint32_t slot = scale_base + s * SCALE_SLOT_BYTES;
 #pragma unroll
-        for (int ma = 0; ma < M_ATOMS; ++ma) {
-          const int r = m0 + row0 + ma * 64 + warp * 16 + lane / 4;
-          // A's scales are [scale_kb, M]: a warp's 16 rows are 64 contiguous bytes of k block kb.
-          const float* col = p.a_scale + static_cast<long long>(kb) * p.m;
-          lo[ma] = r < p.m ? __ldg(col + r) : 0.f;
-          hi[ma] = r + 8 < p.m ? __ldg(col + r + 8) : 0.f;
-        }
+          for (int ma = 0; ma < M_ATOMS; ++ma) {
+            const int r = row0 + ma * 64 + warp * 16 + lane / 4;
+            lo[ma] = lds_f32(slot + 4u * r);
+            hi[ma] = lds_f32(slot + 4u * (r + 8));
+          }
 #pragma unroll
-        for (int q = 0; q < NQ; ++q) {
-          const int nb = n0 / 128 + q;
-          b[q] = nb * 128 < p.n ? __ldg(p.b_scale + static_cast<long long>(nb) * p.scale_kb + kb) : 0.f;
+          for (int q = 0; q < NQ; ++q) b[q] = lds_f32(slot + 4u * (BM + q));
+        } else {
+#pragma unroll
+          for (int ma = 0; ma < M_ATOMS; ++ma) {
+            const int r = m0 + row0 + ma * 64 + warp * 16 + lane / 4;
+            // A's scales are [scale_kb, M]: a warp's 16 rows are 64 contiguous bytes of k block kb.
+            const float* col = p.a_scale + static_cast<long long>(kb) * p.m;
+            lo[ma] = r < p.m ? __ldg(col + r) : 0.f;
+            hi[ma] = r + 8 < p.m ? __ldg(col + r + 8) : 0.f;
+          }
+#pragma unroll
+          for (int q = 0; q < NQ; ++q) {
+            const int nb = n0 / 128 + q;
+            b[q] = nb * 128 < p.n ? __ldg(p.b_scale + static_cast<long long>(nb) * p.scale_kb + kb) : 0.f;
+          }
         }
       };
       if constexpr (BS_OVERLAP) {
@@ -964,9 +1043,9 @@ __global__ void __launch_bounds__(THREADS, 1)
         // next issue. The scales of a block are read before its WGMMAs are issued and kept in the
         // set of that parity until its promotion.
         float s_lo[2][M_ATOMS], s_hi[2][M_ATOMS], s_b[2][NQ];
-        auto load_scales = [&](auto set, int kb) {
+        auto load_scales = [&](auto set, int kb, int s) {  // s: kb's stage (read only with BS_SMEM)
           constexpr int W = decltype(set)::value;
-          load_block_scales(kb, s_lo[W], s_hi[W], s_b[W]);
+          load_block_scales(kb, s, s_lo[W], s_hi[W], s_b[W]);
         };
         // Waits for the stage of the block ahead (offset 0 or 1): the pair's two stages are waited
         // for before its first WGMMA, as a spinning wait with a WGMMA group in flight makes ptxas
@@ -1027,29 +1106,34 @@ __global__ void __launch_bounds__(THREADS, 1)
           for (int i = 0; i < BN / 2; ++i) pacc[ma][i] = 0.f;
         // The scales of an even block are read a pair ahead, those of an odd block when its set is
         // free (after the promotion of the odd block before).
+        // BS_SMEM: a block's scales are read from its stage's slot once the stage is waited for.
         int kb = kb0;
-        if (kb < kb1) load_scales(even, kb);
+        if constexpr (!BS_SMEM) {
+          if (kb < kb1) load_scales(even, kb, 0);
+        }
         for (; kb + 1 < kb1; kb += 2) {  // whole pairs
           wait_full(0);
           wait_full(1);
+          if constexpr (BS_SMEM) load_scales(even, kb, stage);
           // The odd block before (kb - 1, retired at the end of the last pair) is promoted before
           // the even block's WGMMAs are issued: promoted after them, ptxas of CUDA 13.0 waits for
           // them first anyway (warning C7517: the odd block's sums come from the loop's previous
           // iteration).
           if (kb > kb0) promote(odd, acc2);
           const int s_even = issue(acc);
-          load_scales(odd, kb + 1);
+          load_scales(odd, kb + 1, stage);  // issue advanced stage to kb + 1's
           const int s_odd = issue(acc2);
           wgmma_wait<1>();
           release(s_even);
           promote(even, acc);
-          load_scales(even, min(kb + 2, kb1 - 1));  // the next pair's (or the last block's)
+          if constexpr (!BS_SMEM) load_scales(even, min(kb + 2, kb1 - 1), 0);  // the next pair's (or the last block's)
           wgmma_wait<0>();
           release(s_odd);
         }
         if (kb > kb0) promote(odd, acc2);  // the last pair's odd block
         if (kb < kb1) {                    // an odd count of blocks: the last one drained
           wait_full(0);
+          if constexpr (BS_SMEM) load_scales(even, kb, stage);
           const int s_last = issue(acc);
           wgmma_wait<0>();
           release(s_last);
@@ -1065,12 +1149,12 @@ __global__ void __launch_bounds__(THREADS, 1)
         // The block-scaled scales of the next k block are read while this block's WGMMAs run (read
         // at the block's start, their latency showed: 0.825 -> 0.863 x cuBLASLt at 8192^3, 128x192).
         [[maybe_unused]] float na_lo[M_ATOMS], na_hi[M_ATOMS], nbk[NQ];
-        if constexpr (BLOCKSCALE) {
-          if (kb1 > kb0) load_block_scales(kb0, na_lo, na_hi, nbk);
+        if constexpr (BLOCKSCALE && !BS_SMEM) {
+          if (kb1 > kb0) load_block_scales(kb0, 0, na_lo, na_hi, nbk);
         }
         for (int kb = kb0; kb < kb1; ++kb) {
           [[maybe_unused]] float sa_lo[M_ATOMS], sa_hi[M_ATOMS], sbk[NQ];
-          if constexpr (BLOCKSCALE) {
+          if constexpr (BLOCKSCALE && !BS_SMEM) {
 #pragma unroll
             for (int ma = 0; ma < M_ATOMS; ++ma) {
               sa_lo[ma] = na_lo[ma];
@@ -1080,6 +1164,7 @@ __global__ void __launch_bounds__(THREADS, 1)
             for (int q = 0; q < NQ; ++q) sbk[q] = nbk[q];
           }
           mbar_wait(full_bar(stage), phase);
+          if constexpr (BS_SMEM) load_block_scales(kb, stage, sa_lo, sa_hi, sbk);
           const uint32_t sa = base + stage * STAGE_BYTES;
           const uint32_t sb = sa + A_STAGE_BYTES;
           const uint32_t la = desc_lo(sa, 16), lb = desc_lo(sb, B_KMAJOR ? 16 : BK * SW);
@@ -1107,8 +1192,8 @@ __global__ void __launch_bounds__(THREADS, 1)
             }
           }
           wgmma_commit();
-          if constexpr (BLOCKSCALE) {
-            if (kb + 1 < kb1) load_block_scales(kb + 1, na_lo, na_hi, nbk);
+          if constexpr (BLOCKSCALE && !BS_SMEM) {
+            if (kb + 1 < kb1) load_block_scales(kb + 1, 0, na_lo, na_hi, nbk);
           }
 #if CROQ_MMA_DEPTH == 1
           wgmma_wait<1>();
