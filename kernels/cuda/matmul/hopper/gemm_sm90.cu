@@ -798,17 +798,11 @@ __global__ void __launch_bounds__(THREADS, 1)
   if (wg == 0) {
     // ------------------------------- producer -------------------------------
     if constexpr (REG_SHARING) setmaxnreg_dec<PRODUCER_REGS>();
-    if (tid == 0) {
-      int stage = 0;
-      uint32_t phase = 0;
-      // Multicast groups: CTAs with the same cm share A (CN of them), the same cn share B (CM).
-      uint16_t mask_a = 0, mask_b = 0;
-      for (int j = 0; j < CN; ++j) mask_a |= static_cast<uint16_t>(1u << (cm + j * CM));
-      for (int i = 0; i < CM; ++i) mask_b |= static_cast<uint16_t>(1u << (i + cn * CM));
-      constexpr int A_ROWS = BM / CN;                         // A rows this CTA loads per region
-      constexpr int B_ROWS = B_KMAJOR ? BN / CM : BK / CM;    // B rows (N or K) per region
-      // The same work, in the same order, as the consumers (work_at): for each k block, wait until
-      // its stage is free, then load it.
+    // The same work, in the same order, as the consumers (work_at): load(m0, n0, kb) for each k
+    // block, stage and phase its place in the ring (left at the place after the last block).
+    int stage = 0;
+    uint32_t phase = 0;
+    auto for_each_block = [&](auto&& load) {
       Work wk;
       for (long long cur = work_start(cluster_id, num_clusters, p); work_at(cur, cluster_id, num_clusters, p, wk);
            cur = wk.next) {
@@ -817,51 +811,63 @@ __global__ void __launch_bounds__(THREADS, 1)
         const int m0 = (um * CM + cm) * BM;
         const int n0 = (un * CN + cn) * BN;
         for (int kb = wk.kb0; kb < wk.kb1; ++kb) {
-          mbar_wait(empty_bar(stage), phase ^ 1);
-          const uint32_t fb = full_bar(stage);
-          mbar_expect_tx(fb, STAGE_BYTES);
-          const uint32_t sa = base + stage * STAGE_BYTES;
-          const uint32_t sb = sa + A_STAGE_BYTES;
-          const int k0 = kb * BK;
-          // A: regions of ATOM columns (K) x BM rows; this CTA loads rows [cn*A_ROWS, +A_ROWS).
-#pragma unroll
-          for (int r = 0; r < BK / ATOM; ++r) {
-            const uint32_t dst = sa + (r * BM + cn * A_ROWS) * SW;
-            if constexpr (CN > 1) {
-              tma_load_multicast(dst, &tm_a, fb, k0 + r * ATOM, m0 + cn * A_ROWS, mask_a);
-            } else {
-              tma_load(dst, &tm_a, fb, k0 + r * ATOM, m0);
-            }
-          }
-          if constexpr (B_KMAJOR) {
-            // B stored N x K: regions of ATOM columns (K) x BN rows (N).
-#pragma unroll
-            for (int r = 0; r < BK / ATOM; ++r) {
-              const uint32_t dst = sb + (r * BN + cm * B_ROWS) * SW;
-              if constexpr (CM > 1) {
-                tma_load_multicast(dst, &tm_b, fb, k0 + r * ATOM, n0 + cm * B_ROWS, mask_b);
-              } else {
-                tma_load(dst, &tm_b, fb, k0 + r * ATOM, n0);
-              }
-            }
-          } else {
-            // B stored K x N: regions of ATOM columns (N) x BK rows (K).
-#pragma unroll
-            for (int r = 0; r < BN / ATOM; ++r) {
-              const uint32_t dst = sb + (r * BK + cm * B_ROWS) * SW;
-              if constexpr (CM > 1) {
-                tma_load_multicast(dst, &tm_b, fb, n0 + r * ATOM, k0 + cm * B_ROWS, mask_b);
-              } else {
-                tma_load(dst, &tm_b, fb, n0 + r * ATOM, k0);
-              }
-            }
-          }
+          load(m0, n0, kb);
           if (++stage == STAGES) {
             stage = 0;
             phase ^= 1;
           }
         }
       }
+    };
+    if (tid == 0) {
+      // Multicast groups: CTAs with the same cm share A (CN of them), the same cn share B (CM).
+      uint16_t mask_a = 0, mask_b = 0;
+      for (int j = 0; j < CN; ++j) mask_a |= static_cast<uint16_t>(1u << (cm + j * CM));
+      for (int i = 0; i < CM; ++i) mask_b |= static_cast<uint16_t>(1u << (i + cn * CM));
+      constexpr int A_ROWS = BM / CN;                         // A rows this CTA loads per region
+      constexpr int B_ROWS = B_KMAJOR ? BN / CM : BK / CM;    // B rows (N or K) per region
+      // For each k block: wait until its stage is free, then load it.
+      for_each_block([&](int m0, int n0, int kb) {
+        mbar_wait(empty_bar(stage), phase ^ 1);
+        const uint32_t fb = full_bar(stage);
+        mbar_expect_tx(fb, STAGE_BYTES);
+        const uint32_t sa = base + stage * STAGE_BYTES;
+        const uint32_t sb = sa + A_STAGE_BYTES;
+        const int k0 = kb * BK;
+        // A: regions of ATOM columns (K) x BM rows; this CTA loads rows [cn*A_ROWS, +A_ROWS).
+#pragma unroll
+        for (int r = 0; r < BK / ATOM; ++r) {
+          const uint32_t dst = sa + (r * BM + cn * A_ROWS) * SW;
+          if constexpr (CN > 1) {
+            tma_load_multicast(dst, &tm_a, fb, k0 + r * ATOM, m0 + cn * A_ROWS, mask_a);
+          } else {
+            tma_load(dst, &tm_a, fb, k0 + r * ATOM, m0);
+          }
+        }
+        if constexpr (B_KMAJOR) {
+          // B stored N x K: regions of ATOM columns (K) x BN rows (N).
+#pragma unroll
+          for (int r = 0; r < BK / ATOM; ++r) {
+            const uint32_t dst = sb + (r * BN + cm * B_ROWS) * SW;
+            if constexpr (CM > 1) {
+              tma_load_multicast(dst, &tm_b, fb, k0 + r * ATOM, n0 + cm * B_ROWS, mask_b);
+            } else {
+              tma_load(dst, &tm_b, fb, k0 + r * ATOM, n0);
+            }
+          }
+        } else {
+          // B stored K x N: regions of ATOM columns (N) x BK rows (K).
+#pragma unroll
+          for (int r = 0; r < BN / ATOM; ++r) {
+            const uint32_t dst = sb + (r * BK + cm * B_ROWS) * SW;
+            if constexpr (CM > 1) {
+              tma_load_multicast(dst, &tm_b, fb, n0 + r * ATOM, k0 + cm * B_ROWS, mask_b);
+            } else {
+              tma_load(dst, &tm_b, fb, n0 + r * ATOM, k0);
+            }
+          }
+        }
+      });
       // Tail: wait until every stage has been released by all consumers of the cluster, so that no
       // CTA arrives on this CTA's barriers after it has exited.
       if constexpr (CS > 1) {
@@ -879,37 +885,23 @@ __global__ void __launch_bounds__(THREADS, 1)
       // into its stage's slot once every consumer of the cluster has released the stage.
       if (tid / 32 == 1) {
         const int lane = tid % 32;
-        int stage = 0;
-        uint32_t phase = 0;
-        Work wk;
-        for (long long cur = work_start(cluster_id, num_clusters, p); work_at(cur, cluster_id, num_clusters, p, wk);
-             cur = wk.next) {
-          int um, un;
-          unit_coords(wk.unit, p, um, un);
-          const int m0 = (um * CM + cm) * BM;
-          const int n0 = (un * CN + cn) * BN;
-          for (int kb = wk.kb0; kb < wk.kb1; ++kb) {
-            mbar_wait(empty_bar(stage), phase ^ 1);
-            const uint32_t slot = scale_base + stage * SCALE_SLOT_BYTES;
-            const float* col = p.a_scale + static_cast<long long>(kb) * p.m;  // A's scales: [scale_kb, M]
+        for_each_block([&](int m0, int n0, int kb) {
+          mbar_wait(empty_bar(stage), phase ^ 1);
+          const uint32_t slot = scale_base + stage * SCALE_SLOT_BYTES;
+          const float* col = p.a_scale + static_cast<long long>(kb) * p.m;  // A's scales: [scale_kb, M]
 #pragma unroll
-            for (int r = lane; r < BM; r += 32) {
-              const bool in = m0 + r < p.m;
-              cp_async_f32(slot + 4u * r, in ? col + m0 + r : col, in);
-            }
-            if (lane < SCALE_NQ) {
-              const int nb = n0 / 128 + lane;
-              const bool in = nb * 128 < p.n;
-              cp_async_f32(slot + 4u * (BM + lane), p.b_scale + (in ? static_cast<long long>(nb) * p.scale_kb + kb : 0),
-                           in);
-            }
-            cp_async_mbar_arrive(full_bar(stage));
-            if (++stage == STAGES) {
-              stage = 0;
-              phase ^= 1;
-            }
+          for (int r = lane; r < BM; r += 32) {
+            const bool in = m0 + r < p.m;
+            cp_async_f32(slot + 4u * r, in ? col + m0 + r : col, in);
           }
-        }
+          if (lane < SCALE_NQ) {
+            const int nb = n0 / 128 + lane;
+            const bool in = nb * 128 < p.n;
+            cp_async_f32(slot + 4u * (BM + lane), p.b_scale + (in ? static_cast<long long>(nb) * p.scale_kb + kb : 0),
+                         in);
+          }
+          cp_async_mbar_arrive(full_bar(stage));
+        });
       }
     }
   } else {
