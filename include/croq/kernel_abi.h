@@ -167,7 +167,10 @@ typedef const char* (*croq_kernel_info_fn)(void);
  * call, no vendor GEMM library (cuBLAS, cuBLASLt, cuSPARSELt, CUTLASS device GEMMs), no reading of C
  * before writing it. croq_gemm_prepare is the exception for the first rule: it runs once per input
  * set before anything is timed, may synchronise (croq synchronises after it anyway), and sees A, its
- * metadata and its scales only (operands->b, c, workspace and a_prepared are NULL).
+ * metadata and its scales only (operands->b, c, workspace and a_prepared are NULL). croq calls it for
+ * CROQ_OP_MATMUL_SPARSE24 only, whose A is a weight compressed once as a deployment does; for the
+ * other operators A is an activation, so croq never calls it, a_prepared is NULL, and the
+ * measurement's warnings say so: work on A belongs in the timed croq_gemm.
  *
  * Sketch of a sparse candidate without prepare (host pointers, f32, B row-major):
  *

@@ -83,6 +83,9 @@ TEST_F(Fp8Cli, CorrectCandidatesPassAndTheRecordNamesTheScales) {
     const bool block = std::string(key) == k_block_key;
     EXPECT_EQ(d["problem"]["op"], block ? "blockscaled" : "matmul");
     EXPECT_EQ(d["problem"]["scaling"].get<std::string>().substr(0, block ? 5 : 6), block ? "block" : "tensor");
+    if (block) {  // the record names the scales' layouts (A's M-major)
+      EXPECT_NE(d["problem"]["scaling"].get<std::string>().find("scales [K/128, M]"), std::string::npos) << d.dump();
+    }
     EXPECT_NE(d["verification"]["tolerance"]["rule"].get<std::string>().find(block ? "128x128" : "per-tensor"),
               std::string::npos)
         << d.dump();
@@ -115,6 +118,22 @@ TEST_F(Fp8Cli, CandidatesThatMisapplyTheScalesGetVerifyFail) {
   }
   auto v1 = measure("iter002_v1_only", "verify", k_dense_key);
   EXPECT_NE(v1.doc["detail"].get<std::string>().find("per-tensor scales"), std::string::npos) << v1.doc.dump();
+}
+
+// croq_gemm_prepare runs off the clock, so croq offers it for the 2:4 sparse operator only (its A
+// is a weight, compressed once). A block-scaled candidate that scales A in prepare and refuses
+// without it is not prepared: UNSUPPORTED, and the record says why (before, its A work went
+// untimed and it passed).
+TEST_F(Fp8Cli, ACandidateCannotMoveWorkOnAnActivationOffTheClockThroughPrepare) {
+  build("prepare_offclock", "iter003_prepare_offclock", k_block_key);
+  auto r = measure("iter003_prepare_offclock", "verify", k_block_key);
+  EXPECT_EQ(r.rc, 8) << r.err << r.out;
+  EXPECT_EQ(r.doc["verdict"], "UNSUPPORTED") << r.doc.dump();
+  EXPECT_EQ(r.doc["reason"], "candidate_unsupported") << r.doc.dump();
+  bool said = false;
+  for (const auto& w : r.doc.value("warnings", json::array()))
+    said = said || w.get<std::string>().find("croq_gemm_prepare was not called") != std::string::npos;
+  EXPECT_TRUE(said) << r.doc.dump();
 }
 
 // The block-scaled rule's magnitude term (tolerance.hpp): a kernel that sums each 128-deep block

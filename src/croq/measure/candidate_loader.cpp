@@ -73,8 +73,24 @@ size_t CandidateLibrary::workspace_for(const ProblemSetup& p) const {
   return workspace_bytes ? workspace_bytes(&p.abi) : 0;
 }
 
+// croq_gemm_prepare runs off the clock, so croq offers it only where a deployment does the same work
+// once: the 2:4 sparse operator, whose A is a weight compressed once. Elsewhere A is an activation
+// (the block-scaled operator's per-token scales say so): rearranging it, or its scales, belongs in
+// the timed croq_gemm, and a candidate must not move work out of the timing through prepare.
+static bool prepare_offered(const ProblemSetup& p) { return p.gemm.op == CROQ_OP_MATMUL_SPARSE24; }
+
 size_t CandidateLibrary::prepared_bytes_for(const ProblemSetup& p) const {
+  if (!prepare_offered(p)) return 0;
   return gemm && gemm_prepared_bytes ? gemm_prepared_bytes(&p.gemm) : 0;
+}
+
+std::string CandidateLibrary::prepare_not_offered(const ProblemSetup& p) const {
+  if (!gemm || !gemm_prepare || prepare_offered(p)) return {};
+  return fmt::format(
+      "croq_gemm_prepare was not called: croq offers it for the 2:4 sparse operator only (its A is a weight, "
+      "compressed once); for {} A is an activation and work on it belongs in the timed croq_gemm "
+      "(operands->a_prepared is NULL)",
+      p.desc.op);
 }
 
 croq_status CandidateLibrary::launch(const ProblemSetup& p, const croq_gemm_operands& ops, void* stream) const {
@@ -85,7 +101,7 @@ croq_status CandidateLibrary::launch(const ProblemSetup& p, const croq_gemm_oper
 
 croq_status CandidateLibrary::prepare(const ProblemSetup& p, const croq_gemm_operands& ops, void* dst, size_t bytes,
                                       void* stream) const {
-  if (!gemm_prepare) return CROQ_OK;
+  if (!gemm_prepare || !prepare_offered(p)) return CROQ_OK;
   croq_gemm_operands in{};
   in.a = ops.a;
   in.a_meta = ops.a_meta;

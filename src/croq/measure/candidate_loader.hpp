@@ -34,13 +34,18 @@ class CandidateLibrary {
   // Why this candidate cannot compute the problem at all (a version-1 candidate and an operator
   // other than dense matmul), or empty.
   std::string cannot_compute(const ProblemSetup& p) const;
-  // Bytes of scratch memory and of prepared A for the problem (0: none).
+  // Bytes of scratch memory and of prepared A for the problem (0: none, and always 0 where croq
+  // does not offer the preparation: prepare_offered).
   size_t workspace_for(const ProblemSetup& p) const;
   size_t prepared_bytes_for(const ProblemSetup& p) const;
+  // Why a croq_gemm_prepare the candidate exports is not called for this problem, or empty (no
+  // prepare exported, or the problem is one it is offered for).
+  std::string prepare_not_offered(const ProblemSetup& p) const;
   // The launch through whichever ABI the candidate exports; `ops` holds every pointer (version 1
   // uses a, b, c and the workspace).
   croq_status launch(const ProblemSetup& p, const croq_gemm_operands& ops, void* stream) const;
-  // croq_gemm_prepare on `ops` (a, a_meta and the scales; the other pointers are cleared).
+  // croq_gemm_prepare on `ops` (a, a_meta and the scales; the other pointers are cleared); nothing
+  // where it is not offered.
   croq_status prepare(const ProblemSetup& p, const croq_gemm_operands& ops, void* dst, size_t bytes,
                       void* stream) const;
 

@@ -57,7 +57,10 @@ ProblemSetup make_problem(const std::string& op, int64_t m, int64_t n, int64_t k
   p.desc.b_layout = b_layout;
   if (p.sparse) p.desc.sparsity = "2:4";
   if (p.scale_mode == CROQ_SCALE_TENSOR) p.desc.scaling = "tensor";
-  if (p.scale_mode == CROQ_SCALE_BLOCK) p.desc.scaling = "block 1x128 (A), 128x128 (B), f32";
+  // The scales' layouts too: records from before A's scales became M-major (2026-12-04) say
+  // "block 1x128 (A), 128x128 (B), f32".
+  if (p.scale_mode == CROQ_SCALE_BLOCK)
+    p.desc.scaling = "block 1x128 (A, scales [K/128, M]), 128x128 (B, scales [N/128, K/128]), f32";
   croq_matmul_problem& a = p.abi;
   a.abi_version = CROQ_ABI_VERSION;
   a.m = m;

@@ -177,6 +177,9 @@ int runner_main(int argc, char** argv, RunnerPlatform& platform) {
       m.candidate_sha256 = base.candidate_sha256;
       m.candidate_info = base.candidate_info;
       m.candidate_abi_version = base.candidate_abi_version;
+      if (candidate) {
+        if (std::string why = candidate->prepare_not_offered(p); !why.empty()) m.warnings.push_back(why);
+      }
       result = m;
       keep = std::move(backend);
       if (m.verdict != Verdict::UNSUPPORTED) break;

@@ -9,6 +9,9 @@
 //   row_blocks      block-scaled: B's scales indexed per 128 x 128 block of K x N read as
 //                   [K/128, N/128] (the transposed layout)                       -> VERIFY_FAIL
 //   a_row_major     block-scaled: A's scales, [K/128, M], read as [M, K/128]     -> VERIFY_FAIL
+//   prepare_offclock block-scaled: exports croq_gemm_prepare to scale A off the  -> UNSUPPORTED
+//                   clock and refuses without it (croq offers prepare for the   (prepare not called)
+//                   2:4 sparse operator only: A here is an activation)
 //   first_seed      caches the scales of its first call by pointer              -> VERIFY_FAIL (second seed)
 //   v1_only         exports only version 1's croq_matmul                         -> UNSUPPORTED
 //   tc_accumulate   block-scaled: each 128-deep block summed as FP8 tensor cores  -> PASS
@@ -31,6 +34,7 @@
 #define MODE_v1_only 7
 #define MODE_tc_accumulate 8
 #define MODE_a_row_major 9
+#define MODE_prepare_offclock 10
 #define CAT(a, b) a##b
 #define MODE_OF(m) CAT(MODE_, m)
 #define MODE MODE_OF(CROQ_TEST_MODE)
@@ -64,6 +68,20 @@ CROQ_EXPORT croq_status croq_gemm(const croq_gemm_desc* d, const croq_gemm_opera
   (void)cached_a;
   (void)cached_b;
   (void)kb;
+#if MODE == MODE_prepare_offclock
+  if (block) {
+    if (o->a_prepared == nullptr) return CROQ_UNSUPPORTED;
+    const float* a32 = static_cast<const float*>(o->a_prepared);  // A times its scales, [M,K]
+    for (int64_t i = 0; i < d->m; ++i)
+      for (int64_t j = 0; j < d->n; ++j) {
+        float acc = 0.f;
+        for (int64_t q = 0; q < d->k; ++q)
+          acc += a32[i * d->k + q] * load(o->b, d->b_type, j * d->ldb + q) * o->b_scale[(j / bn) * kb + q / bk];
+        store(o->c, d->c_type, i * d->ldc + j, acc);
+      }
+    return CROQ_OK;
+  }
+#endif
 #if MODE == MODE_tc_accumulate
   if (!block) return CROQ_UNSUPPORTED;
   auto truncate13 = [](float x) {
@@ -127,6 +145,22 @@ CROQ_EXPORT croq_status croq_gemm(const croq_gemm_desc* d, const croq_gemm_opera
       store(o->c, d->c_type, i * d->ldc + j, acc);
     }
   }
+  return CROQ_OK;
+}
+#endif
+
+#if MODE == MODE_prepare_offclock
+CROQ_EXPORT size_t croq_gemm_prepared_bytes(const croq_gemm_desc* d) {
+  return d->op == CROQ_OP_MATMUL_BLOCKSCALED ? static_cast<size_t>(d->m * d->k) * sizeof(float) : 0;
+}
+CROQ_EXPORT croq_status croq_gemm_prepare(const croq_gemm_desc* d, const croq_gemm_operands* o, void* dst,
+                                          size_t bytes, void* /*stream*/) {
+  if (bytes < croq_gemm_prepared_bytes(d)) return CROQ_INVALID_ARGUMENT;
+  const int64_t bk = d->scale_block_k;
+  float* a32 = static_cast<float*>(dst);
+  for (int64_t i = 0; i < d->m; ++i)
+    for (int64_t q = 0; q < d->k; ++q)
+      a32[i * d->k + q] = load(o->a, d->a_type, i * d->lda + q) * o->a_scale[(q / bk) * d->m + i];
   return CROQ_OK;
 }
 #endif
