@@ -4,7 +4,7 @@
 # block-scaled goal shapes from the family's default (3 rounds) with the FP8 GPU tests
 # (bench/gpu/fp8_evidence.sh: the runner's scaled-operator test, which checks the new layout against
 # cuBLASLt's, and the family's FP8 sample on odd shapes); then the default, its neighbours and the
-# trial CROQ_BS_SMEM_SCALES by hand (bench/gpu/gemm_configs_fp8bs17.txt).
+# SCALE_STAGE=1 (the scales staged in shared memory) by hand (bench/gpu/gemm_configs_fp8bs17.txt).
 #   bash bench/gpu/fp8_bs_layout_call.sh build   here: renders and compiles the list into .carry/bs17
 #                                                (then pack: bench/gpu/pack_device.sh build && --bundle)
 #   bash bench/gpu/fp8_bs_layout_call.sh run     there (.carry/bundle.tar.xz and .carry/bs17 carried,

@@ -124,6 +124,14 @@ TEST(Fp8Gpu, E4m3ConfigurationsOfTheHopperFamilyAreCorrect) {
     // and drained.
     variant({{"MMA_DEPTH", "1"}, {"SPLIT_K", "1"}, {"STREAM_K", "0"}});
     variant({{"MMA_DEPTH", "0"}, {"SPLIT_K", "1"}, {"STREAM_K", "0"}});
+    // The scales staged in shared memory with each stage (SCALE_STAGE 1): overlapped and drained,
+    // with split-K slices, stream-K shares and ping-pong consumers (rows of a slot read from 0).
+    variant({{"SCALE_STAGE", "1"}, {"MMA_DEPTH", "1"}, {"SPLIT_K", "1"}, {"STREAM_K", "0"}, {"STAGES", "4"}});
+    variant({{"SCALE_STAGE", "1"}, {"MMA_DEPTH", "0"}, {"STAGES", "4"}});
+    variant({{"SCALE_STAGE", "1"}, {"MMA_DEPTH", "0"}, {"STREAM_K", "1"}, {"SPLIT_K", "1"}, {"PINGPONG", "0"},
+             {"PERSISTENT", "1"}, {"STAGES", "4"}});
+    variant({{"SCALE_STAGE", "1"}, {"MMA_DEPTH", "0"}, {"BM", "128"}, {"BN", "64"}, {"CONSUMERS", "2"},
+             {"PINGPONG", "1"}, {"SPLIT_K", "1"}, {"STREAM_K", "0"}, {"STAGES", "4"}});
     for (const auto& cfg : sample) {
       ASSERT_FALSE(f.violation(cfg, p)) << describe(cfg);
       jobs.push_back({cs, cfg, dir / fmt::format("c{}.so", jobs.size()), {}});

@@ -224,12 +224,13 @@ TEST(Fp8TemplateCompiles, OverlappedBlockScaledPromotionCompilesWithoutSpills) {
   ASSERT_TRUE(drained.ok);
   EXPECT_EQ(count_of(drained.log, "wgmma.wait_group.sync.aligned 1;"), 0u);
   EXPECT_GT(count_of(drained.log, "wgmma.wait_group.sync.aligned 0;"), 0u);
-  // Its alternatives (drained 128x192, no cluster, ping-pong 128x64 drained) compile too, and the
-  // drained ones keep every B scale in a register: their tiles' column offset in a 128-wide scale
-  // block (n0 % 128: 0 or 64) is a compile-time constant in the promotion. Indexed at run time, the
-  // scales went to local memory (8 and 16 bytes of stack at 128x64 and 128x192 before 2026-12-04).
+  // Its alternatives (the scales staged in shared memory, drained 128x192, no cluster, ping-pong
+  // 128x64 drained) compile too, and the drained ones keep every B scale in a register: their tiles'
+  // column offset in a 128-wide scale block (n0 % 128: 0 or 64) is a compile-time constant in the
+  // promotion. Indexed at run time, the scales went to local memory (8 and 16 bytes of stack at
+  // 128x64 and 128x192 before 2026-12-04).
   const auto alts = f.alternatives(p);
-  ASSERT_EQ(alts.size(), 3u);
+  ASSERT_EQ(alts.size(), 4u);
   for (const auto& a : alts) {
     SCOPED_TRACE(a.tag);
     ASSERT_FALSE(f.violation(a.config, p));
@@ -261,41 +262,74 @@ TEST(Fp8TemplateCompiles, DrainedBlockScaledKernelReadsTheNextScalesUnderTheWgmm
   EXPECT_EQ(count_of(ptx.log.substr(commit, wait - commit), "ld.global.nc.f32"), 5u);
 }
 
-// The trial CROQ_BS_SMEM_SCALES (bench/gpu/gemm_configs_fp8bs17.txt): each k block's scales staged in
-// shared memory with its stage by a producer warp (cp.async, arriving on the stage's full barrier) and
-// read by the consumers with LDS, as cuBLASLt's block-scaled kernel has them. Both loops compile
-// without spills or serialized WGMMAs, read no scale from global memory in the consumers, and the
-// slots are counted in the shared memory: beside 6 stages and the TMA epilogue they do not fit.
-TEST(Fp8TemplateCompiles, StagedScalesTrialReadsTheScalesFromSharedMemory) {
+// SCALE_STAGE=1 (the family's first block-scaled alternative, bench/gpu/gemm_configs_fp8bs17.txt):
+// each k block's scales staged in shared memory with its stage by a producer warp (cp.async,
+// arriving on the stage's full barrier) and read by the consumers with LDS, as cuBLASLt's
+// block-scaled kernel has them. Both loops compile without spills or serialized WGMMAs and read no
+// scale from global memory in the consumers; the slots count in the shared memory, so the family
+// and the template agree that they do not fit beside 6 stages and the TMA epilogue.
+TEST(Fp8TemplateCompiles, StagedScalesReadTheScalesFromSharedMemory) {
   if (!nvcc_path()) GTEST_SKIP() << "nvcc not found (set CROQ_NVCC)";
   HopperGemmFamily f;
   const auto p = blockscaled_problem(8192, 8192, 8192);
-  FamilyConfig c = f.default_config(p);
-  ASSERT_EQ(c.at("STAGES"), "6");
-  ASSERT_EQ(c.at("EPILOGUE"), "1");
-  const std::string trial = "#define CROQ_BS_SMEM_SCALES 1\n";
-  const Compiled too_big = compile(f, c, p, false, trial);
+  const FamilyConfig def = f.default_config(p);
+  ASSERT_EQ(def.at("STAGES"), "6");
+  ASSERT_EQ(def.at("EPILOGUE"), "1");
+  ASSERT_EQ(def.at("SCALE_STAGE"), "0");
+  FamilyConfig c = def;
+  c["SCALE_STAGE"] = "1";
+  ASSERT_TRUE(f.violation(c, p));
+  EXPECT_NE(f.violation(c, p)->find("shared memory"), std::string::npos) << *f.violation(c, p);
+  const Compiled too_big = compile(f, c, p);
   EXPECT_FALSE(too_big.ok);
   EXPECT_NE(too_big.log.find("more than 227 KB of shared memory"), std::string::npos) << too_big.log;
-  c["STAGES"] = "5";
+  const auto alts = f.alternatives(p);
+  ASSERT_FALSE(alts.empty());
+  EXPECT_EQ(alts[0].tag, "bs_scale_stage");
+  c = alts[0].config;
+  EXPECT_EQ(c.at("SCALE_STAGE"), "1");
+  EXPECT_EQ(c.at("STAGES"), "5");
   for (const char* depth : {"1", "0"}) {
     SCOPED_TRACE(std::string("MMA_DEPTH=") + depth);
     c["MMA_DEPTH"] = depth;
     ASSERT_FALSE(f.violation(c, p));
-    const Compiled built = compile(f, c, p, false, trial);
+    const Compiled built = compile(f, c, p);
     expect_clean(built);
     expect_no_stack(built);
     EXPECT_EQ(built.log.find("C7517"), std::string::npos) << built.log;
-    const Compiled ptx = compile(f, c, p, true, trial);
+    const Compiled ptx = compile(f, c, p, true);
     ASSERT_TRUE(ptx.ok) << ptx.log;
     EXPECT_EQ(count_of(ptx.log, "ld.global.nc.f32"), 0u);
     EXPECT_GT(count_of(ptx.log, "ld.shared.f32"), 0u);
     EXPECT_EQ(count_of(ptx.log, "cp.async.mbarrier.arrive.noinc.shared::cta.b64"), 1u);
-    const Compiled plain = compile(f, c, p, true);
+    FamilyConfig plain_cfg = c;
+    plain_cfg["SCALE_STAGE"] = "0";
+    const Compiled plain = compile(f, plain_cfg, p, true);
     ASSERT_TRUE(plain.ok) << plain.log;
     EXPECT_GT(count_of(plain.log, "ld.global.nc.f32"), 0u);
     EXPECT_EQ(count_of(plain.log, "cp.async.mbarrier.arrive"), 0u);
   }
+  // The staged structures the GPU test runs on a small shape (tests/gpu/fp8_family_gpu_test.cpp):
+  // drained with split-K slices, with stream-K shares, and ping-pong consumers.
+  const auto small = blockscaled_problem(1000, 1000, 1040);
+  const FamilyConfig sd = f.default_config(small);
+  int built_variants = 0;
+  for (const auto& changes : std::vector<std::vector<std::pair<std::string, std::string>>>{
+           {{"MMA_DEPTH", "0"}, {"STAGES", "4"}},
+           {{"MMA_DEPTH", "0"}, {"STREAM_K", "1"}, {"SPLIT_K", "1"}, {"PINGPONG", "0"}, {"PERSISTENT", "1"}, {"STAGES", "4"}},
+           {{"MMA_DEPTH", "0"}, {"BM", "128"}, {"BN", "64"}, {"CONSUMERS", "2"}, {"PINGPONG", "1"}, {"SPLIT_K", "1"},
+            {"STREAM_K", "0"}, {"STAGES", "4"}}}) {
+    FamilyConfig v = sd;
+    v["SCALE_STAGE"] = "1";
+    for (const auto& [k, val] : changes) v[k] = val;
+    SCOPED_TRACE(describe(v));
+    ASSERT_FALSE(f.violation(v, small)) << *f.violation(v, small);
+    const Compiled built = compile(f, v, small);
+    expect_clean(built);
+    expect_no_stack(built);
+    ++built_variants;
+  }
+  EXPECT_EQ(built_variants, 3);
 }
 
 }  // namespace

@@ -680,6 +680,41 @@ FamilyConfig drained_of(FamilyConfig c) {
 // template with CROQ_BLOCKSCALE=1, promoting each 128-deep k block's WGMMA sums into a second set
 // of f32 registers; its defaults and alternatives are legal for every typical shape, and what the
 // promotion forbids is refused saying why.
+// SCALE_STAGE: the block-scaled kernel's scales staged in shared memory with each stage. Only that
+// operator has scales to stage; the slots (BM A scales and BN/128 + 2 B scales a stage, 16-byte
+// steps) count in the shared memory, as the template's SCALE_SLOT_BYTES does, so 6 stages of 128x128
+// with the TMA epilogue no longer fit and the family's alternative drops to 5. Configurations
+// recorded before the parameter read as SCALE_STAGE=0.
+TEST(HopperGemmFamily, ScaleStageIsTheBlockScaledOperatorsAndCountsItsSlots) {
+  HopperGemmFamily f;
+  auto dense = problem({4096, 4096, 4096}, "e4m3bf16", true, "sm_90a");
+  FamilyConfig d = f.default_config(dense);
+  EXPECT_EQ(d.at("SCALE_STAGE"), "0");
+  d["SCALE_STAGE"] = "1";
+  ASSERT_TRUE(f.violation(d, dense));
+  EXPECT_NE(f.violation(d, dense)->find("SCALE_STAGE=0"), std::string::npos) << *f.violation(d, dense);
+  auto p = problem({8192, 8192, 8192}, "e4m3bf16", false, "sm_90a");
+  p.op = "blockscaled";
+  const FamilyConfig def = f.default_config(p);
+  EXPECT_EQ(def.at("SCALE_STAGE"), "0");
+  FamilyConfig staged = def;
+  staged["SCALE_STAGE"] = "1";
+  EXPECT_EQ(HopperGemmFamily::smem_bytes(staged, 1) - HopperGemmFamily::smem_bytes(def, 1), 6 * 528);
+  ASSERT_TRUE(f.violation(staged, p));
+  const auto alts = f.alternatives(p);
+  ASSERT_FALSE(alts.empty());
+  EXPECT_EQ(alts[0].tag, "bs_scale_stage");
+  EXPECT_EQ(alts[0].config.at("SCALE_STAGE"), "1");
+  EXPECT_EQ(alts[0].config.at("STAGES"), "5");
+  EXPECT_FALSE(f.violation(alts[0].config, p));
+  EXPECT_NE(f.render_source(alts[0].config, p).find("#define CROQ_SCALE_STAGE 1\n"), std::string::npos);
+  for (const auto& spec : f.params()) {
+    if (spec.name == "SCALE_STAGE") {
+      EXPECT_EQ(spec.recorded_default, "0");
+    }
+  }
+}
+
 TEST(HopperGemmFamily, BlockScaledConfigurationsPromotePerScaleBlock) {
   HopperGemmFamily f;
   std::vector<Shape> shapes = k_typical;
@@ -732,13 +767,16 @@ TEST(HopperGemmFamily, BlockScaledConfigurationsPromotePerScaleBlock) {
               return one_row;
             }()).at("CLUSTER_M"),
             "1");  // a single tile row: no cluster to share B
-  // No large tile of the dense kernel holds three sets: the overlapped kernel's own archetypes.
+  // No large tile of the dense kernel holds three sets: the overlapped kernel's own archetypes, after
+  // the default with its scales staged in shared memory.
   std::vector<std::string> tags;
-  for (const auto& a : f.alternatives(p)) tags.push_back(a.tag);
-  EXPECT_EQ(tags, (std::vector<std::string>{"bs_d128x192", "bs_c11", "bs_pp128x64"}));
+  const auto alts = f.alternatives(p);
+  for (const auto& a : alts) tags.push_back(a.tag);
+  EXPECT_EQ(tags, (std::vector<std::string>{"bs_scale_stage", "bs_d128x192", "bs_c11", "bs_pp128x64"}));
   // The drained kernel holds up to 2 x 96 sums (one FFMA per sum: 128x160 and 128x192 no longer
   // spill); ptxas spills the overlapped one with ping-pong consumers.
-  const auto& d192 = f.alternatives(p).front().config;
+  ASSERT_EQ(alts.size(), 4u);
+  const auto& d192 = alts[1].config;
   EXPECT_EQ(d192.at("BN"), "192");
   EXPECT_EQ(d192.at("MMA_DEPTH"), "0");
   EXPECT_EQ(d192.at("CLUSTER_M"), "2");
@@ -765,11 +803,11 @@ TEST(HopperGemmFamily, BlockScaledConfigurationsPromotePerScaleBlock) {
   const auto sd = f.default_config(small);
   ASSERT_NE(sd.at("SPLIT_K"), "1");
   EXPECT_EQ(sd.at("MMA_DEPTH"), "0");
-  const auto alts = f.alternatives(small);
-  ASSERT_FALSE(alts.empty());
-  EXPECT_EQ(alts.front().tag, "bs_overlap");
-  EXPECT_EQ(alts.front().config.at("SPLIT_K"), "1");
-  EXPECT_EQ(alts.front().config.at("MMA_DEPTH"), "1");
+  const auto small_alts = f.alternatives(small);
+  ASSERT_FALSE(small_alts.empty());
+  EXPECT_EQ(small_alts.front().tag, "bs_overlap");
+  EXPECT_EQ(small_alts.front().config.at("SPLIT_K"), "1");
+  EXPECT_EQ(small_alts.front().config.at("MMA_DEPTH"), "1");
   auto depth_wide = c;
   depth_wide["BN"] = "192";
   ASSERT_TRUE(f.violation(depth_wide, p));
@@ -793,7 +831,7 @@ TEST(HopperGemmFamily, HandMeasuredConfigurationsAreLegalForTheirShapes) {
                           {"CONSUMERS", "2"}, {"PINGPONG", "0"}, {"MMA_DEPTH", "1"},  {"CLUSTER_M", "1"},
                           {"CLUSTER_N", "1"}, {"PERSISTENT", "1"}, {"RASTER", "1"},   {"GROUP", "8"},
                           {"SPLIT_K", "1"},   {"STREAM_K", "0"}, {"EPILOGUE", "0"}, {"SWIZZLE", "128"},
-                          {"PROMOTE_EVERY", "1"}};
+                          {"PROMOTE_EVERY", "1"}, {"SCALE_STAGE", "0"}};
   int checked = 0;
   for (const char* list : {"gemm_configs.txt", "gemm_configs_wide.txt", "gemm_configs_large.txt", "gemm_configs_sk.txt",
                            "gemm_configs_sk_onewave.txt"}) {

@@ -19,7 +19,7 @@ long long ceil_div(long long a, long long b) { return (a + b - 1) / b; }
 
 const char* k_order[] = {"BM",        "BN",        "BK",       "STAGES",   "CONSUMERS", "PINGPONG",
                          "PERSISTENT", "RASTER",    "GROUP",    "CLUSTER_M", "CLUSTER_N", "EPILOGUE",
-                         "SWIZZLE",    "MMA_DEPTH", "SPLIT_K",  "STREAM_K",  "PROMOTE_EVERY"};
+                         "SWIZZLE",    "MMA_DEPTH", "SPLIT_K",  "STREAM_K",  "PROMOTE_EVERY", "SCALE_STAGE"};
 
 // Split-K partial sums a configuration may keep in the workspace: beyond this, splitting is not
 // the way to fill the GPU (the problem has plenty of tiles).
@@ -125,6 +125,11 @@ std::vector<ParamSpec> HopperGemmFamily::params() const {
        "K = 32768 on the H200) at their reduced precision and keep one WGMMA group in "
        "flight between promotions (MMA_DEPTH=1); 1 where the kernel does not promote",
        "1"},
+      {"SCALE_STAGE", {"0", "1"}, true, "memory",
+       "the block-scaled kernel's scales: 0 read by each consumer thread from global memory while its stage "
+       "loads; 1 staged in shared memory with each stage by a producer warp (cp.async, 528 bytes a stage at "
+       "128x128), read with LDS, as cuBLASLt's block-scaled kernel has them; 0 outside the block-scaled operator",
+       "0"},
   };
 }
 
@@ -134,7 +139,10 @@ long long HopperGemmFamily::smem_bytes(const FamilyConfig& c, int elem_bytes) {
   const long long stages = get(c, "STAGES"), bm = get(c, "BM"), bn = get(c, "BN"), bk = get(c, "BK");
   const long long epi = get(c, "EPILOGUE") == 1 ? get(c, "CONSUMERS") * 2LL * 64 * 32 * 4 : 0;
   const long long bars = ceil_div((2 * stages + 2) * 8, 128) * 128;
-  return 1024 + stages * (bm + bn) * bk * elem_bytes + epi + bars;
+  // SCALE_STAGE 1: a slot per stage of BM A scales and the B scales of the 128-wide blocks a tile
+  // touches (BN/128 + 2), f32, in 16-byte steps (the template's SCALE_SLOT_BYTES).
+  const long long scales = get(c, "SCALE_STAGE") == 1 ? stages * (ceil_div((bm + bn / 128 + 2) * 4, 16) * 16) : 0;
+  return 1024 + stages * (bm + bn) * bk * elem_bytes + epi + scales + bars;
 }
 
 int HopperGemmFamily::accumulator_registers(const FamilyConfig& c) {
@@ -181,6 +189,9 @@ std::optional<std::string> HopperGemmFamily::violation(const FamilyConfig& c, co
   if (auto bad = gemm::check_listed_values(c, params())) return bad;
   if (is_blockscaled(p) && get(c, "BK") != 128)
     return "the block-scaled kernel promotes once per 128-deep scale block: BK=128";
+  if (!is_blockscaled(p) && get(c, "SCALE_STAGE") != 0)
+    return fmt::format("SCALE_STAGE stages the block-scaled operator's scales; {} has none to stage: SCALE_STAGE=0",
+                       p.op);
   const int promote_every = get(c, "PROMOTE_EVERY");
   if (!promotes(p) && promote_every != 1)
     return fmt::format("PROMOTE_EVERY applies where the kernel promotes (e4m3 with K > {}, the block-scaled operator): "
@@ -329,6 +340,7 @@ FamilyConfig arrangement(const TileChoice& t, int split, int cluster_m, int epil
   c["SPLIT_K"] = std::to_string(split);
   c["STREAM_K"] = "0";
   c["PROMOTE_EVERY"] = "1";
+  c["SCALE_STAGE"] = "0";
   c["STAGES"] = "2";
   for (int s = max_stages; s >= 2; --s) {
     c["STAGES"] = std::to_string(s);
@@ -369,6 +381,16 @@ std::vector<Alternative> HopperGemmFamily::alternatives(const FamilyProblem& p) 
   // where the default has none) and ping-pong consumers of 128x64, drained (each epilogue under the
   // other consumer's MMAs).
   if (is_blockscaled(p) && get(def, "MMA_DEPTH") == 1) {
+    // The default with its scales staged in shared memory with each stage (SCALE_STAGE 1: a
+    // producer warp's cp.async, LDS in the consumers, as cuBLASLt's kernel has them) instead of
+    // read by every consumer thread from global memory, with as many stages as then fit (5 of
+    // 128x128 beside the TMA epilogue). First, so that a short tune measures it: not measured on
+    // the GPU yet (bench/gpu/fp8_bs_layout_call.sh).
+    FamilyConfig staged = def;
+    staged["SCALE_STAGE"] = "1";
+    while (get(staged, "STAGES") > 2 && smem_bytes(staged, 1) > k_smem_limit)
+      staged["STAGES"] = std::to_string(get(staged, "STAGES") - 1);
+    add("the scales staged in shared memory with each stage", "bs_scale_stage", staged);
     // The drained kernel on the widest tile it holds (two consumers of 64 x 192, 96 + 96 sums): each
     // k block's WGMMAs waited for, then promoted while the other consumer's WGMMAs run; per FLOP a
     // third less TMA traffic into shared memory than 128 x 128.

@@ -58,6 +58,9 @@
  *   CROQ_SWIZZLE                128, 64 or 32: the TMA/WGMMA shared-memory swizzle width in bytes
  *   CROQ_MMA_DEPTH              wgmma groups left in flight when a stage is released (0 or 1; the
  *                               block-scaled kernel: 1 overlaps each promotion with the next block)
+ *   CROQ_SCALE_STAGE            the block-scaled kernel's scales: 0 read by each consumer thread
+ *                               from global memory; 1 staged in shared memory with each stage by a
+ *                               producer warp (cp.async), read with LDS
  *   CROQ_ACC_UNCHECKED          1: build past the accumulator limit below (ptxas spills there); for
  *                               bench/gpu/spill_sass.sh, which looks where the spills land. The
  *                               family never sets it.
@@ -167,8 +170,8 @@
 #ifndef CROQ_PROMOTE
 #define CROQ_PROMOTE 0
 #endif
-#ifndef CROQ_BS_SMEM_SCALES
-#define CROQ_BS_SMEM_SCALES 0
+#ifndef CROQ_SCALE_STAGE
+#define CROQ_SCALE_STAGE 0
 #endif
 #ifndef CROQ_PROMOTE_EVERY
 #define CROQ_PROMOTE_EVERY 1
@@ -223,13 +226,13 @@ __host__ __device__ constexpr int epi_cols() {
 }
 constexpr int EPI_BYTES = CROQ_EPILOGUE == 1 ? CONSUMERS * 2 * EPI_SLOT_BYTES : 0;
 constexpr int BAR_BYTES = (((2 * STAGES + 2) * 8 + 127) / 128) * 128;  // full, empty, 2 order barriers
-// CROQ_BS_SMEM_SCALES (a trial, not in the family yet): the block-scaled kernel's scales of each k block
+// CROQ_SCALE_STAGE 1: the block-scaled kernel's scales of each k block
 // staged in shared memory with its stage, as cuBLASLt's kernel has them: the producer warpgroup's
 // second warp copies the BM rows' A scales and the tile's B scales (cp.async, 4 bytes each) into the
 // stage's scale slot and arrives on its full barrier when they have landed; the consumers read them
 // with LDS after waiting for the stage. Without it each consumer thread reads its rows' scales from
 // global memory. A slot: BM A scales, then SCALE_NQ B scales (the 128-wide blocks a tile may touch).
-constexpr bool BS_SMEM = CROQ_BLOCKSCALE != 0 && CROQ_BS_SMEM_SCALES != 0;
+constexpr bool BS_SMEM = CROQ_BLOCKSCALE != 0 && CROQ_SCALE_STAGE != 0;
 constexpr int SCALE_NQ = BN / 128 + 2;
 constexpr int SCALE_SLOT_BYTES = BS_SMEM ? ((BM + SCALE_NQ) * 4 + 15) / 16 * 16 : 0;
 constexpr int SMEM_BYTES =
@@ -269,7 +272,7 @@ static_assert(!PROMOTE || BLOCKSCALE || PROMOTE_EVERY > 1 || CROQ_MMA_DEPTH == 0
               "CROQ_PROMOTE with CROQ_PROMOTE_EVERY 1 promotes after every stage, waiting for its WGMMAs: "
               "CROQ_MMA_DEPTH 0");
 static_assert(!BLOCKSCALE || PROMOTE_EVERY == 1, "CROQ_BLOCKSCALE promotes every stage (one scale block each)");
-static_assert(CROQ_BS_SMEM_SCALES == 0 || BLOCKSCALE, "CROQ_BS_SMEM_SCALES stages the block-scaled operator's scales");
+static_assert(CROQ_SCALE_STAGE == 0 || BLOCKSCALE, "CROQ_SCALE_STAGE stages the block-scaled operator's scales: 0 here");
 static_assert(!BLOCKSCALE || (EB == 1 && BK == 128 && (CROQ_DTYPES & 16) == 0),
               "CROQ_BLOCKSCALE: e4m3 -> bf16, BK 128 (one scale block per stage)");
 // CROQ_BLOCKSCALE with CROQ_MMA_DEPTH 1: two sets of WGMMA accumulators, used by alternate k blocks,
@@ -439,7 +442,7 @@ __device__ __forceinline__ void bulk_wait_read() {
   asm volatile("cp.async.bulk.wait_group.read %0;" ::"n"(N) : "memory");
 }
 __device__ __forceinline__ void bulk_wait_all() { asm volatile("cp.async.bulk.wait_group 0;" ::: "memory"); }
-// CROQ_BS_SMEM_SCALES: one f32 from global into shared memory, zero-filled when !valid (nothing read).
+// CROQ_SCALE_STAGE: one f32 from global into shared memory, zero-filled when !valid (nothing read).
 __device__ __forceinline__ void cp_async_f32(uint32_t dst, const float* src, bool valid) {
   asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;" ::"r"(dst), "l"(src), "r"(valid ? 4 : 0) : "memory");
 }
