@@ -708,11 +708,10 @@ TEST(HopperGemmFamily, ScaleStageIsTheBlockScaledOperatorsAndCountsItsSlots) {
   EXPECT_EQ(alts[0].config.at("STAGES"), "5");
   EXPECT_FALSE(f.violation(alts[0].config, p));
   EXPECT_NE(f.render_source(alts[0].config, p).find("#define CROQ_SCALE_STAGE 1\n"), std::string::npos);
-  for (const auto& spec : f.params()) {
-    if (spec.name == "SCALE_STAGE") {
-      EXPECT_EQ(spec.recorded_default, "0");
-    }
-  }
+  FamilyConfig recorded_before = def;  // a record from before the parameter
+  recorded_before.erase("SCALE_STAGE");
+  EXPECT_NE(f.violation(recorded_before, p).value_or("").find("SCALE_STAGE is missing"), std::string::npos);
+  EXPECT_EQ(with_recorded_defaults(f, recorded_before), def);
 }
 
 TEST(HopperGemmFamily, BlockScaledConfigurationsPromotePerScaleBlock) {
