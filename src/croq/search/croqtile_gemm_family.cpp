@@ -161,11 +161,12 @@ std::optional<std::string> CroqtileGemmFamily::violation(const FamilyConfig& c, 
   const int row_bytes = tk * 2;
   if (sw > row_bytes)
     return fmt::format("SWIZ={} exceeds the {}-byte rows of a TILE_K={} slice", sw, row_bytes, tk);
-  if (accumulator_registers(c) > max_accumulators(c, ring_bytes(c)))
+  const long long ring = ring_bytes(c);
+  if (accumulator_registers(c) > max_accumulators(c, ring))
     return fmt::format("{} f32 accumulators per consumer thread (WARP_N/2) exceed the {} a thread of a {}-warpgroup "
                        "kernel holds{}: the consumer would spill",
-                       accumulator_registers(c), max_accumulators(c, ring_bytes(c)), consumers + 1,
-                       launched_registers(c, ring_bytes(c)) == 128 && consumers == 1
+                       accumulator_registers(c), max_accumulators(c, ring), consumers + 1,
+                       launched_registers(c, ring) == 128 && consumers == 1
                            ? " (choreo launches its block two to a SM: 128 registers a thread; more STAGES or a "
                              "deeper TILE_K make it one, with 248)"
                            : "");

@@ -388,8 +388,7 @@ std::vector<Alternative> HopperGemmFamily::alternatives(const FamilyProblem& p) 
     // the GPU yet (bench/gpu/fp8_bs_layout_call.sh).
     FamilyConfig staged = def;
     staged["SCALE_STAGE"] = "1";
-    while (get(staged, "STAGES") > 2 && smem_bytes(staged, 1) > k_smem_limit)
-      staged["STAGES"] = std::to_string(get(staged, "STAGES") - 1);
+    staged = fp8_stages(staged, get(def, "STAGES"));
     add("the scales staged in shared memory with each stage", "bs_scale_stage", staged);
     // The drained kernel on the widest tile it holds (two consumers of 64 x 192, 96 + 96 sums): each
     // k block's WGMMAs waited for, then promoted while the other consumer's WGMMAs run; per FLOP a

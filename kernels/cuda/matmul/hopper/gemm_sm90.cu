@@ -226,9 +226,8 @@ __host__ __device__ constexpr int epi_cols() {
 }
 constexpr int EPI_BYTES = CROQ_EPILOGUE == 1 ? CONSUMERS * 2 * EPI_SLOT_BYTES : 0;
 constexpr int BAR_BYTES = (((2 * STAGES + 2) * 8 + 127) / 128) * 128;  // full, empty, 2 order barriers
-// CROQ_SCALE_STAGE 1: the block-scaled kernel's scales of each k block
-// staged in shared memory with its stage, as cuBLASLt's kernel has them: the producer warpgroup's
-// second warp copies the BM rows' A scales and the tile's B scales (cp.async, 4 bytes each) into the
+// CROQ_SCALE_STAGE 1: the block-scaled kernel's scales of each k block staged in shared memory with
+// its stage, as cuBLASLt's kernel has them: the producer warpgroup's second warp copies the BM rows' A scales and the tile's B scales (cp.async, 4 bytes each) into the
 // stage's scale slot and arrives on its full barrier when they have landed; the consumers read them
 // with LDS after waiting for the stage. Without it each consumer thread reads its rows' scales from
 // global memory. A slot: BM A scales, then SCALE_NQ B scales (the 128-wide blocks a tile may touch).
@@ -429,6 +428,17 @@ __device__ __forceinline__ void tma_load_multicast(uint32_t dst, const CUtensorM
       " [%0], [%1, {%3, %4}], [%2], %5;" ::"r"(dst),
       "l"(reinterpret_cast<uint64_t>(map)), "r"(bar), "r"(c0), "r"(c1), "h"(mask)
       : "memory");
+}
+// A TMA load into this CTA, or with MULTICAST into every CTA of `mask` (the same shared-memory
+// offset and barrier in each).
+template <bool MULTICAST>
+__device__ __forceinline__ void tma_load_to(uint32_t dst, const CUtensorMap* map, uint32_t bar, int c0, int c1,
+                                            uint16_t mask) {
+  if constexpr (MULTICAST) {
+    tma_load_multicast(dst, map, bar, c0, c1, mask);
+  } else {
+    tma_load(dst, map, bar, c0, c1);
+  }
 }
 __device__ __forceinline__ void tma_store(const CUtensorMap* map, uint32_t src, int c0, int c1) {
   asm volatile("cp.async.bulk.tensor.2d.global.shared::cta.bulk_group [%0, {%2, %3}], [%1];" ::"l"(
@@ -829,6 +839,8 @@ __global__ void __launch_bounds__(THREADS, 1)
       for (int i = 0; i < CM; ++i) mask_b |= static_cast<uint16_t>(1u << (i + cn * CM));
       constexpr int A_ROWS = BM / CN;                         // A rows this CTA loads per region
       constexpr int B_ROWS = B_KMAJOR ? BN / CM : BK / CM;    // B rows (N or K) per region
+      // This CTA's first row of each region: its slice of a multicast, else the region's first.
+      const int a_off = CN > 1 ? cn * A_ROWS : 0, b_off = CM > 1 ? cm * B_ROWS : 0;
       // For each k block: wait until its stage is free, then load it.
       for_each_block([&](int m0, int n0, int kb) {
         mbar_wait(empty_bar(stage), phase ^ 1);
@@ -837,38 +849,20 @@ __global__ void __launch_bounds__(THREADS, 1)
         const uint32_t sa = base + stage * STAGE_BYTES;
         const uint32_t sb = sa + A_STAGE_BYTES;
         const int k0 = kb * BK;
-        // A: regions of ATOM columns (K) x BM rows; this CTA loads rows [cn*A_ROWS, +A_ROWS).
+        // A: regions of ATOM columns (K) x BM rows; this CTA loads rows [a_off, +A_ROWS).
 #pragma unroll
-        for (int r = 0; r < BK / ATOM; ++r) {
-          const uint32_t dst = sa + (r * BM + cn * A_ROWS) * SW;
-          if constexpr (CN > 1) {
-            tma_load_multicast(dst, &tm_a, fb, k0 + r * ATOM, m0 + cn * A_ROWS, mask_a);
-          } else {
-            tma_load(dst, &tm_a, fb, k0 + r * ATOM, m0);
-          }
-        }
+        for (int r = 0; r < BK / ATOM; ++r)
+          tma_load_to<(CN > 1)>(sa + (r * BM + a_off) * SW, &tm_a, fb, k0 + r * ATOM, m0 + a_off, mask_a);
         if constexpr (B_KMAJOR) {
           // B stored N x K: regions of ATOM columns (K) x BN rows (N).
 #pragma unroll
-          for (int r = 0; r < BK / ATOM; ++r) {
-            const uint32_t dst = sb + (r * BN + cm * B_ROWS) * SW;
-            if constexpr (CM > 1) {
-              tma_load_multicast(dst, &tm_b, fb, k0 + r * ATOM, n0 + cm * B_ROWS, mask_b);
-            } else {
-              tma_load(dst, &tm_b, fb, k0 + r * ATOM, n0);
-            }
-          }
+          for (int r = 0; r < BK / ATOM; ++r)
+            tma_load_to<(CM > 1)>(sb + (r * BN + b_off) * SW, &tm_b, fb, k0 + r * ATOM, n0 + b_off, mask_b);
         } else {
           // B stored K x N: regions of ATOM columns (N) x BK rows (K).
 #pragma unroll
-          for (int r = 0; r < BN / ATOM; ++r) {
-            const uint32_t dst = sb + (r * BK + cm * B_ROWS) * SW;
-            if constexpr (CM > 1) {
-              tma_load_multicast(dst, &tm_b, fb, n0 + r * ATOM, k0 + cm * B_ROWS, mask_b);
-            } else {
-              tma_load(dst, &tm_b, fb, n0 + r * ATOM, k0);
-            }
-          }
+          for (int r = 0; r < BN / ATOM; ++r)
+            tma_load_to<(CM > 1)>(sb + (r * BK + b_off) * SW, &tm_b, fb, n0 + r * ATOM, k0 + b_off, mask_b);
         }
       });
       // Tail: wait until every stage has been released by all consumers of the cluster, so that no
