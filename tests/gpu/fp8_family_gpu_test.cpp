@@ -124,8 +124,13 @@ TEST(Fp8Gpu, E4m3ConfigurationsOfTheHopperFamilyAreCorrect) {
     // and drained.
     variant({{"MMA_DEPTH", "1"}, {"SPLIT_K", "1"}, {"STREAM_K", "0"}});
     variant({{"MMA_DEPTH", "0"}, {"SPLIT_K", "1"}, {"STREAM_K", "0"}});
-    // The scales staged in shared memory with each stage (SCALE_STAGE 1): overlapped and drained,
-    // with split-K slices, stream-K shares and ping-pong consumers (rows of a slot read from 0).
+    // The scales read by each consumer from global memory (SCALE_STAGE 0, the block-scaled default
+    // until 2026-12-05), overlapped and drained.
+    variant({{"SCALE_STAGE", "0"}, {"MMA_DEPTH", "1"}, {"SPLIT_K", "1"}, {"STREAM_K", "0"}, {"STAGES", "4"}});
+    variant({{"SCALE_STAGE", "0"}, {"MMA_DEPTH", "0"}, {"STAGES", "4"}});
+    // The scales staged in shared memory with each stage (SCALE_STAGE 1, the block-scaled default):
+    // overlapped and drained, with split-K slices, stream-K shares and ping-pong consumers (rows of a
+    // slot read from 0).
     variant({{"SCALE_STAGE", "1"}, {"MMA_DEPTH", "1"}, {"SPLIT_K", "1"}, {"STREAM_K", "0"}, {"STAGES", "4"}});
     variant({{"SCALE_STAGE", "1"}, {"MMA_DEPTH", "0"}, {"STAGES", "4"}});
     variant({{"SCALE_STAGE", "1"}, {"MMA_DEPTH", "0"}, {"STREAM_K", "1"}, {"SPLIT_K", "1"}, {"PINGPONG", "0"},
