@@ -87,7 +87,8 @@ VerbRunner setup_export(CLI::App& app) {
   app.add_option("--library", o->library, "shared | static | both")->default_val("both")
       ->check(CLI::IsMember({"shared", "static", "both"}));
   app.add_flag("--sources-only", o->sources_only, "write the sources, header, CMake files and build.sh; compile nothing");
-  app.add_flag("--force", o->force, "replace the contents of a non-empty --out folder that holds no earlier export");
+  app.add_flag("--force", o->force, "export into a non-empty --out folder that holds no earlier export: its contents are set aside beside it "
+               "(<out>.before-export-<time>), never deleted");
   app.add_option("--jobs", o->jobs, "compiles at once (default: one per CPU)")->check(CLI::Range(0, 256));
   return [o](Context& ctx) {
     ExportRequest req;
@@ -105,6 +106,10 @@ VerbRunner setup_export(CLI::App& app) {
       ctx.note(fmt::format("[export] {} {} (round {}) for {}x{}x{}", k.value("task", ""), k.value("kernel", ""),
                            k.value("round", 0), k["problem"].value("m", 0), k["problem"].value("n", 0),
                            k["problem"].value("k", 0)));
+    }
+    if (doc.contains("set_aside")) {
+      ctx.note(fmt::format("[export] what {} held before (not an export) was set aside, unchanged: {}", req.out.string(),
+                           doc["set_aside"].get<std::string>()));
     }
     ctx.emit(doc);
     return ExitCode::ok;

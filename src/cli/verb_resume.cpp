@@ -102,13 +102,19 @@ VerbRunner setup_session_clean(CLI::App& app) {
   auto o = std::make_shared<Opts>();
   add_session_options(app, o->s);
   app.add_flag("--invalid-only", o->invalid_only, "repair: drop unreadable records, rebuild views");
-  app.add_flag("--reset-all", o->reset_all, "set the dsl's whole tree aside (tuning/.trash/<time>/)");
+  app.add_flag("--reset-all", o->reset_all,
+               "set the dsl's whole tree aside, every task of it (tuning/.trash/<time>/); not with --shape-key or --model");
   app.add_flag("--yes", o->yes, "confirm --reset-all");
   return [o](Context& ctx) {
     if (o->invalid_only == o->reset_all) throw_usage("give exactly one of --invalid-only or --reset-all");
     std::string gpu;
     if (o->reset_all) {
       validate_dsl(o->s.dsl);
+      if (!o->s.shape_key.empty() || !o->s.model.empty()) {
+        throw_usage("--reset-all sets the dsl's whole tree aside, every task of it; it takes no --shape-key or --model",
+                    "to repair one task: croq session clean --invalid-only --dsl <dsl> --shape-key <key>; to set "
+                    "every task of the dsl aside, leave --shape-key and --model out");
+      }
       gpu = resolve_device_key(o->s.gpu, o->s.dsl);
       if (!o->yes) {
         throw_usage(fmt::format("--reset-all moves everything under {} aside; refused without --yes",

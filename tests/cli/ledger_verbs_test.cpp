@@ -493,13 +493,20 @@ TEST_F(VerbTest, SessionValidateAndCleanInvalidOnly) {
   EXPECT_EQ(store(root(), "iter003_xx", "KEEP", "1").rc, 0);
 }
 
-TEST_F(VerbTest, SessionCleanResetAllNeedsYes) {
+TEST_F(VerbTest, SessionCleanResetAllNeedsYesAndTakesNoTask) {
   seed();
   auto before = snapshot(root());
   expect_error(run_croq(root(), {"session", "clean", "--gpu", k_gpu, "--dsl", "cuda", "--reset-all"}), 2, "usage", "--yes");
   expect_error(run_croq(root(), {"session", "clean", "--gpu", k_gpu, "--dsl", "cuda"}), 2, "usage");
   expect_error(run_croq(root(), {"session", "clean", "--gpu", k_gpu, "--dsl", "cuda", "--reset-all", "--invalid-only"}),
                2, "usage");
+  // --reset-all takes the whole dsl: a shape key or model with it is refused, not ignored.
+  expect_error(run_croq(root(), {"session", "clean", "--gpu", k_gpu, "--dsl", "cuda", "--reset-all", "--yes",
+                                 "--shape-key", k_key}),
+               2, "usage", "no --shape-key or --model");
+  expect_error(run_croq(root(), {"session", "clean", "--gpu", k_gpu, "--dsl", "cuda", "--reset-all", "--yes", "--model",
+                                 k_model}),
+               2, "usage", "no --shape-key or --model");
   EXPECT_EQ(snapshot(root()), before);
   auto r = run_croq(root(), {"session", "clean", "--gpu", k_gpu, "--dsl", "cuda", "--reset-all", "--yes"});
   ASSERT_EQ(r.rc, 0) << r.out << r.err;

@@ -25,6 +25,7 @@
 #include "croq/util/paths.hpp"
 #include "croq/util/process.hpp"
 #include "croq/util/time.hpp"
+#include "croq/util/time.hpp"
 
 namespace croq {
 
@@ -113,13 +114,20 @@ bool is_previous_export(const fs::path& dir) {
   return j && j->is_object() && j->value("schema", "") == k_export_schema;
 }
 
+// "20261205T015010Z": the time in a file name.
+std::string compact_stamp() {
+  std::string t = now_iso8601().substr(0, 19);
+  t.erase(std::remove_if(t.begin(), t.end(), [](char c) { return c == '-' || c == ':'; }), t.end());
+  return t + "Z";
+}
+
 bool empty_dir(const fs::path& dir) {
   std::error_code ec;
   return fs::is_directory(dir, ec) && fs::directory_iterator(dir, ec) == fs::directory_iterator();
 }
 
 std::string describe_problem(const ExportKernel& k) {
-  return fmt::format("{} {}x{}x{} {} B {}", static_cast<int>(k.op), k.m, k.n, k.k, k.dtype,
+  return fmt::format("{} {}x{}x{} {} B {}", k.op_name, k.m, k.n, k.k, k.dtype,
                      k.b_layout == CROQ_ROW_MAJOR ? "row" : "col");
 }
 
@@ -143,9 +151,30 @@ json export_library(const Workspace& ws, const ExportRequest& req) {
   const fs::path out = fs::absolute(req.out).lexically_normal();
   std::error_code ec;
   if (fs::exists(out, ec) && !fs::is_directory(out, ec)) throw_usage(fmt::format("{} is not a folder", out.string()));
-  if (fs::is_directory(out, ec) && !empty_dir(out) && !is_previous_export(out) && !req.force) {
+  // The folder is replaced whole at the end: never the workspace, a folder holding it, or one in
+  // its artifact tree (--force included), so no record can go with it.
+  {
+    const fs::path root = fs::weakly_canonical(ws.root(), ec);
+    const fs::path where = fs::weakly_canonical(out, ec);
+    auto within = [](const fs::path& inner, const fs::path& outer) {
+      const fs::path rel = inner.lexically_relative(outer);
+      return !rel.empty() && *rel.begin() != "..";
+    };
+    if (within(root, where)) {
+      throw_usage(fmt::format("--out {} holds the workspace {}: the export replaces its folder whole, records included",
+                              out.string(), root.string()),
+                  fmt::format("choose a folder of its own, e.g. --out {}", (root / "dist" / req.name).string()));
+    }
+    if (within(where, fs::weakly_canonical(ws.tuning_dir(), ec))) {
+      throw_usage(fmt::format("--out {} is inside the workspace's artifact tree ({})", out.string(),
+                              ws.tuning_dir().string()),
+                  fmt::format("choose a folder outside tuning/, e.g. --out {}", (root / "dist" / req.name).string()));
+    }
+  }
+  const bool foreign = fs::is_directory(out, ec) && !empty_dir(out) && !is_previous_export(out);
+  if (foreign && !req.force) {
     throw_usage(fmt::format("{} is not empty and holds no earlier export (no manifest.json of croq export)", out.string()),
-                "choose a new folder, or add --force to replace its contents");
+                "choose a new folder, or add --force to set its contents aside (kept beside it) and export there");
   }
 
   // Plan: one kernel per task, one task per problem.
@@ -157,7 +186,7 @@ json export_library(const Workspace& ws, const ExportRequest& req) {
           other.compute_type == k.compute_type) {
         throw_usage(fmt::format("tasks {} and {} were tuned for the same problem ({}x{}x{} {}): one library holds "
                                 "one kernel per problem", other.task.id(), t.id(), k.m, k.n, k.k, k.dtype),
-                    "export one of them (their GPUs or models differ: choose the one for the target machine)");
+                    "export one of them (each with --out of its own, or name the tasks to export instead of --all)");
       }
     }
     kernels.push_back(std::move(k));
@@ -392,17 +421,32 @@ json export_library(const Workspace& ws, const ExportRequest& req) {
   fs::remove_all(tmp / "build", ec);
   atomic_write(tmp / "manifest.json", manifest.dump(2) + "\n", false);
 
-  // Into place: an earlier export (or, with --force, whatever was there) is replaced whole.
+  // Into place: an earlier export is replaced whole; with --force, whatever else was there is set
+  // aside beside it, never deleted.
+  std::string set_aside;
   if (fs::exists(out, ec)) {
-    const fs::path old = out.parent_path() / fmt::format(".{}.croq-export-old-{}", out.filename().string(), ::getpid());
-    fs::rename(out, old);
-    fs::rename(tmp, out);
-    fs::remove_all(old, ec);
+    if (foreign) {
+      fs::path aside;
+      for (int i = 0;; ++i) {
+        aside = out.parent_path() / fmt::format("{}.before-export-{}{}", out.filename().string(), compact_stamp(),
+                                                i == 0 ? std::string() : fmt::format("-{}", i));
+        if (!fs::exists(aside, ec)) break;
+      }
+      fs::rename(out, aside);
+      fs::rename(tmp, out);
+      set_aside = aside.string();
+    } else {
+      const fs::path old = out.parent_path() / fmt::format(".{}.croq-export-old-{}", out.filename().string(), ::getpid());
+      fs::rename(out, old);
+      fs::rename(tmp, out);
+      fs::remove_all(old, ec);
+    }
   } else {
     fs::rename(tmp, out);
   }
   cleanup.dir.clear();
   json result = manifest;
+  if (!set_aside.empty()) result["set_aside"] = set_aside;
   result["out"] = out.string();
   result["any_cuda"] = any_cuda;
   result["any_cpp"] = any_cpp;

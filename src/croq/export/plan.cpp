@@ -191,6 +191,7 @@ ExportKernel plan_export_kernel(const Workspace& ws, const TaskRef& task) {
       measured_layout(ws, k.record).value_or(layout_order("auto", *parse_dtype_pair(task.shape.dtype_token), *op).front());
   ProblemSetup p = make_problem(*op, task.shape.dims[0], task.shape.dims[1], task.shape.dims[2],
                                 task.shape.dtype_token, layout);
+  k.op = p.gemm.op;  // the ABI's operator: matmul, 2:4 sparse or block-scaled
   k.m = p.gemm.m;
   k.n = p.gemm.n;
   k.k = p.gemm.k;

@@ -1,0 +1,110 @@
+// croq export's output folder and the operators it keeps apart (cpp dsl, no GPU): the folder an
+// export replaces is never the workspace, a folder holding it or one in its artifact tree (--force
+// included), a foreign folder is set aside under --force instead of deleted, and a block-scaled and
+// a per-tensor-scaled e4m3 task of one shape are two problems of one library, each under its own
+// ABI operator.
+#include <gtest/gtest.h>
+
+#include "croq/kernel_abi.h"
+#include "croq/util/fs.hpp"
+#include "croq/util/text.hpp"
+#include "support/test_support.hpp"
+
+using croq::json;
+using croq::test::CroqRun;
+using croq::test::run_croq;
+using croq::test::TempDir;
+namespace fs = std::filesystem;
+
+namespace {
+
+std::vector<std::string> task(const std::string& key) {
+  return {"--gpu", "cpu_test", "--dsl", "cpp", "--shape-key", key, "--model", "byhand"};
+}
+
+std::vector<std::string> with(std::vector<std::string> args, const std::string& key) {
+  auto t = task(key);
+  args.insert(args.end(), t.begin(), t.end());
+  return args;
+}
+
+// A task of `key` whose KEEP (a typed figure) is the cpp FP8 reference kernel, built by croq build.
+std::string keep_reference(const fs::path& root, const std::string& key) {
+  std::string err;
+  CroqRun init = run_croq(root, with({"task", "init"}, key));
+  if (init.rc != 0) err += "task init: " + init.err;
+  const fs::path src = root / "tuning" / "cpu_test" / "cpp" / "srcs" / key / "byhand" / "iter001_reference.cpp";
+  fs::create_directories(src.parent_path());
+  fs::copy_file(fs::path(CROQ_SOURCE_DIR) / "kernels" / "cpp" / "blockscaled" / "reference.cpp", src);
+  CroqRun build = run_croq(root, with({"build", "--iter", "iter001_reference"}, key));
+  if (build.rc != 0) err += "build: " + build.out + build.err;
+  CroqRun store = run_croq(root, with({"store-round", "--iter", "iter001", "--kernel", "iter001_reference", "--decision",
+                                       "KEEP", "--tflops", "0.001", "--round", "0", "--bottleneck", "n/a", "--idea",
+                                       "the reference"},
+                                      key));
+  if (store.rc != 0) err += "store-round: " + store.err;
+  return err;
+}
+
+const std::string k_scaled = "matmul_e4m3bf16_64x64x128";
+const std::string k_blocks = "blockscaled_e4m3bf16_64x64x128";
+const std::string k_scaled_task = "cpu_test/cpp/" + k_scaled + "/byhand";
+const std::string k_blocks_task = "cpu_test/cpp/" + k_blocks + "/byhand";
+
+TEST(ExportGuard, AnOutThatHoldsTheWorkspaceOrSitsInItsTreeIsRefusedForceIncluded) {
+  TempDir dir;
+  ASSERT_EQ(keep_reference(dir.path(), k_scaled), "");
+  croq::atomic_write(dir.path() / "notes.txt", "the user's own file\n", false);
+  const fs::path ledger =
+      dir.path() / "tuning" / "cpu_test" / "cpp" / "logs" / k_scaled / "byhand" / "idea-log.jsonl";
+  ASSERT_TRUE(fs::exists(ledger));
+  const std::string before = croq::read_file_or_throw(ledger);
+  for (const fs::path& out : {dir.path(), dir.path() / "tuning", dir.path() / "tuning" / "cpu_test" / "x",
+                              dir.path().parent_path()}) {
+    SCOPED_TRACE(out.string());
+    CroqRun r = run_croq(dir.path(), {"export", k_scaled_task, "--out", out.string(), "--force"});
+    EXPECT_EQ(r.rc, 2) << r.out << r.err;
+    EXPECT_TRUE(r.err.find("holds the workspace") != std::string::npos ||
+                r.err.find("inside the workspace's artifact tree") != std::string::npos)
+        << r.err;
+    EXPECT_NE(r.err.find("--out"), std::string::npos) << r.err;
+  }
+  EXPECT_EQ(croq::read_file_or_throw(ledger), before);
+  EXPECT_TRUE(fs::exists(dir.path() / "notes.txt"));
+}
+
+TEST(ExportGuard, ForceSetsAForeignFolderAsideAndScaledOperatorsStayApart) {
+  TempDir dir;
+  ASSERT_EQ(keep_reference(dir.path(), k_scaled), "");
+  ASSERT_EQ(keep_reference(dir.path(), k_blocks), "");
+  const fs::path out = dir.path() / "dist" / "fp8";
+  croq::atomic_write(out / "mine.txt", "not an export\n", false);
+  CroqRun refused = run_croq(dir.path(), {"export", k_scaled_task, k_blocks_task, "--out", out.string(), "--name", "fp"});
+  EXPECT_EQ(refused.rc, 2) << refused.err;
+  EXPECT_NE(refused.err.find("--force"), std::string::npos) << refused.err;
+  EXPECT_TRUE(fs::exists(out / "mine.txt"));
+  // Both tasks: one shape, two operators (before, "tuned for the same problem").
+  CroqRun r = run_croq(dir.path(), {"export", k_scaled_task, k_blocks_task, "--out", out.string(), "--name", "fp",
+                                    "--force"},
+                       {}, {}, std::chrono::milliseconds(600000));
+  ASSERT_EQ(r.rc, 0) << r.out << r.err;
+  ASSERT_TRUE(r.doc.is_object()) << r.out;
+  ASSERT_TRUE(r.doc.contains("set_aside")) << r.out;
+  const fs::path aside = r.doc["set_aside"].get<std::string>();
+  EXPECT_EQ(croq::read_file_or_throw(aside / "mine.txt"), "not an export\n");
+  EXPECT_EQ(aside.parent_path(), out.parent_path());
+  auto manifest = croq::try_parse_json(croq::read_file_or_throw(out / "manifest.json"));
+  ASSERT_TRUE(manifest && (*manifest)["kernels"].is_array());
+  std::map<std::string, int> abi_op;
+  for (const auto& k : (*manifest)["kernels"]) abi_op[k["problem"]["op"].get<std::string>()] = k["problem"]["abi_op"];
+  ASSERT_EQ(abi_op.size(), 2u) << manifest->dump();
+  EXPECT_EQ(abi_op["matmul"], CROQ_OP_MATMUL);
+  EXPECT_EQ(abi_op["blockscaled"], CROQ_OP_MATMUL_BLOCKSCALED);
+  // An earlier export there is replaced without --force, and nothing is set aside.
+  CroqRun again = run_croq(dir.path(), {"export", k_blocks_task, "--out", out.string(), "--name", "fp"}, {},
+                           {}, std::chrono::milliseconds(600000));
+  ASSERT_EQ(again.rc, 0) << again.err;
+  EXPECT_FALSE(again.doc.contains("set_aside")) << again.out;
+}
+
+}  // namespace
