@@ -560,6 +560,37 @@ TEST(TuneCli, ACloseCallIsSettledOnBackToBackPairs) {
   EXPECT_GE(pair_measures, 4 * close_calls);
 }
 
+// A suspicious jump that its re-run leaves a close call (here: every gain is suspicious and inside
+// the margin) is settled on back-to-back pairs weighed as a re-run: the round is stored with the
+// pairs' decision. Before, the pairs were weighed as a first decision, which asked for the re-run
+// again, and a confirmed gain (+50 % on a loaded machine) was stored as that pending DISCARD.
+TEST(TuneCli, ASuspiciousJumpLeftCloseByItsRerunIsSettledOnPairs) {
+  TempDir dir;
+  const std::string key = "matmul_f32_256x256x256";
+  CroqRun begin = run_croq(dir.path(), {"protocol", "begin", "--dsl", "cpp", "--shape-key", key, "--model", "croq-search"});
+  ASSERT_EQ(begin.rc, 0) << begin.out << begin.err;
+  fs::path protocol;
+  for (const auto& e : fs::recursive_directory_iterator(dir.path() / "tuning")) {
+    if (e.path().filename() == "protocol.json") protocol = e.path();
+  }
+  ASSERT_FALSE(protocol.empty());
+  json cfg = json::parse(*croq::read_file(protocol));
+  cfg["decision_rule"]["noise_floor"] = 0.5;
+  cfg["decision_rule"]["suspicious_gain"] = 0.001;
+  croq::atomic_write(protocol, cfg.dump());
+
+  CroqRun run = run_croq(dir.path(), {"tune", key, "--dsl", "cpp", "--rounds", "4", "--seed", "11"}, {}, {}, k_long);
+  ASSERT_EQ(run.rc, 0) << run.out << run.err.substr(run.err.size() > 4000 ? run.err.size() - 4000 : 0);
+  TaskPaths p = paths_of(dir.path(), run.doc.value("task", ""));
+  int settled = 0;
+  for (const auto& r : records(p.logs)) {
+    const std::string why = r.value("decision_reason", "");
+    EXPECT_EQ(why.find("is suspicious"), std::string::npos) << r.value("kernel", "") << ": " << why;
+    if (why.find("settled on") != std::string::npos) ++settled;
+  }
+  EXPECT_GE(settled, 1) << "no round of this tune was a suspicious jump settled on pairs";
+}
+
 // --list-space prints the family's whole legal space for a shape (what a brute-force autotune of the
 // same space would measure: bench/gpu/triton/brute_force.py samples it) and tunes nothing.
 TEST(TuneCli, ListSpaceIsTheProductOfTheFamilysValuesFilteredByItsConstraints) {

@@ -588,6 +588,7 @@ struct Tuner::Impl {
     }
     std::string file = measurement_file(kernel);
     VerbResult d = must("decide", {"decide", "--measurement", file, "--kernel", kernel});
+    bool rerun = false;  // decided as a re-run: so are the pairs that settle it
     if (d.doc.value("needs_rerun", false)) {
       event({{"event", "rerun"}, {"kernel", kernel}, {"reason", d.doc.value("reason", "")}});
       measured("measure", {"measure", "--iter", kernel}, true);
@@ -601,9 +602,10 @@ struct Tuner::Impl {
       d = must("decide", {"decide", "--measurement", file, "--kernel", kernel});
       if (d.doc.value("needs_rerun", false)) {
         d = must("decide", {"decide", "--measurement", file, "--kernel", kernel, "--rerun"});
+        rerun = true;
       }
     }
-    if (d.doc.value("needs_pairs", false)) measure_pairs(kernel, file, d);
+    if (d.doc.value("needs_pairs", false)) measure_pairs(kernel, file, d, rerun);
     std::string decision = d.doc.value("decision", "DISCARD");
     store(*cp, kernel, decision, file, d.doc.value("reason", ""));
   }
@@ -613,7 +615,10 @@ struct Tuner::Impl {
   // (unstable under load, contended, failed) does not count, so the plan is renewed from what decide
   // still asks for, a bounded number of times; a close call still open after that is stored as the
   // DISCARD decide reports, with its reason.
-  void measure_pairs(const std::string& kernel, const std::string& file, VerbResult& d) {
+  // `rerun`: the close call came from a re-run's decision (a suspicious change re-measured), so the
+  // pairs are weighed as one too; decided afresh, the first figures' jump would ask for the re-run
+  // again and the pairs would never be looked at (a confirmed gain was stored as that pending DISCARD).
+  void measure_pairs(const std::string& kernel, const std::string& file, VerbResult& d, bool rerun) {
     constexpr int k_pair_attempts = 3;
     const std::string base = d.doc.value("base_kernel", "");
     if (base.empty() || !d.doc.contains("pairs")) return;
@@ -627,7 +632,9 @@ struct Tuner::Impl {
       for (const auto& m : pair_plan(ws, task, kernel, base, have, needed)) {
         measured("measure", {"measure", "--iter", m.kernel, "--out", m.out.string()}, false);
       }
-      d = must("decide", {"decide", "--measurement", file, "--kernel", kernel});
+      std::vector<std::string> args = {"decide", "--measurement", file, "--kernel", kernel};
+      if (rerun) args.push_back("--rerun");
+      d = must("decide", args);
       event({{"event", "paired"}, {"kernel", kernel}, {"decision", d.doc.value("decision", "")},
              {"reason", d.doc.value("reason", "")}});
     }
