@@ -132,6 +132,33 @@ class CpuBackend : public MeasureBackend {
     if (m_p.sparse) {
       for (size_t i = 0; i < count_meta(); ++i) m_meta[set][i] = sparse24_meta_byte(seed, i, k);
     }
+    keep_pristine(set);
+    return {};
+  }
+
+  // What this backend wrote into the inputs of each set, to tell a target that writes into them.
+  void keep_pristine(int set) {
+    if (m_pristine.size() < m_a.size()) m_pristine.resize(m_a.size());
+    Pristine& p = m_pristine[static_cast<size_t>(set)];
+    p.a = m_a[set];
+    p.b = m_b[set];
+    p.meta = m_p.sparse ? m_meta[set] : std::vector<uint8_t>{};
+    p.as = m_as[set];
+    p.bs = m_bs[set];
+  }
+
+  DeviceStatus check_inputs(int set, std::vector<std::string>& changed) override {
+    if (static_cast<size_t>(set) >= m_pristine.size()) return {};
+    const Pristine& p = m_pristine[static_cast<size_t>(set)];
+    if (m_a[set] != p.a) changed.emplace_back("A");
+    if (m_b[set] != p.b) changed.emplace_back("B");
+    if (m_p.sparse && m_meta[set] != p.meta) changed.emplace_back("A's metadata");
+    // Bytes, not floats: a NaN written over a NaN is a change too.
+    auto same = [](const std::vector<float>& x, const std::vector<float>& y) {
+      return x.size() == y.size() && (x.empty() || std::memcmp(x.data(), y.data(), x.size() * sizeof(float)) == 0);
+    };
+    if (!same(m_as[set], p.as)) changed.emplace_back("A's scales");
+    if (!same(m_bs[set], p.bs)) changed.emplace_back("B's scales");
     return {};
   }
 
@@ -155,9 +182,13 @@ class CpuBackend : public MeasureBackend {
     const auto k = static_cast<uint64_t>(m_p.desc.k), n = static_cast<uint64_t>(m_p.desc.n);
     const bool col = m_p.desc.b_layout == "col";
     for (uint64_t q = 0; q < k; ++q) {
-      store_from_f32(m_b[set].data(), input_storage(), b_index(q, static_cast<uint64_t>(column), k, n, col),
-                     m_p.scale_mode != CROQ_SCALE_NONE ? fp8_scaled_value(seed, k_stream_perturb, q)
-                                                       : random_uniform(seed, k_stream_perturb, q));
+      const uint64_t at = b_index(q, static_cast<uint64_t>(column), k, n, col);
+      const float v = m_p.scale_mode != CROQ_SCALE_NONE ? fp8_scaled_value(seed, k_stream_perturb, q)
+                                                        : random_uniform(seed, k_stream_perturb, q);
+      store_from_f32(m_b[set].data(), input_storage(), at, v);
+      if (static_cast<size_t>(set) < m_pristine.size()) {
+        store_from_f32(m_pristine[static_cast<size_t>(set)].b.data(), input_storage(), at, v);
+      }
     }
     return {};
   }
@@ -170,6 +201,7 @@ class CpuBackend : public MeasureBackend {
 
   DeviceStatus poison_output() override {
     std::memset(c_ptr(), 0xFF, m_c_bytes);  // NaN in f32, f16 and bf16
+    m_c_at_stop_valid = false;
     return {};
   }
 
@@ -194,8 +226,8 @@ class CpuBackend : public MeasureBackend {
   DeviceStatus synchronize() override { return {}; }
 
   DeviceStatus compare(int set, const ToleranceSpec& tol, Verification& v) override {
-    compare_host(c_ptr(), m_p.dtype.output, m_ref[set].data(), m_p.desc.m, m_p.desc.n, tol, v, 8,
-                 m_mag.empty() ? nullptr : m_mag[set].data());
+    compare_host(m_c_at_stop_valid ? m_c_at_stop.data() : c_ptr(), m_p.dtype.output, m_ref[set].data(), m_p.desc.m,
+                 m_p.desc.n, tol, v, 8, m_mag.empty() ? nullptr : m_mag[set].data());
     int64_t changed = 0;
     for (size_t i = 0; i < k_guard_bytes; ++i) {
       changed += m_c[i] != k_guard_byte;
@@ -224,6 +256,11 @@ class CpuBackend : public MeasureBackend {
   }
   DeviceStatus stop_timer() override {
     m_t1 = now_ms();
+    // C as the launch left it when it returned: what is compared. Work a candidate leaves to a
+    // thread of its own after returning is outside the timed interval, and not in this copy.
+    const auto* c = static_cast<const uint8_t*>(c_ptr());
+    m_c_at_stop.assign(c, c + m_c_bytes);
+    m_c_at_stop_valid = true;
     return {};
   }
   DeviceStatus read_timer(double& ms) override {
@@ -332,7 +369,14 @@ class CpuBackend : public MeasureBackend {
   std::vector<std::vector<uint8_t>> m_a, m_b, m_meta, m_prepared;
   std::vector<std::vector<float>> m_as, m_bs;  // per set: the scales (empty without)
   std::vector<float> m_a32, m_b32, m_c32;  // the library's f32 copies
+  struct Pristine {
+    std::vector<uint8_t> a, b, meta;
+    std::vector<float> as, bs;
+  };
+  std::vector<Pristine> m_pristine;  // per set: the inputs as this backend wrote them
   std::vector<uint8_t> m_c;
+  std::vector<uint8_t> m_c_at_stop;  // C when the timed launch returned (stop_timer)
+  bool m_c_at_stop_valid = false;
   size_t m_c_bytes = 0;
   std::vector<std::vector<float>> m_ref;  // per input set
   std::vector<std::vector<float>> m_mag;  // per input set, the block-scaled operator only: sum |a b| scaled

@@ -128,5 +128,76 @@ TEST_F(MeasureCheats, ASynchronisingCallIsRefusedInAnEnforcedTaskAndFlaggedOther
   EXPECT_FALSE(enforced.doc["ran"].get<bool>());
 }
 
+// Version-2 candidates (tests/data/measure/abi2_cheat_candidate.cpp), each wrapped around croq's
+// own cpp reference of its operator: built into the task of `key` and measured.
+class Abi2Cheats : public MeasureCheats {
+ protected:
+  test::CroqRun measure2(const std::string& op, const std::string& mode, const std::string& key) {
+    const fs::path bin = m_dir.path() / "tuning" / cpu_device_key() / "cpp" / "bin" / key / "m1";
+    fs::create_directories(bin);
+    const fs::path out = bin / ("iter001_" + mode + ".so");
+    ProcessSpec spec;
+    spec.argv = {"g++", "-O2", "-shared", "-fPIC", "-pthread", "-DCROQ_TEST_MODE=" + mode,
+                 "-DCROQ_TEST_OPERATOR_" + op + "=1", "-I" + std::string(CROQ_SOURCE_DIR) + "/include",
+                 std::string(CROQ_TEST_DATA_DIR) + "/measure/abi2_cheat_candidate.cpp", "-o", out.string()};
+    spec.timeout = std::chrono::seconds(120);
+    SystemProcessRunner r;
+    ProcessResult res = r.run(spec);
+    EXPECT_TRUE(res.ok()) << res.err;
+    return run_croq(m_dir.path(),
+                    {"measure", "--dsl", "cpp", "--shape-key", key, "--model", "m1", "--iter", "iter001_" + mode,
+                     "--warmup", "2", "--min-reps", "10", "--max-reps", "20", "--time-budget-ms", "1500"},
+                    m_env);
+  }
+};
+
+const char* k_blocks_key = "blockscaled_e4m3bf16_128x256x512";
+const char* k_sparse_key = "gemm_sp_f32_64x128x256";
+const char* k_dense_key = "matmul_f32_256x128x256";
+
+// The kernel ABI passes the inputs as const, and croq's reference is made from them after a launch:
+// a candidate that wrote into them (A, B, the metadata, the scales) could have the reference agree
+// with a wrong output, half of the work skipped. Now the inputs are compared with what the runner
+// wrote before every comparison, after croq_gemm_prepare and after the timing: VERIFY_FAIL
+// input_modified. The same kernels left honest pass.
+TEST_F(Abi2Cheats, ACandidateThatWritesIntoItsInputsIsInputModified) {
+  auto honest = measure2("blockscaled", "honest", k_blocks_key);
+  EXPECT_EQ(honest.doc["verdict"], "PASS") << honest.out << honest.err;
+  auto scales = measure2("blockscaled", "zero_scales", k_blocks_key);
+  EXPECT_EQ(scales.rc, 8);
+  EXPECT_EQ(scales.doc["verdict"], "VERIFY_FAIL") << scales.doc["detail"];
+  EXPECT_EQ(scales.doc["reason"], "input_modified") << scales.doc["detail"];
+  EXPECT_NE(scales.doc["detail"].get<std::string>().find("A's scales"), std::string::npos) << scales.doc["detail"];
+
+  auto sparse_honest = measure2("gemm_sp", "honest", k_sparse_key);
+  EXPECT_EQ(sparse_honest.doc["verdict"], "PASS") << sparse_honest.out << sparse_honest.err;
+  auto prepare = measure2("gemm_sp", "prepare_writes", k_sparse_key);
+  EXPECT_EQ(prepare.rc, 8);
+  EXPECT_EQ(prepare.doc["reason"], "input_modified") << prepare.doc["detail"];
+  EXPECT_NE(prepare.doc["detail"].get<std::string>().find("after croq_gemm_prepare"), std::string::npos)
+      << prepare.doc["detail"];
+}
+
+// Work left to a thread after the launch returned is outside the timed interval: the output is
+// compared as the launch left it when it returned (the rows the thread writes later are the poison).
+TEST_F(Abi2Cheats, RowsFinishedAfterTheLaunchReturnedAreNotTheLaunchsOutput) {
+  auto honest = measure2("matmul", "honest", k_dense_key);
+  EXPECT_EQ(honest.doc["verdict"], "PASS") << honest.out << honest.err;
+  auto late = measure2("matmul", "late_rows", k_dense_key);
+  EXPECT_EQ(late.rc, 8);
+  EXPECT_EQ(late.doc["verdict"], "VERIFY_FAIL") << late.doc["detail"];
+  EXPECT_EQ(late.doc["reason"], "unwritten_output") << late.doc["detail"];
+}
+
+// OpenBLAS is the cpp backend's baseline: a candidate that calls it (here under a name of its own,
+// bound to cblas_sgemm, so no source scan sees the call) is refused before it runs.
+TEST_F(Abi2Cheats, ACandidateThatCallsTheBaselinesBlasIsRefused) {
+  auto r = measure2("matmul", "calls_blas", k_dense_key);
+  EXPECT_EQ(r.rc, 8);
+  EXPECT_EQ(r.doc["verdict"], "LIBRARY_CALL_FORBIDDEN") << r.doc["detail"];
+  EXPECT_NE(r.doc["detail"].get<std::string>().find("cblas_sgemm"), std::string::npos) << r.doc["detail"];
+  EXPECT_FALSE(r.doc["ran"].get<bool>());
+}
+
 }  // namespace
 }  // namespace croq

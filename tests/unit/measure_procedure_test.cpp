@@ -152,6 +152,16 @@ class FakeBackend : public MeasureBackend {
     calls.push_back("profile_launch(" + std::to_string(set) + "," + name + ")");
     return {status, {}};
   }
+  // check_inputs: every call's set, in order, and what the target changed at check number n.
+  std::vector<int> input_checks;
+  std::function<void(int, std::vector<std::string>&)> on_check_inputs = [](int, std::vector<std::string>&) {};
+  DeviceStatus check_inputs(int set, std::vector<std::string>& changed) override {
+    on_check_inputs(static_cast<int>(input_checks.size()), changed);
+    input_checks.push_back(set);
+    checks_before_compare.push_back(compares);
+    return {};
+  }
+  std::vector<int> checks_before_compare;  // per check: the compares made before it
   // The untimed preparation after each fill (croq_gemm_prepare, or a library's compression).
   int prepare_status = 0;
   LaunchOutcome prepare_operands(int set) override {
@@ -835,6 +845,47 @@ TEST(MeasureProcedure, EveryLibraryHasItsFastestVariantMeasuredAndReported) {
   EXPECT_EQ(m.library["name"], "cublasLt");
   EXPECT_NEAR(m.timing->median_ms, 0.6, 1e-9);
   EXPECT_EQ(m.library["libraries"].size(), 2u);
+}
+
+}  // namespace
+}  // namespace croq
+
+namespace croq {
+namespace {
+
+// The target gets its inputs as const and croq's reference is made from them: they are compared
+// with what the backend wrote before every comparison of an output, after each croq_gemm_prepare
+// and, for every input set, after the timing; a change is VERIFY_FAIL input_modified, found before
+// the output it would have excused is compared.
+TEST(MeasureProcedure, InputsAreCheckedBeforeEveryComparisonAndAChangeIsInputModified) {
+  FakeBackend b;
+  ProcedureOptions o = quick();
+  o.rotation_sets = 2;
+  Measurement ok = run_procedure(b, problem_1024(), *parse_dtype_pair("f16f32"), o);
+  ASSERT_EQ(ok.verdict, Verdict::PASS) << ok.detail;
+  // one check per comparison, plus one after each prepare (fills of set 0 and 1, the second seed)
+  // and one per set after the timing
+  EXPECT_GE(b.input_checks.size(), static_cast<size_t>(b.compares + 2));
+  EXPECT_NE(std::find(b.input_checks.begin(), b.input_checks.end(), 1), b.input_checks.end());
+  for (size_t i = 0; i + 1 < b.checks_before_compare.size(); ++i) {
+    EXPECT_LE(b.checks_before_compare[i], b.checks_before_compare[i + 1]);
+  }
+
+  for (int at : {0, 3}) {
+    SCOPED_TRACE(at);
+    FakeBackend c;
+    int compares_then = -1;
+    c.on_check_inputs = [&](int n, std::vector<std::string>& changed) {
+      if (n != at) return;
+      changed = {"A's scales"};
+      compares_then = c.compares;
+    };
+    Measurement m = run_procedure(c, problem_1024(), *parse_dtype_pair("f16f32"), o);
+    EXPECT_EQ(m.verdict, Verdict::VERIFY_FAIL);
+    EXPECT_EQ(m.reason, "input_modified") << m.detail;
+    EXPECT_NE(m.detail.find("A's scales"), std::string::npos) << m.detail;
+    EXPECT_EQ(c.compares, compares_then) << "an output was compared after the change was found";
+  }
 }
 
 }  // namespace

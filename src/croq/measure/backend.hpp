@@ -58,6 +58,12 @@ class MeasureBackend {
   // does it before every launch, so that no launch sees the inputs of an earlier one.
   virtual DeviceStatus perturb_inputs(int set, int64_t column, uint64_t seed) = 0;
   virtual DeviceStatus compute_reference(int set) = 0;   // f32-accumulated, into that set's reference
+  // The inputs of `set` against what the backend itself last wrote into them (fill_inputs,
+  // perturb_inputs): the names of those that differ ("A", "B", "A's metadata", "A's scales",
+  // "B's scales") go into `changed`. The target gets them as const; one that wrote into them would
+  // have the reference, made from them, agree with a wrong output. A backend that cannot tell
+  // leaves `changed` empty.
+  virtual DeviceStatus check_inputs(int /*set*/, std::vector<std::string>& /*changed*/) { return {}; }
   virtual DeviceStatus poison_output() = 0;               // C := NaN
   virtual LaunchOutcome launch(int set) = 0;              // enqueue the target on the stream
   virtual DeviceStatus synchronize() = 0;                 // whole device; returns the first error

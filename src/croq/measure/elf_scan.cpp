@@ -20,12 +20,19 @@ namespace croq {
 
 namespace {
 
-const char* const k_forbidden_libraries[] = {"cublas", "cudnn", "cusparselt", "cutlass", "libtorch"};
-const char* const k_forbidden_prefixes[] = {"cublas", "cudnn", "cusparseLt"};
+// GPU GEMM libraries, and the CPU BLAS libraries the cpp backend's baseline is (OpenBLAS) or could be.
+const char* const k_forbidden_libraries[] = {"cublas", "cudnn", "cusparselt", "cutlass", "libtorch",
+                                             "openblas", "libblas", "libcblas", "libmkl", "libblis"};
+const char* const k_forbidden_prefixes[] = {"cublas", "cudnn", "cusparseLt", "cblas_", "openblas_", "mkl_", "bli_"};
+// The Fortran BLAS entry points (undefined: resolved from a BLAS the process has loaded, the cpp
+// runner's own OpenBLAS included).
+const char* const k_forbidden_names[] = {"sgemm_", "dgemm_", "cgemm_", "zgemm_", "sgemv_", "dgemv_", "sgemmt_",
+                                         "dgemmt_", "sgemm", "dgemm"};
 const char* const k_forbidden_symbol_parts[] = {"7cutlass4gemm6device", "cutlass::gemm::device"};
 const char* const k_forbidden_strings[] = {"libcublas", "libcudnn", "libcusparseLt", "cublasGemmEx", "cublasSgemm",
                                            "cublasHgemm", "cublasGemmStridedBatched", "cublasLtMatmul",
-                                           "cudnnConvolutionForward", "cutlass::gemm::device"};
+                                           "cudnnConvolutionForward", "cutlass::gemm::device", "libopenblas",
+                                           "cblas_sgemm", "cblas_dgemm"};
 
 const char* const k_synchronising_calls[] = {
     // runtime API: waits for the device or a stream, or copies device memory to the host and waits
@@ -167,6 +174,10 @@ PurityReport scan_elf_bytes(std::string_view data) {
       if (undefined) {
         for (const char* p : k_forbidden_prefixes) {
           if (name.rfind(p, 0) == 0) add("undefined_symbol", name);
+        }
+        const std::string plain = name.substr(0, name.find('@'));
+        for (const char* n : k_forbidden_names) {
+          if (plain == n) add("undefined_symbol", name);
         }
       }
       const std::string base = name.substr(0, name.find('@'));  // cudaMemcpy@libcudart.so.13

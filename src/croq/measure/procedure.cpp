@@ -7,6 +7,7 @@
 #include <random>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "croq/measure/portable.hpp"
 #include "croq/measure/tolerance.hpp"
@@ -144,7 +145,7 @@ class Procedure {
       (void)m_b.synchronize();
       return f;
     }
-    return std::nullopt;
+    return inputs_intact(set, "after croq_gemm_prepare");
   }
 
   std::optional<Failure> sync(const char* where) {
@@ -223,9 +224,24 @@ class Procedure {
     }
   }
 
+  // The inputs of `set` as the backend last wrote them: a target that wrote into one (they are
+  // const in the ABI) is VERIFY_FAIL input_modified, since the reference is made from them.
+  std::optional<Failure> inputs_intact(int set, const std::string& when) {
+    std::vector<std::string> changed;
+    harness(m_b.check_inputs(set, changed), "checking the inputs");
+    if (changed.empty()) return std::nullopt;
+    return Failure{Verdict::VERIFY_FAIL, reason::input_modified,
+                   fmt::format("input set {} {}: the target wrote into {}, which the kernel ABI passes as const "
+                               "(croq's reference is made from them, so a kernel that changes them can make a wrong "
+                               "output look right)",
+                               set, when, fmt::join(changed, ", "))};
+  }
+
   // Compares C, the output of the launch just made on `set`, with that set's reference (made
-  // again first when the set's inputs changed since it was last made).
+  // again first when the set's inputs changed since it was last made); first, that the target left
+  // the set's inputs as they were.
   std::optional<Failure> verify_output(int set, Verification& v) {
+    if (auto f = inputs_intact(set, "before its output was compared")) return f;
     if (m_stale[static_cast<size_t>(set)]) {
       harness(m_b.compute_reference(set), "computing the reference");
       m_stale[static_cast<size_t>(set)] = false;
@@ -439,6 +455,7 @@ class Procedure {
       m_stale[0] = false;
       m_candidate_ran = true;
       if (auto f = launch_failure(m_b.prepare_operands(0), "croq_gemm_prepare")) return f;
+      if (auto f = inputs_intact(0, "after croq_gemm_prepare")) return f;
       Verification& v = m_m.verification;
       phase("check (first seed)");
       if (auto f = check(v)) return f;
@@ -489,6 +506,11 @@ class Procedure {
         phase("timing");
         if (auto f = timed_reps(sets, m_opt.warmup, m_opt.warmup_ms, m_opt.stop, t)) return f;
         m_m.timing = t;
+        // Every set as the timing left it: a change made on a launch that was not compared is
+        // found here, before set 0 is refilled.
+        for (int set = 0; set < sets; ++set) {
+          if (auto f = inputs_intact(set, "after the timing")) return f;
+        }
 
         Verification re;
         re.tolerance = m_tol;
@@ -512,6 +534,7 @@ class Procedure {
       harness(m_b.fill_inputs(0, s2), "filling the second-seed inputs");
       m_stale[0] = true;
       if (auto f = launch_failure(m_b.prepare_operands(0), "croq_gemm_prepare")) return f;
+      if (auto f = inputs_intact(0, "after croq_gemm_prepare (second seed)")) return f;
       Verification second;
       second.tolerance = m_tol;
       if (auto f = check(second)) return f;

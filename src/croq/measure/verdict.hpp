@@ -49,6 +49,9 @@ inline constexpr const char* recheck_mismatch = "recheck_mismatch";
 inline constexpr const char* second_seed_mismatch = "second_seed_mismatch";
 // A timed launch's output, verified after it ran (chosen at random), was wrong.
 inline constexpr const char* timed_mismatch = "timed_mismatch";
+// The target wrote into an input (A, B, the metadata, the scales): the ABI passes them as const, and
+// croq's reference is made from them.
+inline constexpr const char* input_modified = "input_modified";
 inline constexpr const char* above_peak = "above_peak";
 inline constexpr const char* timing_escape = "timing_escape";
 inline constexpr const char* cuda_error = "cuda_error";
