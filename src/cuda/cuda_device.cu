@@ -148,6 +148,21 @@ __global__ void upcast_prune_e4m3_kernel(const __nv_fp8_e4m3* in, const unsigned
   }
 }
 
+// Bytes of `x` that differ from `y` (n bytes), added to *out: the inputs a target got against the
+// runner's copy of them (a target that wrote into its const inputs).
+__global__ void count_differences_kernel(const unsigned char* x, const unsigned char* y, size_t n,
+                                         unsigned long long* out) {
+  unsigned long long local = 0;
+  const size_t words = n / 4;
+  const auto* xw = reinterpret_cast<const uint32_t*>(x);
+  const auto* yw = reinterpret_cast<const uint32_t*>(y);
+  for (size_t i = size_t(blockIdx.x) * blockDim.x + threadIdx.x; i < words; i += size_t(gridDim.x) * blockDim.x) {
+    local += xw[i] != yw[i];
+  }
+  if (blockIdx.x == 0 && threadIdx.x < n % 4) local += x[words * 4 + threadIdx.x] != y[words * 4 + threadIdx.x];
+  if (local) atomicAdd(out, local);
+}
+
 // Column `col` of the K x N operand B gets fresh values (stream k_stream_perturb of `seed`; for
 // scaled fp8 inputs, values spanning the e4m3 range as the fill makes them).
 template <typename T>
@@ -388,6 +403,10 @@ struct CudaDevice::Impl {
   void* workspace = nullptr;
   size_t workspace_bytes = 0;
   std::vector<unsigned char*> meta;  // sparse: per set, [M, K/8]
+  // The runner's copy of each set's inputs (A, B, the metadata, the scales) as it wrote them, and
+  // the counters of bytes a target changed (check_inputs).
+  std::vector<void*> a0, b0, meta0, as0, bs0;
+  unsigned long long* differences = nullptr;
   std::vector<void*> prepared;       // the candidate's prepared A, per set
   size_t prepared_bytes = 0;
   void* a_pruned = nullptr;          // sparse, not fp8: the reference's A
@@ -461,6 +480,10 @@ struct CudaDevice::Impl {
       if (ptr) cudaFree(ptr);
     }
     for (void* ptr : meta) cudaFree(ptr);
+    for (auto* v : {&a0, &b0, &meta0, &as0, &bs0}) {
+      for (void* ptr : *v) cudaFree(ptr);
+    }
+    if (differences) cudaFree(differences);
     for (const std::vector<float*>* v : {&a_scale, &b_scale, &a_scale_t, &b_scale_t}) {
       for (float* ptr : *v) cudaFree(ptr);
     }
@@ -988,6 +1011,18 @@ CudaStatus CudaDevice::prepare(const CudaProblem& p, int sets, size_t workspace_
     CK(cudaMalloc(&s.workspace, workspace_bytes));
     s.workspace_bytes = workspace_bytes;
   }
+  for (int i = 0; i < sets; ++i) {
+    const size_t bytes[5] = {s.in_count_a() * elem_bytes(p.in), s.in_count_b() * elem_bytes(p.in),
+                             p.sparse ? s.meta_count() : 0, s.a_scale_count() * sizeof(float),
+                             s.b_scale_count() * sizeof(float)};
+    std::vector<void*>* lists[5] = {&s.a0, &s.b0, &s.meta0, &s.as0, &s.bs0};
+    for (int l = 0; l < 5; ++l) {
+      void* ptr = nullptr;
+      if (bytes[l] > 0) CK(cudaMalloc(&ptr, bytes[l]));
+      lists[l]->push_back(ptr);
+    }
+  }
+  CK(cudaMalloc(reinterpret_cast<void**>(&s.differences), 5 * sizeof(unsigned long long)));
   s.flush_bytes = std::max<size_t>(2 * static_cast<size_t>(s.facts.l2_bytes), 64ull << 20);
   CK(cudaMalloc(&s.flush, s.flush_bytes));
   CK(cudaMalloc(reinterpret_cast<void**>(&s.acc), sizeof(CompareAcc)));
@@ -1002,6 +1037,50 @@ CudaStatus CudaDevice::prepare(const CudaProblem& p, int sets, size_t workspace_
 }
 
 CudaStatus CudaDevice::fill(int set, uint64_t seed) {
+  if (auto st = fill_body(set, seed); !st.ok) return st;
+  // The runner's copy of what it wrote (check_inputs compares the inputs with it).
+  Impl& s = *m;
+  const size_t bytes[5] = {s.in_count_a() * elem_bytes(s.p.in), s.in_count_b() * elem_bytes(s.p.in),
+                           s.p.sparse ? s.meta_count() : 0, s.a_scale_count() * sizeof(float),
+                           s.b_scale_count() * sizeof(float)};
+  const void* live[5] = {s.a[set], s.b[set], s.p.sparse ? s.meta[set] : nullptr,
+                         s.p.scale_mode != 0 ? s.a_scale[set] : nullptr, s.p.scale_mode != 0 ? s.b_scale[set] : nullptr};
+  void* copy[5] = {s.a0[set], s.b0[set], s.meta0[set], s.as0[set], s.bs0[set]};
+  for (int l = 0; l < 5; ++l) {
+    if (bytes[l] > 0 && live[l] && copy[l]) CK(cudaMemcpyAsync(copy[l], live[l], bytes[l], cudaMemcpyDeviceToDevice, s.stream));
+  }
+  CK(cudaStreamSynchronize(s.stream));
+  return {};
+}
+
+CudaStatus CudaDevice::check_inputs(int set, std::vector<std::string>& changed) {
+  Impl& s = *m;
+  const size_t bytes[5] = {s.in_count_a() * elem_bytes(s.p.in), s.in_count_b() * elem_bytes(s.p.in),
+                           s.p.sparse ? s.meta_count() : 0, s.a_scale_count() * sizeof(float),
+                           s.b_scale_count() * sizeof(float)};
+  const void* live[5] = {s.a[set], s.b[set], s.p.sparse ? s.meta[set] : nullptr,
+                         s.p.scale_mode != 0 ? s.a_scale[set] : nullptr, s.p.scale_mode != 0 ? s.b_scale[set] : nullptr};
+  const void* copy[5] = {s.a0[set], s.b0[set], s.meta0[set], s.as0[set], s.bs0[set]};
+  static const char* const names[5] = {"A", "B", "A's metadata", "A's scales", "B's scales"};
+  CK(cudaMemsetAsync(s.differences, 0, 5 * sizeof(unsigned long long), s.stream));
+  for (int l = 0; l < 5; ++l) {
+    if (bytes[l] == 0 || !live[l] || !copy[l]) continue;
+    const unsigned grid = static_cast<unsigned>(std::min<size_t>((bytes[l] / 4 + 255) / 256 + 1, 4096));
+    count_differences_kernel<<<grid, 256, 0, s.stream>>>(static_cast<const unsigned char*>(live[l]),
+                                                         static_cast<const unsigned char*>(copy[l]), bytes[l],
+                                                         s.differences + l);
+  }
+  CK(cudaGetLastError());
+  unsigned long long counts[5] = {};
+  CK(cudaMemcpyAsync(counts, s.differences, sizeof counts, cudaMemcpyDeviceToHost, s.stream));
+  CK(cudaStreamSynchronize(s.stream));
+  for (int l = 0; l < 5; ++l) {
+    if (counts[l]) changed.emplace_back(names[l]);
+  }
+  return {};
+}
+
+CudaStatus CudaDevice::fill_body(int set, uint64_t seed) {
   Impl& s = *m;
   if (s.p.sparse) {
     // A candidate gets poison outside the pattern; a library (trusted) the pruned A itself.
@@ -1144,21 +1223,24 @@ CudaStatus CudaDevice::perturb(int set, int64_t column, uint64_t seed) {
   const uint64_t k = static_cast<uint64_t>(s.p.k), n = static_cast<uint64_t>(s.p.n);
   const uint64_t col = static_cast<uint64_t>(column);
   const unsigned grid = grid_for(k);
-  switch (s.p.in) {
-    case Elem::f16:
-      perturb_column_kernel<<<grid, 256, 0, s.stream>>>(static_cast<__half*>(s.b[set]), k, n, col, s.p.b_col, seed);
-      break;
-    case Elem::bf16:
-      perturb_column_kernel<<<grid, 256, 0, s.stream>>>(static_cast<__nv_bfloat16*>(s.b[set]), k, n, col, s.p.b_col,
-                                                         seed);
-      break;
-    case Elem::f32:
-      perturb_column_kernel<<<grid, 256, 0, s.stream>>>(static_cast<float*>(s.b[set]), k, n, col, s.p.b_col, seed);
-      break;
-    case Elem::e4m3:
-      perturb_column_kernel<<<grid, 256, 0, s.stream>>>(static_cast<__nv_fp8_e4m3*>(s.b[set]), k, n, col, s.p.b_col,
-                                                         seed, s.p.scale_mode != 0);
-      break;
+  // B, and the runner's copy of it, get the same values.
+  for (void* b : {s.b[set], s.b0[set]}) {
+    if (!b) continue;
+    switch (s.p.in) {
+      case Elem::f16:
+        perturb_column_kernel<<<grid, 256, 0, s.stream>>>(static_cast<__half*>(b), k, n, col, s.p.b_col, seed);
+        break;
+      case Elem::bf16:
+        perturb_column_kernel<<<grid, 256, 0, s.stream>>>(static_cast<__nv_bfloat16*>(b), k, n, col, s.p.b_col, seed);
+        break;
+      case Elem::f32:
+        perturb_column_kernel<<<grid, 256, 0, s.stream>>>(static_cast<float*>(b), k, n, col, s.p.b_col, seed);
+        break;
+      case Elem::e4m3:
+        perturb_column_kernel<<<grid, 256, 0, s.stream>>>(static_cast<__nv_fp8_e4m3*>(b), k, n, col, s.p.b_col, seed,
+                                                           s.p.scale_mode != 0);
+        break;
+    }
   }
   CK(cudaGetLastError());
   return {};

@@ -129,6 +129,9 @@ class CudaDevice {
   CudaFacts facts();
   CudaStatus prepare(const CudaProblem& p, int sets, size_t workspace_bytes, size_t prepared_bytes);
   CudaStatus fill(int set, uint64_t seed);
+  // The inputs of `set` against the runner's copy of them, made by fill and perturb: the names of
+  // those a target changed ("A", "B", "A's metadata", "A's scales", "B's scales").
+  CudaStatus check_inputs(int set, std::vector<std::string>& changed);
   // After a fill: the candidate's croq_gemm_prepare (its croq_status; `st` a CUDA error), or
   // cuSPARSELt's compression of A (a failure makes its launches fail, the status stays 0).
   int prepare_set(int set, CudaStatus& st);
@@ -164,6 +167,7 @@ class CudaDevice {
   void sample_clock();
 
  private:
+  CudaStatus fill_body(int set, uint64_t seed);  // fill without the runner's copy
   CudaDevice();
   struct Impl;
   std::unique_ptr<Impl> m;

@@ -118,6 +118,9 @@ class GpuBackend : public MeasureBackend {
     return out.empty() ? json(nullptr) : out;
   }
   DeviceStatus compute_reference(int set) override { return to_status(m_dev->reference(set)); }
+  DeviceStatus check_inputs(int set, std::vector<std::string>& changed) override {
+    return to_status(m_dev->check_inputs(set, changed));
+  }
   DeviceStatus perturb_inputs(int set, int64_t column, uint64_t seed) override {
     return to_status(m_dev->perturb(set, column, seed));
   }

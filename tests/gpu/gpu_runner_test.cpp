@@ -245,6 +245,11 @@ TEST(GpuRunner, CheatingCandidatesDoTheWorkOrAreCaught) {
   EXPECT_TRUE(scan_candidate(kernel("cheat_honest")).synchronising.empty());
   Measurement sync = cheat("sync_inside");
   EXPECT_NE(std::find(sync.flags.begin(), sync.flags.end(), "launch_waits"), sync.flags.end()) << sync.detail;
+  // A target that writes into its inputs has the reference, made from them, agree with it.
+  Measurement wrote = cheat("write_input");
+  EXPECT_EQ(wrote.verdict, Verdict::VERIFY_FAIL) << wrote.detail;
+  EXPECT_EQ(wrote.reason, "input_modified") << wrote.detail;
+  EXPECT_NE(wrote.detail.find("wrote into A"), std::string::npos) << wrote.detail;
 }
 
 TEST(GpuRunner, InfiniteLoopIsAHangAndTheGpuStaysUsable) {

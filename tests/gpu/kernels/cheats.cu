@@ -20,6 +20,8 @@
 //   5  sync_inside   cudaStreamSynchronize inside croq_matmul             LIBRARY_CALL_FORBIDDEN
 //                                                                         synchronising_call (enforced);
 //                                                                         flag launch_waits
+//   6  write_input   (not a tell) zeroes the last tenth of A's rows, then      VERIFY_FAIL input_modified
+//                    computes: right for the inputs as it left them
 // The product itself: one warp per 16 x 16 tile of C with WMMA (tensor cores, no shared memory).
 #include <croq/kernel_abi.h>
 #include <cuda_fp16.h>
@@ -92,6 +94,11 @@ CROQ_EXPORT croq_status croq_matmul(const croq_matmul_problem* p, const void* a,
   const double gap_ms = std::chrono::duration<double, std::milli>(clock::now() - last).count();
   set_flag<<<1, 1, 0, s>>>(g_whole, first || gap_ms > 20.0 ? 1 : 0);
   first = false;
+#elif CHEAT_MODE == 6
+  const int64_t row_bytes = p->k * static_cast<int64_t>(sizeof(__half));
+  cudaMemsetAsync(static_cast<char*>(const_cast<void*>(a)) + skip_from * row_bytes, 0,
+                  static_cast<size_t>((p->m - skip_from) * row_bytes), s);
+  set_flag<<<1, 1, 0, s>>>(g_whole, 1);
 #elif CHEAT_MODE == 4
   float head = 0;
   cudaMemcpy(&head, c, sizeof head, cudaMemcpyDeviceToHost);
