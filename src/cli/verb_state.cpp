@@ -32,7 +32,17 @@ VerbRunner setup_protocol_begin(CLI::App& app) {
     TaskRef t = resolve_task(ctx, o->task);
     Ledger ledger(ctx.ws(), t);
     ProtocolConfig cfg;
-    if (auto existing = read_protocol(ctx.ws(), t)) cfg = *existing;
+    const auto existing = read_protocol(ctx.ws(), t);
+    if (existing) cfg = *existing;
+    // An enforced task with records stays enforced: what was stored under its guards would
+    // otherwise sit beside what was stored without them, under one best.
+    if (existing && existing->enforced && o->mode == "advisory" && ledger.index().records > 0) {
+      throw Error(ExitCode::refused,
+                  fmt::format("{} is enforced and has {} stored record(s): it cannot be made advisory", t.id(),
+                              ledger.index().records),
+                  "go on under the enforced protocol (croq protocol begin --mode enforced --rounds N sets a new "
+                  "budget), or tune under another --model to work without its guards");
+    }
     cfg.enforced = o->mode == "enforced";
     cfg.target_rounds = o->rounds;
     cfg.start_round = ledger.index().max_round;

@@ -493,6 +493,22 @@ TEST_F(VerbTest, SessionValidateAndCleanInvalidOnly) {
   EXPECT_EQ(store(root(), "iter003_xx", "KEEP", "1").rc, 0);
 }
 
+// An enforced task with records cannot be switched to advisory (where a typed or favourable figure
+// would be stored beside the guarded ones and could become its best); one without records can.
+TEST_F(VerbTest, AnEnforcedTaskWithRecordsStaysEnforced) {
+  ASSERT_EQ(run_croq(root(), with_task({"protocol", "begin", "--mode", "enforced"})).rc, 0);
+  ASSERT_EQ(run_croq(root(), with_task({"protocol", "begin", "--mode", "advisory"})).rc, 0) << "no records yet";
+  ASSERT_EQ(store(root(), "iter000_cublas", "BASELINE", "100").rc, 0);
+  ASSERT_EQ(run_croq(root(), with_task({"protocol", "begin", "--mode", "enforced"})).rc, 0);
+  const fs::path protocol =
+      root() / "tuning" / k_gpu / "cuda" / "logs" / k_key / k_model / "protocol.json";
+  const std::string before = *croq::read_file(protocol);
+  expect_error(run_croq(root(), with_task({"protocol", "begin", "--mode", "advisory", "--rounds", "8"})), 5, "refused",
+               "cannot be made advisory");
+  EXPECT_EQ(*croq::read_file(protocol), before);
+  EXPECT_EQ(run_croq(root(), with_task({"protocol", "begin", "--mode", "enforced", "--rounds", "8"})).rc, 0);
+}
+
 TEST_F(VerbTest, SessionCleanResetAllNeedsYesAndTakesNoTask) {
   seed();
   auto before = snapshot(root());

@@ -464,6 +464,55 @@ TEST_F(EnforcedTask, ACloseCallIsKeptOnlyOnItsPairs) {
   EXPECT_EQ(refusal_rule([&] { guard_store(*ws, task, keep, c0); }), "");
 }
 
+// Evidence is timed by croq's method: a measurement timed hot (--no-l2-flush: +14 % on the cpp
+// backend for the same binary) or in another B layout than the baseline's is refused as evidence of
+// a decision, KEEP or DISCARD, with the command that measures it the default way.
+TEST_F(EnforcedTask, AMeasurementTimedHotOrInAnotherLayoutIsNotEvidence) {
+  prepared();
+  atomic_write(ws->baseline_result(task), json{{"b_layout", "row"}, {"tflops", 50}}.dump());
+  write_checkpoint(*ws, task, plan("iter002", "iter001_start"));
+  const fs::path perf = ws->kind_dir(task, ArtifactKind::perf);
+  atomic_write(perf / "build_iter002.json", "{}");
+  record_evidence(*ws, task, EvidenceKind::build, "iter002_x", perf / "build_iter002.json", {{"verdict", "OK"}});
+  auto measured = [&](bool flush, const std::string& layout) {
+    json m = {{"verdict", "PASS"},
+              {"tflops", 20.0},
+              {"problem", {{"b_layout", layout}}},
+              {"timing", {{"median_ms", 1.0}, {"cv", 0.001}, {"reps", 50}, {"l2_flush", flush}}}};
+    atomic_write(perf / "measure_iter002_x.json", m.dump());
+    record_evidence(*ws, task, EvidenceKind::measure, "iter002_x", perf / "measure_iter002_x.json",
+                    {{"verdict", "PASS"}, {"tflops", 20.0}});
+    return m;
+  };
+  for (Decision d : {Decision::KEEP, Decision::DISCARD}) {
+    RoundRecord r = rec(1, "iter002_x", d, 20.0);
+    EXPECT_EQ(refusal_rule([&] { guard_store(*ws, task, r, measured(false, "row")); }), "measurement_method");
+    EXPECT_EQ(refusal_rule([&] { guard_store(*ws, task, r, measured(true, "col")); }), "measurement_method");
+  }
+  try {
+    guard_store(*ws, task, rec(1, "iter002_x", Decision::KEEP, 20.0), measured(true, "col"));
+  } catch (const Error& e) {
+    EXPECT_NE(e.details().dump().find("--b-layout row"), std::string::npos) << e.details().dump();
+  }
+  EXPECT_NE(refusal_rule([&] { guard_store(*ws, task, rec(1, "iter002_x", Decision::KEEP, 20.0), measured(true, "row")); }),
+            "measurement_method");
+}
+
+// The round budget counts the rounds stored since it began, not the highest round number: one
+// record stored under a jumped number (store-round --round 30) is one round.
+TEST_F(EnforcedTask, TheBudgetCountsStoredRoundsNotTheHighestNumber) {
+  ProtocolConfig cfg;
+  cfg.enforced = true;
+  cfg.target_rounds = 26;
+  write_protocol(*ws, task, cfg);
+  prepared();
+  store(rec(1, "iter002_a", Decision::DISCARD, 9));
+  store(rec(30, "iter003_b", Decision::COMPILE_FAIL, 0));
+  const json budget = derive_state(*ws, task).details["budget"];
+  EXPECT_EQ(budget.value("completed", -1), 2) << budget.dump();
+  EXPECT_EQ(budget.value("remaining", -1), 24) << budget.dump();
+}
+
 // A pair measurement that does not count (unstable under load, say) leaves its file; the renewed
 // plan asks for the same kernels but never overwrites a file already written.
 TEST_F(EnforcedTask, APairPlanNeverOverwritesAnEarlierPairFile) {

@@ -111,6 +111,25 @@ ProtocolConfig config_or_default(const Workspace& ws, const TaskRef& task) {
 
 namespace {
 
+// Whether a measurement was timed with the L2 left warm (croq measure --no-l2-flush).
+bool timed_hot(const json& measurement) {
+  if (!measurement.is_object() || !measurement.contains("timing") || !measurement["timing"].is_object()) return false;
+  const json& t = measurement["timing"];
+  auto it = t.find("l2_flush");
+  return it != t.end() && it->is_boolean() && !it->get<bool>();
+}
+
+// B's layout in the task's library baseline (its result file), if there is one.
+std::optional<std::string> baseline_b_layout(const Workspace& ws, const TaskRef& task) {
+  auto text = read_file(ws.baseline_result(task));
+  if (!text) return std::nullopt;
+  auto doc = try_parse_json(*text);
+  if (!doc || !doc->is_object()) return std::nullopt;
+  auto layout = get_string(*doc, "b_layout");
+  if (!layout || layout->empty()) return std::nullopt;
+  return layout;
+}
+
 // A suggested command for this task: `croq <verb> --gpu .. --dsl .. --shape-key .. --model ..`.
 CroqCommand cmd(const std::string& verb, const TaskRef& t,
                 std::source_location site = std::source_location::current()) {
@@ -202,7 +221,10 @@ TaskState derive_state(const Workspace& ws, const TaskRef& task, const TaskSnaps
   TaskState s;
   const LedgerIndex& idx = snap.index();
   const ProtocolConfig& cfg = snap.config();
-  const int completed = std::max(0, idx.max_round - cfg.start_round);
+  // Rounds actually stored since the budget began, not the highest round number: a record stored
+  // under a jumped round number (store-round --round) completes one round, not the jump.
+  int completed = 0;
+  for (const auto& [lo, hi] : idx.rounds.ranges()) completed += std::max(0, hi - std::max(lo, cfg.start_round + 1) + 1);
   s.details["mode"] = cfg.enforced ? "enforced" : "advisory";
   s.details["round"] = idx.max_round;
   s.details["next_round"] = idx.max_round + 1;
@@ -761,6 +783,28 @@ void guard_store(const Workspace& ws, const TaskRef& task, const TaskSnapshot& s
           refuse({Step::STORE, "measured_what_was_built",
                   "the source changed after the build that was measured", fmt::format("rebuild and re-measure {}", record.kernel)});
         }
+      }
+    }
+    // Evidence is timed by croq's method: cold (the L2 flushed before each repetition), in the
+    // B layout the baseline was measured in. A hot run (--no-l2-flush) or another layout measures
+    // something else, and a figure chosen that way is not a gain.
+    if (timed_hot(measurement)) {
+      refuse({Step::STORE, "measurement_method",
+              "this task is enforced: the measurement was timed hot (--no-l2-flush), not by croq's method (the L2 "
+              "flushed before each repetition, as the baseline and the best were)",
+              then({cmd("measure", task).opt("--iter", record.kernel), "store with that measurement"})});
+    }
+    if (auto base_layout = baseline_b_layout(ws, task)) {
+      const std::string layout = measurement.contains("problem") && measurement["problem"].is_object()
+                                     ? get_string(measurement["problem"], "b_layout").value_or("")
+                                     : "";
+      if (!layout.empty() && layout != *base_layout) {
+        refuse({Step::STORE, "measurement_method",
+                fmt::format("this task is enforced: the measurement's B is {}-major, the baseline's {}-major: a "
+                            "figure in another layout is another problem",
+                            layout, *base_layout),
+                then({cmd("measure", task).opt("--iter", record.kernel).opt("--b-layout", *base_layout),
+                      "store with that measurement"})});
       }
     }
     if (get_string(measurement, "verdict").value_or("PASS") != "PASS") {
