@@ -107,4 +107,55 @@ TEST(ExportGuard, ForceSetsAForeignFolderAsideAndScaledOperatorsStayApart) {
   EXPECT_FALSE(again.doc.contains("set_aside")) << again.out;
 }
 
+// What the export ships is what croq built and measured: a source changed after its build, or a
+// record whose figure was edited in the ledger, is refused (before, both were exported under the
+// KEEP's figure: a kernel that computed nothing, and 99 TFLOPS for a 0.04 TFLOPS kernel).
+TEST(ExportGuard, ASourceChangedSinceItsBuildOrAnEditedFigureIsNotExported) {
+  TempDir dir;
+  ASSERT_EQ(keep_reference(dir.path(), k_scaled), "");
+  const fs::path src =
+      dir.path() / "tuning" / "cpu_test" / "cpp" / "srcs" / k_scaled / "byhand" / "iter001_reference.cpp";
+  const std::string original = croq::read_file_or_throw(src);
+  croq::atomic_write(src, original + "// changed after the build\n", false);
+  CroqRun changed = run_croq(dir.path(), {"export", k_scaled_task, "--out", (dir.path() / "dist").string()});
+  EXPECT_EQ(changed.rc, 2) << changed.out << changed.err;
+  EXPECT_NE(changed.err.find("changed after iter001_reference was last built"), std::string::npos) << changed.err;
+  croq::atomic_write(src, original, false);
+
+  // A measured KEEP (croq measure, then store-round --measurement), then its figure edited.
+  const std::string key = "matmul_e4m3bf16_64x64x256";
+  const std::string t = "cpu_test/cpp/" + key + "/byhand";
+  ASSERT_EQ(run_croq(dir.path(), with({"task", "init"}, key)).rc, 0);
+  const fs::path src2 = dir.path() / "tuning" / "cpu_test" / "cpp" / "srcs" / key / "byhand" / "iter001_reference.cpp";
+  fs::create_directories(src2.parent_path());
+  fs::copy_file(fs::path(CROQ_SOURCE_DIR) / "kernels" / "cpp" / "blockscaled" / "reference.cpp", src2);
+  ASSERT_EQ(run_croq(dir.path(), with({"build", "--iter", "iter001_reference"}, key)).rc, 0);
+  CroqRun m = run_croq(dir.path(), with({"measure", "--iter", "iter001_reference", "--min-reps", "3", "--max-reps", "5",
+                                         "--warmup", "1"},
+                                        key),
+                       {{"CROQ_LEASE_DIR", (dir.path() / "leases").string()}});
+  ASSERT_EQ(m.rc, 0) << m.out << m.err;
+  const std::string file = m.doc["files"].value("measurement", "");
+  ASSERT_FALSE(file.empty()) << m.out;
+  CroqRun st = run_croq(dir.path(), with({"store-round", "--iter", "iter001", "--kernel", "iter001_reference",
+                                          "--decision", "KEEP", "--measurement", file, "--round", "0", "--bottleneck",
+                                          "n/a", "--idea", "the reference"},
+                                         key));
+  ASSERT_EQ(st.rc, 0) << st.out << st.err;
+  CroqRun fine = run_croq(dir.path(), {"export", t, "--out", (dir.path() / "dist2").string(), "--name", "ok"}, {}, {},
+                          std::chrono::milliseconds(600000));
+  ASSERT_EQ(fine.rc, 0) << fine.out << fine.err;
+  const fs::path log = dir.path() / "tuning" / "cpu_test" / "cpp" / "logs" / key / "byhand" / "idea-log.jsonl";
+  std::string text = croq::read_file_or_throw(log);
+  const size_t at = text.find("\"tflops\":");
+  ASSERT_NE(at, std::string::npos);
+  const size_t end = text.find(',', at);
+  text.replace(at, end - at, "\"tflops\":99.0");
+  croq::atomic_write(log, text, false);
+  fs::remove(dir.path() / "tuning" / "cpu_test" / "cpp" / "logs" / key / "byhand" / ".ledger-index.json");
+  CroqRun edited = run_croq(dir.path(), {"export", t, "--out", (dir.path() / "dist3").string(), "--name", "ok"});
+  EXPECT_EQ(edited.rc, 2) << edited.out << edited.err;
+  EXPECT_NE(edited.err.find("the ledger was edited"), std::string::npos) << edited.err;
+}
+
 }  // namespace

@@ -2,6 +2,7 @@
 #include "croq/export/plan.hpp"
 
 #include <algorithm>
+#include <cmath>
 
 #include <fmt/format.h>
 
@@ -10,6 +11,8 @@
 #include "croq/ledger/documents.hpp"
 #include "croq/ledger/ledger.hpp"
 #include "croq/measure/problem.hpp"
+#include "croq/protocol/evidence.hpp"
+#include "croq/util/hash.hpp"
 #include "croq/util/error.hpp"
 #include "croq/util/fs.hpp"
 #include "croq/workspace/dtype.hpp"
@@ -113,6 +116,56 @@ json ExportKernel::to_json() const {
   return j;
 }
 
+namespace {
+
+// What the export ships is what croq built and measured: the source still hashes as it did at the
+// kernel's last build, and a measured record's figure is its measurement file's (still there with
+// the hash the record names, verdict PASS, the same TFLOPS). Throws Error (usage) on a mismatch.
+void check_export_evidence(const Workspace& ws, const TaskRef& task, const ExportKernel& k) {
+  std::optional<std::string> built;
+  for (const Evidence& e : read_evidence(ws, task)) {
+    if (e.kind == EvidenceKind::build && e.kernel == k.record.kernel) built = get_string(e.summary, "source_sha256");
+  }
+  if (built && !built->empty() && *built != sha256_file(k.source)) {
+    throw_usage(fmt::format("task {}: {} changed after {} was last built (and measured): the export would ship a "
+                            "kernel nobody measured",
+                            task.id(), ws.display(k.source), k.record.kernel),
+                "restore the source as it was built, or build, measure and store it as a new round");
+  }
+  if (k.record.source() != "measured" || !k.record.extra.contains("measurement") ||
+      !k.record.extra["measurement"].is_object()) {
+    return;
+  }
+  const json& prov = k.record.extra["measurement"];
+  const auto file = get_string(prov, "file");
+  const auto sha = get_string(prov, "sha256");
+  const double recorded = k.record.tflops.value_or(0);
+  auto differs = [](double a, double b) { return std::fabs(a - b) > 1e-6 * std::max(std::fabs(a), std::fabs(b)); };
+  if (prov.contains("tflops") && prov["tflops"].is_number() && differs(prov["tflops"].get<double>(), recorded)) {
+    throw_usage(fmt::format("task {}: the record of {} says {:.6g} TFLOPS, its own measurement block {:.6g}: the "
+                            "ledger was edited",
+                            task.id(), k.record.kernel, recorded, prov["tflops"].get<double>()),
+                "croq session validate finds the record; export another task or store the kernel again");
+  }
+  if (!file || !sha) return;
+  const fs::path path = fs::path(*file).is_absolute() ? fs::path(*file) : ws.root() / *file;
+  auto text = read_file(path);
+  if (!text) return;  // moved away: the record's own block was checked above
+  auto doc = try_parse_json(*text);
+  const bool same_file = sha256_hex(*text) == *sha;
+  const bool pass = doc && doc->is_object() && get_string(*doc, "verdict").value_or("") == "PASS";
+  const bool same_figure = doc && doc->is_object() && (*doc)["tflops"].is_number() &&
+                           !differs((*doc)["tflops"].get<double>(), recorded);
+  if (!same_file || !pass || !same_figure) {
+    throw_usage(fmt::format("task {}: the measurement of {} ({}) is not the one its record was stored with{}", task.id(),
+                            k.record.kernel, ws.display(path),
+                            !same_file ? " (its hash changed)" : !pass ? " (its verdict is not PASS)" : " (another figure)"),
+                "measure and store the kernel again, or export another task");
+  }
+}
+
+}  // namespace
+
 ExportKernel plan_export_kernel(const Workspace& ws, const TaskRef& task) {
   if (task.dsl != "cuda" && task.dsl != "cpp") {
     throw_usage(fmt::format("task {}: croq exports kernels of dsl cuda and cpp (C ABI shared objects), not {}",
@@ -157,6 +210,7 @@ ExportKernel plan_export_kernel(const Workspace& ws, const TaskRef& task) {
   }
   k.source = *src;
   k.language = task.dsl;
+  check_export_evidence(ws, task, k);
 
   // The flags it was built with, from its build record.
   fs::path rec = ws.kind_dir(task, ArtifactKind::perf) / ("build_" + k.record.kernel + ".json");
