@@ -35,11 +35,26 @@ VerbRunner setup_help(CLI::App& app) {
       for (const auto& w : *words) name += (name.empty() ? "" : " ") + w;
       std::string text = verb_help(name);
       if (text.empty()) {
+        // A group (`croq help sweep`): its verbs, each with its summary.
+        std::string group;
+        for (const auto& v : verbs()) {
+          if (std::string(v.name).rfind(name + " ", 0) == 0) group += fmt::format("  croq {:<22} {}\n", v.name, v.summary);
+        }
+        if (!group.empty()) {
+          ctx.out << fmt::format("croq {}: the verbs of the group (`croq help {} <verb>` explains one)\n{}", name,
+                                 name, group);
+          return ExitCode::ok;
+        }
+      }
+      if (text.empty()) {
         std::string best;
         size_t best_d = 99;
         for (const auto& v : verbs()) {
-          size_t d = edit_distance(name, v.name);
-          if (d < best_d) best_d = d, best = v.name;
+          const std::string full = v.name;
+          for (const std::string& cand : {full, full.substr(0, full.find(' '))}) {  // the verb, its group
+            size_t d = edit_distance(name, cand);
+            if (d < best_d) best_d = d, best = cand;
+          }
         }
         throw_usage("unknown verb '" + name + "'",
                     best_d <= 3 ? "did you mean `croq help " + best + "`?" : "run `croq help` for the list of verbs");

@@ -15,6 +15,22 @@ TEST(Cli, UnknownVerbSuggestsTheNearestOne) {
   EXPECT_EQ(r.doc["error"]["code"], "usage");
 }
 
+// `croq help <group>` lists the group's verbs (croq --help names the groups), and a misspelt group
+// is suggested as one.
+TEST(Cli, HelpOfAGroupListsItsVerbs) {
+  TempDir dir;
+  for (const char* group : {"sweep", "checkpoint", "session", "gpu", "task"}) {
+    auto r = run_croq(dir.path(), {"help", group});
+    EXPECT_EQ(r.rc, 0) << group << ": " << r.err;
+    EXPECT_NE(r.out.find(std::string("croq ") + group + " "), std::string::npos) << r.out;
+  }
+  auto sweep = run_croq(dir.path(), {"help", "sweep"});
+  EXPECT_NE(sweep.out.find("croq sweep status"), std::string::npos) << sweep.out;
+  auto typo = run_croq(dir.path(), {"help", "swep"});
+  EXPECT_EQ(typo.rc, 2);
+  EXPECT_NE(typo.err.find("did you mean `croq help sweep`"), std::string::npos) << typo.err;
+}
+
 TEST(Cli, EveryVerbHasHelp) {
   TempDir dir;
   for (const char* verb : {"store-round", "next-iter", "resume", "reinforce"}) {
