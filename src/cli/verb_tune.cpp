@@ -14,6 +14,7 @@
 #include "croq/search/parallel_tune.hpp"
 #include "croq/search/tune.hpp"
 #include "croq/util/paths.hpp"
+#include "croq/workspace/operators.hpp"
 
 namespace croq::cli {
 
@@ -114,7 +115,13 @@ VerbRunner setup_tune(CLI::App& app) {
       return print_step(ctx, r);
     }
     auto exe = self_exe_dir() / "croq";
-    for (const auto& key : o->shape_keys) (void)make_task(gpu, o->dsl, key, o->model);  // refuse bad keys first
+    // Refuse what cannot be tuned before any task is made: a bad key, a shape the operator does not
+    // define (two dimensions, K not a multiple of 8 for 2:4 sparse, ...), one no family supports.
+    for (const auto& key : o->shape_keys) {
+      TaskRef t = make_task(gpu, o->dsl, key, o->model);
+      (void)check_measurable_shape(t.shape);
+      (void)choose_family(o->family, o->dsl, problem_from_task(t));
+    }
     if (o->jobs > 1 && o->shape_keys.size() > 1) {
       if (o->git_commit) {
         throw_usage("--git-commit cannot be combined with --jobs: concurrent commits would contend for the git index",

@@ -591,6 +591,32 @@ TEST(TuneCli, ASuspiciousJumpLeftCloseByItsRerunIsSettledOnPairs) {
   EXPECT_GE(settled, 1) << "no round of this tune was a suspicious jump settled on pairs";
 }
 
+// What cannot be tuned is refused before any task is made, so no half-made task is left behind to
+// show in croq status or to block the right key as "a typo": a key of two dimensions, a sparse K that
+// is not a multiple of 8, a GPU key for the cpp dsl, a dsl the machine cannot run.
+TEST(TuneCli, WhatCannotBeTunedIsRefusedBeforeATaskIsMade) {
+  TempDir dir;
+  fs::create_directories(dir.path() / "tuning");
+  auto files = [&] {
+    size_t n = 0;
+    for (const auto& e : fs::recursive_directory_iterator(dir.path() / "tuning")) n += e.is_regular_file() ? 1 : 0;
+    return n;
+  };
+  for (const auto& args : std::vector<std::vector<std::string>>{
+           {"tune", "matmul_f32_128x128", "--dsl", "cpp"},
+           {"tune", "gemm_sp_f16fp32_256x256x250", "--dsl", "cpp"},
+           {"tune", "matmul_f32_64x64x64", "--dsl", "cpp", "--gpu", "sm90_NVIDIA_H200"}}) {
+    CroqRun r = run_croq(dir.path(), args);
+    EXPECT_EQ(r.rc, 2) << args[1] << ": " << r.err;
+    EXPECT_EQ(files(), 0u) << args[1];
+  }
+  CroqRun cuda = run_croq(dir.path(), {"tune", "matmul_f16fp32_256x256x256", "--dsl", "cuda", "--gpu", "sm90_NVIDIA_H200"},
+                          {{"PATH", "/usr/bin:/bin"}, {"CUDA_VISIBLE_DEVICES", "none"}});
+  if (cuda.rc != 0) {
+    EXPECT_EQ(files(), 0u) << "a failed environment check left files: " << cuda.err;
+  }
+}
+
 // --list-space prints the family's whole legal space for a shape (what a brute-force autotune of the
 // same space would measure: bench/gpu/triton/brute_force.py samples it) and tunes nothing.
 TEST(TuneCli, ListSpaceIsTheProductOfTheFamilysValuesFilteredByItsConstraints) {

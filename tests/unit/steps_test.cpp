@@ -53,14 +53,20 @@ struct EnvGuard {
   std::optional<std::string> m_old;
 };
 
-TEST(Steps, ChooseDeviceOnTheCpuTakesTheLeaseSlotNamed) {
+// One CPU, one lease: a slot cpu<i> is a lease of its own only among a test sweep's fake devices
+// (CROQ_SWEEP_FAKE_DEVICES); elsewhere `--device cpu99` would escape the lease every other cpp
+// measurement of the machine takes, and overlap them on the same cores.
+TEST(Steps, ChooseDeviceOnTheCpuTakesTheLeaseSlotNamedOnlyAmongFakeDevices) {
   EnvGuard env("CROQ_DEVICE");
+  EnvGuard fake("CROQ_SWEEP_FAKE_DEVICES");
   const DtypePair f32 = parse_dtype_pair_or_throw("f32");
   DeviceChoice d = choose_device("cpp", "", f32, "matmul");
   EXPECT_EQ(d.lease_id, "cpu");
   EXPECT_EQ(d.facts.key, cpu_device_key());
   EXPECT_EQ(d.facts.name, "host CPU");
   EXPECT_TRUE(d.visible.empty());  // the CPU runner is not pinned to a GPU
+  EXPECT_EQ(choose_device("cpp", "cpu99", f32, "matmul").lease_id, "cpu");
+  ::setenv("CROQ_SWEEP_FAKE_DEVICES", "16", 1);
   EXPECT_EQ(choose_device("cpp", "cpu3", f32, "matmul").lease_id, "cpu3");
   ::setenv("CROQ_DEVICE", "cpu12", 1);  // croq sweep's worker on a fake device
   EXPECT_EQ(choose_device("cpp", "", f32, "matmul").lease_id, "cpu12");
@@ -68,6 +74,17 @@ TEST(Steps, ChooseDeviceOnTheCpuTakesTheLeaseSlotNamed) {
   EXPECT_EQ(choose_device("cpp", "cpu", f32, "matmul").lease_id, "cpu");
   EXPECT_EQ(choose_device("cpp", "cpu12345678", f32, "matmul").lease_id, "cpu");
   EXPECT_EQ(choose_device("cpp", "cpux", f32, "matmul").lease_id, "cpu");
+}
+
+// dsl cpp files its tasks under a CPU key: a GPU key passed for it is refused, and a GPU key in
+// CROQ_GPU is not taken for it.
+TEST(Steps, ACppTaskIsNeverFiledUnderAGpusKey) {
+  EnvGuard env("CROQ_GPU");
+  EXPECT_THROW(resolve_device_key("sm90_NVIDIA_H200", "cpp"), Error);
+  EXPECT_EQ(resolve_device_key("cpu_test", "cpp"), "cpu_test");
+  ::setenv("CROQ_GPU", "sm90_NVIDIA_H200", 1);
+  EXPECT_EQ(resolve_device_key("", "cpp"), cpu_device_key());
+  EXPECT_EQ(resolve_device_key("", "cuda"), "sm90_NVIDIA_H200");
 }
 
 // nvidia-smi as an H200 machine answers it: one GPU, and the compute processes given.

@@ -22,8 +22,13 @@ DeviceChoice choose_device(const std::string& dsl, const std::string& device_fla
     if (slot.empty()) {
       if (const char* e = std::getenv("CROQ_DEVICE"); e && *e) slot = e;
     }
+    // One CPU, one lease: every cpp measurement of the machine takes "cpu". The slots cpu<i> are
+    // the fake devices of a test sweep (CROQ_SWEEP_FAKE_DEVICES) only; elsewhere a slot named on
+    // the command line would be a lease of its own, and its measurements would overlap others on
+    // the same cores.
     d.lease_id = "cpu";
-    if (slot.size() > 3 && slot.size() <= 7 && slot.rfind("cpu", 0) == 0 &&
+    const char* fake = std::getenv("CROQ_SWEEP_FAKE_DEVICES");
+    if (fake && *fake && slot.size() > 3 && slot.size() <= 7 && slot.rfind("cpu", 0) == 0 &&
         slot.find_first_not_of("0123456789", 3) == std::string::npos) {
       d.lease_id = slot;
     }

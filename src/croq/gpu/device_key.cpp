@@ -132,11 +132,18 @@ std::optional<GpuInfo> select_gpu(const std::vector<GpuInfo>& gpus, const std::s
 }
 
 std::string resolve_device_key(const std::string& flag, const std::string& dsl) {
+  // dsl cpp runs on the CPU: its tasks are filed under a CPU key, never a GPU's (its measurements
+  // name the CPU, and would stand in a GPU's tree beside that GPU's).
+  const bool cpu_dsl = dsl == "cpp";
   if (!flag.empty()) {
     validate_gpu_key(flag);
+    if (cpu_dsl && flag.rfind("cpu_", 0) != 0) {
+      throw_usage(fmt::format("dsl cpp runs on the CPU; --gpu {} names a GPU", flag),
+                  fmt::format("leave --gpu out (this CPU's key is {}), or pass a CPU key cpu_<name>", cpu_device_key()));
+    }
     return flag;
   }
-  if (const char* env = std::getenv("CROQ_GPU"); env && *env) {
+  if (const char* env = std::getenv("CROQ_GPU"); env && *env && !(cpu_dsl && std::string(env).rfind("cpu_", 0) != 0)) {
     validate_gpu_key(env);
     return env;
   }

@@ -180,6 +180,13 @@ struct Tuner::Impl {
 
   // ---- PREPARE ----
   void prepare() {
+    // The environment first: a machine that cannot build or run the dsl gets no task made for it.
+    VerbResult env = call("env", {"env", "validate", "--dsl", task.dsl}, false);
+    if (!env.ok() || !env.doc.value("pass", false)) {
+      std::string errors = env.doc.contains("errors") ? env.doc["errors"].dump() : env.message();
+      throw Error(ExitCode::failure, "the environment is not ready for dsl " + task.dsl + ": " + errors,
+                  "fix what `croq env validate --dsl " + task.dsl + "` reports, then run croq tune again");
+    }
     std::vector<std::string> init = {"task", "init"};
     if (!opt.task_uid.empty()) {
       init.push_back("--task-uid");
@@ -206,12 +213,6 @@ struct Tuner::Impl {
                   {"start_round", pb.doc.value("start_round", 0)}, {"started_at", now_iso8601()}, {"completed", false}};
       save_tune_doc();
       event({{"event", "start"}, {"seed", opt.seed}, {"family", family->name()}, {"rounds", opt.rounds}});
-    }
-    VerbResult env = call("env", {"env", "validate", "--dsl", task.dsl}, false);
-    if (!env.ok() || !env.doc.value("pass", false)) {
-      std::string errors = env.doc.contains("errors") ? env.doc["errors"].dump() : env.message();
-      throw Error(ExitCode::failure, "the environment is not ready for dsl " + task.dsl + ": " + errors,
-                  "fix what `croq env validate --dsl " + task.dsl + "` reports, then run croq tune again");
     }
     std::vector<std::string> base = {"baseline"};
     if (!uid.empty()) {
