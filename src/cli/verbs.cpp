@@ -380,7 +380,7 @@ const std::vector<VerbSpec>& verbs() {
        "an f32-accumulated library reference (for gemm_sp: 2:4 sparse A with poison outside its pattern, "
        "the reference the dense product of the pruned A), timing with the L2 flushed before each repetition until "
        "the spread is low, a re-check after timing and a second seed (docs/measurement.md). A checked "
-       "launch is made exactly as a timed one (a fresh column of B and C poisoned before every launch) and "
+       "launch is made exactly as a timed one (a fresh B and C poisoned before every launch) and "
        "timed launches are compared at random after they ran (VERIFY_FAIL timed_mismatch). A candidate "
        "that links or names cuBLAS/cuBLASLt/cuDNN/CUTLASS device GEMMs is refused before it runs; in an "
        "enforced task so is one that calls a synchronising or host-reading CUDA function "

@@ -178,18 +178,14 @@ class CpuBackend : public MeasureBackend {
     return {};
   }
 
-  DeviceStatus perturb_inputs(int set, int64_t column, uint64_t seed) override {
-    const auto k = static_cast<uint64_t>(m_p.desc.k), n = static_cast<uint64_t>(m_p.desc.n);
-    const bool col = m_p.desc.b_layout == "col";
-    for (uint64_t q = 0; q < k; ++q) {
-      const uint64_t at = b_index(q, static_cast<uint64_t>(column), k, n, col);
-      const float v = m_p.scale_mode != CROQ_SCALE_NONE ? fp8_scaled_value(seed, k_stream_perturb, q)
-                                                        : random_uniform(seed, k_stream_perturb, q);
-      store_from_f32(m_b[set].data(), input_storage(), at, v);
-      if (static_cast<size_t>(set) < m_pristine.size()) {
-        store_from_f32(m_pristine[static_cast<size_t>(set)].b.data(), input_storage(), at, v);
-      }
+  // All of B gets fresh values (stream k_stream_perturb of `seed`), and the copy of it as well.
+  DeviceStatus perturb_inputs(int set, int64_t /*column*/, uint64_t seed) override {
+    const bool scaled = m_p.scale_mode != CROQ_SCALE_NONE;
+    for (size_t i = 0; i < count_b(); ++i) {
+      store_from_f32(m_b[set].data(), input_storage(), i,
+                     scaled ? fp8_scaled_value(seed, k_stream_perturb, i) : random_uniform(seed, k_stream_perturb, i));
     }
+    if (static_cast<size_t>(set) < m_pristine.size()) m_pristine[static_cast<size_t>(set)].b = m_b[set];
     return {};
   }
 

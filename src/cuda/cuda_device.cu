@@ -163,16 +163,6 @@ __global__ void count_differences_kernel(const unsigned char* x, const unsigned 
   if (local) atomicAdd(out, local);
 }
 
-// Column `col` of the K x N operand B gets fresh values (stream k_stream_perturb of `seed`; for
-// scaled fp8 inputs, values spanning the e4m3 range as the fill makes them).
-template <typename T>
-__global__ void perturb_column_kernel(T* b, uint64_t k, uint64_t n, uint64_t col, bool b_col, uint64_t seed,
-                                      bool scaled = false) {
-  for (uint64_t q = blockIdx.x * uint64_t(blockDim.x) + threadIdx.x; q < k; q += uint64_t(gridDim.x) * blockDim.x) {
-    b[b_index(q, col, k, n, b_col)] = from_float<T>(scaled ? fp8_scaled_value(seed, k_stream_perturb, q)
-                                                           : random_uniform(seed, k_stream_perturb, q));
-  }
-}
 
 // Scaled fp8 inputs (portable.hpp): magnitudes log-uniform over e4m3's range.
 __global__ void fill_fp8_scaled_kernel(__nv_fp8_e4m3* p, size_t count, uint64_t seed, uint64_t stream) {
@@ -1218,31 +1208,22 @@ CudaStatus CudaDevice::reference(int set) {
   return {};
 }
 
-CudaStatus CudaDevice::perturb(int set, int64_t column, uint64_t seed) {
+CudaStatus CudaDevice::perturb(int set, int64_t /*column*/, uint64_t seed) {
   Impl& s = *m;
-  const uint64_t k = static_cast<uint64_t>(s.p.k), n = static_cast<uint64_t>(s.p.n);
-  const uint64_t col = static_cast<uint64_t>(column);
-  const unsigned grid = grid_for(k);
-  // B, and the runner's copy of it, get the same values.
-  for (void* b : {s.b[set], s.b0[set]}) {
-    if (!b) continue;
-    switch (s.p.in) {
-      case Elem::f16:
-        perturb_column_kernel<<<grid, 256, 0, s.stream>>>(static_cast<__half*>(b), k, n, col, s.p.b_col, seed);
-        break;
-      case Elem::bf16:
-        perturb_column_kernel<<<grid, 256, 0, s.stream>>>(static_cast<__nv_bfloat16*>(b), k, n, col, s.p.b_col, seed);
-        break;
-      case Elem::f32:
-        perturb_column_kernel<<<grid, 256, 0, s.stream>>>(static_cast<float*>(b), k, n, col, s.p.b_col, seed);
-        break;
-      case Elem::e4m3:
-        perturb_column_kernel<<<grid, 256, 0, s.stream>>>(static_cast<__nv_fp8_e4m3*>(b), k, n, col, s.p.b_col, seed,
-                                                           s.p.scale_mode != 0);
-        break;
-    }
+  // All of B gets fresh values (stream k_stream_perturb of `seed`), and the runner's copy of it the
+  // same: a cache a candidate keeps of its inputs follows a change of one column at the cost of a
+  // rank-1 update, but not this.
+  const size_t count = s.in_count_b();
+  if (s.p.scale_mode != 0) {
+    fill_fp8_scaled_kernel<<<grid_for(count), 256, 0, s.stream>>>(static_cast<__nv_fp8_e4m3*>(s.b[set]), count, seed,
+                                                                  k_stream_perturb);
+    CK(cudaGetLastError());
+  } else if (auto st = s.fill_typed(s.b[set], s.p.in, count, seed, k_stream_perturb); !st.ok) {
+    return st;
   }
-  CK(cudaGetLastError());
+  if (s.b0[set]) {
+    CK(cudaMemcpyAsync(s.b0[set], s.b[set], count * elem_bytes(s.p.in), cudaMemcpyDeviceToDevice, s.stream));
+  }
   return {};
 }
 

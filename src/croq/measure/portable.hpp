@@ -42,7 +42,7 @@ inline constexpr uint64_t k_stream_a = 1;
 inline constexpr uint64_t k_stream_b = 2;
 inline constexpr uint64_t k_stream_pattern = 3;  // 2:4 sparse A: which positions are kept
 inline constexpr uint64_t k_stream_zeros = 4;    // 2:4 sparse A: kept values set to zero
-inline constexpr uint64_t k_stream_perturb = 5;  // a column of B changed before a launch
+inline constexpr uint64_t k_stream_perturb = 5;  // B refreshed before a launch
 
 // Index in B's storage of element (row q, column j) of the K x N operand: B row-major (K x N), or
 // "col" (stored N x K row-major).

@@ -163,14 +163,14 @@ class Procedure {
     return static_cast<double>(entropy()) / 4294967296.0;
   }
 
-  // What precedes every launch, whatever the launch is for: one column of B (a random one) gets
+  // What precedes every launch, whatever the launch is for: B gets
   // fresh values, then C is poisoned (NaN). So no launch sees the inputs of an earlier one, C
   // never holds an earlier output, and nothing before a launch says whether it will be checked.
   void prelaunch(int set) {
     if (m_opt.perturb && m_problem.n > 0) {
       const auto col = std::min<int64_t>(static_cast<int64_t>(draw() * static_cast<double>(m_problem.n)), m_problem.n - 1);
       harness(m_b.perturb_inputs(set, col, splitmix64(m_opt.seed ^ (0x5EED00000000ull + ++m_perturbs))),
-              "changing a column of B");
+              "refreshing B");
       m_stale[static_cast<size_t>(set)] = true;
     }
     harness(m_b.poison_output(), "poisoning the output");

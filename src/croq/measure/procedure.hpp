@@ -4,7 +4,7 @@
 // each step.
 //
 // Every launch in modes measure and verify, whether it will be checked or only timed, is made the
-// same way (a "shot"): one random column of B gets fresh values, C is poisoned (NaN), [the L2 is
+// same way (a "shot"): B gets fresh values, C is poisoned (NaN), [the L2 is
 // flushed], [the stream is held], start event, launch, stop event, [release], the device is
 // synchronised and the events read. Whether a timed launch's output is then compared with the
 // reference is drawn after it ran. So a candidate cannot tell a checked launch from a timed one:
@@ -75,8 +75,8 @@ struct ProcedureOptions {
   // the launch ran; when no draw chose one, the last repetition is compared.
   double verify_fraction = 0.25;
   int min_verified = 1;
-  // One random column of B gets fresh values before every launch (a result cached by the
-  // contents of the inputs is then stale somewhere); off only in tests of the order.
+  // B gets fresh values before every launch (a result cached by the contents of the inputs is
+  // then stale); off only in tests of the order.
   bool perturb = true;
   // The draws (uniform in [0, 1)): system entropy unless a test gives a sequence.
   std::function<double()> draw;

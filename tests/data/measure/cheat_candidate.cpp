@@ -12,8 +12,9 @@
 //                   calls (check and probe), nothing after     verified at random is caught
 //   cache_pointer   keeps its output per (A, B) pointer and    VERIFY_FAIL second_seed_mismatch: the
 //                   copies it back on later calls              second seed refills A and B in place
-//   cache_content   keeps its output per hash of the first     VERIFY_FAIL: the column of B changed
-//                   elements of A and B                        before the launch is not in the sample
+//   cache_content   keeps its output per hash of the first     PASS at the honest speed: all of B is
+//                   elements of A and B                        fresh before every launch, so the
+//                                                              cache never answers
 //   timing_gap      the host time since its previous call      VERIFY_FAIL timed_mismatch: the launches
 //                   returned: computes after a pause longer    it skips are timed ones, verified at
 //                   than the rhythm before (checks used to     random after they ran
