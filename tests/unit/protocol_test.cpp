@@ -2,6 +2,8 @@
 // evidence-based guards of an enforced task.
 #include <gtest/gtest.h>
 
+#include "croq/util/hash.hpp"
+
 #include "croq/ledger/ledger.hpp"
 #include "croq/ledger/store.hpp"
 #include "croq/measure/statistics.hpp"
@@ -496,6 +498,30 @@ TEST_F(EnforcedTask, AMeasurementTimedHotOrInAnotherLayoutIsNotEvidence) {
   }
   EXPECT_NE(refusal_rule([&] { guard_store(*ws, task, rec(1, "iter002_x", Decision::KEEP, 20.0), measured(true, "row")); }),
             "measurement_method");
+}
+
+// A round stores the kernel's newest measurement since its build: of five runs, a driver does not
+// store the luckiest (pair files of a close call aside).
+TEST_F(EnforcedTask, ARoundStoresTheNewestMeasurementNotTheLuckiest) {
+  prepared();
+  write_checkpoint(*ws, task, plan("iter002", "iter001_start"));
+  const fs::path perf = ws->kind_dir(task, ArtifactKind::perf);
+  atomic_write(perf / "build_iter002.json", "{}");
+  record_evidence(*ws, task, EvidenceKind::build, "iter002_x", perf / "build_iter002.json", {{"verdict", "OK"}});
+  auto measure = [&](const std::string& name, double tflops) {
+    json m = {{"verdict", "PASS"}, {"tflops", tflops}, {"timing", {{"median_ms", 1.0}, {"cv", 0.001}, {"reps", 50}}}};
+    atomic_write(perf / name, m.dump());
+    record_evidence(*ws, task, EvidenceKind::measure, "iter002_x", perf / name, {{"verdict", "PASS"}, {"tflops", tflops}});
+    return std::make_pair(m, sha256_file(perf / name));
+  };
+  auto [lucky, lucky_sha] = measure("try1.json", 30.0);
+  auto [later, later_sha] = measure("try2.json", 20.0);
+  measure("pair_iter002_1_iter002_x.json", 21.0);  // a pair file does not count as newer
+  auto with_file = [&](const std::string& sha) {
+    return rec(1, "iter002_x", Decision::KEEP, 30.0, {{"measurement", {{"sha256", sha}, {"file", "x"}}}});
+  };
+  EXPECT_EQ(refusal_rule([&] { guard_store(*ws, task, with_file(lucky_sha), lucky); }), "newest_measurement");
+  EXPECT_NE(refusal_rule([&] { guard_store(*ws, task, with_file(later_sha), later); }), "newest_measurement");
 }
 
 // The round budget counts the rounds stored since it began, not the highest round number: one

@@ -767,6 +767,28 @@ void guard_store(const Workspace& ws, const TaskRef& task, const TaskSnapshot& s
       refuse({Step::STORE, "measured_what_was_built", fmt::format("no build of {} since the plan was written", record.kernel),
               cmd("build", task).opt("--iter", record.kernel)});
     }
+    // The kernel's newest measurement since that build (back-to-back pair files aside): a driver
+    // does not pick the luckiest of several runs.
+    if (record.extra.contains("measurement") && record.extra["measurement"].is_object()) {
+      const std::string stored_sha = get_string(record.extra["measurement"], "sha256").value_or("");
+      std::optional<Evidence> newest;
+      for (const Evidence& e : evidence) {
+        if (e.kind != EvidenceKind::measure || e.kernel != record.kernel || e.timestamp < build->timestamp) continue;
+        if (fs::path(e.file).filename().string().rfind("pair_", 0) == 0) continue;
+        newest = e;
+      }
+      if (newest && !stored_sha.empty() && newest->sha256 != stored_sha) {
+        refuse({Step::STORE, "newest_measurement",
+                fmt::format("this task is enforced: the round stores {}'s newest measurement since its build ({}), "
+                            "not an earlier one",
+                            record.kernel, newest->file),
+                then({cmd("store-round", task)
+                          .opt("--iter", record.iter)
+                          .opt("--kernel", record.kernel)
+                          .opt("--measurement", newest->file),
+                      "or measure again and store that"})});
+      }
+    }
     std::string cand_sha = measurement.contains("candidate") ? get_string(measurement["candidate"], "sha256").value_or("") : "";
     std::string built_sha = get_string(build->summary, "output_sha256").value_or("");
     if (!built_sha.empty() && !cand_sha.empty() && built_sha != cand_sha) {
