@@ -36,8 +36,8 @@ VerbRunner setup_build(CLI::App& app) {
   app.add_flag("--force", o->force, "croqtile: let phase 1 overwrite a hand-edited .cu");
   app.add_flag("--no-abi", o->no_abi, "croqtile: do not build the ABI-bound shared object");
   return [o](Context& ctx) {
-    require_buildable_dsl(o->task.dsl, "build");
-    TaskRef task = resolve_task(ctx, o->task);
+    TaskRef task = resolve_task(ctx, o->task);  // the task context fills what was left out
+    require_buildable_dsl(task.dsl, "build");
     BuildStepOptions b;
     b.iters = o->iters;
     b.jobs = o->jobs;

@@ -87,8 +87,8 @@ VerbRunner setup_prepare(CLI::App& app) {
   app.add_flag("--force", o->prepare.force, "replace an iter001 source that is not stored yet");
   return [o](Context& ctx) {
     if (!o->prepare.from.empty() && o->prepare.pick > 0) throw_usage("--from and --pick exclude each other");
-    require_buildable_dsl(o->task.dsl, "prepare a starting kernel of");
-    TaskRef task = resolve_task(ctx, o->task);
+    TaskRef task = resolve_task(ctx, o->task);  // the task context fills what was left out
+    require_buildable_dsl(task.dsl, "prepare a starting kernel of");
     PrepareOptions p = o->prepare;
     p.croq_exe = (self_exe_dir() / "croq").string();
     p.lock_timeout_ms = o->task.lock_timeout_ms;

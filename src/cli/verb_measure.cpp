@@ -97,8 +97,8 @@ VerbRunner setup_measure(CLI::App& app) {
   return [o](Context& ctx) {
     const MeasureOptions& m = o->measure;
     if (m.iter.empty() == m.candidate.empty()) throw_usage("give exactly one of --iter and --candidate");
-    require_buildable_dsl(o->task.dsl, "measure candidates of");
-    TaskRef t = resolve_task(ctx, o->task);
+    TaskRef t = resolve_task(ctx, o->task);  // the task context fills what was left out
+    require_buildable_dsl(t.dsl, "measure candidates of");
     if (o->pairs) {
       if (m.iter.empty() || !m.out.empty() || m.legacy) {
         throw_usage("--pairs measures a built candidate by its --iter name (no --candidate, --out or --legacy)");
@@ -136,8 +136,8 @@ VerbRunner setup_baseline(CLI::App& app) {
   app.add_option("--k", b.k, "checked against the shape key");
   add_run_options(app, b.run, 300);
   return [o](Context& ctx) {
-    require_buildable_dsl(o->task.dsl, "measure a baseline for");
-    TaskRef t = resolve_task(ctx, o->task);
+    TaskRef t = resolve_task(ctx, o->task);  // the task context fills what was left out
+    require_buildable_dsl(t.dsl, "measure a baseline for");
     BaselineOptions b = o->baseline;
     b.lock_timeout_ms = o->task.lock_timeout_ms;
     return print_step(ctx, run_baseline(ctx.ws(), t, b, step_deps(ctx)));

@@ -47,8 +47,8 @@ VerbRunner setup_profile(CLI::App& app) {
   app.add_option("--lease-timeout", p.lease_timeout_ms, "milliseconds to wait for the GPU lease")->default_val(600000);
   app.add_flag("--no-classify", p.no_classify, "only capture; do not classify the CSV");
   return [o](Context& ctx) {
-    require_buildable_dsl(o->task.dsl, "profile candidates of");
-    TaskRef t = resolve_task(ctx, o->task);
+    TaskRef t = resolve_task(ctx, o->task);  // the task context fills what was left out
+    require_buildable_dsl(t.dsl, "profile candidates of");
     return print_step(ctx, profile::run_profile(ctx.ws(), t, o->profile, step_deps(ctx)));
   };
 }

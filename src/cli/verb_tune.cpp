@@ -177,6 +177,15 @@ VerbRunner setup_tune(CLI::App& app) {
         // A scrolling log: one line per round, the steps in between overwritten on the last line,
         // and a summary at the end.
         std::string ev = e.value("event", "");
+        if (ev == "baseline" && e.contains("warnings") && e["warnings"].is_array() && !e["warnings"].empty()) {
+          for (const auto& w : e["warnings"]) {
+            if (!w.is_object()) continue;
+            ctx.err << fmt::format("\r\033[K[{}] WARNING baseline {}: {}\n", t.shape.text, w.value("flag", ""),
+                                   w.value("message", ""))
+                    << std::flush;
+          }
+          return;
+        }
         if (ev == "round" || ev == "done" || ev == "close_call" || ev == "paired") {
           ctx.err << "\r\033[K" << tune_progress_line(e, t.shape.text, o->rounds) << "\n" << std::flush;
         } else {

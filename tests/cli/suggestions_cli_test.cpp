@@ -360,6 +360,17 @@ TEST(TaskContext, UseAndTheTaskFolderNameTheTaskAndTyposAreRefused) {
   EXPECT_NE(st.doc.value("task", "").find("/cpp/" + k_key + "/me"), std::string::npos) << st.out;
   CroqRun shown = run_croq(dir.path(), {"use"});
   EXPECT_EQ(shown.doc.value("origin", ""), "croq use");
+  // The verbs that build, measure and profile take the context too (they checked the dsl before
+  // resolving it: "dsl is empty").
+  for (const auto& args : std::vector<std::vector<std::string>>{{"build", "--iter", "iter001_none"},
+                                                                {"measure", "--iter", "iter001_none"},
+                                                                {"profile", "--iter", "iter001_none"}}) {
+    CroqRun r = run_croq(dir.path(), args);
+    EXPECT_EQ(r.err.find("dsl is empty"), std::string::npos) << args[0] << ": " << r.err;
+    // the task the context names (here, its missing kernel)
+    EXPECT_NE(r.err.find("/cpp/") , std::string::npos) << args[0] << ": " << r.err;
+    EXPECT_NE(r.err.find(k_key + "/me"), std::string::npos) << args[0] << ": " << r.err;
+  }
   ASSERT_EQ(run_croq(dir.path(), {"use", "--clear"}).rc, 0);
 
   // Inside one of the task's folders, that folder names the task.

@@ -466,6 +466,11 @@ TEST(Steps, TunesInParallelKeepTheShapesOrderAndGoOnPastAFailure) {
   EXPECT_NE(r.notes[0].find("1 of 3 shapes failed"), std::string::npos);
   // A terminal gets text lines instead of the JSON.
   EXPECT_EQ(tune_progress_line(json{{"event", "round"}, {"round", 2}}, "a", 5).rfind("[a round 2/5]", 0), 0u);
+  // A run that adds rounds to a task counts its own: round 9 of a task is this run's first of 8
+  // (before: "round 9/8").
+  EXPECT_EQ(tune_progress_line(json{{"event", "round"}, {"round", 9}, {"run_round", 1}}, "a", 8)
+                .rfind("[a round 9 (1 of 8 this run)]", 0),
+            0u);
 }
 
 }  // namespace

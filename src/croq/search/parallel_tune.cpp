@@ -51,8 +51,14 @@ std::string tune_progress_line(const json& e, const std::string& shape, int roun
     std::string best = e.value("best", json()).is_number() ? format_rate(e["best"].get<double>()) : "-";
     std::string pct = e.contains("pct_of_baseline") ? fmt::format(" ({:.1f}% of baseline)", e["pct_of_baseline"].get<double>()) : "";
     std::string tf = e.value("tflops", json()).is_number() ? format_rate(e["tflops"].get<double>()) : "-";
-    return fmt::format("[{} round {}/{}] best {}{} | last {} {} {} {}", shape, e.value("round", 0), rounds, best,
-                       pct, e.value("kernel", ""), e.value("decision", ""), tf, e.value("bottleneck", ""));
+    // The task's round number, and which of this invocation's `rounds` it is (a tune that resumes
+    // or adds rounds to a task starts past 1).
+    const int round = e.value("round", 0);
+    const int run_round = e.contains("run_round") && e["run_round"].is_number_integer() ? e["run_round"].get<int>() : round;
+    const std::string where = run_round == round ? fmt::format("round {}/{}", round, rounds)
+                                                 : fmt::format("round {} ({} of {} this run)", round, run_round, rounds);
+    return fmt::format("[{} {}] best {}{} | last {} {} {} {}", shape, where, best, pct, e.value("kernel", ""),
+                       e.value("decision", ""), tf, e.value("bottleneck", ""));
   }
   if (ev == "done") {
     const json& sm = e.value("summary", json::object());

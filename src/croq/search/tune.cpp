@@ -219,13 +219,20 @@ struct Tuner::Impl {
       base.push_back("--task-uid");
       base.push_back(uid);
     }
-    measured("baseline", base, true);
+    VerbResult measured_base = measured("baseline", base, true);
     load_snapshot();
     const LedgerIndex& bi = snap.index();
     search = std::make_unique<Search>(family, problem, opt.seed + static_cast<uint64_t>(bi.max_round));
+    // The baseline's warnings (noisy, implausible) go with it: every ratio of the tune is taken against it.
+    json warnings = json::array();
+    if (measured_base.doc.is_object() && measured_base.doc.contains("warnings") &&
+        measured_base.doc["warnings"].is_array()) {
+      warnings = measured_base.doc["warnings"];
+    }
     event({{"event", "baseline"},
            {"kernel", bi.baseline ? json(bi.baseline->kernel) : json(nullptr)},
-           {"tflops", bi.baseline && bi.baseline->tflops ? json(*bi.baseline->tflops) : json(nullptr)}});
+           {"tflops", bi.baseline && bi.baseline->tflops ? json(*bi.baseline->tflops) : json(nullptr)},
+           {"warnings", warnings}});
 
     if (!bi.best) starting_kernel();
   }
@@ -711,6 +718,8 @@ struct Tuner::Impl {
               {"best", idx.best && idx.best->tflops ? json(*idx.best->tflops) : json(nullptr)},
               {"baseline", idx.baseline && idx.baseline->tflops ? json(*idx.baseline->tflops) : json(nullptr)},
               {"harness_ms", harness_json()}};
+    // Which of this invocation's rounds it is (its budget counts from the round it started after).
+    e["run_round"] = rec.value("round", 0) - static_cast<int>(get_integer(tune_doc, "start_round").value_or(0));
     if (idx.best && idx.best->tflops && idx.baseline && idx.baseline->tflops && *idx.baseline->tflops > 0) {
       e["pct_of_baseline"] = std::round(*idx.best->tflops / *idx.baseline->tflops * 1000.0) / 10.0;
     }
