@@ -12,6 +12,7 @@
 #include <nvtx3/nvToolsExt.h>
 
 #include <algorithm>
+#include <array>
 #include <cstdio>
 #include <cstring>
 
@@ -396,7 +397,21 @@ struct CudaDevice::Impl {
   // The runner's copy of each set's inputs (A, B, the metadata, the scales) as it wrote them, and
   // the counters of bytes a target changed (check_inputs).
   std::vector<void*> a0, b0, meta0, as0, bs0;
-  unsigned long long* differences = nullptr;
+  unsigned long long* differences = nullptr;  // one counter per input
+  // The inputs of a set and the runner's copies of them, with their sizes (0: the problem has none).
+  struct Input {
+    const char* name;
+    void* live;
+    void* copy;
+    size_t bytes;
+  };
+  std::array<Input, 5> inputs(int set) const {
+    return {{{"A", a[set], a0[set], in_count_a() * elem_bytes(p.in)},
+             {"B", b[set], b0[set], in_count_b() * elem_bytes(p.in)},
+             {"A's metadata", p.sparse ? meta[set] : nullptr, meta0[set], p.sparse ? meta_count() : 0},
+             {"A's scales", p.scale_mode != 0 ? a_scale[set] : nullptr, as0[set], a_scale_count() * sizeof(float)},
+             {"B's scales", p.scale_mode != 0 ? b_scale[set] : nullptr, bs0[set], b_scale_count() * sizeof(float)}}};
+  }
   std::vector<void*> prepared;       // the candidate's prepared A, per set
   size_t prepared_bytes = 0;
   void* a_pruned = nullptr;          // sparse, not fp8: the reference's A
@@ -1030,14 +1045,10 @@ CudaStatus CudaDevice::fill(int set, uint64_t seed) {
   if (auto st = fill_body(set, seed); !st.ok) return st;
   // The runner's copy of what it wrote (check_inputs compares the inputs with it).
   Impl& s = *m;
-  const size_t bytes[5] = {s.in_count_a() * elem_bytes(s.p.in), s.in_count_b() * elem_bytes(s.p.in),
-                           s.p.sparse ? s.meta_count() : 0, s.a_scale_count() * sizeof(float),
-                           s.b_scale_count() * sizeof(float)};
-  const void* live[5] = {s.a[set], s.b[set], s.p.sparse ? s.meta[set] : nullptr,
-                         s.p.scale_mode != 0 ? s.a_scale[set] : nullptr, s.p.scale_mode != 0 ? s.b_scale[set] : nullptr};
-  void* copy[5] = {s.a0[set], s.b0[set], s.meta0[set], s.as0[set], s.bs0[set]};
-  for (int l = 0; l < 5; ++l) {
-    if (bytes[l] > 0 && live[l] && copy[l]) CK(cudaMemcpyAsync(copy[l], live[l], bytes[l], cudaMemcpyDeviceToDevice, s.stream));
+  for (const auto& in : s.inputs(set)) {
+    if (in.bytes > 0 && in.live && in.copy) {
+      CK(cudaMemcpyAsync(in.copy, in.live, in.bytes, cudaMemcpyDeviceToDevice, s.stream));
+    }
   }
   CK(cudaStreamSynchronize(s.stream));
   return {};
@@ -1045,27 +1056,21 @@ CudaStatus CudaDevice::fill(int set, uint64_t seed) {
 
 CudaStatus CudaDevice::check_inputs(int set, std::vector<std::string>& changed) {
   Impl& s = *m;
-  const size_t bytes[5] = {s.in_count_a() * elem_bytes(s.p.in), s.in_count_b() * elem_bytes(s.p.in),
-                           s.p.sparse ? s.meta_count() : 0, s.a_scale_count() * sizeof(float),
-                           s.b_scale_count() * sizeof(float)};
-  const void* live[5] = {s.a[set], s.b[set], s.p.sparse ? s.meta[set] : nullptr,
-                         s.p.scale_mode != 0 ? s.a_scale[set] : nullptr, s.p.scale_mode != 0 ? s.b_scale[set] : nullptr};
-  const void* copy[5] = {s.a0[set], s.b0[set], s.meta0[set], s.as0[set], s.bs0[set]};
-  static const char* const names[5] = {"A", "B", "A's metadata", "A's scales", "B's scales"};
-  CK(cudaMemsetAsync(s.differences, 0, 5 * sizeof(unsigned long long), s.stream));
-  for (int l = 0; l < 5; ++l) {
-    if (bytes[l] == 0 || !live[l] || !copy[l]) continue;
-    const unsigned grid = static_cast<unsigned>(std::min<size_t>((bytes[l] / 4 + 255) / 256 + 1, 4096));
-    count_differences_kernel<<<grid, 256, 0, s.stream>>>(static_cast<const unsigned char*>(live[l]),
-                                                         static_cast<const unsigned char*>(copy[l]), bytes[l],
+  const auto ins = s.inputs(set);
+  CK(cudaMemsetAsync(s.differences, 0, ins.size() * sizeof(unsigned long long), s.stream));
+  for (size_t l = 0; l < ins.size(); ++l) {
+    if (ins[l].bytes == 0 || !ins[l].live || !ins[l].copy) continue;
+    const unsigned grid = static_cast<unsigned>(std::min<size_t>((ins[l].bytes / 4 + 255) / 256 + 1, 4096));
+    count_differences_kernel<<<grid, 256, 0, s.stream>>>(static_cast<const unsigned char*>(ins[l].live),
+                                                         static_cast<const unsigned char*>(ins[l].copy), ins[l].bytes,
                                                          s.differences + l);
   }
   CK(cudaGetLastError());
   unsigned long long counts[5] = {};
   CK(cudaMemcpyAsync(counts, s.differences, sizeof counts, cudaMemcpyDeviceToHost, s.stream));
   CK(cudaStreamSynchronize(s.stream));
-  for (int l = 0; l < 5; ++l) {
-    if (counts[l]) changed.emplace_back(names[l]);
+  for (size_t l = 0; l < ins.size(); ++l) {
+    if (counts[l]) changed.emplace_back(ins[l].name);
   }
   return {};
 }

@@ -515,6 +515,22 @@ TEST(TuneCli, ResumesWhenTheBuiltKernelsAreGone) {
 
 }  // namespace
 
+// `croq protocol begin` for the croq-search task of `key` (cpp), then the decision rule's values
+// changed in its protocol.json; the file's path (empty when begin failed).
+fs::path begin_with_rule(const fs::path& root, const std::string& key, const json& rule) {
+  CroqRun begin = run_croq(root, {"protocol", "begin", "--dsl", "cpp", "--shape-key", key, "--model", "croq-search"});
+  EXPECT_EQ(begin.rc, 0) << begin.out << begin.err;
+  fs::path protocol;
+  for (const auto& e : fs::recursive_directory_iterator(root / "tuning")) {
+    if (e.path().filename() == "protocol.json") protocol = e.path();
+  }
+  if (protocol.empty()) return protocol;
+  json cfg = json::parse(*croq::read_file(protocol));
+  for (auto it = rule.begin(); it != rule.end(); ++it) cfg["decision_rule"][it.key()] = it.value();
+  croq::atomic_write(protocol, cfg.dump());
+  return protocol;
+}
+
 // Close calls (docs/protocol.md "Decisions"): with the task's noise floor raised to 50 %, every
 // gain of a round between 0.3 % and the margin is a close call, and croq tune settles it on
 // back-to-back pairs of the best and the candidate: the pair measurements are there, each in its
@@ -522,16 +538,8 @@ TEST(TuneCli, ResumesWhenTheBuiltKernelsAreGone) {
 TEST(TuneCli, ACloseCallIsSettledOnBackToBackPairs) {
   TempDir dir;
   const std::string key = "matmul_f32_256x256x256";
-  CroqRun begin = run_croq(dir.path(), {"protocol", "begin", "--dsl", "cpp", "--shape-key", key, "--model", "croq-search"});
-  ASSERT_EQ(begin.rc, 0) << begin.out << begin.err;
-  fs::path protocol;
-  for (const auto& e : fs::recursive_directory_iterator(dir.path() / "tuning")) {
-    if (e.path().filename() == "protocol.json") protocol = e.path();
-  }
+  const fs::path protocol = begin_with_rule(dir.path(), key, {{"noise_floor", 0.5}});
   ASSERT_FALSE(protocol.empty());
-  json cfg = json::parse(*croq::read_file(protocol));
-  cfg["decision_rule"]["noise_floor"] = 0.5;
-  croq::atomic_write(protocol, cfg.dump());
 
   CroqRun run = run_croq(dir.path(), {"tune", key, "--dsl", "cpp", "--rounds", "4", "--seed", "11"}, {}, {}, k_long);
   ASSERT_EQ(run.rc, 0) << run.out << run.err.substr(run.err.size() > 4000 ? run.err.size() - 4000 : 0);
@@ -567,17 +575,7 @@ TEST(TuneCli, ACloseCallIsSettledOnBackToBackPairs) {
 TEST(TuneCli, ASuspiciousJumpLeftCloseByItsRerunIsSettledOnPairs) {
   TempDir dir;
   const std::string key = "matmul_f32_256x256x256";
-  CroqRun begin = run_croq(dir.path(), {"protocol", "begin", "--dsl", "cpp", "--shape-key", key, "--model", "croq-search"});
-  ASSERT_EQ(begin.rc, 0) << begin.out << begin.err;
-  fs::path protocol;
-  for (const auto& e : fs::recursive_directory_iterator(dir.path() / "tuning")) {
-    if (e.path().filename() == "protocol.json") protocol = e.path();
-  }
-  ASSERT_FALSE(protocol.empty());
-  json cfg = json::parse(*croq::read_file(protocol));
-  cfg["decision_rule"]["noise_floor"] = 0.5;
-  cfg["decision_rule"]["suspicious_gain"] = 0.001;
-  croq::atomic_write(protocol, cfg.dump());
+  ASSERT_FALSE(begin_with_rule(dir.path(), key, {{"noise_floor", 0.5}, {"suspicious_gain", 0.001}}).empty());
 
   CroqRun run = run_croq(dir.path(), {"tune", key, "--dsl", "cpp", "--rounds", "4", "--seed", "11"}, {}, {}, k_long);
   ASSERT_EQ(run.rc, 0) << run.out << run.err.substr(run.err.size() > 4000 ? run.err.size() - 4000 : 0);
