@@ -141,6 +141,7 @@ VerbRunner setup_checkpoint_verify(CLI::App& app) {
     cp->updated_at = now_iso8601();
     cp->extra["verified_iter"] = iter_number_name(built);
     write_checkpoint(ctx.ws(), t, *cp, /*durable=*/false);
+    if (cand) record_verification(ctx.ws(), t, o->iter, *cand, !d.significant);
     json doc = d.to_json();
     doc["status"] = checkpoint_status_name(cp->status);
     doc["planned_iter"] = cp->iter;

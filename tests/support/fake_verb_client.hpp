@@ -24,6 +24,7 @@
 #include "croq/protocol/evidence.hpp"
 #include "croq/protocol/history.hpp"
 #include "croq/protocol/protocol.hpp"
+#include "croq/workspace/sources.hpp"
 #include "croq/search/verb_client.hpp"
 #include "croq/util/error.hpp"
 #include "croq/util/fs.hpp"
@@ -276,6 +277,10 @@ class FakeVerbClient : public VerbClient {
                                                                               : CheckpointStatus::VERIFIED;
       cp->updated_at = now_iso8601();
       write_checkpoint(m_ws, m_task, *cp, /*durable=*/false);
+      if (sub == "verify") {
+        const std::string built = opt(o, "--iter");
+        if (auto src = find_primary_source(m_ws, m_task, built)) record_verification(m_ws, m_task, built, *src, true);
+      }
       return cp->to_json();
     }
     if (verb == "decide") {

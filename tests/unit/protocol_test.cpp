@@ -524,6 +524,25 @@ TEST_F(EnforcedTask, ARoundStoresTheNewestMeasurementNotTheLuckiest) {
   EXPECT_NE(refusal_rule([&] { guard_store(*ws, task, with_file(later_sha), later); }), "newest_measurement");
 }
 
+// VERIFIED in the checkpoint is the checkpoint's word: the MEASURE guard also wants croq checkpoint
+// verify's evidence for the iteration, of its source as it is now. A status written by hand into
+// current_idea.json skipped the VERIFY step before.
+TEST_F(EnforcedTask, AVerifiedStatusWrittenByHandDoesNotSkipVerify) {
+  prepared();
+  Checkpoint cp = plan("iter002", "iter001_start");
+  cp.status = CheckpointStatus::VERIFIED;
+  write_checkpoint(*ws, task, cp);
+  const fs::path src = ws->kind_dir(task, ArtifactKind::srcs) / "iter002_wide.cpp";
+  atomic_write(src, "// the candidate\n");
+  EXPECT_EQ(refusal_rule([&] { guard_measure(*ws, task, "iter002_wide"); }), "verify_before_measure");
+  record_verification(*ws, task, "iter002_wide", src, true);
+  EXPECT_EQ(refusal_rule([&] { guard_measure(*ws, task, "iter002_wide"); }), "");
+  atomic_write(src, "// the candidate, changed after it was verified\n");
+  EXPECT_EQ(refusal_rule([&] { guard_measure(*ws, task, "iter002_wide"); }), "verify_before_measure");
+  record_verification(*ws, task, "iter002", src, false);  // DRIFT
+  EXPECT_EQ(refusal_rule([&] { guard_measure(*ws, task, "iter002_wide"); }), "verify_before_measure");
+}
+
 // The round budget counts the rounds stored since it began, not the highest round number: one
 // record stored under a jumped number (store-round --round 30) is one round.
 TEST_F(EnforcedTask, TheBudgetCountsStoredRoundsNotTheHighestNumber) {

@@ -537,6 +537,12 @@ void guard_implement(const Workspace& ws, const TaskRef& task, const TaskSnapsho
   }
 }
 
+void record_verification(const Workspace& ws, const TaskRef& task, const std::string& kernel, const fs::path& source,
+                         bool verified) {
+  record_evidence(ws, task, EvidenceKind::verify, kernel, source,
+                  {{"status", verified ? "VERIFIED" : "DRIFT"}, {"source_sha256", sha256_file(source)}});
+}
+
 void guard_measure(const Workspace& ws, const TaskRef& task, const std::string& kernel) {
   auto protocol = read_protocol(ws, task);
   if (!protocol || !protocol->enforced) return;
@@ -574,6 +580,26 @@ void guard_measure(const Workspace& ws, const TaskRef& task, const TaskSnapshot&
   if (cp->status != CheckpointStatus::VERIFIED) {
     refuse({Step::MEASURE, "verify_before_measure",
             fmt::format("the plan for {} is {}: verify the build against the plan first", cp->iter, checkpoint_status_name(cp->status)),
+            cmd("checkpoint verify", task).opt("--iter", kernel)});
+  }
+  // The status is the checkpoint's word; the verification behind it is evidence: croq checkpoint
+  // verify's, since the plan, of this iteration, of the source as it is now.
+  bool verified = false;
+  const auto src = find_primary_source(ws, task, kernel);
+  const std::string now_sha = src ? sha256_file(*src) : "";
+  for (const Evidence& e : snap.evidence()) {
+    if (e.kind != EvidenceKind::verify || e.timestamp < cp->created_at) continue;
+    // `croq checkpoint verify --iter` names the iteration (iter002) or its kernel (iter002_tag).
+    const std::string n = id->number_name();
+    if (e.kernel.rfind(n, 0) != 0 || (e.kernel.size() > n.size() && e.kernel[n.size()] != '_')) continue;
+    verified = get_string(e.summary, "status").value_or("") == "VERIFIED" &&
+               get_string(e.summary, "source_sha256").value_or("") == now_sha;
+  }
+  if (!verified) {
+    refuse({Step::MEASURE, "verify_before_measure",
+            fmt::format("the plan for {} says VERIFIED, but croq checkpoint verify has not verified {} as its source "
+                        "is now (a status written by hand, or the source changed since)",
+                        cp->iter, kernel),
             cmd("checkpoint verify", task).opt("--iter", kernel)});
   }
 }
