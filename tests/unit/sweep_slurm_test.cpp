@@ -7,6 +7,10 @@
 
 #include <set>
 
+#include <fmt/format.h>
+
+#include "croq/ledger/ledger.hpp"
+#include "croq/ledger/store.hpp"
 #include "croq/sweep/slurm.hpp"
 #include "croq/sweep/slurm_sweep.hpp"
 #include "croq/sweep/state.hpp"
@@ -184,9 +188,28 @@ TEST(SweepSlurm, TheClientSubmitsParsablyAndSaysWhatSbatchRefused) {
 TEST(SweepSlurm, SubmitWritesAnArrayOfTheShapesLeftWithTheOptionsPassedThrough) {
   TempDir dir;
   const fs::path root = dir.path();
-  // The first shape is done at the budget already: it is left out of the array.
+  // The first shape is done at the budget already (its ledger holds both rounds): it is left out of
+  // the array.
   StateFile(root).write({{"shapes", {{"matmul_f32_64x64x64_fs",
                                       {{"status", "done"}, {"mode", "from_scratch"}, {"current_iter", 2}}}}}});
+  {
+    Workspace ws(root);
+    Ledger ledger(ws, make_task("cpu_test", "cpp", "matmul_f32_64x64x64_fs", "croq-search"));
+    StoreOptions so_;
+    so_.auto_round = false;
+    for (int r = 0; r <= 2; ++r) {
+      RoundRecord rec;
+      rec.round = r;
+      rec.iter = r == 0 ? "iter000" : fmt::format("iter{:03d}", r);
+      rec.kernel = r == 0 ? "iter000_openblas" : rec.iter + "_k";
+      rec.decision = r == 0 ? Decision::BASELINE : Decision::DISCARD;
+      rec.tflops = 1.0;
+      rec.bottleneck = r == 0 ? "n/a" : "compute_bound";
+      rec.idea = "x";
+      rec.timestamp = fmt::format("2026-11-29T00:00:1{}.000Z", r);
+      ledger.store(rec, so_, std::chrono::milliseconds(1000));
+    }
+  }
   FakeSlurm slurm;
   SlurmOptions so;
   so.partition = "gpu";

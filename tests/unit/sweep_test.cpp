@@ -81,9 +81,13 @@ TEST(SweepState, TheSkillsRulesSkipDoneReopenEarlyClosedAndResume) {
   EXPECT_EQ(plan_for(active, Mode::from_scratch, 150, 12), Plan::resume);
   EXPECT_EQ(plan_for(other_mode, Mode::from_scratch, 150, 0), Plan::start);
   EXPECT_EQ(plan_for(json(nullptr), Mode::from_scratch, 150, 0), Plan::start);
-  // The ledger is the truth: rounds stored after the state's last write count.
+  // The ledger is the truth: rounds stored after the state's last write count, and a current_iter
+  // the ledger does not back (edited by hand) counts for nothing.
   EXPECT_EQ(plan_for(json(nullptr), Mode::from_scratch, 150, 3), Plan::resume);
   EXPECT_EQ(plan_for(active, Mode::from_scratch, 150, 150), Plan::skip_done);
+  EXPECT_EQ(plan_for(done_full, Mode::from_scratch, 150, 3), Plan::reopen);
+  const json edited = {{"status", "active"}, {"mode", "from_scratch"}, {"current_iter", 150}};
+  EXPECT_EQ(plan_for(edited, Mode::from_scratch, 150, 3), Plan::resume);
 }
 
 TEST(SweepState, TheQueueResumesActiveShapesFirstThenTheManifestThenFarAndNeedsScratchShapes) {

@@ -55,7 +55,9 @@ const char* plan_name(Plan p) {
 
 Plan plan_for(const json& entry, Mode mode, int target_rounds, int stored_rounds) {
   if (!entry.is_object()) return stored_rounds > 0 ? Plan::resume : Plan::start;
-  const int current = std::max<int>(stored_rounds, static_cast<int>(get_integer(entry, "current_iter").value_or(0)));
+  // The ledger is the truth: the rounds stored, not the state's current_iter (a hand-edited
+  // current_iter made the sweep skip shapes whose ledgers held 3 rounds as done at 150).
+  const int current = stored_rounds;
   const std::string status = get_string(entry, "status").value_or("");
   const bool same_mode = get_string(entry, "mode").value_or(mode_name(mode)) == mode_name(mode);
   if (status == "done" && same_mode && current >= target_rounds) return Plan::skip_done;

@@ -100,7 +100,8 @@ std::vector<QueueItem> plan_sweep(const json& state, const Manifest& manifest, M
 int stored_rounds_of(const Workspace& ws, const TaskRef& t) {
   Ledger l(ws, t);
   if (!l.exists()) return 0;
-  return l.index().max_round;
+  // The rounds stored, not the highest round number (one record under a jumped number is one round).
+  return static_cast<int>(l.index().rounds.size());
 }
 
 std::optional<StartFrom> nearest_best(const Workspace& ws, const TaskRef& target) {
