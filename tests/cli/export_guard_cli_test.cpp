@@ -108,7 +108,7 @@ TEST(ExportGuard, ForceSetsAForeignFolderAsideAndScaledOperatorsStayApart) {
 }
 
 // What the export ships is what croq built and measured: a source changed after its build, or a
-// record whose figure was edited in the ledger, is refused (before, both were exported under the
+// record whose figure was edited in the ledger (which croq session validate reports), is refused (before, both were exported under the
 // KEEP's figure: a kernel that computed nothing, and 99 TFLOPS for a 0.04 TFLOPS kernel).
 TEST(ExportGuard, ASourceChangedSinceItsBuildOrAnEditedFigureIsNotExported) {
   TempDir dir;
@@ -156,6 +156,10 @@ TEST(ExportGuard, ASourceChangedSinceItsBuildOrAnEditedFigureIsNotExported) {
   CroqRun edited = run_croq(dir.path(), {"export", t, "--out", (dir.path() / "dist3").string(), "--name", "ok"});
   EXPECT_EQ(edited.rc, 2) << edited.out << edited.err;
   EXPECT_NE(edited.err.find("the ledger was edited"), std::string::npos) << edited.err;
+  // croq session validate finds the record too.
+  CroqRun valid = run_croq(dir.path(), {"session", "validate", "--gpu", "cpu_test", "--dsl", "cpp", "--shape-key", key});
+  EXPECT_NE(valid.rc, 0) << valid.out;
+  EXPECT_NE(valid.err.find("the log was edited"), std::string::npos) << valid.err;
 }
 
 }  // namespace

@@ -1,6 +1,8 @@
 // Validation and cleaning of task ledgers (maintenance.hpp).
 #include "croq/session/maintenance.hpp"
 
+#include <cmath>
+
 #include <ctime>
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -119,6 +121,18 @@ TaskValidation validate_task(const Workspace& ws, const TaskRef& task) {
       v.errors.push_back(fmt::format("{}: a tuning round (round {}) needs a bottleneck", r.kernel, r.round));
     }
     if (is_measured(r.decision) && !r.tflops) v.errors.push_back(fmt::format("{}: {} without TFLOPS", r.kernel, decision_name(r.decision)));
+    // A measured record carries its measurement's figure: a figure that differs from it was
+    // edited into the log (the export refuses such a record as well).
+    if (r.tflops && r.source() == "measured" && r.extra.contains("measurement") && r.extra["measurement"].is_object()) {
+      const json& m = r.extra["measurement"];
+      if (m.contains("tflops") && m["tflops"].is_number()) {
+        const double a = *r.tflops, b = m["tflops"].get<double>();
+        if (std::fabs(a - b) > 1e-6 * std::max(std::fabs(a), std::fabs(b))) {
+          v.errors.push_back(fmt::format("{}: the record says {:.6g} TFLOPS, its measurement {:.6g}: the log was edited",
+                                         r.kernel, a, b));
+        }
+      }
+    }
     if (auto n = r.iter_number(); n && *n >= 1 && !is_failure(r.decision) && !find_primary_source(ws, task, r.kernel) &&
                                   !find_primary_source(ws, task, r.iter)) {
       v.warnings.push_back(fmt::format("{}: no source in srcs/", r.kernel));
