@@ -271,6 +271,7 @@ TEST(BuildCli, EnvValidateGivesOneDocumentAndExitsOneOnErrors) {
   auto cpp = run_croq(root.path(), {"env", "validate", "--dsl", "cpp"});
   ASSERT_TRUE(cpp.doc.is_object());
   EXPECT_EQ(cpp.rc, cpp.doc.value("pass", false) ? 0 : 1);
+  for (const auto& w : cpp.doc["warnings"]) EXPECT_NE(w.value("check", ""), "gpu") << "cpp needs no GPU: " << w.dump();
   auto bad = run_croq(root.path(), {"env", "validate", "--dsl", "rust"});
   EXPECT_EQ(bad.rc, 2);
 }
