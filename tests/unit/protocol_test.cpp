@@ -516,12 +516,17 @@ TEST_F(EnforcedTask, ARoundStoresTheNewestMeasurementNotTheLuckiest) {
   };
   auto [lucky, lucky_sha] = measure("try1.json", 30.0);
   auto [later, later_sha] = measure("try2.json", 20.0);
-  measure("pair_iter002_1_iter002_x.json", 21.0);  // a pair file does not count as newer
+  measure("pair_iter002_1_iter002_x.json", 21.0);  // a pair file does not hide the round's own
   auto with_file = [&](const std::string& sha) {
     return rec(1, "iter002_x", Decision::KEEP, 30.0, {{"measurement", {{"sha256", sha}, {"file", "x"}}}});
   };
   EXPECT_EQ(refusal_rule([&] { guard_store(*ws, task, with_file(lucky_sha), lucky); }), "newest_measurement");
   EXPECT_NE(refusal_rule([&] { guard_store(*ws, task, with_file(later_sha), later); }), "newest_measurement");
+  // The newest of all (a pair file, as croq state suggests after the pairs) stands too.
+  auto [pair, pair_sha] = measure("pair_iter002_2_iter002_x.json", 20.5);
+  EXPECT_NE(refusal_rule([&] { guard_store(*ws, task, with_file(pair_sha), pair); }), "newest_measurement");
+  EXPECT_NE(refusal_rule([&] { guard_store(*ws, task, with_file(later_sha), later); }), "newest_measurement");
+  EXPECT_EQ(refusal_rule([&] { guard_store(*ws, task, with_file(lucky_sha), lucky); }), "newest_measurement");
 }
 
 // VERIFIED in the checkpoint is the checkpoint's word: the MEASURE guard also wants croq checkpoint

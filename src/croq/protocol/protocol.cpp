@@ -793,17 +793,19 @@ void guard_store(const Workspace& ws, const TaskRef& task, const TaskSnapshot& s
       refuse({Step::STORE, "measured_what_was_built", fmt::format("no build of {} since the plan was written", record.kernel),
               cmd("build", task).opt("--iter", record.kernel)});
     }
-    // The kernel's newest measurement since that build (back-to-back pair files aside): a driver
-    // does not pick the luckiest of several runs.
+    // The kernel's newest measurement since that build: its newest of all, or its newest outside
+    // the back-to-back pairs of a close call (the round's own measurement, decided on the pairs). A
+    // driver does not pick the luckiest of several runs.
     if (record.extra.contains("measurement") && record.extra["measurement"].is_object()) {
       const std::string stored_sha = get_string(record.extra["measurement"], "sha256").value_or("");
-      std::optional<Evidence> newest;
+      std::optional<Evidence> newest, newest_any;
       for (const Evidence& e : evidence) {
         if (e.kind != EvidenceKind::measure || e.kernel != record.kernel || e.timestamp < build->timestamp) continue;
-        if (fs::path(e.file).filename().string().rfind("pair_", 0) == 0) continue;
-        newest = e;
+        newest_any = e;
+        if (fs::path(e.file).filename().string().rfind("pair_", 0) != 0) newest = e;
       }
-      if (newest && !stored_sha.empty() && newest->sha256 != stored_sha) {
+      if (!newest) newest = newest_any;
+      if (newest && !stored_sha.empty() && newest->sha256 != stored_sha && newest_any->sha256 != stored_sha) {
         refuse({Step::STORE, "newest_measurement",
                 fmt::format("this task is enforced: the round stores {}'s newest measurement since its build ({}), "
                             "not an earlier one",
