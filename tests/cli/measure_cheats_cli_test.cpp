@@ -188,7 +188,12 @@ TEST_F(Abi2Cheats, RowsFinishedAfterTheLaunchReturnedAreNotTheLaunchsOutput) {
   auto late = measure2("matmul", "late_rows", k_dense_key);
   EXPECT_EQ(late.rc, 8);
   EXPECT_EQ(late.doc["verdict"], "VERIFY_FAIL") << late.doc["detail"];
-  EXPECT_EQ(late.doc["reason"], "unwritten_output") << late.doc["detail"];
+  // Caught at the first comparison (unwritten_output) or at a timed launch verified at random
+  // (timed_mismatch), whichever the thread's timing meets first; either way it is the poison left in
+  // the rows the launch did not write.
+  const std::string reason = late.doc["reason"];
+  EXPECT_TRUE(reason == "unwritten_output" || reason == "timed_mismatch") << reason << ": " << late.doc["detail"];
+  EXPECT_NE(late.doc["detail"].get<std::string>().find("NaN or infinite"), std::string::npos) << late.doc["detail"];
 }
 
 // An incremental cache: a candidate that keeps its own copy of B finds every column changed before
