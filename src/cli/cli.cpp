@@ -10,8 +10,10 @@
 #include <sstream>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "croq/gpu/device_key.hpp"
+#include "croq/workspace/operators.hpp"
 #include "croq/util/build_info.hpp"
 #include "croq/util/fs.hpp"
 #include "croq/util/text.hpp"
@@ -75,10 +77,9 @@ std::optional<TaskContext> task_context(Context& ctx) {
   return std::nullopt;
 }
 
-namespace {
-
-// A task that does not exist yet, next to one that does with a shape key or model a typo away.
-void refuse_near_miss(Context& ctx, const TaskRef& t) {
+// A task that does not exist yet, next to one that does with a shape key or model a typo away, or
+// with the same problem's key spelt otherwise.
+void refuse_near_miss(Context& ctx, const TaskRef& t, const std::string& new_hint) {
   Workspace& ws = ctx.ws();
   std::error_code ec;
   if (fs::is_directory(ws.kind_dir(t, ArtifactKind::logs), ec)) return;
@@ -102,22 +103,33 @@ void refuse_near_miss(Context& ctx, const TaskRef& t) {
     const std::string la = letters(a), lb = letters(b);
     return a != b && la != lb && std::max(la.size(), lb.size()) >= 3 && edit_distance(la, lb) <= 1;
   };
-  std::vector<std::string> names;
+  std::vector<std::string> names, spelt;
   for (const auto& other : ws.list_tasks({}, t.dsl)) {
     const bool same_key = other.shape.text == t.shape.text;
     const bool same_model = other.model == t.model;
-    if ((same_key && near(t.model, other.model)) || (same_model && near_key(t.shape.text, other.shape.text)) ||
-        (near(t.model, other.model) && near_key(t.shape.text, other.shape.text))) {
+    if (same_model && same_problem(t.shape, other.shape)) {
+      spelt.push_back(fmt::format("--shape-key {} --model {}", other.shape.text, other.model));
+    } else if ((same_key && near(t.model, other.model)) || (same_model && near_key(t.shape.text, other.shape.text)) ||
+               (near(t.model, other.model) && near_key(t.shape.text, other.shape.text))) {
       names.push_back(fmt::format("--shape-key {} --model {}", other.shape.text, other.model));
     }
+  }
+  if (!spelt.empty()) {
+    throw Error(ExitCode::not_found,
+                fmt::format("no task {} yet, and an existing task names the same problem with its key spelt "
+                            "otherwise ({})",
+                            t.id(), spelt.front()),
+                fmt::format("use the existing task ({}){}", spelt.front(), new_hint));
   }
   if (names.empty()) return;
   std::string list;
   for (const auto& n : names) list += (list.empty() ? "" : "; ") + n;
   throw Error(ExitCode::not_found,
               fmt::format("no task {} yet, and its name is close to an existing task's ({}): a typo?", t.id(), list),
-              fmt::format("use the existing task ({}), or pass --new to start this one", names.front()));
+              fmt::format("use the existing task ({}){}", names.front(), new_hint));
 }
+
+namespace {
 
 }  // namespace
 
@@ -143,7 +155,7 @@ TaskRef resolve_task(Context& ctx, const TaskOptions& o) {
   std::string gpu = resolve_device_key(v.gpu, v.dsl);
   TaskRef t = make_task(gpu, v.dsl, v.shape_key, v.model);
   ctx.ws();
-  if (!v.is_new) refuse_near_miss(ctx, t);
+  if (!v.is_new) refuse_near_miss(ctx, t, ", or pass --new to start this one");
   ctx.task = t;
   return t;
 }
@@ -534,23 +546,33 @@ int run(int argc, char** argv, std::ostream& out, std::ostream& err) {
       deepest = subs.front();
     }
     std::string hint = "run `croq help` for the list of verbs";
+    // CLI11 lists the unexpected arguments last first; the message names them as they were typed.
+    const std::vector<std::string> extras = app.remaining(true);
+    std::string message = e.what();
     if (deepest != &app) {
       ctx.verb = full_name(deepest);
-      std::vector<std::string> extras = app.remaining(true);
       std::string flags = flag_suggestions(deepest, extras);
       hint = (flags.empty() ? "" : flags + "; ") + "run `croq help " + ctx.verb + "` for its options";
-    } else if (!near.empty()) {
-      hint = "did you mean `croq " + near.front() + "`?";
+      message = fmt::format("croq {} does not take {}", ctx.verb, fmt::join(extras, " "));
+    } else if (!word.empty()) {
+      message = "unknown verb '" + word + "'";
+      if (!near.empty()) hint = "did you mean `croq " + near.front() + "`?";
     }
-    return fail(ExitCode::usage, e.what(), hint);
+    return fail(ExitCode::usage, message, hint);
   } catch (const CLI::ParseError& e) {
-    for (CLI::App* a = &app;;) {
-      auto subs = a->get_subcommands();
+    CLI::App* deepest = &app;
+    for (;;) {
+      auto subs = deepest->get_subcommands();
       if (subs.empty()) break;
-      a = subs.front();
-      ctx.verb += (ctx.verb.empty() ? "" : " ") + a->get_name();
+      deepest = subs.front();
+      ctx.verb += (ctx.verb.empty() ? "" : " ") + deepest->get_name();
     }
-    return fail(ExitCode::usage, e.what(), "run `croq help" + (ctx.verb.empty() ? "" : " " + ctx.verb) + "` for the options");
+    // A missing required option is reported before the arguments the verb does not take: a
+    // mistyped `--dls cpp` would read "--dsl is required" alone; the mistyped flag comes first.
+    std::string flags;
+    if (deepest != &app) flags = flag_suggestions(deepest, app.remaining(true));
+    return fail(ExitCode::usage, e.what(),
+                (flags.empty() ? "" : flags + "; ") + "run `croq help" + (ctx.verb.empty() ? "" : " " + ctx.verb) + "` for the options");
   }
 
   // Find the verb that was chosen.

@@ -86,6 +86,10 @@ void add_task_options(CLI::App& app, TaskOptions& o, bool gpu_required = false);
 // Validates the options, resolves the gpu key (flag, CROQ_GPU, detection, or the CPU key for
 // dsl cpp), records the task in the context for the trace, and returns it.
 TaskRef resolve_task(Context& ctx, const TaskOptions& o);
+// Refuses (not_found) a task that does not exist yet when an existing task's shape key or model is a
+// typo away, or its key names the same problem spelt otherwise (matmul_F32_... of matmul_f32_...);
+// `new_hint` ends the hint (", or pass --new to start this one").
+void refuse_near_miss(Context& ctx, const TaskRef& t, const std::string& new_hint);
 // The task context (see TaskOptions): the cwd's task, else `croq use`'s; nullopt without one.
 struct TaskContext {
   std::string gpu, dsl, shape_key, model;

@@ -1,8 +1,11 @@
 // croq tune: the main job — croq's own search drives the protocol for one or more shapes (the
 // Tuner, search/tune.hpp). With --jobs N, N shapes are tuned at once, each by its own
 // `croq tune <shape>` child process (tune_in_parallel, search/parallel_tune.hpp).
+#include <signal.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <cstring>
 #include <memory>
 
 #include <fmt/format.h>
@@ -14,6 +17,7 @@
 #include "croq/search/parallel_tune.hpp"
 #include "croq/search/tune.hpp"
 #include "croq/util/paths.hpp"
+#include "croq/util/process.hpp"
 #include "croq/workspace/operators.hpp"
 
 namespace croq::cli {
@@ -54,6 +58,66 @@ json list_space(const TuneOpts& o, const std::string& gpu) {
   }
   return {{"gpu", gpu}, {"dsl", o.dsl}, {"shapes", shapes}};
 }
+
+// --start-params names the family's parameters with their legal values: a mistyped name or value
+// would otherwise be dropped and the tune start from the family's default without a word.
+void check_start_params(const json& params, const KernelFamily& family) {
+  const auto specs = family.params();
+  std::vector<std::string> names;
+  for (const auto& spec : specs) names.push_back(spec.name);
+  for (auto it = params.begin(); it != params.end(); ++it) {
+    auto spec = std::find_if(specs.begin(), specs.end(), [&](const ParamSpec& s) { return s.name == it.key(); });
+    if (spec == specs.end()) {
+      throw_usage(fmt::format("--start-params: {} is not a parameter of the {} family", it.key(), family.name()),
+                  fmt::format("its parameters: {} (croq tune --list-space shows the legal configurations)",
+                              fmt::join(names, " ")));
+    }
+    const std::string value = it.value().is_string() ? it.value().get<std::string>() : it.value().dump();
+    if (std::find(spec->values.begin(), spec->values.end(), value) == spec->values.end()) {
+      throw_usage(fmt::format("--start-params: {}={} is not a value of the {} family's {}", it.key(), value,
+                              family.name(), it.key()),
+                  fmt::format("its values: {}", fmt::join(spec->values, " ")));
+    }
+  }
+}
+
+// Ctrl-C (or SIGTERM) during a tune of one shape at a time ends croq as before (every stored round is
+// on disk), after a line that says so and gives the command that goes on from them.
+char g_interrupt_note[4096];
+size_t g_interrupt_note_size = 0;
+
+extern "C" void on_tune_interrupt(int sig) {
+  if (g_interrupt_note_size > 0) {
+    ssize_t ignored = ::write(2, g_interrupt_note, g_interrupt_note_size);
+    (void)ignored;
+  }
+  ::signal(sig, SIG_DFL);
+  ::raise(sig);
+}
+
+class InterruptNote {
+ public:
+  explicit InterruptNote(const std::string& text) {
+    const size_t n = std::min(text.size(), sizeof(g_interrupt_note));
+    std::memcpy(g_interrupt_note, text.data(), n);
+    g_interrupt_note_size = n;
+    struct sigaction sa{};
+    sa.sa_handler = on_tune_interrupt;
+    sigemptyset(&sa.sa_mask);
+    ::sigaction(SIGINT, &sa, &m_old_int);
+    ::sigaction(SIGTERM, &sa, &m_old_term);
+  }
+  ~InterruptNote() {
+    ::sigaction(SIGINT, &m_old_int, nullptr);
+    ::sigaction(SIGTERM, &m_old_term, nullptr);
+    g_interrupt_note_size = 0;
+  }
+  InterruptNote(const InterruptNote&) = delete;
+  InterruptNote& operator=(const InterruptNote&) = delete;
+
+ private:
+  struct sigaction m_old_int{}, m_old_term{};
+};
 
 }  // namespace
 
@@ -120,7 +184,9 @@ VerbRunner setup_tune(CLI::App& app) {
     for (const auto& key : o->shape_keys) {
       TaskRef t = make_task(gpu, o->dsl, key, o->model);
       (void)check_measurable_shape(t.shape);
-      (void)choose_family(o->family, o->dsl, problem_from_task(t));
+      refuse_near_miss(ctx, t, "");
+      auto family = choose_family(o->family, o->dsl, problem_from_task(t));
+      if (start_params.is_object()) check_start_params(start_params, *family);
     }
     if (o->jobs > 1 && o->shape_keys.size() > 1) {
       if (o->git_commit) {
@@ -149,6 +215,11 @@ VerbRunner setup_tune(CLI::App& app) {
     }
     SelfExecClient client(process_runner(), exe, ctx.ws().root());
     const bool tty = ::isatty(2) && !ctx.quiet;
+    std::vector<std::string> again;
+    for (const auto& a : ctx.argv) again.push_back(shell_quote(a));
+    InterruptNote interrupted(fmt::format("\ncroq tune: interrupted; every round stored so far is kept, and the same "
+                                          "command goes on from them:\n  croq {}\n",
+                                          fmt::join(again, " ")));
     json summaries = json::array();
     for (size_t i = 0; i < o->shape_keys.size(); ++i) {
       TaskRef t = make_task(gpu, o->dsl, o->shape_keys[i], o->model);

@@ -15,6 +15,30 @@ TEST(Cli, UnknownVerbSuggestsTheNearestOne) {
   EXPECT_EQ(r.doc["error"]["code"], "usage");
 }
 
+// An unknown verb is named as typed (before, CLI11's message listed every argument last first:
+// "cpp --dsl tuen"); an argument a verb does not take is named with the verb.
+TEST(Cli, AnUnknownVerbOrArgumentIsNamedAsTyped) {
+  TempDir dir;
+  auto verb = run_croq(dir.path(), {"tuen", "--dsl", "cpp"});
+  EXPECT_EQ(verb.rc, 2);
+  EXPECT_EQ(verb.doc["error"]["message"], "unknown verb 'tuen'") << verb.err;
+  EXPECT_EQ(verb.doc["error"]["hint"], "did you mean `croq tune`?") << verb.err;
+  auto arg = run_croq(dir.path(), {"state", "--bogus", "1", "2"});
+  EXPECT_EQ(arg.rc, 2);
+  EXPECT_EQ(arg.doc["error"]["message"], "croq state does not take --bogus 1 2") << arg.err;
+}
+
+// A mistyped flag whose verb then misses a required option: the mistyped flag is named first
+// (before, `croq tune --dls cpp KEY` said only "--dsl is required").
+TEST(Cli, AMistypedRequiredOptionIsSuggested) {
+  TempDir dir;
+  auto r = run_croq(dir.path(), {"tune", "--dls", "cpp", "matmul_f32_64x64x64"});
+  EXPECT_EQ(r.rc, 2);
+  EXPECT_EQ(r.doc["error"]["message"], "--dsl is required") << r.err;
+  EXPECT_NE(r.doc["error"]["hint"].get<std::string>().find("--dls: did you mean --dsl?"), std::string::npos) << r.err;
+  EXPECT_FALSE(std::filesystem::exists(dir.path() / "tuning"));
+}
+
 // `croq help <group>` lists the group's verbs (croq --help names the groups), and a misspelt group
 // is suggested as one.
 TEST(Cli, HelpOfAGroupListsItsVerbs) {

@@ -396,6 +396,16 @@ TEST(TaskContext, UseAndTheTaskFolderNameTheTaskAndTyposAreRefused) {
   EXPECT_EQ(cut.rc, 4) << cut.out;
   EXPECT_FALSE(fs::exists(dir / "tuning" / logs.parent_path().parent_path().parent_path().filename() / "cpp/logs/matmul_f32_64x64"));
   EXPECT_EQ(run_croq(dir.path(), {"state", "--dsl", "cpp", "--shape-key", k_key, "--model", "mee", "--new"}).rc, 0);
+  // The same problem with its key spelt otherwise (dtype case or alias, the operator's other
+  // forms) would be a task of its own: refused, the existing key named.
+  const std::string dims = k_key.substr(k_key.rfind('_') + 1);
+  for (const std::string& other : {"matmul_F32_" + dims, "matmul_fp32_" + dims, "gemm_f32_" + dims, "f32_" + dims}) {
+    CroqRun spelt = run_croq(dir.path(), {"state", "--dsl", "cpp", "--shape-key", other, "--model", "me"});
+    EXPECT_EQ(spelt.rc, 4) << other << ": " << spelt.out;
+    EXPECT_NE(spelt.err.find("names the same problem"), std::string::npos) << spelt.err;
+    EXPECT_NE(spelt.err.find("--shape-key " + k_key + " --model me"), std::string::npos) << spelt.err;
+  }
+  EXPECT_EQ(run_croq(dir.path(), {"state", "--dsl", "cpp", "--shape-key", "matmul_f16_" + dims, "--model", "me"}).rc, 0);
   // Another shape (numbers differ) or a numbered model is not a typo.
   EXPECT_EQ(run_croq(dir.path(), {"state", "--dsl", "cpp", "--shape-key", "matmul_f32_32x32x32", "--model", "me"}).rc, 0);
 

@@ -80,7 +80,7 @@ std::vector<std::string> with(std::vector<std::string> args, const std::string& 
 
 // Starts `croq --root <root> args...` in its own process group with its output discarded (so a test
 // can kill the whole group with SIGKILL); returns the pid, or -1.
-pid_t spawn_croq(const fs::path& root, const std::vector<std::string>& args) {
+pid_t spawn_croq(const fs::path& root, const std::vector<std::string>& args, const fs::path& err_file = {}) {
   std::vector<std::string> argv = {CROQ_BIN, "--root", root.string()};
   argv.insert(argv.end(), args.begin(), args.end());
   std::vector<char*> cargv;
@@ -91,7 +91,7 @@ pid_t spawn_croq(const fs::path& root, const std::vector<std::string>& args) {
     ::setpgid(0, 0);
     int null = ::open("/dev/null", O_WRONLY);
     ::dup2(null, 1);
-    ::dup2(null, 2);
+    ::dup2(err_file.empty() ? null : ::open(err_file.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644), 2);
     ::unsetenv("CROQ_ROOT");
     ::execv(CROQ_BIN, cargv.data());
     ::_exit(127);
@@ -233,6 +233,17 @@ TEST(TuneCli, TunesACppMatmulEndToEndUnderTheEnforcedProtocol) {
     EXPECT_EQ(rounds, 10u) << text;  // the last 10 rounds
     EXPECT_LE(std::count(text.begin(), text.end(), '\n'), 40) << "more than one screen";
   }
+  {
+    // A task croq tune drives is given more rounds by croq tune (it begins the protocol itself).
+    SCOPED_TRACE("more rounds");
+    TaskPaths p = paths_of(dir.path(), run.doc.value("task", ""));
+    CroqRun st = run_croq(dir.path(), with({"state"}, p.gpu));
+    ASSERT_EQ(st.rc, 0) << st.err;
+    EXPECT_EQ(st.doc.value("step", ""), "SHAPE_COMPLETE") << st.out;
+    const std::string next = st.doc.value("next_action", "");
+    EXPECT_NE(next.find("`croq tune " + k_key + " --gpu "), std::string::npos) << next;
+    EXPECT_EQ(next.find("protocol begin"), std::string::npos) << next;
+  }
   s_dir = nullptr;
   s_run = nullptr;
 }
@@ -279,6 +290,39 @@ TEST(TuneCli, ResumesAfterSigkillWithoutLosingARecord) {
   EXPECT_EQ(rounds, want);
   CroqRun valid = run_croq(dir.path(), with({"session", "validate"}, paths_of(dir.path(), again.doc.value("task", "")).gpu));
   EXPECT_EQ(valid.rc, 0) << valid.out << valid.err;
+}
+
+// Ctrl-C during a tune (SIGINT to its process group, as a terminal sends it) ends it as before, the
+// stored rounds intact, after a line that gives the command that goes on from them.
+TEST(TuneCli, AnInterruptedTuneSaysHowToGoOn) {
+  TempDir dir;
+  const fs::path err = dir.path() / "err.txt";
+  pid_t pid = spawn_croq(dir.path(), {"tune", k_key, "--dsl", "cpp", "--rounds", "40", "--seed", "5"}, err);
+  ASSERT_GE(pid, 0);
+  fs::path log;
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::minutes(8);
+  while (std::chrono::steady_clock::now() < deadline) {
+    std::error_code ec;
+    for (auto it = fs::recursive_directory_iterator(dir.path() / "tuning", ec); !ec && it != fs::end(it); it.increment(ec)) {
+      if (it->path().filename() == "idea-log.jsonl") log = it->path();
+    }
+    if (!log.empty() && records(log.parent_path()).size() >= 3) break;
+    int status = 0;
+    if (::waitpid(pid, &status, WNOHANG) == pid) FAIL() << "tune ended before it could be interrupted";
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  ASSERT_FALSE(log.empty());
+  const auto before = records(log.parent_path());
+  ::kill(-pid, SIGINT);
+  int status = 0;
+  ASSERT_EQ(::waitpid(pid, &status, 0), pid);
+  EXPECT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == SIGINT) << status;
+  const std::string text = croq::read_file(err).value_or("");
+  EXPECT_NE(text.find("croq tune: interrupted; every round stored so far is kept"), std::string::npos) << text;
+  EXPECT_NE(text.find("tune " + std::string(k_key) + " --dsl cpp --rounds 40 --seed 5"), std::string::npos) << text;
+  const auto after = records(log.parent_path());
+  ASSERT_GE(after.size(), before.size());
+  for (size_t i = 0; i < before.size(); ++i) EXPECT_EQ(after[i].dump(), before[i].dump()) << "record " << i << " changed";
 }
 
 // Milliseconds since the epoch of croq's ISO timestamps ("2026-12-01T06:12:33.123Z").
@@ -603,7 +647,11 @@ TEST(TuneCli, WhatCannotBeTunedIsRefusedBeforeATaskIsMade) {
   for (const auto& args : std::vector<std::vector<std::string>>{
            {"tune", "matmul_f32_128x128", "--dsl", "cpp"},
            {"tune", "gemm_sp_f16fp32_256x256x250", "--dsl", "cpp"},
-           {"tune", "matmul_f32_64x64x64", "--dsl", "cpp", "--gpu", "sm90_NVIDIA_H200"}}) {
+           {"tune", "matmul_f32_64x64x64", "--dsl", "cpp", "--gpu", "sm90_NVIDIA_H200"},
+           // A parameter the family does not have, or a value it does not take (before, dropped
+           // without a word: the tune started from the family's default).
+           {"tune", "matmul_f32_64x64x64", "--dsl", "cpp", "--start-params", R"({"BMM": 64})"},
+           {"tune", "matmul_f32_64x64x64", "--dsl", "cpp", "--start-params", R"({"BM": 65})"}}) {
     CroqRun r = run_croq(dir.path(), args);
     EXPECT_EQ(r.rc, 2) << args[1] << ": " << r.err;
     EXPECT_EQ(files(), 0u) << args[1];

@@ -367,8 +367,18 @@ TaskState derive_state(const Workspace& ws, const TaskRef& task, const TaskSnaps
   }
   if (completed >= cfg.target_rounds) {
     s.step = Step::SHAPE_COMPLETE;
-    s.next_action = "the round budget is met: stop, or raise it with `" +
-                    cmd("protocol begin", task).opt("--rounds", "<N>").text() + "`";
+    std::error_code ec;
+    if (fs::exists(ws.kind_dir(task, ArtifactKind::logs) / "tune.json", ec)) {
+      // croq tune drives this task (it wrote tune.json): it begins the protocol itself, and the
+      // same command runs <N> more rounds.
+      s.next_action = fmt::format(
+          "the round budget is met: stop, or run <N> more rounds of croq's search with `croq tune {} --gpu {} "
+          "--dsl {} --model {} --rounds <N>`",
+          task.shape.text, task.gpu, task.dsl, task.model);
+    } else {
+      s.next_action = "the round budget is met: stop, or raise it with `" +
+                      cmd("protocol begin", task).opt("--rounds", "<N>").text() + "`";
+    }
     return s;
   }
   const History& history = snap.history();

@@ -44,6 +44,14 @@ std::string operator_name(const ShapeKey& key) {
   return key.op;
 }
 
+bool same_problem(const ShapeKey& a, const ShapeKey& b) {
+  if (a.text == b.text || a.dims != b.dims || a.suffix != b.suffix) return false;
+  const auto oa = try_shape_operator(a), ob = try_shape_operator(b);
+  if (!oa || !ob || *oa != *ob) return false;
+  const auto da = parse_dtype_pair(a.dtype_token), db = parse_dtype_pair(b.dtype_token);
+  return da && db && std::string(da->canonical) == db->canonical;
+}
+
 bool is_sparse_operator(const std::string& canonical_op) { return canonical_op == k_op_gemm_sp; }
 bool is_blockscaled_operator(const std::string& canonical_op) { return canonical_op == k_op_blockscaled; }
 

@@ -39,6 +39,10 @@ std::string operator_name(const ShapeKey& key);
 std::string check_measurable_shape(const ShapeKey& key);
 bool is_sparse_operator(const std::string& canonical_op);
 bool is_blockscaled_operator(const std::string& canonical_op);
+// True when two keys written differently name the same problem: the same canonical operator and
+// dtype (`matmul_F32_...`, `matmul_fp32_...`, `gemm_f32_...` and `f32_...` of `matmul_f32_...`), the
+// same dimensions and suffix. Each spelling would otherwise be a task of its own.
+bool same_problem(const ShapeKey& a, const ShapeKey& b);
 // The accepted shape key forms, for error messages.
 std::string accepted_shape_key_forms();
 
