@@ -116,6 +116,8 @@ VerbRunner setup_store_round(CLI::App& app) {
     } else if (req.decision.empty()) {
       throw_usage("--decision is required", "KEEP, DISCARD, COMPILE_FAIL, VERIFY_FAIL, RUNTIME_FAIL, SEGFAULT or HANG");
     }
+    // What the build established (CroqTile's cu_finetuned) is the build's to say, not --extra's.
+    apply_build_facts(ctx.ws(), t, req, make_round_record(req).kernel);
     // Validate before touching the disk (store_round validates again under the lock), then ask the
     // protocol whether this round may be stored.
     RoundRecord preview_record = make_round_record(req);

@@ -186,5 +186,38 @@ TEST_F(Provenance, ATypedBaselineIsRefusedInAnEnforcedTask) {
   }
 }
 
+// CroqTile's cu_finetuned is what croq's build found (the .cu against choreo's output for the .co),
+// not what a driver says: it is written into the record, and an --extra claim that contradicts it,
+// co_bypassed for choreo's own .cu, or a build document edited after the build are refused.
+TEST_F(Provenance, CroqtilesBuildFactsAreTheBuildsToSay) {
+  const TaskRef co = make_task("sm90_NVIDIA_H200", "croqtile", "matmul_f16f32_256x256x256", "m1");
+  auto build_doc = [&](const std::string& kernel, bool finetuned) {
+    fs::path doc = ws->kind_dir(co, ArtifactKind::perf) / ("build_" + kernel + ".json");
+    atomic_write(doc, json{{"verdict", "OK"}, {"cu_finetuned", finetuned}}.dump());
+    record_evidence(*ws, co, EvidenceKind::build, kernel, doc, {{"verdict", "OK"}});
+    return doc;
+  };
+  auto store = [&](const std::string& kernel, json extra) {
+    StoreRequest req;
+    req.extra = std::move(extra);
+    apply_build_facts(*ws, co, req, kernel);
+    return req.extra;
+  };
+  build_doc("iter001_generated", false);
+  EXPECT_EQ(store("iter001_generated", json::object())["cu_finetuned"], false);
+  EXPECT_EQ(store("iter001_generated", {{"cu_finetuned", false}, {"co_changed", true}})["co_changed"], true);
+  EXPECT_THROW(store("iter001_generated", {{"cu_finetuned", true}}), Error);
+  EXPECT_THROW(store("iter001_generated", {{"co_bypassed", true}}), Error);
+
+  fs::path tuned = build_doc("iter002_tuned", true);
+  EXPECT_EQ(store("iter002_tuned", {{"co_bypassed", true}})["cu_finetuned"], true);
+  EXPECT_THROW(store("iter002_tuned", {{"cu_finetuned", false}}), Error);
+  atomic_write(tuned, json{{"verdict", "OK"}, {"cu_finetuned", false}}.dump());  // edited by hand
+  EXPECT_THROW(store("iter002_tuned", json::object()), Error);
+
+  // A kernel croq did not build here carries no build facts.
+  EXPECT_EQ(store("iter003_other", {{"cu_finetuned", true}})["cu_finetuned"], true);
+}
+
 }  // namespace
 }  // namespace croq

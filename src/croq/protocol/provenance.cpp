@@ -5,6 +5,7 @@
 
 #include "croq/protocol/protocol.hpp"
 #include "croq/util/error.hpp"
+#include "croq/util/fs.hpp"
 #include "croq/workspace/ids.hpp"
 
 namespace croq {
@@ -114,6 +115,37 @@ MeasurementProvenance vet_measurement(const Workspace& ws, const TaskRef& task, 
     req.extra["measurement"]["unverified"] = p.problem;
   }
   return p;
+}
+
+void apply_build_facts(const Workspace& ws, const TaskRef& task, StoreRequest& req, const std::string& kernel) {
+  bool any_build = false;
+  for (const Evidence& e : read_evidence(ws, task)) any_build = any_build || (e.kind == EvidenceKind::build && e.kernel == kernel);
+  if (!any_build) return;
+  const auto entry = latest_valid_evidence(ws, task, EvidenceKind::build, kernel);
+  if (!entry) {
+    if (task.dsl != "croqtile") return;  // only CroqTile's build documents carry facts for the record
+    throw_usage(fmt::format("the build document of {} was changed or removed after croq build wrote it", kernel),
+                fmt::format("croq build --iter {}; then measure and store again", kernel));
+  }
+  const auto path = intact_file(ws, *entry);
+  const auto text = path ? read_file(*path) : std::nullopt;
+  const auto doc = text ? try_parse_json(*text) : std::nullopt;
+  if (!doc || !doc->is_object()) return;
+  if (!doc->contains("cu_finetuned") || !(*doc)["cu_finetuned"].is_boolean()) return;
+  const bool finetuned = (*doc)["cu_finetuned"].get<bool>();
+  if (req.extra.contains("cu_finetuned") && req.extra["cu_finetuned"] != json(finetuned)) {
+    throw_usage(fmt::format("--extra's cu_finetuned ({}) contradicts the build of {}: its .cu {} what choreo generated "
+                            "for the .co",
+                            dump_compact(req.extra["cu_finetuned"]), kernel, finetuned ? "differs from" : "is"),
+                "croq records cu_finetuned from the build: drop it from --extra");
+  }
+  if (!finetuned && req.extra.contains("co_bypassed") && req.extra["co_bypassed"] == json(true)) {
+    throw_usage(fmt::format("--extra's co_bypassed (true) contradicts the build of {}: its .cu is what choreo generated "
+                            "for the .co, so the .co was not bypassed",
+                            kernel),
+                "store co_bypassed: true only for a kernel whose .cu was written or tuned by hand");
+  }
+  req.extra["cu_finetuned"] = finetuned;
 }
 
 }  // namespace croq

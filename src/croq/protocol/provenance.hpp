@@ -39,4 +39,11 @@ MeasurementProvenance check_measurement_provenance(const Workspace& ws, const Ta
 MeasurementProvenance vet_measurement(const Workspace& ws, const TaskRef& task, StoreRequest& req,
                                       const MeasurementFile& file, const std::string& kernel);
 
+// What croq's build of `kernel` established about it, written into the round's record so that a
+// driver cannot claim otherwise: for CroqTile, `cu_finetuned` (the .cu differs from what choreo
+// generated for the .co). An --extra value that contradicts it is refused (Error usage), as is
+// `co_bypassed: true` for a .cu that is choreo's own output, and (CroqTile) a record whose kernel's
+// build document was changed after croq build wrote it. Nothing happens without a build of `kernel`.
+void apply_build_facts(const Workspace& ws, const TaskRef& task, StoreRequest& req, const std::string& kernel);
+
 }  // namespace croq
