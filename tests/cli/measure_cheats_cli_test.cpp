@@ -196,6 +196,24 @@ TEST_F(Abi2Cheats, RowsFinishedAfterTheLaunchReturnedAreNotTheLaunchsOutput) {
   EXPECT_NE(late.doc["detail"].get<std::string>().find("NaN or infinite"), std::string::npos) << late.doc["detail"];
 }
 
+// A kernel that reads the block scales first and skips the k blocks whose share of a sum is below
+// the tolerance's reach (scales' product under 3e-4 of the largest block's) saves nothing: every
+// block of the check set keeps at least 1/256 of the largest's scales. Before, block scales spanned
+// 10^4 per tensor: it skipped 15 % of the multiply-adds and passed.
+TEST_F(Abi2Cheats, NoBlockOfTheCheckSetIsNegligible) {
+  auto r = measure2("blockscaled", "small_blocks", k_blocks_key);
+  std::ifstream in(m_log);
+  std::string word, of;
+  long long skipped = 0, total = 0, s = 0, n = 0;
+  while (in >> word >> s >> of >> n) skipped += s, total += n;
+  ASSERT_GT(total, 0) << "the candidate logged no launch: " << r.out << r.err;
+  if (r.doc["verdict"] == "PASS") {
+    EXPECT_EQ(skipped, 0) << "skipped " << skipped << " of " << total << " multiply-adds and passed";
+  } else {
+    EXPECT_EQ(r.doc["verdict"], "VERIFY_FAIL") << r.doc["detail"];
+  }
+}
+
 // An incremental cache: a candidate that keeps its own copy of B finds every column changed before
 // every launch (before, one: it recomputed one column of C and copied the rest, 40x the honest
 // figure, PASS).

@@ -136,13 +136,19 @@ CROQ_HD float fp8_scaled_value(uint64_t seed, uint64_t stream, uint64_t index) {
   return fp8_scaled_from_uniform(random_uniform(seed, stream, index));
 }
 
-// Scales: f32, spanning six orders of magnitude (10^-3 .. 10^3 times a base) with the A and B
-// factors drawn so that the scaled inputs' products keep the size of the unscaled operators'
-// (the output's RMS is about 0.3 sqrt(K), as for inputs uniform in [-1, 1)): a kernel that drops
-// a scale, applies one twice or applies the wrong block's is off by orders of magnitude.
+// Scales: f32, with the A and B factors drawn so that the scaled inputs' products keep the size of
+// the unscaled operators' (the output's RMS is about 0.3 sqrt(K), as for inputs uniform in [-1, 1)).
+// A per-tensor scale spans six orders of magnitude (10^-3 .. 10^3 times a base): a kernel that drops
+// it or applies it twice is off by orders of magnitude. Block scales span a factor of 16 per tensor
+// (10^-0.6 .. 10^0.6 times the base): a dropped or doubled scale is still off by two orders of
+// magnitude (the bases), another block's scale by a factor of up to 16, and every k block keeps a
+// share of each output element's sum (at least 1/256 of the largest block's scales), so no block's
+// work can be skipped as negligible. (With a span of 10^4 per tensor, 10^8 for the products, a CPU
+// kernel that skipped the blocks whose scales were below 3e-4 of the largest saved 15 % of the
+// work and passed.)
 //   per-tensor (index 0):   t = random_uniform(seed, k_stream_scale, 0)
 //                           a_scale = 10^(3t) / 128 * (1 + 0.25 u1), b_scale = 10^(-3t) / 384 * (1 + 0.25 u2)
-//   per block (index i):    a_scale[i] = 10^(2 t_a(i)) / 128 * ..., b_scale[j] = 10^(2 t_b(j)) / 384 * ...
+//   per block (index i):    a_scale[i] = 10^(0.6 t_a(i)) / 128 * ..., b_scale[j] = 10^(0.6 t_b(j)) / 384 * ...
 //                           with t_a, t_b independent per block (streams k_stream_scale_a / _b)
 inline constexpr uint64_t k_stream_scale = 6;
 inline constexpr uint64_t k_stream_scale_a = 7;
@@ -169,13 +175,16 @@ CROQ_HD float fp8_tensor_scale(uint64_t seed, int which) {
   return fp8_tensor_scale_from(t, u, which);
 }
 
+// log10 of the block scales' span each side of the base (see above).
+inline constexpr float k_block_scale_span = 0.6f;
+
 // Block scale `index` of A (which = 0: [ceil(K/bk), M] row-major, the operator's layout) or B
 // (which = 1: [ceil(N/bn), ceil(K/bk)] row-major): the index is the scale's place in its tensor.
 CROQ_HD float fp8_block_scale(uint64_t seed, int which, uint64_t index) {
   const uint64_t stream = which == 0 ? k_stream_scale_a : k_stream_scale_b;
   const float t = random_uniform(seed, stream, 2 * index);
   const float u = random_uniform(seed, stream, 2 * index + 1);
-  return pow10_approx(2.0f * t) / (which == 0 ? 128.0f : 384.0f) * (1.0f + 0.25f * u);
+  return pow10_approx(k_block_scale_span * t) / (which == 0 ? 128.0f : 384.0f) * (1.0f + 0.25f * u);
 }
 
 // The seed of the second verification run, derived from the first (recorded in the measurement).

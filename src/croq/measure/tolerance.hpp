@@ -12,13 +12,14 @@
 //     (dense matmul: with per-tensor scales, the same limits as unscaled inputs; the reference
 //      applies the scales in f32)
 //   e4m3 block-scaled, bf16 out: the row above plus mag_tol = 2^-10 times the element's magnitude
-//     sum_k |a_ik sa| |b_kj sb| (the reference computes it beside the product). Block scales put
-//     the outputs on any scale and make them cancel, so a fixed absolute term says nothing: FP8
-//     tensor cores accumulate each 128-deep block in about 13 mantissa bits before the promotion
-//     to f32 (measured on the H200: cuBLASLt's and croq's kernels alike err by up to 2.6e-4 of the
-//     magnitude on elements that cancel to near zero, 0.1-0.9 % of them). 2^-10 allows four such
-//     roundings per block; a kernel that drops, misplaces or caches a scale errs by a sizeable
-//     fraction of the magnitude and still fails, and the normwise limit is unchanged.
+//     sum_k |a_ik sa| |b_kj sb| (the reference computes it beside the product). FP8 tensor cores
+//     accumulate each 128-deep block in about 13 mantissa bits before the promotion to f32
+//     (measured on the H200, with block scales that then spanned 10^4 per tensor: cuBLASLt's and
+//     croq's kernels alike erred by up to 2.6e-4 of the magnitude on elements that cancel to near
+//     zero, 0.1-0.9 % of them), which outgrows the fixed term where K is large. 2^-10 allows four
+//     such roundings per block; a kernel that drops, misplaces or caches a scale, or skips a
+//     block (each keeps at least 1/256 of the largest block's scales, portable.hpp), errs by a
+//     sizeable fraction of the magnitude and still fails, and the normwise limit is unchanged.
 //   f32          f32        1.0       0.01     1e-4       f32 in, f32 accumulate
 //   f32 (tf32)   f32        1.0       0.01     5e-3       tf32 multiply, f32 accumulate
 //   (f16 accumulation, 16.0 / 0.05, is the seeds' row for kernels that accumulate in f16; the ABI

@@ -4,6 +4,10 @@
 //   honest          the reference itself
 //   zero_scales     (blockscaled) zeroes A's scales of the back half of the k blocks, then computes:
 //                   the output is right for the inputs as it left them, half the work a real kernel does
+//   small_blocks    (blockscaled) skips, for each output element, the k blocks whose scales' product is
+//                   below CROQ_SKIP_BELOW (3e-4) of the largest block's (a kernel that reads the scales
+//                   first saves that work where a block's share of the sum is below the tolerance),
+//                   and appends to $CROQ_CHEAT_LOG "skipped <s> of <n>" (multiply-adds) per launch
 //   prepare_writes  (gemm_sp) croq_gemm_prepare zeroes A's first row and its metadata
 //   late_rows       (matmul) leaves the last fifth of C's rows to a thread that finishes them after the
 //                   launch returned (outside the timed interval)
@@ -37,6 +41,10 @@
 
 namespace {
 
+#ifndef CROQ_SKIP_BELOW
+#define CROQ_SKIP_BELOW 3e-4f
+#endif
+
 // C = A B in f32 for rows [r0, r1) (f32 matmul, B row-major).
 void rows(const croq_gemm_desc* d, const croq_gemm_operands* o, int64_t r0, int64_t r1) {
   const auto* a = static_cast<const float*>(o->a);
@@ -62,6 +70,36 @@ CROQ_EXPORT croq_status croq_gemm(const croq_gemm_desc* d, const croq_gemm_opera
     const int64_t kb = (d->k + d->scale_block_k - 1) / d->scale_block_k;
     auto* as = const_cast<float*>(static_cast<const float*>(o->a_scale));  // [kb, M]
     for (int64_t q = kb / 2; q < kb; ++q) std::memset(as + q * d->m, 0, static_cast<size_t>(d->m) * sizeof(float));
+  }
+  if (CROQ_IS("small_blocks") && d->op == CROQ_OP_MATMUL_BLOCKSCALED) {
+    const int64_t bk = d->scale_block_k, bn = d->scale_block_n, kb = (d->k + bk - 1) / bk;
+    long long skipped = 0, total = 0;
+    for (int64_t i = 0; i < d->m; ++i) {
+      for (int64_t j = 0; j < d->n; ++j) {
+        float largest = 0.f;
+        for (int64_t q = 0; q < kb; ++q) {
+          largest = std::max(largest, o->a_scale[q * d->m + i] * o->b_scale[(j / bn) * kb + q]);
+        }
+        float acc = 0.f;
+        for (int64_t q = 0; q < d->k; ++q) {
+          ++total;
+          if (o->a_scale[(q / bk) * d->m + i] * o->b_scale[(j / bn) * kb + q / bk] < largest * CROQ_SKIP_BELOW) {
+            ++skipped;
+            continue;
+          }
+          acc += load(o->a, d->a_type, i * d->lda + q) * o->a_scale[(q / bk) * d->m + i] *
+                 (load(o->b, d->b_type, j * d->ldb + q) * o->b_scale[(j / bn) * kb + q / bk]);
+        }
+        store(o->c, d->c_type, i * d->ldc + j, acc);
+      }
+    }
+    if (const char* log = std::getenv("CROQ_CHEAT_LOG")) {
+      if (FILE* f = std::fopen(log, "a")) {
+        std::fprintf(f, "skipped %lld of %lld\n", skipped, total);
+        std::fclose(f);
+      }
+    }
+    return CROQ_OK;
   }
   if (d->op == CROQ_OP_MATMUL && d->scale_mode == CROQ_SCALE_NONE) {
     if (d->a_type != CROQ_F32 || d->b_layout != CROQ_ROW_MAJOR) return CROQ_UNSUPPORTED;
