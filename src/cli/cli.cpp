@@ -507,6 +507,14 @@ int run(int argc, char** argv, std::ostream& out, std::ostream& err) {
     return static_cast<int>(code);
   };
 
+  // A person at a terminal gets text (set again once the flags are parsed): an error in the
+  // command line itself is told on stderr only.
+  {
+    const char* env_json = std::getenv("CROQ_JSON");
+    bool json_asked = env_json && std::string(env_json) == "1";
+    for (const auto& a : ctx.argv) json_asked = json_asked || a == "--json" || a == "--pretty";
+    ctx.text = &out == &std::cout && ::isatty(STDOUT_FILENO) && !json_asked;
+  }
   if (argc >= 2 && std::string(argv[1]) == "--version") {
     out << dump_compact({{"croq", build_info::k_version}, {"git", build_info::git_sha()}}) << "\n";
     return 0;

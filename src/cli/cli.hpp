@@ -56,6 +56,9 @@ struct VerbSpec {
 const std::vector<VerbSpec>& verbs();
 // The text a terminal shows for a verb's JSON document (text_output.cpp).
 std::string render_text(const std::string& verb, const json& doc);
+// The shapes of a sweep as a table (shape, status, rounds, baseline, best, best/baseline), rates in a
+// unit that fits.
+std::string sweep_table(const json& shapes);
 // Example command lines of a verb, for its help and docs/cli.md (a test parses each).
 const std::vector<std::string>& verb_examples(const std::string& name);
 

@@ -59,8 +59,46 @@ std::string generic(const json& doc) {
 
 }  // namespace
 
+std::string sweep_table(const json& shapes) {
+  std::vector<std::vector<std::string>> rows = {{"shape", "status", "rounds", "baseline", "best", "best/baseline"}};
+  for (const auto& r : shapes) {
+    if (!r.is_object()) continue;
+    auto best = num(r, "best_tflops"), base = num(r, "baseline_tflops");
+    std::string rounds = std::to_string(r.value("current_iter", 0));
+    if (auto target = num(r, "target_rounds")) rounds += fmt::format("/{}", static_cast<long long>(*target));
+    std::string status = str(r, "status");
+    if (!str(r, "outcome").empty() && str(r, "outcome") != status) status += " (" + str(r, "outcome") + ")";
+    rows.push_back({str(r, "key"), status, rounds, base ? format_rate(*base) : "-", best ? format_rate(*best) : "-",
+                    best && base && *base > 0 ? fmt::format("{:.2f}x", *best / *base) : "-"});
+  }
+  return format_table(rows);
+}
+
 std::string render_text(const std::string& verb, const json& doc) {
   std::string s;
+  if (verb.rfind("sweep ", 0) == 0 && doc.is_object() && doc.contains("shapes") && doc["shapes"].is_array()) {
+    // sweep run / submit / status: a line per shape, figures in a unit that fits, then the counts.
+    s += sweep_table(doc["shapes"]);
+    std::vector<std::string> counts;
+    for (const char* k : {"done", "failed", "pending"}) {
+      if (doc.contains(k) && doc[k].is_number()) counts.push_back(fmt::format("{} {}", doc[k].get<long long>(), k));
+    }
+    if (doc.contains("counts") && doc["counts"].is_object()) {
+      for (auto it = doc["counts"].begin(); it != doc["counts"].end(); ++it) {
+        if (it.value().is_number()) counts.push_back(fmt::format("{} {}", it.value().get<long long>(), it.key()));
+      }
+    }
+    std::string line;
+    for (const auto& c : counts) line += (line.empty() ? "" : ", ") + c;
+    if (doc.value("stopped", false)) line += (line.empty() ? "" : "; ") + std::string("stopped");
+    if (auto wall = num(doc, "wall_s")) line += fmt::format("{}{:.1f} s", line.empty() ? "" : "; ", *wall);
+    if (!line.empty()) s += line + "\n";
+    if (doc.contains("running")) {
+      s += doc.value("running", false) ? fmt::format("a sweep runs now (pid {})\n", doc.value("pid", 0))
+                                       : std::string("no local sweep runs now\n");
+    }
+    return s;
+  }
   if (verb == "state" && doc.is_object()) {
     s += fmt::format("{}  step {}\n", str(doc, "task"), str(doc, "step"));
     const json& d = doc.value("details", json::object());

@@ -14,6 +14,7 @@
 #include "croq/sweep/slurm_sweep.hpp"
 #include "croq/sweep/sweep.hpp"
 #include "croq/util/paths.hpp"
+#include "croq/util/text.hpp"
 
 namespace croq::cli {
 
@@ -170,27 +171,21 @@ VerbRunner setup_sweep_status(CLI::App&) {
     sweep::add_slurm_status(st, root, client);
     const bool slurm = st.contains("slurm");
     if (!ctx.quiet) {
-      ctx.note(fmt::format("{:<34} {:<12} {:>9} {:>10} {:>10} {:>7}{}", "shape", "status", "rounds", "baseline", "best",
-                           "ratio", slurm ? "  slurm" : ""));
-      for (const auto& r : st["shapes"]) {
-        auto num = [](const json& v) { return v.is_number() ? fmt::format("{:.2f}", v.get<double>()) : std::string("-"); };
-        std::string ratio = r["best_tflops"].is_number() && r["baseline_tflops"].is_number() &&
-                                    r["baseline_tflops"].get<double>() > 0
-                                ? fmt::format("{:.3f}", r["best_tflops"].get<double>() / r["baseline_tflops"].get<double>())
-                                : "-";
-        std::string rounds = fmt::format("{}/{}", r.value("current_iter", 0),
-                                         r["target_rounds"].is_number() ? std::to_string(r["target_rounds"].get<int>()) : "?");
-        std::string task;
-        if (slurm && r.contains("slurm")) {
-          const json& t = r["slurm"];
-          task = fmt::format("  {}_{} {}{}", st["slurm"].value("job_id", ""), t.value("index", -1), t.value("state", ""),
-                             t.contains("node") ? " on " + t.value("node", "") : "");
-        }
-        ctx.note(fmt::format("{:<34} {:<12} {:>9} {:>10} {:>10} {:>7}{}", r.value("key", ""), r.value("status", ""), rounds,
-                             num(r["baseline_tflops"]), num(r["best_tflops"]), ratio, task));
+      // A terminal gets the table as the verb's text (render_text); a pipe gets the JSON, and the
+      // table on stderr for a person watching.
+      if (!ctx.text) {
+        for (const auto& line : split_lines(sweep_table(st["shapes"]))) ctx.note(line);
       }
-      ctx.note(st.value("running", false) ? fmt::format("a sweep runs now (pid {})", st.value("pid", 0))
-                                          : std::string("no local sweep runs now"));
+      for (const auto& r : st["shapes"]) {
+        if (!slurm || !r.contains("slurm")) continue;
+        const json& t = r["slurm"];
+        ctx.note(fmt::format("slurm: {} is task {}_{} {}{}", r.value("key", ""), st["slurm"].value("job_id", ""),
+                             t.value("index", -1), t.value("state", ""), t.contains("node") ? " on " + t.value("node", "") : ""));
+      }
+      if (!ctx.text) {
+        ctx.note(st.value("running", false) ? fmt::format("a sweep runs now (pid {})", st.value("pid", 0))
+                                            : std::string("no local sweep runs now"));
+      }
       if (slurm) {
         const json& j = st["slurm"];
         std::string counts;

@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "croq/util/fs.hpp"
 #include "croq/util/process.hpp"
 #include "support/test_support.hpp"
 
@@ -103,6 +104,42 @@ TEST(Terminal, ListSpaceSummarisesTheSpaceAndJsonGivesAllOfIt) {
   croq::ProcessResult j = on_terminal(dir.path(), as_json);
   EXPECT_NE(j.out.find("\"configs\""), std::string::npos);
   EXPECT_GT(j.out.size(), 14192u * 100) << "every configuration in the document";
+}
+
+// A sweep on a terminal: its rounds with CPU rates in a unit that fits and the ratio to the
+// baseline, and at its end (and from croq sweep status) a table of its shapes, not "[2 items]".
+TEST(Terminal, ASweepEndsWithATableOfItsShapes) {
+  if (!has_script()) GTEST_SKIP() << "util-linux's script is not installed: no pseudo-terminal to run croq on";
+  TempDir dir;
+  const fs::path manifest = dir.path() / "m.json";
+  croq::atomic_write(manifest, R"({"schema": "croq-sweep-manifest-v1", "operator": "matmul", "dtypes": ["f32"],
+                                   "shapes": [[32, 32, 32], [64, 32, 32]]})");
+  croq::ProcessResult r = on_terminal(dir.path(), {"sweep", "run", "--manifest", manifest.string(), "--dsl", "cpp",
+                                                   "--rounds", "1", "--seed", "1"});
+  ASSERT_TRUE(r.started && !r.timed_out) << r.out << r.err;
+  EXPECT_EQ(r.exit_code, 0) << r.out;
+  EXPECT_NE(r.out.find("x the baseline)"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("best/baseline"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("matmul_f32_64x32x32_fs"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("2 done, 0 failed, 0 pending"), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find("items]"), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find("TFLOPS"), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find("{\""), std::string::npos) << r.out;
+  croq::ProcessResult st = on_terminal(dir.path(), {"sweep", "status"});
+  EXPECT_EQ(st.exit_code, 0) << st.out;
+  EXPECT_EQ(std::count(st.out.begin(), st.out.end(), '\n'), 5) << "the table once, then the counts: " << st.out;
+  EXPECT_NE(st.out.find("GFLOPS"), std::string::npos) << st.out;
+  EXPECT_EQ(st.out.find("{\""), std::string::npos) << st.out;
+}
+
+// A mistake in the command line, on a terminal: the message and its hint, no JSON document.
+TEST(Terminal, ACommandLineErrorIsTextOnly) {
+  if (!has_script()) GTEST_SKIP() << "util-linux's script is not installed: no pseudo-terminal to run croq on";
+  TempDir dir;
+  croq::ProcessResult r = on_terminal(dir.path(), {"state", "--bogus"});
+  EXPECT_EQ(r.exit_code, 2) << r.out;
+  EXPECT_NE(r.out.find("croq state does not take --bogus"), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find("{\""), std::string::npos) << r.out;
 }
 
 }  // namespace

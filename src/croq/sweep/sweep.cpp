@@ -20,6 +20,7 @@
 #include "croq/util/fs.hpp"
 #include "croq/util/process.hpp"
 #include "croq/util/time.hpp"
+#include "croq/util/units.hpp"
 #include "croq/workspace/dtype.hpp"
 #include "croq/workspace/operators.hpp"
 #include "croq/workspace/sources.hpp"
@@ -329,8 +330,8 @@ Runner::Outcome Runner::run_shape(const QueueItem& q, const Device& dev) {
       from = nearest_best(ws, t);
       std::lock_guard<std::mutex> lock(mu);
       entry(q.key)["start_from"] = from ? from->to_json() : json(nullptr);
-      if (from) note(fmt::format("[{}@{}] starting from the best of {} ({}, {:.2f} TFLOPS)", q.key, dev.id,
-                                 from->task.shape.text, from->kernel, from->tflops));
+      if (from) note(fmt::format("[{}@{}] starting from the best of {} ({}, {})", q.key, dev.id,
+                                 from->task.shape.text, from->kernel, format_rate(from->tflops)));
       else note(fmt::format("[{}@{}] no tuned shape to start from: the family's default", q.key, dev.id));
     }
     // An agent's stop condition is the protocol's budget: one met by an earlier invocation below
@@ -369,9 +370,12 @@ Runner::Outcome Runner::run_shape(const QueueItem& q, const Device& dev) {
           log_event({{"event", "round"}, {"key", q.key}, {"device", dev.id}, {"round", e["current_iter"]},
                      {"decision", ev->value("decision", "")}, {"tflops", (*ev)["tflops"]}, {"best", (*ev)["best"]},
                      {"bottleneck", ev->value("bottleneck", "")}});
+          std::string best = (*ev)["best"].is_number() ? format_rate((*ev)["best"].get<double>()) : "-";
+          if ((*ev)["best"].is_number() && (*ev)["baseline"].is_number() && (*ev)["baseline"].get<double>() > 0) {
+            best += fmt::format(" ({:.2f}x the baseline)", (*ev)["best"].get<double>() / (*ev)["baseline"].get<double>());
+          }
           note(fmt::format("[{}@{}] round {}/{} {} {} | best {}", q.key, dev.id, ev->value("round", 0), o.rounds,
-                           ev->value("kernel", ""), ev->value("decision", ""),
-                           (*ev)["best"].is_number() ? fmt::format("{:.2f} TFLOPS", (*ev)["best"].get<double>()) : "-"));
+                           ev->value("kernel", ""), ev->value("decision", ""), best));
         } else if (!ev) {
           note(fmt::format("[{}@{}] {}", q.key, dev.id, line));
         }
