@@ -140,11 +140,10 @@ void check_export_evidence(const Workspace& ws, const TaskRef& task, const Expor
   const auto file = get_string(prov, "file");
   const auto sha = get_string(prov, "sha256");
   const double recorded = k.record.tflops.value_or(0);
-  auto differs = [](double a, double b) { return std::fabs(a - b) > 1e-6 * std::max(std::fabs(a), std::fabs(b)); };
-  if (prov.contains("tflops") && prov["tflops"].is_number() && differs(prov["tflops"].get<double>(), recorded)) {
+  if (auto measured = k.record.edited_figure()) {
     throw_usage(fmt::format("task {}: the record of {} says {:.6g} TFLOPS, its own measurement block {:.6g}: the "
                             "ledger was edited",
-                            task.id(), k.record.kernel, recorded, prov["tflops"].get<double>()),
+                            task.id(), k.record.kernel, recorded, *measured),
                 "croq session validate finds the record; export another task or store the kernel again");
   }
   if (!file || !sha) return;
@@ -155,7 +154,7 @@ void check_export_evidence(const Workspace& ws, const TaskRef& task, const Expor
   const bool same_file = sha256_hex(*text) == *sha;
   const bool pass = doc && doc->is_object() && get_string(*doc, "verdict").value_or("") == "PASS";
   const bool same_figure = doc && doc->is_object() && (*doc)["tflops"].is_number() &&
-                           !differs((*doc)["tflops"].get<double>(), recorded);
+                           !figures_differ((*doc)["tflops"].get<double>(), recorded);
   if (!same_file || !pass || !same_figure) {
     throw_usage(fmt::format("task {}: the measurement of {} ({}) is not the one its record was stored with{}", task.id(),
                             k.record.kernel, ws.display(path),

@@ -174,6 +174,18 @@ std::string RoundRecord::source() const {
   return "reported";
 }
 
+bool figures_differ(double a, double b) { return std::fabs(a - b) > 1e-6 * std::max(std::fabs(a), std::fabs(b)); }
+
+std::optional<double> RoundRecord::edited_figure() const {
+  if (!tflops || source() != "measured" || !extra.contains("measurement") || !extra["measurement"].is_object()) {
+    return std::nullopt;
+  }
+  const json& m = extra["measurement"];
+  if (!m.contains("tflops") || !m["tflops"].is_number()) return std::nullopt;
+  const double measured = m["tflops"].get<double>();
+  return figures_differ(*tflops, measured) ? std::optional<double>(measured) : std::nullopt;
+}
+
 std::string tsv_escape(const std::string& text) {
   std::string out;
   out.reserve(text.size());

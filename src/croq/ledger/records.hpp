@@ -61,7 +61,12 @@ struct RoundRecord {
   std::optional<int> iter_number() const;
   std::optional<int> attempt_index() const;
   std::string source() const;  // extra.source, "reported" if absent
+  // A measured record carries its measurement's figure (extra.measurement.tflops): that figure when
+  // the record's own differs from it (the log was edited), else nullopt.
+  std::optional<double> edited_figure() const;
 };
+// Two TFLOPS figures that are not the same number (beyond the rounding of their JSON form).
+bool figures_differ(double a, double b);
 
 // The id part of a kernel name as other tools wrote it: "iter030_bn64" -> "iter030",
 // "attemptAAAB_x" -> "attemptAAAB", an id alone -> itself; any tag is accepted (a reader keeps

@@ -137,7 +137,7 @@ void apply_build_facts(const Workspace& ws, const TaskRef& task, StoreRequest& r
     throw_usage(fmt::format("--extra's cu_finetuned ({}) contradicts the build of {}: its .cu {} what choreo generated "
                             "for the .co",
                             dump_compact(req.extra["cu_finetuned"]), kernel, finetuned ? "differs from" : "is"),
-                "croq records cu_finetuned from the build: drop it from --extra");
+                "cu_finetuned is recorded from the build: drop it from --extra");
   }
   if (!finetuned && req.extra.contains("co_bypassed") && req.extra["co_bypassed"] == json(true)) {
     throw_usage(fmt::format("--extra's co_bypassed (true) contradicts the build of {}: its .cu is what choreo generated "

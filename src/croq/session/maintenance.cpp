@@ -123,15 +123,9 @@ TaskValidation validate_task(const Workspace& ws, const TaskRef& task) {
     if (is_measured(r.decision) && !r.tflops) v.errors.push_back(fmt::format("{}: {} without TFLOPS", r.kernel, decision_name(r.decision)));
     // A measured record carries its measurement's figure: a figure that differs from it was
     // edited into the log (the export refuses such a record as well).
-    if (r.tflops && r.source() == "measured" && r.extra.contains("measurement") && r.extra["measurement"].is_object()) {
-      const json& m = r.extra["measurement"];
-      if (m.contains("tflops") && m["tflops"].is_number()) {
-        const double a = *r.tflops, b = m["tflops"].get<double>();
-        if (std::fabs(a - b) > 1e-6 * std::max(std::fabs(a), std::fabs(b))) {
-          v.errors.push_back(fmt::format("{}: the record says {:.6g} TFLOPS, its measurement {:.6g}: the log was edited",
-                                         r.kernel, a, b));
-        }
-      }
+    if (auto measured = r.edited_figure()) {
+      v.errors.push_back(fmt::format("{}: the record says {:.6g} TFLOPS, its measurement {:.6g}: the log was edited",
+                                     r.kernel, *r.tflops, *measured));
     }
     if (auto n = r.iter_number(); n && *n >= 1 && !is_failure(r.decision) && !find_primary_source(ws, task, r.kernel) &&
                                   !find_primary_source(ws, task, r.iter)) {
