@@ -97,26 +97,19 @@ extern "C" void on_tune_interrupt(int sig) {
 
 class InterruptNote {
  public:
-  explicit InterruptNote(const std::string& text) {
-    const size_t n = std::min(text.size(), sizeof(g_interrupt_note));
-    std::memcpy(g_interrupt_note, text.data(), n);
-    g_interrupt_note_size = n;
-    struct sigaction sa{};
-    sa.sa_handler = on_tune_interrupt;
-    sigemptyset(&sa.sa_mask);
-    ::sigaction(SIGINT, &sa, &m_old_int);
-    ::sigaction(SIGTERM, &sa, &m_old_term);
-  }
-  ~InterruptNote() {
-    ::sigaction(SIGINT, &m_old_int, nullptr);
-    ::sigaction(SIGTERM, &m_old_term, nullptr);
-    g_interrupt_note_size = 0;
-  }
+  explicit InterruptNote(const std::string& text) : m_signals(set_note(text)) {}
+  ~InterruptNote() { g_interrupt_note_size = 0; }
   InterruptNote(const InterruptNote&) = delete;
   InterruptNote& operator=(const InterruptNote&) = delete;
 
  private:
-  struct sigaction m_old_int{}, m_old_term{};
+  static void (*set_note(const std::string& text))(int) {
+    const size_t n = std::min(text.size(), sizeof(g_interrupt_note));
+    std::memcpy(g_interrupt_note, text.data(), n);
+    g_interrupt_note_size = n;
+    return on_tune_interrupt;
+  }
+  ScopedStopSignals m_signals;
 };
 
 }  // namespace

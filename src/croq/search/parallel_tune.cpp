@@ -21,27 +21,6 @@ std::atomic<bool> g_stop_tunes{false};
 
 extern "C" void on_tune_signal(int) { g_stop_tunes = true; }
 
-// SIGINT and SIGTERM set the stop flag while this lives; the earlier handlers come back after.
-class StopOnSignal {
- public:
-  StopOnSignal() {
-    g_stop_tunes = false;
-    struct sigaction sa{};
-    sa.sa_handler = on_tune_signal;
-    sigemptyset(&sa.sa_mask);
-    ::sigaction(SIGINT, &sa, &m_old_int);
-    ::sigaction(SIGTERM, &sa, &m_old_term);
-  }
-  ~StopOnSignal() {
-    ::sigaction(SIGINT, &m_old_int, nullptr);
-    ::sigaction(SIGTERM, &m_old_term, nullptr);
-  }
-  StopOnSignal(const StopOnSignal&) = delete;
-  StopOnSignal& operator=(const StopOnSignal&) = delete;
-
- private:
-  struct sigaction m_old_int{}, m_old_term{};
-};
 
 }  // namespace
 
@@ -90,7 +69,9 @@ StepResult tune_in_parallel(const ParallelTuneOptions& o, const StepDeps& deps,
   auto note = [&](const std::string& line) {
     if (deps.note) deps.note(line);
   };
-  StopOnSignal stop;
+  // SIGINT and SIGTERM set the stop flag while the shapes run; the earlier handlers come back after.
+  g_stop_tunes = false;
+  ScopedStopSignals stop(on_tune_signal);
   note(fmt::format("croq tune: {} shapes, {} at a time", n, std::min<size_t>(n, static_cast<size_t>(o.jobs))));
 
   auto worker = [&] {

@@ -64,24 +64,15 @@ Manifest resolve_sweep_request(SweepRequest& r, const std::filesystem::path& roo
 json with_stop_signals(std::atomic<bool>& stop, const std::function<json()>& body) {
   stop = false;
   g_stop = &stop;
-  struct sigaction sa{}, old_int{}, old_term{};
-  sa.sa_handler = on_sweep_stop_signal;
-  sigemptyset(&sa.sa_mask);
-  ::sigaction(SIGINT, &sa, &old_int);
-  ::sigaction(SIGTERM, &sa, &old_term);
-  auto restore = [&] {
-    ::sigaction(SIGINT, &old_int, nullptr);
-    ::sigaction(SIGTERM, &old_term, nullptr);
-    g_stop = nullptr;
-  };
+  ScopedStopSignals signals(on_sweep_stop_signal);
   json out;
   try {
     out = body();
   } catch (...) {
-    restore();
+    g_stop = nullptr;
     throw;
   }
-  restore();
+  g_stop = nullptr;
   return out;
 }
 

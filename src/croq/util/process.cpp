@@ -223,6 +223,19 @@ std::optional<std::filesystem::path> find_executable(const std::string& name) {
   return std::nullopt;
 }
 
+ScopedStopSignals::ScopedStopSignals(void (*handler)(int)) {
+  struct sigaction sa{};
+  sa.sa_handler = handler;
+  sigemptyset(&sa.sa_mask);
+  ::sigaction(SIGINT, &sa, &m_old_int);
+  ::sigaction(SIGTERM, &sa, &m_old_term);
+}
+
+ScopedStopSignals::~ScopedStopSignals() {
+  ::sigaction(SIGINT, &m_old_int, nullptr);
+  ::sigaction(SIGTERM, &m_old_term, nullptr);
+}
+
 std::string shell_quote(const std::string& word) {
   if (!word.empty() && word.find_first_not_of("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
                                               "0123456789_-./=:,+@%") == std::string::npos) {

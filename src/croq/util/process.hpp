@@ -4,6 +4,8 @@
 // results. process.cpp holds croq's only fork() and its only exec (a test checks it), with one
 // preparation of the program, its arguments and its environment.
 #pragma once
+#include <signal.h>
+
 #include <chrono>
 #include <filesystem>
 #include <functional>
@@ -121,6 +123,19 @@ void set_process_runner(ProcessRunner* runner);  // nullptr restores the system 
 
 // PATH lookup; nullopt if not found or not executable.
 std::optional<std::filesystem::path> find_executable(const std::string& name);
+
+// Installs `handler` for SIGINT and SIGTERM while it lives; the earlier handlers come back when it
+// goes (a stop flag for a sweep or a tune of several shapes, a note before a tune ends).
+class ScopedStopSignals {
+ public:
+  explicit ScopedStopSignals(void (*handler)(int));
+  ~ScopedStopSignals();
+  ScopedStopSignals(const ScopedStopSignals&) = delete;
+  ScopedStopSignals& operator=(const ScopedStopSignals&) = delete;
+
+ private:
+  struct sigaction m_old_int{}, m_old_term{};
+};
 
 // Shell-quotes one word for scripts croq writes (cmd/build_iter<NNN>.sh and friends).
 std::string shell_quote(const std::string& word);
