@@ -129,10 +129,6 @@ void refuse_near_miss(Context& ctx, const TaskRef& t, const std::string& new_hin
               fmt::format("use the existing task ({}){}", names.front(), new_hint));
 }
 
-namespace {
-
-}  // namespace
-
 TaskRef resolve_task(Context& ctx, const TaskOptions& o) {
   TaskOptions v = o;
   if (v.dsl.empty() || v.shape_key.empty() || v.model.empty()) {
@@ -507,8 +503,9 @@ int run(int argc, char** argv, std::ostream& out, std::ostream& err) {
     return static_cast<int>(code);
   };
 
-  // A person at a terminal gets text (set again once the flags are parsed): an error in the
-  // command line itself is told on stderr only.
+  // A person at a terminal gets text; a pipe (agents, the tuner, scripts), --json, --pretty or
+  // CROQ_JSON=1 the JSON document. Decided before the parse, so that an error in the command line
+  // itself is told on stderr only.
   {
     const char* env_json = std::getenv("CROQ_JSON");
     bool json_asked = env_json && std::string(env_json) == "1";
@@ -609,13 +606,7 @@ int run(int argc, char** argv, std::ostream& out, std::ostream& err) {
     return target == &app && argc <= 1 ? 0 : static_cast<int>(ExitCode::usage);
   }
 
-  // A person at a terminal gets text; a pipe (agents, the tuner, scripts), --json or CROQ_JSON=1
-  // the JSON document.
-  {
-    const char* env_json = std::getenv("CROQ_JSON");
-    ctx.text = &out == &std::cout && ::isatty(STDOUT_FILENO) && !ctx.json_flag && !ctx.pretty &&
-               !(env_json && std::string(env_json) == "1");
-  }
+  ctx.text = ctx.text && !ctx.json_flag && !ctx.pretty;  // the flags as parsed (--json=true and the like)
   if (const char* p = std::getenv("CROQ_PARSE_ONLY"); p && std::string(p) == "1") {
     // The command line parsed: tests run every command croq suggests through here.
     out << dump_compact({{"ok", true}, {"parse_only", true}, {"verb", ctx.verb}}) << "\n";

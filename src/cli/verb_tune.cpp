@@ -95,22 +95,10 @@ extern "C" void on_tune_interrupt(int sig) {
   ::raise(sig);
 }
 
-class InterruptNote {
- public:
-  explicit InterruptNote(const std::string& text) : m_signals(set_note(text)) {}
-  ~InterruptNote() { g_interrupt_note_size = 0; }
-  InterruptNote(const InterruptNote&) = delete;
-  InterruptNote& operator=(const InterruptNote&) = delete;
-
- private:
-  static void (*set_note(const std::string& text))(int) {
-    const size_t n = std::min(text.size(), sizeof(g_interrupt_note));
-    std::memcpy(g_interrupt_note, text.data(), n);
-    g_interrupt_note_size = n;
-    return on_tune_interrupt;
-  }
-  ScopedStopSignals m_signals;
-};
+void set_interrupt_note(const std::string& text) {
+  g_interrupt_note_size = std::min(text.size(), sizeof(g_interrupt_note));
+  std::memcpy(g_interrupt_note, text.data(), g_interrupt_note_size);
+}
 
 }  // namespace
 
@@ -210,9 +198,10 @@ VerbRunner setup_tune(CLI::App& app) {
     const bool tty = ::isatty(2) && !ctx.quiet;
     std::vector<std::string> again;
     for (const auto& a : ctx.argv) again.push_back(shell_quote(a));
-    InterruptNote interrupted(fmt::format("\ncroq tune: interrupted; every round stored so far is kept, and the same "
-                                          "command goes on from them:\n  croq {}\n",
-                                          fmt::join(again, " ")));
+    set_interrupt_note(fmt::format("\ncroq tune: interrupted; every round stored so far is kept, and the same command "
+                                   "goes on from them:\n  croq {}\n",
+                                   fmt::join(again, " ")));
+    ScopedStopSignals interrupted(on_tune_interrupt);
     json summaries = json::array();
     for (size_t i = 0; i < o->shape_keys.size(); ++i) {
       TaskRef t = make_task(gpu, o->dsl, o->shape_keys[i], o->model);

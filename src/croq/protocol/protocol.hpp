@@ -80,13 +80,12 @@ void guard_idea(const Workspace& ws, const TaskRef& task, const TaskSnapshot& sn
 void guard_implement(const Workspace& ws, const TaskRef& task, int iter_number, bool is_attempt);
 void guard_implement(const Workspace& ws, const TaskRef& task, const TaskSnapshot& snapshot, int iter_number,
                      bool is_attempt);
-// MEASURE of a candidate kernel (iter<NNN>_<tag>).
 // What `croq checkpoint verify` found, as evidence: the source checked (its hash) and the status
 // (VERIFIED or DRIFT). The MEASURE guard takes the plan's VERIFIED status only with it, for the
 // source as it is now: a status edited into the checkpoint by hand verifies nothing.
 void record_verification(const Workspace& ws, const TaskRef& task, const std::string& kernel,
                          const std::filesystem::path& source, bool verified);
-
+// MEASURE of a candidate kernel (iter<NNN>_<tag>).
 void guard_measure(const Workspace& ws, const TaskRef& task, const std::string& kernel);
 void guard_measure(const Workspace& ws, const TaskRef& task, const TaskSnapshot& snapshot, const std::string& kernel);
 // STORE of a round record (after validation, before writing). `measurement` is the measurement

@@ -118,17 +118,18 @@ MeasurementProvenance vet_measurement(const Workspace& ws, const TaskRef& task, 
 }
 
 void apply_build_facts(const Workspace& ws, const TaskRef& task, StoreRequest& req, const std::string& kernel) {
-  bool any_build = false;
-  for (const Evidence& e : read_evidence(ws, task)) any_build = any_build || (e.kind == EvidenceKind::build && e.kernel == kernel);
-  if (!any_build) return;
-  const auto entry = latest_valid_evidence(ws, task, EvidenceKind::build, kernel);
-  if (!entry) {
+  std::optional<Evidence> build;  // the newest build of the kernel
+  for (const Evidence& e : read_evidence(ws, task)) {
+    if (e.kind == EvidenceKind::build && e.kernel == kernel) build = e;
+  }
+  if (!build) return;
+  const auto path = intact_file(ws, *build);
+  if (!path) {
     if (task.dsl != "croqtile") return;  // only CroqTile's build documents carry facts for the record
     throw_usage(fmt::format("the build document of {} was changed or removed after croq build wrote it", kernel),
                 fmt::format("croq build --iter {}; then measure and store again", kernel));
   }
-  const auto path = intact_file(ws, *entry);
-  const auto text = path ? read_file(*path) : std::nullopt;
+  const auto text = read_file(*path);
   const auto doc = text ? try_parse_json(*text) : std::nullopt;
   if (!doc || !doc->is_object()) return;
   if (!doc->contains("cu_finetuned") || !(*doc)["cu_finetuned"].is_boolean()) return;

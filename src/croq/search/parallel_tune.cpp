@@ -1,8 +1,6 @@
 // Several shapes tuned at once, each in its own croq process (parallel_tune.hpp).
 #include "croq/search/parallel_tune.hpp"
 
-#include <signal.h>
-
 #include <algorithm>
 #include <atomic>
 #include <mutex>
@@ -20,7 +18,6 @@ namespace {
 std::atomic<bool> g_stop_tunes{false};
 
 extern "C" void on_tune_signal(int) { g_stop_tunes = true; }
-
 
 }  // namespace
 

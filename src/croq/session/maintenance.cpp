@@ -1,8 +1,6 @@
 // Validation and cleaning of task ledgers (maintenance.hpp).
 #include "croq/session/maintenance.hpp"
 
-#include <cmath>
-
 #include <ctime>
 #include <fmt/format.h>
 #include <fmt/ranges.h>

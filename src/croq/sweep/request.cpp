@@ -1,7 +1,6 @@
 // A sweep's request resolved, and its stop signals (request.hpp).
 #include "croq/sweep/request.hpp"
 
-#include <signal.h>
 
 #include <fmt/format.h>
 
