@@ -405,12 +405,18 @@ struct CudaDevice::Impl {
     void* copy;
     size_t bytes;
   };
+  // The inputs' sizes in bytes, in inputs()'s order (prepare allocates the runner's copies by it).
+  std::array<size_t, 5> input_bytes() const {
+    return {in_count_a() * elem_bytes(p.in), in_count_b() * elem_bytes(p.in), p.sparse ? meta_count() : 0,
+            a_scale_count() * sizeof(float), b_scale_count() * sizeof(float)};
+  }
   std::array<Input, 5> inputs(int set) const {
-    return {{{"A", a[set], a0[set], in_count_a() * elem_bytes(p.in)},
-             {"B", b[set], b0[set], in_count_b() * elem_bytes(p.in)},
-             {"A's metadata", p.sparse ? meta[set] : nullptr, meta0[set], p.sparse ? meta_count() : 0},
-             {"A's scales", p.scale_mode != 0 ? a_scale[set] : nullptr, as0[set], a_scale_count() * sizeof(float)},
-             {"B's scales", p.scale_mode != 0 ? b_scale[set] : nullptr, bs0[set], b_scale_count() * sizeof(float)}}};
+    const auto bytes = input_bytes();
+    return {{{"A", a[set], a0[set], bytes[0]},
+             {"B", b[set], b0[set], bytes[1]},
+             {"A's metadata", p.sparse ? meta[set] : nullptr, meta0[set], bytes[2]},
+             {"A's scales", p.scale_mode != 0 ? a_scale[set] : nullptr, as0[set], bytes[3]},
+             {"B's scales", p.scale_mode != 0 ? b_scale[set] : nullptr, bs0[set], bytes[4]}}};
   }
   std::vector<void*> prepared;       // the candidate's prepared A, per set
   size_t prepared_bytes = 0;
@@ -1016,10 +1022,8 @@ CudaStatus CudaDevice::prepare(const CudaProblem& p, int sets, size_t workspace_
     CK(cudaMalloc(&s.workspace, workspace_bytes));
     s.workspace_bytes = workspace_bytes;
   }
+  const auto bytes = s.input_bytes();
   for (int i = 0; i < sets; ++i) {
-    const size_t bytes[5] = {s.in_count_a() * elem_bytes(p.in), s.in_count_b() * elem_bytes(p.in),
-                             p.sparse ? s.meta_count() : 0, s.a_scale_count() * sizeof(float),
-                             s.b_scale_count() * sizeof(float)};
     std::vector<void*>* lists[5] = {&s.a0, &s.b0, &s.meta0, &s.as0, &s.bs0};
     for (int l = 0; l < 5; ++l) {
       void* ptr = nullptr;
