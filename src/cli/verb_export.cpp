@@ -100,7 +100,7 @@ VerbRunner setup_export(CLI::App& app) {
     req.build = !o->sources_only;
     req.force = o->force;
     req.jobs = o->jobs;
-    ctx.note(fmt::format("[export] {} kernel(s) into {}", req.tasks.size(), req.out.string()));
+    ctx.note(fmt::format("[export] exporting {} task(s) into {}", req.tasks.size(), req.out.string()));
     json doc = export_library(ctx.ws(), req);
     for (const auto& k : doc["kernels"]) {
       ctx.note(fmt::format("[export] {} {} (round {}) for {}x{}x{}", k.value("task", ""), k.value("kernel", ""),

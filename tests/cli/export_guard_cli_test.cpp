@@ -5,6 +5,8 @@
 // ABI operator.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include "croq/kernel_abi.h"
 #include "croq/util/fs.hpp"
 #include "croq/util/text.hpp"
@@ -160,6 +162,49 @@ TEST(ExportGuard, ASourceChangedSinceItsBuildOrAnEditedFigureIsNotExported) {
   CroqRun valid = run_croq(dir.path(), {"session", "validate", "--gpu", "cpu_test", "--dsl", "cpp", "--shape-key", key});
   EXPECT_NE(valid.rc, 0) << valid.out;
   EXPECT_NE(valid.err.find("the log was edited"), std::string::npos) << valid.err;
+}
+
+}  // namespace
+
+namespace {
+
+// A 2:4 sparse kernel with the prepare pair (the cpp_sparse family's source, which compresses A
+// once, off the clock) is exported, and the library, measured as a candidate, prepares A through
+// its own entries and passes (before, the dispatcher declared croq_gemm_prepare with another
+// signature and the export failed with "a kernel does not compile").
+TEST(ExportGuard, ASparseKernelThatPreparesAIsExportedAndTheLibraryMeasuresAsACandidate) {
+  TempDir dir;
+  const std::string key = "gemm_sp_f16fp32_48x40x64";
+  ASSERT_EQ(run_croq(dir.path(), with({"task", "init"}, key)).rc, 0);
+  const fs::path src = dir.path() / "tuning" / "cpu_test" / "cpp" / "srcs" / key / "byhand" / "iter001_tiled.cpp";
+  fs::create_directories(src.parent_path());
+  fs::copy_file(fs::path(CROQ_SOURCE_DIR) / "kernels" / "cpp" / "gemm_sp" / "tiled" / "tiled_sparse.cpp", src);
+  CroqRun build = run_croq(dir.path(), with({"build", "--iter", "iter001_tiled"}, key));
+  ASSERT_EQ(build.rc, 0) << build.out << build.err;
+  CroqRun store = run_croq(dir.path(), with({"store-round", "--iter", "iter001", "--kernel", "iter001_tiled", "--decision",
+                                             "KEEP", "--tflops", "0.001", "--round", "0", "--bottleneck", "n/a",
+                                             "--idea", "the tiled sparse kernel"},
+                                            key));
+  ASSERT_EQ(store.rc, 0) << store.err;
+  const fs::path out = dir.path() / "dist";
+  CroqRun ex = run_croq(dir.path(), {"export", "cpu_test/cpp/" + key + "/byhand", "--out", out.string(), "--library",
+                                     "shared"},
+                        {}, {}, std::chrono::milliseconds(600000));
+  ASSERT_EQ(ex.rc, 0) << ex.out << ex.err;
+  auto manifest = croq::try_parse_json(croq::read_file_or_throw(out / "manifest.json"));
+  ASSERT_TRUE(manifest && (*manifest)["kernels"].is_array() && (*manifest)["kernels"].size() == 1u);
+  const json entries = (*manifest)["kernels"][0]["abi_entries"];
+  EXPECT_NE(std::find(entries.begin(), entries.end(), json("croq_gemm_prepare")), entries.end()) << entries.dump();
+  const std::string header = croq::read_file_or_throw(out / "include" / "croq.h");
+  EXPECT_NE(header.find("croq_gemm_prepare(const croq_gemm_desc* desc, const croq_gemm_operands* operands"),
+            std::string::npos)
+      << header;
+  CroqRun m = run_croq(dir.path(), with({"measure", "--candidate", (out / "lib" / "libcroq.so").string(), "--min-reps",
+                                         "3", "--max-reps", "5", "--warmup", "1"},
+                                        key),
+                       {{"CROQ_LEASE_DIR", (dir.path() / "leases").string()}}, {}, std::chrono::milliseconds(300000));
+  ASSERT_EQ(m.rc, 0) << m.out << m.err;
+  EXPECT_EQ(m.doc["verdict"], "PASS") << m.out;
 }
 
 }  // namespace

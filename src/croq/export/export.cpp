@@ -44,6 +44,7 @@ std::string tool(const char* env, const char* name) {
 struct Step {
   std::string label;
   std::vector<std::string> argv;
+  bool croqs_own = false;  // croq's generated code (the dispatcher): a failure is croq's bug, not the kernel's
 };
 
 void run_step(const Step& s, const fs::path& cwd) {
@@ -59,6 +60,11 @@ void run_step(const Step& s, const fs::path& cwd) {
   if (!r.ok()) {
     std::string log = r.err + r.out;
     if (log.size() > 6000) log = "..." + log.substr(log.size() - 6000);
+    if (s.croqs_own) {
+      throw Error(ExitCode::internal, fmt::format("{} failed ({}):\n{}\n{}", s.label, r.describe(), shell_join(s.argv), log),
+                  "the code croq generated does not compile: a bug in croq, not in the kernels; the export folder "
+                  "was not changed (report it with this log)");
+    }
     throw Error(ExitCode::candidate_failed, fmt::format("{} failed ({}):\n{}\n{}", s.label, r.describe(), shell_join(s.argv), log),
                 "the export folder was not changed; fix the kernel or leave its task out");
   }
@@ -337,7 +343,8 @@ json export_library(const Workspace& ws, const ExportRequest& req) {
   atomic_write(tmp / ("src/" + req.name + ".map"), version_script_text(text), false);
   Step dispatch{"compiling the dispatcher",
                 {tc.cxx, "-O2", "-std=c++17", "-fPIC", "-fvisibility=hidden", "-Iinclude", "-c",
-                 "src/" + req.name + "_dispatch.cpp", "-o", "build/dispatch.o"}};
+                 "src/" + req.name + "_dispatch.cpp", "-o", "build/dispatch.o"},
+                true};
   script.push_back(dispatch);
   if (req.build) run_step(dispatch, tmp);
   std::vector<std::string> objects;

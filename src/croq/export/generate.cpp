@@ -102,7 +102,8 @@ std::string dispatcher_source(const ExportText& x) {
     if (e.gemm_workspace) decls += fmt::format("size_t {}croq_gemm_workspace_bytes(const croq_gemm_desc*);\n", p);
     if (e.gemm_prepared_bytes && e.gemm_prepare) {
       decls += fmt::format("size_t {}croq_gemm_prepared_bytes(const croq_gemm_desc*);\n", p);
-      decls += fmt::format("croq_status {}croq_gemm_prepare(const croq_gemm_desc*, const void*, void*, size_t, void*);\n", p);
+      decls += fmt::format("croq_status {}croq_gemm_prepare(const croq_gemm_desc*, const croq_gemm_operands*, void*, size_t, "
+                           "void*);\n", p);
     }
     auto fn = [&](bool has, const std::string& sym) { return has ? "&" + p + sym : std::string("nullptr"); };
     const bool prep = e.gemm_prepared_bytes && e.gemm_prepare;
@@ -149,13 +150,13 @@ std::string dispatcher_source(const ExportText& x) {
   return k_entries[order[0]].prepared_bytes(d);
 }
 
-@NAME@_API croq_status @NAME@_gemm_prepare(const croq_gemm_desc* d, const void* a, void* a_prepared, size_t bytes,
-                                         void* stream) {
-  if (!d) return CROQ_INVALID_ARGUMENT;
+@NAME@_API croq_status @NAME@_gemm_prepare(const croq_gemm_desc* d, const croq_gemm_operands* ops, void* a_prepared,
+                                         size_t bytes, void* stream) {
+  if (!d || !ops) return CROQ_INVALID_ARGUMENT;
   int order[k_count];
   const int count = candidates_for_gemm(d, order);
   if (count == 0 || !k_entries[order[0]].prepare) return CROQ_UNSUPPORTED;
-  return k_entries[order[0]].prepare(d, a, a_prepared, bytes, stream);
+  return k_entries[order[0]].prepare(d, ops, a_prepared, bytes, stream);
 }
 )TXT";
     }
@@ -422,8 +423,8 @@ size_t @NAME@_gemm_workspace_bytes(const croq_gemm_desc* desc);
 )TXT";
     if (x.any_prepare()) {
       gemm += R"TXT(size_t @NAME@_gemm_prepared_bytes(const croq_gemm_desc* desc);
-croq_status @NAME@_gemm_prepare(const croq_gemm_desc* desc, const void* a, void* a_prepared, size_t a_prepared_bytes,
-                                void* stream);
+croq_status @NAME@_gemm_prepare(const croq_gemm_desc* desc, const croq_gemm_operands* operands, void* a_prepared,
+                                size_t a_prepared_bytes, void* stream);
 )TXT";
     }
   }
