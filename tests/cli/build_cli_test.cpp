@@ -88,9 +88,10 @@ TEST(BuildCli, CppKernelPreparedBuiltWithRealGxxRunsCorrectlyAndCaches) {
 TEST(BuildCli, PrepareRefusesASecondIter001UnlessForced) {
   TempDir root;
   ASSERT_EQ(run_croq(root.path(), args({"prepare"}, k_cpp_task)).rc, 0);
-  auto again = run_croq(root.path(), args({"prepare"}, args(k_cpp_task, {"--pick", "2"})));
+  // The bundled kernels best ranked first: blocked, the cpp_tiled template, naive.
+  auto again = run_croq(root.path(), args({"prepare"}, args(k_cpp_task, {"--pick", "3"})));
   EXPECT_EQ(again.rc, 9) << again.err;
-  auto forced = run_croq(root.path(), args({"prepare"}, args(k_cpp_task, {"--pick", "2", "--force"})));
+  auto forced = run_croq(root.path(), args({"prepare"}, args(k_cpp_task, {"--pick", "3", "--force"})));
   EXPECT_EQ(forced.rc, 0) << forced.err;
   EXPECT_EQ(forced.doc["kernel"], "iter001_naive");
   EXPECT_FALSE(fs::exists(root.path() / "tuning/cpu_x86_64/cpp/srcs/matmul_f32_96x80x72/m1/iter001_blocked.cpp"));

@@ -77,12 +77,51 @@ TEST(BuildDiscover, DtypeFiltersTierA) {
   Discovery cpp = discover_starting_kernels(nullptr, {"cpp", "matmul", "f32", "", std::nullopt});
   // naive, blocked and the cpp_tiled family's template (kernels/cpp/matmul/tiled/).
   ASSERT_EQ(cpp.candidates.size(), 3u);
-  EXPECT_NE(cpp.candidates[0].name, "naive");
+  EXPECT_EQ(cpp.candidates[0].name, "blocked");
+  // None of them runs f16 or e4m3: a dense f16 task gets tier C on cpp, and an e4m3 matmul the FP8
+  // kernels of kernels/cpp/blockscaled/, which declare the per-tensor-scaled matmul too (before,
+  // the cpp_tiled template, which declared no dtypes, was offered for both and failed to measure).
+  EXPECT_TRUE(discover_starting_kernels(nullptr, {"cpp", "matmul", "f16f32", "", std::nullopt}).candidates.empty());
+  std::set<std::string> fp8;
+  for (const auto& c : discover_starting_kernels(nullptr, {"cpp", "matmul", "e4m3bf16", "", std::nullopt}).candidates) {
+    fp8.insert(c.path.parent_path().filename() == "tiled" ? "tiled/" + c.name : c.name);
+  }
+  EXPECT_EQ(fp8, (std::set<std::string>{"reference", "tiled/tiled_fp8"}));
+  std::set<std::string> blocks;
+  for (const auto& c : discover_starting_kernels(nullptr, {"cuda", "blockscaled", "e4m3bf16", "", std::nullopt}).candidates) {
+    blocks.insert(c.name);
+  }
+  EXPECT_EQ(blocks, (std::set<std::string>{"gemm_sm90"}));
+  EXPECT_TRUE(discover_starting_kernels(nullptr, {"cuda", "blockscaled", "e4m3f16", "", std::nullopt}).candidates.empty());
+  // Without a dtype every kernel of the operator is offered, those of its folder included.
+  std::set<std::string> any;
+  for (const auto& c : discover_starting_kernels(nullptr, {"cpp", "blockscaled", "", "", std::nullopt}).candidates) {
+    any.insert(c.name);
+  }
+  EXPECT_EQ(any, (std::set<std::string>{"reference", "tiled_fp8"}));
   // The plain tiled kernel and the triton_gemm family's template (kernels/triton/matmul/family/gemm.py).
   Discovery tri = discover_starting_kernels(nullptr, {"triton", "matmul", "bf16fp32", "", std::nullopt});
   std::set<std::string> names;
   for (const auto& c : tri.candidates) names.insert(c.name);
   EXPECT_EQ(names, (std::set<std::string>{"gemm", "tiled"}));
+}
+
+// Every bundled kernel says which dtypes it runs (discover offers a kernel for a dtype only when it
+// declares it).
+TEST(BuildDiscover, EveryBundledKernelDeclaresItsDtypes) {
+  size_t seen = 0;
+  for (const auto& dsl : fs::directory_iterator(fs::path(CROQ_SOURCE_DIR) / "kernels")) {
+    if (!dsl.is_directory()) continue;
+    for (const auto& op : fs::directory_iterator(dsl.path())) {
+      if (!op.is_directory()) continue;
+      const std::string d = dsl.path().filename().string(), o = op.path().filename().string();
+      for (const auto& c : discover_starting_kernels(nullptr, {d, o, "", "", std::nullopt}).candidates) {
+        ++seen;
+        EXPECT_TRUE(c.meta.contains("dtypes")) << c.path;
+      }
+    }
+  }
+  EXPECT_GE(seen, 15u);
 }
 
 TEST(BuildDiscover, AitunedFilesAreNeverOffered) {

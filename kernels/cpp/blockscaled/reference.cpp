@@ -5,7 +5,7 @@
 // its block's scales (per tensor: the f32 sum times a_scale * b_scale). e4m3 inputs, f16, bf16 or
 // f32 output, B "row.col" ([N,K], the form FP8 tensor-core kernels read) or row-major for the
 // per-tensor case. Slow and plain on purpose: the model of what the scales mean.
-// croq-kernel: {"dtypes": ["e4m3f16", "e4m3bf16"], "rank": 10, "tensor_cores": false, "summary": "FP8 reference: scales per block or per tensor applied in f32"}
+// croq-kernel: {"dtypes": {"blockscaled": ["e4m3f16", "e4m3bf16"], "matmul": ["e4m3f16", "e4m3bf16"]}, "rank": 10, "tensor_cores": false, "summary": "FP8 reference: scales per block or per tensor applied in f32"}
 #include <croq/kernel_abi.h>
 #include <croq/host_scalar.h>
 

@@ -33,20 +33,39 @@ bool defines_entry_point(const std::string& dsl, const std::string& text) {
   return text.find("croq_matmul") != std::string::npos || text.find("croq_gemm") != std::string::npos;
 }
 
+// The dtypes a bundled kernel declares for `op` (its croq-kernel line: "dtypes" a list for the
+// operator of its folder, or an object from operator to list for a kernel that serves several), or
+// nothing when it declares none for that operator.
+std::optional<std::vector<std::string>> declared_dtypes(const json& meta, const std::string& op) {
+  if (!meta.contains("dtypes")) return std::nullopt;
+  const json& d = meta["dtypes"];
+  const json* list = d.is_array() ? &d : (d.is_object() && d.contains(op) ? &d[op] : nullptr);
+  if (!list || !list->is_array()) return std::nullopt;
+  std::vector<std::string> out;
+  for (const auto& x : *list) {
+    if (x.is_string()) out.push_back(canonical_or_empty(x.get<std::string>()));
+  }
+  return out;
+}
+
+// Tier A: the bundled kernels of the dsl that serve the operator (those in kernels/<dsl>/<op>/,
+// and those elsewhere whose croq-kernel line names the operator), and, when a dtype is asked,
+// only those that declare it: a kernel that declares no dtypes is not offered for one, since
+// nothing says it can run it.
 std::vector<StartingKernel> tier_a(const DiscoverRequest& req) {
   std::vector<StartingKernel> out;
-  fs::path dir;
+  fs::path root;
   try {
-    dir = find_project_dir("kernels") / req.dsl / req.op;
+    root = find_project_dir("kernels") / req.dsl;
   } catch (const Error&) {
     return out;
   }
   std::error_code ec;
-  if (!fs::is_directory(dir, ec)) return out;
+  if (!fs::is_directory(root, ec)) return out;
   const auto& exts = source_extensions(req.dsl);
   const std::string& primary = exts.front();
   std::vector<fs::path> files;
-  for (auto it = fs::recursive_directory_iterator(dir, ec); it != fs::recursive_directory_iterator(); it.increment(ec)) {
+  for (auto it = fs::recursive_directory_iterator(root, ec); it != fs::recursive_directory_iterator(); it.increment(ec)) {
     if (ec) break;
     if (it->is_regular_file() && it->path().extension() == primary) files.push_back(it->path());
   }
@@ -62,10 +81,13 @@ std::vector<StartingKernel> tier_a(const DiscoverRequest& req) {
     k.path = p;
     if (auto meta = read_kernel_metadata(text)) k.meta = *meta;
     k.rank = k.meta.value("rank", 0);
-    if (!req.dtype.empty() && k.meta.contains("dtypes") && k.meta["dtypes"].is_array()) {
-      bool match = false;
-      for (const auto& d : k.meta["dtypes"]) match = match || (d.is_string() && canonical_or_empty(d.get<std::string>()) == req.dtype);
-      if (!match) continue;
+    const fs::path folder = p.lexically_relative(root);
+    const bool in_op_folder = !folder.empty() && folder.begin()->string() == req.op;
+    const bool names_op = k.meta.contains("dtypes") && k.meta["dtypes"].is_object() && k.meta["dtypes"].contains(req.op);
+    if (!in_op_folder && !names_op) continue;
+    if (!req.dtype.empty()) {
+      const auto dtypes = declared_dtypes(k.meta, req.op);
+      if (!dtypes || std::find(dtypes->begin(), dtypes->end(), req.dtype) == dtypes->end()) continue;
     }
     for (const auto& ext : exts) {
       fs::path comp = fs::path(p).replace_extension(ext);

@@ -9,6 +9,7 @@
 //   CROQ_DECODE    e4m3 to f32 by a 256-entry table (1) or by arithmetic on the bits (0)
 //   CROQ_THREADS   worker threads over row blocks
 // e4m3 inputs, f16, bf16 or f32 output, B [N,K] ("row.col") or, per tensor, [K,N]; any M, N, K.
+// croq-kernel: {"dtypes": {"blockscaled": ["e4m3f16", "e4m3bf16"], "matmul": ["e4m3f16", "e4m3bf16"]}, "rank": 20, "tensor_cores": false, "summary": "the cpp_fp8 family's template at its default: e4m3 decoded with the scales into f32, cache-blocked dot products"}
 #include <croq/kernel_abi.h>
 #include <croq/host_scalar.h>
 

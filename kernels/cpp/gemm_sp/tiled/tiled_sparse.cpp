@@ -11,6 +11,7 @@
 //   CROQ_THREADS   worker threads over row blocks
 // Inputs f32, f16, bf16 or e4m3 (B is converted to f32 row-major in the workspace at each launch
 // unless it already is), output f32, f16 or bf16, both B layouts, any M and N, K a multiple of 8.
+// croq-kernel: {"dtypes": ["f32", "f16f32", "f16", "bf16f32", "bf16", "e4m3f16", "e4m3bf16"], "rank": 20, "tensor_cores": false, "summary": "the cpp_sparse family's template at its default: A compressed once by croq_gemm_prepare, cache blocks, register tile"}
 #include <croq/kernel_abi.h>
 #include <croq/host_scalar.h>
 

@@ -7,6 +7,7 @@
 //   CROQ_UNROLL                unroll factor of the depth loop inside the register tile
 //   CROQ_THREADS               worker threads over row blocks
 // C[M,N] = A[M,K] * B with B row-major (K x N) or stored N x K ("col"). Any M, N, K.
+// croq-kernel: {"dtypes": ["f32"], "rank": 15, "tensor_cores": false, "summary": "the cpp_tiled family's template at its default: cache blocks, register tile, packed B panels, threads"}
 #include <croq/kernel_abi.h>
 
 #include <algorithm>

@@ -1,3 +1,4 @@
+// croq-kernel: {"dtypes": ["f16f32", "f16", "bf16f32", "bf16", "e4m3f16", "e4m3bf16"], "rank": 20, "tensor_cores": true, "b_layout": "col", "summary": "the hopper_gemm_sp family's sm_90a template at its default (sparse WGMMA, A prepared once)"}
 /*
  * croq's Hopper 2:4 structured-sparse GEMM template (sm_90a): C[M,N] = A[M,K] * B through croq's
  * kernel ABI version 2 (include/croq/kernel_abi.h, operator CROQ_OP_MATMUL_SPARSE24), A 2:4 sparse

@@ -1,3 +1,4 @@
+// croq-kernel: {"dtypes": ["f16f32", "bf16f32", "f16", "bf16"], "rank": 5, "tensor_cores": true, "summary": "the ampere_gemm family's sm_80 template at its default (mma.sync, ldmatrix, cp.async ring); croq tune searches its configurations"}
 /*
  * croq's Ampere-style GEMM template (sm_80 and later: A100, RTX 30/40, and correct on Hopper):
  * C[M,N] = A[M,K] * B through croq's matmul ABI (include/croq/kernel_abi.h), for f16->f32,

@@ -1,3 +1,4 @@
+// croq-kernel: {"dtypes": {"matmul": ["f16f32", "bf16f32", "f16", "bf16", "e4m3f16", "e4m3bf16"], "blockscaled": ["e4m3bf16"]}, "rank": 5, "tensor_cores": true, "summary": "the hopper_gemm family's sm_90a template at its default (WGMMA, TMA, warp specialization); croq tune searches its configurations"}
 /*
  * croq's Hopper GEMM template (sm_90a): C[M,N] = A[M,K] * B through croq's matmul ABI
  * (include/croq/kernel_abi.h), for f16->f32, bf16->f32, f16->f16 and bf16->bf16, A row-major, B
