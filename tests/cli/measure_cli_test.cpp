@@ -227,3 +227,38 @@ TEST_F(MeasureCli, TheBaselineIsMeasuredStoredAsIter000AndNotRepeated) {
 
 }  // namespace
 }  // namespace croq
+
+namespace croq {
+namespace {
+
+// --out writes a new file or replaces an earlier measurement, never a record: inside tuning/ only
+// a task's perf/ folder takes it, and an existing file that is not a croq measurement is refused
+// before anything runs (before, --out over idea-log.jsonl replaced the ledger with a measurement).
+TEST_F(MeasureCli, OutReplacesNoRecordAndNoOtherFile) {
+  build("naive", "iter001_naive");
+  const fs::path logs = m_dir.path() / "tuning" / cpu_device_key() / "cpp" / "logs" / k_key / "m1";
+  fs::create_directories(logs);
+  const fs::path ledger = logs / "idea-log.jsonl";
+  croq::atomic_write(ledger, "{\"a record\":1}\n", false);
+  const fs::path outside = m_dir.path() / "notes" / "precious.txt";
+  croq::atomic_write(outside, "mine\n", false);
+  for (const fs::path& target : {ledger, logs / "new.json", m_dir.path() / "tuning" / "state.json", outside}) {
+    auto r = measure("iter001_naive", {"--out", target.string()});
+    EXPECT_EQ(r.rc, 2) << target << ": " << r.out << r.err;
+    EXPECT_NE(r.err.find("--out"), std::string::npos) << r.err;
+    EXPECT_FALSE(fs::exists(perf_dir() / "measure_iter001_naive.json")) << "nothing ran";
+  }
+  EXPECT_EQ(croq::read_file_or_throw(ledger), "{\"a record\":1}\n");
+  EXPECT_EQ(croq::read_file_or_throw(outside), "mine\n");
+  EXPECT_FALSE(fs::exists(logs / "new.json"));
+  EXPECT_FALSE(fs::exists(m_dir.path() / "tuning" / "state.json"));
+  // A new file elsewhere, then the same file again (an earlier measurement), and the perf folder.
+  const fs::path mine = m_dir.path() / "notes" / "m.json";
+  ASSERT_EQ(measure("iter001_naive", {"--out", mine.string()}).rc, 0);
+  ASSERT_EQ(measure("iter001_naive", {"--out", mine.string()}).rc, 0);
+  auto perf = measure("iter001_naive", {"--out", (perf_dir() / "pair_x.json").string()});
+  EXPECT_EQ(perf.rc, 0) << perf.err;
+}
+
+}  // namespace
+}  // namespace croq

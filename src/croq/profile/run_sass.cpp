@@ -144,6 +144,11 @@ StepResult run_sass_dump(const Workspace* ws, const std::optional<TaskRef>& task
     name = id.name();
   }
   if (o.baseline) name = "baseline";
+  if (!o.out.empty() && ws) {
+    if (std::string why = ws->user_output_refusal(o.out); !why.empty()) {
+      throw_usage("--out " + why, "leave --out out (the SASS goes to the task's perf/ folder) or name a file elsewhere");
+    }
+  }
   auto loaded = load_sass(deps.runner, src, o.cuobjdump.empty() ? env_or("CROQ_CUOBJDUMP", "cuobjdump") : o.cuobjdump,
                           o.ncu.empty() ? env_or("CROQ_NCU", "ncu") : o.ncu);
   const auto& f = select_function(loaded.functions, src.kernel);

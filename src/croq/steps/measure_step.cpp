@@ -95,6 +95,25 @@ MeasureJob candidate_job(const TaskRef& t, const CandidateRef& c, const MeasureO
   return job;
 }
 
+// A measurement file at a path the user gave replaces nothing but an earlier croq measurement, and
+// never lands among the task's records (before, --out over idea-log.jsonl replaced the ledger).
+void check_measurement_out(const Workspace& ws, const std::filesystem::path& out) {
+  const std::string hint = "leave --out out (the measurement goes to the task's perf/ folder) or name a new file";
+  if (std::string why = ws.user_output_refusal(out); !why.empty()) throw_usage("--out " + why, hint);
+  std::error_code ec;
+  if (!std::filesystem::exists(out, ec)) return;
+  std::optional<json> doc;
+  if (std::filesystem::is_regular_file(out, ec)) {
+    if (auto text = read_file(out)) doc = try_parse_json(*text);
+  }
+  if (!doc || !doc->is_object() || doc->value("schema", "") != k_measurement_schema) {
+    throw_usage(fmt::format("--out {} exists and is not a croq measurement: croq measure replaces only its own "
+                            "measurement files",
+                            ws.display(out)),
+                hint);
+  }
+}
+
 }  // namespace
 
 StepResult run_measure(Workspace& ws, const TaskRef& t, const MeasureOptions& o, const StepDeps& deps) {
@@ -110,6 +129,7 @@ StepResult run_measure(Workspace& ws, const TaskRef& t, const MeasureOptions& o,
   skel.candidate_sha256 = sha256_file(c.path);
   skel.seed = parse_seed(o.run.seed_text);
   const std::filesystem::path out = o.out.empty() ? measurement_path(ws, t, c.kernel) : std::filesystem::absolute(o.out);
+  if (!o.out.empty()) check_measurement_out(ws, out);
   StepResult res;
   res.trace["kernel"] = c.kernel;
 

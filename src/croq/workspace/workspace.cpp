@@ -145,6 +145,21 @@ bool Workspace::contains(const fs::path& path) const {
   return true;
 }
 
+std::string Workspace::user_output_refusal(const fs::path& path) const {
+  std::error_code ec;
+  const fs::path tuning = fs::weakly_canonical(tuning_dir(), ec);
+  const fs::path p = fs::weakly_canonical(fs::absolute(path), ec);
+  if (ec) return {};
+  const fs::path rel = p.lexically_relative(tuning);
+  if (rel.empty() || *rel.begin() == "..") return {};  // outside tuning/
+  std::vector<std::string> parts;
+  for (const auto& c : rel) parts.push_back(c.string());
+  if (parts.size() >= 4 && parts[2] == artifact_kind_name(ArtifactKind::perf)) return {};
+  return fmt::format("{} lies in the workspace's tuning/ tree outside a task's perf/ folder: the ledger, checkpoints, "
+                     "sources, baselines and croq's state there are croq's to write",
+                     display(path));
+}
+
 std::string Workspace::display(const fs::path& path) const {
   std::error_code ec;
   if (contains(path)) {

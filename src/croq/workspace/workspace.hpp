@@ -72,6 +72,10 @@ class Workspace {
 
   // True if `path` (after resolving symlinks and "..") lies inside the root.
   bool contains(const fs::path& path) const;
+  // Why a file a verb writes at a path the user gave (--out) may not go there, or "": inside
+  // tuning/, only a task's perf/ folder takes such a file (the ledger, checkpoints, sources,
+  // baselines and croq's own state are croq's to write).
+  std::string user_output_refusal(const fs::path& path) const;
   // Returns `path` relative to the root when it lies inside, else the absolute path.
   std::string display(const fs::path& path) const;
 
