@@ -129,6 +129,16 @@ VerbRunner setup_checkpoint_verify(CLI::App& app) {
     int built = parse_iter_number(o->iter);
     auto cp = read_checkpoint(ctx.ws(), t);
     if (!cp) throw_not_found("no checkpoint for " + t.id(), "write the plan first: `croq checkpoint write ...`");
+    // A stored round closed its plan: verifying again would reopen it for an iteration the ledger
+    // already holds, and no step could follow (store-round refuses the stored iteration, checkpoint
+    // write the second idea of a round).
+    if (cp->status == CheckpointStatus::CLOSED || Ledger(ctx.ws(), t).index().iters.contains(built)) {
+      throw Error(ExitCode::conflict,
+                  fmt::format("{} is already stored: its plan ({}) was closed by the round's store, there is nothing "
+                              "to verify",
+                              iter_number_name(built), cp->iter),
+                  "`croq state` names the next step (a new round starts with `croq checkpoint write`)");
+    }
     // The source named by --iter (iter<NNN>_<tag>), else the live one of its number (not a failed
     // attempt's, which keeps the number's name beside it).
     auto cand = find_live_source(ctx.ws(), t, try_parse_iter_id(o->iter) ? o->iter : iter_number_name(built));

@@ -53,6 +53,14 @@ TEST(NoRepeat, ACandidateWithTheSourceOfAnEarlierRoundIsRefusedWhateverItsPlanSa
   must({"measure", "--iter", "iter002_kc64", "--pairs"});
   must({"store-round", "--kernel", "iter002_kc64", "--measurement", m.doc["files"].value("measurement", ""), "--decision",
         "DISCARD"});
+  // The store closed round 1's plan: verifying it again is refused and changes nothing (before, it
+  // reopened the plan for the stored iteration and no step could follow).
+  const std::string state_before = croq({"state"}).doc.dump();
+  for (const char* iter : {"iter002_kc64", "iter003"}) {
+    CroqRun again = croq({"checkpoint", "verify", "--iter", iter});
+    EXPECT_EQ(again.rc, 9) << iter << ": " << again.out << again.err;
+  }
+  EXPECT_EQ(croq({"state"}).doc.dump(), state_before);
 
   // Round 2 declares another parameter set but its source is round 1's, re-commented and re-spaced.
   must({"checkpoint", "write", "--iter", "iter003", "--base", "iter001_blocked", "--bottleneck", b, "--idea", "k_kc 48",
