@@ -122,6 +122,7 @@ VerbRunner setup_store_round(CLI::App& app) {
     // protocol whether this round may be stored.
     RoundRecord preview_record = make_round_record(req);
     guard_store(ctx.ws(), t, preview_record, measurement_doc);
+    mark_enforced(ctx.ws(), t, req.extra);  // the ledger says the task is enforced, protocol.json or not
     Ledger ledger(ctx.ws(), t);
     StoreRoundResult r = store_round(ledger, req, lock_timeout(o->task));
     json doc;

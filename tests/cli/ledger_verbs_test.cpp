@@ -507,6 +507,20 @@ TEST_F(VerbTest, AnEnforcedTaskWithRecordsStaysEnforced) {
                "cannot be made advisory");
   EXPECT_EQ(*croq::read_file(protocol), before);
   EXPECT_EQ(run_croq(root(), with_task({"protocol", "begin", "--mode", "enforced", "--rounds", "8"})).rc, 0);
+  // A record stored under enforcement says so, and the ledger keeps the task enforced when
+  // protocol.json is gone: neither a typed KEEP nor advisory mode gets in (before, deleting the file
+  // made the task advisory). --extra cannot write the field.
+  expect_error(store(root(), "iter001_xx", "COMPILE_FAIL", "", {"--round", "0", "--extra", R"({"protocol":"advisory"})"}), 2,
+               "usage", "protocol");
+  ASSERT_EQ(store(root(), "iter001_xx", "COMPILE_FAIL", "", {"--round", "0"}).rc, 0);
+  const fs::path log = protocol.parent_path() / "idea-log.jsonl";
+  EXPECT_NE(croq::read_file(log)->find(R"("protocol":"enforced")"), std::string::npos);
+  fs::remove(protocol);
+  expect_error(store(root(), "iter002_fake", "KEEP", "5", {"--round", "0"}), 5, "refused", "measurement");
+  expect_error(run_croq(root(), with_task({"protocol", "begin", "--mode", "advisory"})), 5, "refused",
+               "cannot be made advisory");
+  EXPECT_FALSE(fs::exists(protocol));
+  EXPECT_EQ(croq::read_file(log)->find("iter002_fake"), std::string::npos);
 }
 
 TEST_F(VerbTest, SessionCleanResetAllNeedsYesAndTakesNoTask) {

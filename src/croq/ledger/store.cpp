@@ -50,7 +50,7 @@ void check_extra_fields(const json& extra) {
   refuse_reserved(extra,
                   {"round", "iter", "kernel", "tflops", "decision", "bottleneck", "idea", "idea_summary", "category",
                    "expected_gain", "timestamp", "schema", "source", "measurement", "planned_iter", "task_uid",
-                   "closed_by"},
+                   "closed_by", "protocol"},
                   "pass the figure with --measurement and the fields with their own options (--iter, --decision, "
                   "--idea, ...); a failure of a planned iteration is stored with --iter iter<NNN>");
 }

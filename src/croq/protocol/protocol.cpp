@@ -76,16 +76,39 @@ fs::path protocol_path(const Workspace& ws, const TaskRef& task) {
   return ws.kind_dir(task, ArtifactKind::logs) / "protocol.json";
 }
 
+namespace {
+
+// Whether a record of the task's ledger was stored under enforcement (read only when protocol.json
+// is missing: the ledger itself, not an index or marker file that could be edited apart from it).
+bool ledger_was_enforced(const Workspace& ws, const TaskRef& task) {
+  auto text = read_file(ws.idea_log(task));
+  if (!text || text->find(k_record_protocol_field) == std::string::npos) return false;
+  for (const RoundRecord& r : parse_idea_log(*text).records) {
+    if (get_string(r.extra, k_record_protocol_field).value_or("") == "enforced") return true;
+  }
+  return false;
+}
+
+}  // namespace
+
 std::optional<ProtocolConfig> read_protocol(const Workspace& ws, const TaskRef& task) {
   count_state_read(StateDoc::protocol);
   auto text = read_file(protocol_path(ws, task));
-  if (!text) return std::nullopt;
+  if (!text) {
+    if (!ledger_was_enforced(ws, task)) return std::nullopt;
+    return ProtocolConfig{};  // enforced, the default settings
+  }
   auto j = try_parse_json(*text);
   if (!j || !j->is_object() || get_string(*j, "schema").value_or("") != k_protocol_schema) {
     throw_corrupt(fmt::format("{} cannot be read", ws.display(protocol_path(ws, task))),
                   "recreate it with `croq protocol begin` (the ledger is not affected)");
   }
   return ProtocolConfig::from_json(*j);
+}
+
+void mark_enforced(const Workspace& ws, const TaskRef& task, json& record_extra) {
+  auto cfg = read_protocol(ws, task);
+  if (cfg && cfg->enforced) record_extra[k_record_protocol_field] = "enforced";
 }
 
 void write_protocol(const Workspace& ws, const TaskRef& task, const ProtocolConfig& cfg) {

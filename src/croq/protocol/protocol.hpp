@@ -43,8 +43,14 @@ struct ProtocolConfig {
   static ProtocolConfig from_json(const json& j);
 };
 
-// nullopt when the task has no protocol.json (advisory: nothing is enforced).
+// nullopt when the task has no protocol.json (advisory: nothing is enforced), unless its ledger
+// holds a record stored under enforcement: then the task is enforced with the default settings
+// (deleting protocol.json does not lift the guards from a task stored under them).
 std::optional<ProtocolConfig> read_protocol(const Workspace& ws, const TaskRef& task);
+// The field an enforced task's records carry ("protocol": "enforced"), set by `mark_enforced`.
+inline constexpr const char* k_record_protocol_field = "protocol";
+// Adds the field to a record about to be stored when the task is enforced.
+void mark_enforced(const Workspace& ws, const TaskRef& task, json& record_extra);
 // The task's protocol.json, or the defaults for a task without one.
 ProtocolConfig config_or_default(const Workspace& ws, const TaskRef& task);
 void write_protocol(const Workspace& ws, const TaskRef& task, const ProtocolConfig& cfg);

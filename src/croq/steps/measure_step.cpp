@@ -326,6 +326,7 @@ StepResult run_baseline(Workspace& ws, const TaskRef& t, const BaselineOptions& 
   res.doc["result"] = result;
   std::vector<std::string> notes;
   if (!stored) {
+    mark_enforced(ws, t, req.extra);
     StoreRoundResult r = store_round(ledger, req, std::chrono::milliseconds(o.lock_timeout_ms));
     res.doc["record"] = r.outcome.record.to_json();
     if (deps.note) deps.note(r.line);
