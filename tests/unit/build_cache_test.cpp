@@ -123,5 +123,28 @@ TEST(BuildCache, AnEntryMissingAFileIsAMiss) {
   EXPECT_FALSE(cache.lookup("k").has_value());
 }
 
+// An output replaced in the cache (another binary copied over it) is not a hit: the build runs
+// again and its store replaces the entry (before, the replaced binary was restored as the build of
+// an unchanged source).
+TEST(BuildCache, AnOutputReplacedInTheCacheIsAMissAndTheNextStoreReplacesIt) {
+  TempDir d;
+  BuildCache cache(d / "cache");
+  atomic_write(d / "a", "the build", false);
+  ASSERT_TRUE(cache.store("k", {{"out", d / "a"}}, json::object(), ""));
+  ASSERT_TRUE(cache.lookup("k").has_value());
+  atomic_write(d / "cache" / "k" / "out", "another binary", false);
+  EXPECT_FALSE(cache.lookup("k").has_value());
+  EXPECT_TRUE(cache.store("k", {{"out", d / "a"}}, json::object(), ""));
+  auto e = cache.lookup("k");
+  ASSERT_TRUE(e.has_value());
+  cache.restore(*e, "out", d / "got");
+  EXPECT_EQ(read_file_or_throw(d / "got"), "the build");
+  // An entry without the hashes (written before they were kept) is a miss too.
+  json meta = *try_parse_json(read_file_or_throw(d / "cache" / "k" / "meta.json"));
+  meta.erase("sha256");
+  atomic_write(d / "cache" / "k" / "meta.json", meta.dump(), false);
+  EXPECT_FALSE(cache.lookup("k").has_value());
+}
+
 }  // namespace
 }  // namespace croq

@@ -59,11 +59,18 @@ std::optional<CacheEntry> BuildCache::lookup(const std::string& key) const {
   e.meta = *meta;
   e.log = read_file(dir / "log.txt").value_or("");
   std::error_code ec;
+  // Every output is there with the hash recorded when it was stored: a file replaced in the cache
+  // (or an entry from before the hashes were kept) is rebuilt, never handed out as the build.
+  const json hashes = meta->value("sha256", json::object());
   if (meta->contains("files") && (*meta)["files"].is_array()) {
     for (const auto& f : (*meta)["files"]) {
+      if (!f.is_string()) return std::nullopt;
       std::string name = f.get<std::string>();
       if (!fs::is_regular_file(dir / name, ec)) return std::nullopt;  // damaged entry: rebuild
+      const std::string want = hashes.is_object() ? hashes.value(name, "") : "";
+      if (want.empty() || sha256_file(dir / name) != want) return std::nullopt;
       e.files.push_back(name);
+      e.sha256[name] = want;
     }
   }
   return e;
@@ -79,16 +86,19 @@ bool BuildCache::store(const std::string& key, const std::map<std::string, fs::p
                        const std::string& log) const {
   std::error_code ec;
   fs::path final_dir = m_dir / key;
-  if (fs::exists(final_dir / "meta.json", ec)) return false;
+  if (fs::exists(final_dir / "meta.json", ec) && lookup(key)) return false;  // a damaged entry is replaced
   fs::path tmp = make_temp_dir();
   json files = json::array();
+  json hashes = json::object();
   for (const auto& [name, path] : outputs) {
     fs::copy_file(path, tmp / name, fs::copy_options::overwrite_existing);
     files.push_back(name);
+    hashes[name] = sha256_file(tmp / name);
   }
   meta["schema"] = k_build_cache_schema;
   meta["key"] = key;
   meta["files"] = files;
+  meta["sha256"] = hashes;
   if (!meta.contains("created_at")) meta["created_at"] = now_iso8601();
   atomic_write(tmp / "log.txt", log, /*durable=*/false);
   atomic_write(tmp / "meta.json", dump_pretty(meta), /*durable=*/false);
@@ -102,6 +112,14 @@ bool BuildCache::store(const std::string& key, const std::map<std::string, fs::p
 
 void BuildCache::restore(const CacheEntry& entry, const std::string& file, const fs::path& dest) const {
   copy_file_atomic(entry.dir / file, dest);
+  auto want = entry.sha256.find(file);
+  if (want != entry.sha256.end() && sha256_file(dest) != want->second) {
+    std::error_code ec;
+    fs::remove(dest, ec);
+    throw Error(ExitCode::failure,
+                fmt::format("the cached {} changed while it was restored (its hash is not the one stored)", file),
+                "build again: the entry is rebuilt");
+  }
 }
 
 void copy_file_atomic(const fs::path& from, const fs::path& to) {

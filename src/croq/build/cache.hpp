@@ -4,7 +4,8 @@
 //   compiler arguments (output paths excluded), the compiler's path and its `--version` text
 //   (which stands for the system headers),
 // each hashed as a length-prefixed field. Entries live in <root>/tuning/.cache/build/<key>/:
-//   meta.json (croq-build-cache-v1: the build's command, flags, compile_ms, resources, created_at),
+//   meta.json (croq-build-cache-v1: the build's command, flags, compile_ms, resources, created_at,
+//   and each output's sha256: an output that no longer has it is not a hit, the build runs again),
 //   log.txt (the compiler's output), and the output files under their own names.
 // An entry is built in a temporary folder beside the others and renamed into place, so a reader
 // never sees half an entry; two builds of the same key at once both succeed (the second rename
@@ -38,6 +39,7 @@ struct CacheEntry {
   std::string key;
   std::filesystem::path dir;
   json meta;
+  std::map<std::string, std::string> sha256;  // output file name -> its hash when stored
   std::string log;
   std::vector<std::string> files;  // output file names in the entry
 };
