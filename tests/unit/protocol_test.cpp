@@ -2,6 +2,8 @@
 // evidence-based guards of an enforced task.
 #include <gtest/gtest.h>
 
+#include <fmt/format.h>
+
 #include "croq/util/hash.hpp"
 
 #include "croq/ledger/ledger.hpp"
@@ -527,6 +529,46 @@ TEST_F(EnforcedTask, ARoundStoresTheNewestMeasurementNotTheLuckiest) {
   EXPECT_NE(refusal_rule([&] { guard_store(*ws, task, with_file(pair_sha), pair); }), "newest_measurement");
   EXPECT_NE(refusal_rule([&] { guard_store(*ws, task, with_file(later_sha), later); }), "newest_measurement");
   EXPECT_EQ(refusal_rule([&] { guard_store(*ws, task, with_file(lucky_sha), lucky); }), "newest_measurement");
+}
+
+// Measuring again until one run comes out lucky does not move the decision: it takes the median of
+// the kernel's measurements since its build. And once back-to-back pairs are measured they decide,
+// whatever one measurement says against the best's older figure (before, storing the newest file
+// (a lucky run, or a pair file with a narrow spread) cleared the margin the pairs had refused).
+TEST_F(EnforcedTask, ReMeasuringUntilLuckyDoesNotMoveTheDecisionAndMeasuredPairsDecide) {
+  prepared();  // the best, iter001_start, at 10 TFLOPS
+  write_checkpoint(*ws, task, plan("iter002", "iter001_start"));
+  const fs::path perf = ws->kind_dir(task, ArtifactKind::perf);
+  atomic_write(perf / "build_iter002.json", "{}");
+  record_evidence(*ws, task, EvidenceKind::build, "iter002_x", perf / "build_iter002.json", {{"verdict", "OK"}});
+  auto measure = [&](const std::string& kernel, const std::string& name, double tflops) {
+    json m = {{"verdict", "PASS"}, {"tflops", tflops}, {"timing", {{"median_ms", 1.0}, {"cv", 0.001}, {"reps", 50}}}};
+    atomic_write(perf / name, m.dump());
+    record_evidence(*ws, task, EvidenceKind::measure, kernel, perf / name, {{"verdict", "PASS"}, {"tflops", tflops}});
+    return std::make_pair(m, sha256_file(perf / name));
+  };
+  auto keep = [&](const std::string& sha) {
+    return rec(1, "iter002_x", Decision::KEEP, 11.0, {{"measurement", {{"sha256", sha}, {"file", "x"}}}});
+  };
+  measure("iter002_x", "try1.json", 9.9);
+  measure("iter002_x", "try2.json", 10.0);
+  auto [lucky, lucky_sha] = measure("iter002_x", "try3.json", 11.0);  // +10 %, the newest
+  EXPECT_EQ(refusal_rule([&] { guard_store(*ws, task, keep(lucky_sha), lucky); }), "noise_aware_decision");
+  EXPECT_EQ(decide_for(*ws, task, "iter002_x", PerfSample::from_measurement(lucky), false).result.decision,
+            Decision::DISCARD);
+  // A kernel measured once is decided on that measurement.
+  write_checkpoint(*ws, task, plan("iter003", "iter001_start"));
+  atomic_write(perf / "build_iter003.json", "{}");
+  record_evidence(*ws, task, EvidenceKind::build, "iter003_y", perf / "build_iter003.json", {{"verdict", "OK"}});
+  auto [once, once_sha] = measure("iter003_y", "once.json", 11.0);
+  auto keep3 = rec(1, "iter003_y", Decision::KEEP, 11.0, {{"measurement", {{"sha256", once_sha}, {"file", "x"}}}});
+  EXPECT_EQ(refusal_rule([&] { guard_store(*ws, task, keep3, once); }), "");
+  // Pairs measured against it that do not favour it decide: DISCARD, though the single run is +10 %.
+  for (int i = 1; i <= 3; ++i) {
+    measure("iter001_start", fmt::format("pair_iter003_{}_iter001_start.json", 2 * i - 1), 10.0);
+    measure("iter003_y", fmt::format("pair_iter003_{}_iter003_y.json", 2 * i), 10.0);
+  }
+  EXPECT_EQ(refusal_rule([&] { guard_store(*ws, task, keep3, once); }), "noise_aware_decision");
 }
 
 // VERIFIED in the checkpoint is the checkpoint's word: the MEASURE guard also wants croq checkpoint
