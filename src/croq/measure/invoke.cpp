@@ -116,6 +116,9 @@ Measurement run_measure_job(const MeasureJob& job, ProcessRunner& runner) {
   spec.timeout = job.timeout;
   spec.env_set = job.env;
   spec.max_capture_bytes = 8u << 20;
+  // The runner dies with croq: killed croq releases the device lease, and a runner left behind
+  // would go on using the device under no lease (found by an attack: kill -9 of croq measure).
+  spec.parent_death_signal = SIGKILL;
   bool opened = false;
   ProcessResult r = job.gate ? run_at_gate(spec, tmpl + ".go", job.gate, job.gate_timeout, runner, opened) : runner.run(spec);
   std::optional<std::string> text = read_file(tmpl);

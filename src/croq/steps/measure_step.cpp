@@ -17,6 +17,7 @@
 #include "croq/measure/invoke.hpp"
 #include "croq/measure/rules.hpp"
 #include "croq/measure/store_measurement.hpp"
+#include "croq/protocol/command.hpp"
 #include "croq/protocol/evidence.hpp"
 #include "croq/protocol/protocol.hpp"
 #include "croq/protocol/provenance.hpp"
@@ -137,6 +138,14 @@ StepResult run_measure(Workspace& ws, const TaskRef& t, const MeasureOptions& o,
   // its launch: such a call lets it tell a checked launch from a timed one, or time itself.
   const auto protocol_cfg = read_protocol(ws, t);
   const bool strict = protocol_cfg && protocol_cfg->enforced;
+  // An enforced task's inputs come from a fresh seed croq draws: with a seed chosen in advance, a
+  // candidate could carry a table of the inputs' products and look them up (found by an attack).
+  if (strict && !o.run.seed_text.empty()) {
+    refuse({Step::MEASURE, "fresh_inputs",
+            "this task is enforced: a measurement draws its inputs from a fresh seed croq chooses, not one given "
+            "with --seed (inputs known in advance can be looked up instead of computed)",
+            CroqCommand("measure").task(t).opt("--iter", c.kernel).text()});
+  }
   Measurement m;
   const std::string synchronising = refuse_before_running(c, skel, strict, m);
   bool ran = false;
