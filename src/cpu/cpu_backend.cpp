@@ -10,11 +10,16 @@
 // multiply the f32 inputs by their scales before sgemm (per tensor: the f32 product by a_scale *
 // b_scale), i.e. they apply the scales in f32.
 #include <cblas.h>
+#include <sched.h>
+#include <seccomp.h>
 #include <unistd.h>
 
 #include <chrono>
 #include <cmath>
 #include <cstring>
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
 #include <fstream>
 #include <thread>
 
@@ -30,6 +35,26 @@
 namespace croq::cpu_runner {
 
 namespace {
+
+// Copies bytes with stores that bypass the caches where the CPU has them (x86's streaming
+// stores), plain ones elsewhere; stream_fence() orders them before what follows.
+void stream_bytes(uint8_t* dst, const uint8_t* src, size_t n) {
+  size_t i = 0;
+#if defined(__SSE2__)
+  for (; i < n && (reinterpret_cast<uintptr_t>(dst + i) & 15) != 0; ++i) dst[i] = src[i];
+  for (; i + 16 <= n; i += 16) {
+    _mm_stream_si128(reinterpret_cast<__m128i*>(dst + i), _mm_loadu_si128(reinterpret_cast<const __m128i*>(src + i)));
+  }
+#endif
+  std::memcpy(dst + i, src + i, n - i);
+}
+
+void stream_fence() {
+#if defined(__SSE2__)
+  _mm_sfence();
+#endif
+}
+
 
 constexpr size_t k_guard_bytes = 64 * 1024;
 constexpr unsigned char k_guard_byte = 0xA5;
@@ -179,13 +204,32 @@ class CpuBackend : public MeasureBackend {
   }
 
   // All of B gets fresh values (stream k_stream_perturb of `seed`), and the copy of it as well.
+  // B's fresh values go out through a small buffer with stores past the caches, into B and into
+  // the backend's own copy of it: B is as cold after its refresh as the flush left it, since the
+  // procedure refreshes B after the flush on this backend, right before the timer (procedure.cpp).
   DeviceStatus perturb_inputs(int set, int64_t /*column*/, uint64_t seed) override {
     const bool scaled = m_p.scale_mode != CROQ_SCALE_NONE;
-    for (size_t i = 0; i < count_b(); ++i) {
-      store_from_f32(m_b[set].data(), input_storage(), i,
-                     scaled ? fp8_scaled_value(seed, k_stream_perturb, i) : random_uniform(seed, k_stream_perturb, i));
+    const ScalarType t = input_storage();
+    const size_t elem = static_cast<size_t>(scalar_type_bytes(t));
+    alignas(16) uint8_t chunk[4096];
+    const size_t per = sizeof chunk / elem;
+    uint8_t* copy = nullptr;
+    if (static_cast<size_t>(set) < m_pristine.size()) {
+      std::vector<uint8_t>& p = m_pristine[static_cast<size_t>(set)].b;
+      p.resize(m_b[set].size());
+      copy = p.data();
     }
-    if (static_cast<size_t>(set) < m_pristine.size()) m_pristine[static_cast<size_t>(set)].b = m_b[set];
+    for (size_t first = 0; first < count_b(); first += per) {
+      const size_t n = std::min(per, count_b() - first);
+      for (size_t i = 0; i < n; ++i) {
+        const size_t at = first + i;
+        store_from_f32(chunk, t, i,
+                       scaled ? fp8_scaled_value(seed, k_stream_perturb, at) : random_uniform(seed, k_stream_perturb, at));
+      }
+      stream_bytes(m_b[set].data() + first * elem, chunk, n * elem);
+      if (copy) stream_bytes(copy + first * elem, chunk, n * elem);
+    }
+    stream_fence();
     return {};
   }
 
@@ -397,6 +441,26 @@ class CpuPlatform : public RunnerPlatform {
   }
   DeviceFacts describe_device(const RunnerOptions&, const ProblemSetup& p) override {
     return cpu_facts(p.dtype, p.desc.op);
+  }
+  // The candidate runs inside this process, so it may start no other: no fork, no new process
+  // (clone without CLONE_THREAD), no exec, no tracing or writing of another process's memory
+  // (seccomp, libseccomp). A candidate's constructor once forked a child that, after the runner
+  // left, rewrote the measurement file (an attack: 3x the figure, stored as measured). Threads
+  // stay allowed (clone with CLONE_THREAD; clone3 answers ENOSYS, and glibc falls back to clone).
+  std::string confine_before_loading() override {
+    scmp_filter_ctx ctx = seccomp_init(SCMP_ACT_ALLOW);
+    if (!ctx) return "seccomp_init failed";
+    int rc = 0;
+    for (int call : {SCMP_SYS(fork), SCMP_SYS(vfork), SCMP_SYS(execve), SCMP_SYS(execveat), SCMP_SYS(ptrace),
+                     SCMP_SYS(process_vm_writev), SCMP_SYS(process_vm_readv)}) {
+      rc = rc ? rc : seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EPERM), call, 0);
+    }
+    if (!rc) rc = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EPERM), SCMP_SYS(clone), 1,
+                                   SCMP_A0(SCMP_CMP_MASKED_EQ, static_cast<scmp_datum_t>(CLONE_THREAD), 0));
+    if (!rc) rc = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(ENOSYS), SCMP_SYS(clone3), 0);
+    if (!rc) rc = seccomp_load(ctx);
+    seccomp_release(ctx);
+    return rc ? fmt::format("seccomp: {}", std::strerror(-rc)) : std::string();
   }
 };
 

@@ -276,6 +276,29 @@ TEST(MeasureProcedure, EveryLaunchCheckedOrTimedIsMadeTheSameWay) {
 // A candidate that does the work only on the launches it believes are checked: every timed launch
 // may be compared after it ran, so one that skipped is caught (VERIFY_FAIL timed_mismatch) before
 // the re-check or the second seed would have seen anything.
+// On a synchronous backend (the CPU) B gets its fresh values after the flush, right before the timer:
+// the flush is milliseconds in which a candidate's own thread, watching B, computed most of C and the
+// launch copied it (an attack: 6x the honest figure, PASS).
+TEST(MeasureProcedure, OnASynchronousBackendBIsRefreshedAfterTheFlushRightBeforeTheTimer) {
+  FakeBackend b;
+  b.async = false;
+  ProcedureOptions o = quick();
+  o.perturb = true;
+  Measurement m = measure(b, o);
+  ASSERT_EQ(m.verdict, Verdict::PASS) << m.detail;
+  auto head = [](const std::string& c) { return c.substr(0, c.find('(')); };
+  int shots = 0;
+  for (size_t i = 0; i < b.calls.size(); ++i) {
+    if (b.calls[i] != "start") continue;
+    ++shots;
+    ASSERT_GE(i, 4u);
+    const std::vector<std::string> before = {b.calls[i - 4], b.calls[i - 3], head(b.calls[i - 2]), b.calls[i - 1]};
+    EXPECT_EQ(before, (std::vector<std::string>{"poison", "flush", "perturb", "hold"})) << i;
+  }
+  EXPECT_EQ(shots, 3 /* checks */ + 3 /* probe */ + m.timing->reps);
+  EXPECT_EQ(b.count("perturb(0)") + b.count("perturb(1)"), b.launches);
+}
+
 TEST(MeasureProcedure, ATimedLaunchDrawnAfterItRanIsComparedAndAWrongOneFails) {
   FakeBackend b;
   ProcedureOptions o = quick();

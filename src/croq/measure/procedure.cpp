@@ -167,17 +167,21 @@ class Procedure {
   // fresh values, then C is poisoned (NaN). So no launch sees the inputs of an earlier one, C
   // never holds an earlier output, and nothing before a launch says whether it will be checked.
   void prelaunch(int set) {
+    refresh_b(set);
+    harness(m_b.poison_output(), "poisoning the output");
+  }
+  void refresh_b(int set) {
     if (m_opt.perturb && m_problem.n > 0) {
       const auto col = std::min<int64_t>(static_cast<int64_t>(draw() * static_cast<double>(m_problem.n)), m_problem.n - 1);
       harness(m_b.perturb_inputs(set, col, splitmix64(m_opt.seed ^ (0x5EED00000000ull + ++m_perturbs))),
               "refreshing B");
       m_stale[static_cast<size_t>(set)] = true;
     }
-    harness(m_b.poison_output(), "poisoning the output");
   }
 
   // One launch as every launch in modes measure and verify is made, checked or timed alike:
   // prelaunch, [flush L2], [hold the stream], start event, launch, stop event, [release],
+  // (on a synchronous backend: poison C, flush, refresh B, start, launch, stop),
   // synchronise the device, read the events. `host_ms` is the host clock from the release (or the
   // start) to the end of the synchronisation: the device's whole work for the launch, work
   // escaped to another stream included. A launch that waits for the held stream (it synchronises
@@ -189,8 +193,15 @@ class Procedure {
   std::optional<Failure> shoot(int set, Shot& out) {
     for (;;) {
       const bool hold = m_opt.hold_stream && m_b.can_hold_stream() && m_hold_ok;
-      prelaunch(set);
+      // On a synchronous (CPU) backend the flush is milliseconds in which the candidate's own
+      // threads run: one that watched B computed most of C from it then, and the launch copied it
+      // (found by an attack: 6x the honest figure, PASS). There B gets its fresh values after the
+      // flush, right before the timer starts (the backend writes them past the caches).
+      const bool late_refresh = m_opt.l2_flush && !m_b.asynchronous();
+      if (late_refresh) harness(m_b.poison_output(), "poisoning the output");
+      else prelaunch(set);
       if (m_opt.l2_flush) harness(m_b.flush_cache(), "flushing the L2 cache");
+      if (late_refresh) refresh_b(set);
       if (hold) harness(m_b.hold_stream(), "holding the stream");
       const double t_start = m_b.host_now_ms();
       harness(m_b.start_timer(), "recording the start event");
