@@ -25,6 +25,7 @@ packages=(
   libgtest-dev libgmock-dev
   libcli11-dev nlohmann-json3-dev libfmt-dev libsqlite3-dev libssl-dev
   libcpp-httplib-dev libopenblas-dev
+  libseccomp-dev  # croq-cpu-runner confines the candidate it loads
   libtomlplusplus-dev  # TOML sweep manifests (croq sweep run --manifest x.toml)
   clang libclang-rt-dev  # the fuzz targets (libFuzzer; ctest -L fuzz, bench/fuzz.sh)
   python3 pylint  # pylint: tests/python/lint.sh (call and name errors in the Python runner)

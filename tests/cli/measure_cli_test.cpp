@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <thread>
 
 #include "croq/gpu/device_key.hpp"
 #include "croq/util/fs.hpp"
@@ -258,6 +259,60 @@ TEST_F(MeasureCli, OutReplacesNoRecordAndNoOtherFile) {
   ASSERT_EQ(measure("iter001_naive", {"--out", mine.string()}).rc, 0);
   auto perf = measure("iter001_naive", {"--out", (perf_dir() / "pair_x.json").string()});
   EXPECT_EQ(perf.rc, 0) << perf.err;
+}
+
+}  // namespace
+}  // namespace croq
+
+namespace croq {
+namespace {
+
+// An enforced task measures with a fresh seed croq draws: --seed is refused before anything runs
+// (with a known seed, a candidate carried a table of the inputs' products and looked them up).
+TEST_F(MeasureCli, AnEnforcedTaskMeasuresWithAFreshSeedOnly) {
+  build("naive", "iter001_naive");
+  const std::vector<std::string> task = {"--dsl", "cpp", "--shape-key", k_key, "--model", "m1"};
+  auto with = [&](std::vector<std::string> a, const std::vector<std::string>& more) {
+    a.insert(a.end(), task.begin(), task.end());
+    a.insert(a.end(), more.begin(), more.end());
+    return a;
+  };
+  ASSERT_EQ(run_croq(m_dir.path(), with({"protocol", "begin"}, {}), m_env).rc, 0);
+  const std::vector<std::string> quick = {"--iter", "iter001_naive", "--warmup", "1", "--min-reps", "3",
+                                          "--max-reps", "20", "--time-budget-ms", "100"};
+  std::vector<std::string> seeded = quick;
+  seeded.insert(seeded.end(), {"--seed", "4242"});
+  auto refused = run_croq(m_dir.path(), with({"measure"}, seeded), m_env);
+  EXPECT_EQ(refused.rc, 5) << refused.out << refused.err;
+  EXPECT_EQ(refused.doc["error"].value("rule", ""), "fresh_inputs") << refused.out;
+  EXPECT_FALSE(fs::exists(perf_dir() / "measure_iter001_naive.json"));
+  auto fresh = run_croq(m_dir.path(), with({"measure"}, quick), m_env);
+  EXPECT_EQ(fresh.rc, 0) << fresh.out << fresh.err;
+  EXPECT_NE(fresh.doc.value("seed", 0ull), 4242ull);
+}
+
+}  // namespace
+}  // namespace croq
+
+namespace croq {
+namespace {
+
+// A candidate runs inside the runner and starts no process: one that imports fork (or exec,
+// system, popen, ...) is refused before it runs, and the cpp runner forbids the call itself to the
+// running candidate (a raw clone from its constructor fails). Before, a constructor's child
+// outlived the runner and rewrote the measurement file: 3x the figure, stored as measured.
+TEST_F(MeasureCli, ACandidateStartsNoProcess) {
+  build("spawn", "iter001_spawn");
+  auto spawn = measure("iter001_spawn");
+  EXPECT_EQ(spawn.doc["verdict"], "LIBRARY_CALL_FORBIDDEN") << spawn.out;
+  EXPECT_NE(spawn.doc.value("detail", "").find("calls fork"), std::string::npos) << spawn.out;
+  build("rawclone", "iter002_rawclone");
+  const fs::path marker = m_dir.path() / "escaped.txt";
+  m_env["CROQ_TEST_MARKER"] = marker.string();
+  auto raw = measure("iter002_rawclone");
+  EXPECT_EQ(raw.doc["verdict"], "PASS") << raw.out << raw.err;
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  EXPECT_FALSE(fs::exists(marker)) << "the candidate's child ran";
 }
 
 }  // namespace

@@ -28,6 +28,14 @@ const char* const k_forbidden_prefixes[] = {"cublas", "cudnn", "cusparseLt", "cb
 // runner's own OpenBLAS included).
 const char* const k_forbidden_names[] = {"sgemm_", "dgemm_", "cgemm_", "zgemm_", "sgemv_", "dgemv_", "sgemmt_",
                                          "dgemmt_", "sgemm", "dgemm"};
+// Process control: a candidate runs inside the runner and may start no other process (one that
+// outlives the runner can rewrite its output) nor touch another's memory. (Not syscall(): CUDA's
+// static runtime, in every nvcc-built candidate, imports it. The cpp runner also forbids these
+// calls to the running candidate by seccomp.)
+const char* const k_process_calls[] = {"fork",   "vfork",  "clone",       "clone3",       "execve", "execveat",
+                                       "fexecve", "execv", "execvp",      "execvpe",      "execl",  "execlp",
+                                       "execle", "system", "popen",       "posix_spawn",  "posix_spawnp",
+                                       "daemon", "ptrace", "process_vm_writev", "process_vm_readv"};
 const char* const k_forbidden_symbol_parts[] = {"7cutlass4gemm6device", "cutlass::gemm::device"};
 const char* const k_forbidden_strings[] = {"libcublas", "libcudnn", "libcusparseLt", "cublasGemmEx", "cublasSgemm",
                                            "cublasHgemm", "cublasGemmStridedBatched", "cublasLtMatmul",
@@ -66,6 +74,7 @@ std::string PurityReport::summary() const {
     if (f.kind == "needed") out += "links " + f.what;
     else if (f.kind == "undefined_symbol") out += "calls " + f.what;
     else if (f.kind == "symbol") out += "contains " + f.what;
+    else if (f.kind == "process_call") out += "calls " + f.what + " (a candidate starts no process)";
     else out += "names \"" + f.what + "\"";
     ++shown;
   }
@@ -178,6 +187,11 @@ PurityReport scan_elf_bytes(std::string_view data) {
         const std::string plain = name.substr(0, name.find('@'));
         for (const char* n : k_forbidden_names) {
           if (plain == n) add("undefined_symbol", name);
+        }
+        if (sym.dynamic) {
+          for (const char* n : k_process_calls) {
+            if (plain == n) add("process_call", plain);
+          }
         }
       }
       const std::string base = name.substr(0, name.find('@'));  // cudaMemcpy@libcudart.so.13

@@ -124,6 +124,10 @@ int runner_main(int argc, char** argv, RunnerPlatform& platform) {
       if (!purity.is_elf) return refuse(Verdict::RUNTIME_FAIL, reason::load_failed, "not a shared object: " + purity.error);
       if (!purity.clean()) return refuse(Verdict::LIBRARY_CALL_FORBIDDEN, reason::library_call_forbidden, purity.summary());
       phase("load");
+      if (std::string why = platform.confine_before_loading(); !why.empty()) {
+        std::cerr << program << ": cannot confine the candidate: " << why << "\n";
+        return static_cast<int>(ExitCode::internal);
+      }
       std::string code, error;
       candidate = CandidateLibrary::open(o.candidate, code, error);
       if (!candidate) return refuse(Verdict::RUNTIME_FAIL, code, error);

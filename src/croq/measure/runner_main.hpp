@@ -27,6 +27,9 @@ class RunnerPlatform {
                                                bool& no_device) = 0;
   // The device facts to record when the procedure could not run (load failure, refusal).
   virtual DeviceFacts describe_device(const RunnerOptions& options, const ProblemSetup& problem) = 0;
+  // Called once, right before the candidate's code is loaded (its constructors run then): what the
+  // platform forbids the candidate from there on. Returns "" or why it could not be set up.
+  virtual std::string confine_before_loading() { return {}; }
 };
 
 int runner_main(int argc, char** argv, RunnerPlatform& platform);

@@ -4,6 +4,10 @@
 //   segv    dereferences NULL                        -> SEGFAULT
 //   loop    never returns                            -> HANG
 //   cublas  calls cublasGemmEx (left undefined)      -> LIBRARY_CALL_FORBIDDEN, before it runs
+//   spawn   naive, and its constructor calls fork()  -> LIBRARY_CALL_FORBIDDEN, before it runs
+//   rawclone  naive, and its constructor starts a process by the raw clone system call, whose
+//           child writes the file $CROQ_TEST_MARKER: the runner forbids it (seccomp), so PASS and
+//           no file
 // The CLI tests compile this file with the system C++ compiler.
 #include <croq/kernel_abi.h>
 #include <croq/host_scalar.h>
@@ -16,11 +20,33 @@
 #define MODE_segv 3
 #define MODE_loop 4
 #define MODE_cublas 5
+#define MODE_spawn 6
+#define MODE_rawclone 7
 #define CAT(a, b) a##b
 #define MODE_OF(m) CAT(MODE_, m)
 
 #if MODE_OF(CROQ_TEST_MODE) == MODE_cublas
 extern "C" int cublasGemmEx(void*);
+#elif MODE_OF(CROQ_TEST_MODE) == MODE_spawn
+#include <unistd.h>
+__attribute__((constructor)) static void start_a_process() {
+  if (fork() == 0) _exit(0);
+}
+#elif MODE_OF(CROQ_TEST_MODE) == MODE_rawclone
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+#include <cstdlib>
+__attribute__((constructor)) static void start_a_process() {
+  const char* marker = std::getenv("CROQ_TEST_MARKER");
+  if (marker == nullptr) return;
+  if (syscall(SYS_clone, SIGCHLD, 0, 0, 0, 0) == 0) {  // the child, had the clone been allowed
+    const int fd = open(marker, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    if (fd >= 0) (void)!write(fd, "escaped\n", 8);
+    syscall(SYS_exit_group, 0);
+  }
+}
 #endif
 
 CROQ_EXPORT croq_status croq_matmul(const croq_matmul_problem* p, const void* a, const void* b, void* c, void*, size_t,
