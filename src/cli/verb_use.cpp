@@ -78,6 +78,7 @@ VerbRunner setup_status(CLI::App& app) {
         const double base = idx.baseline && idx.baseline->tflops ? *idx.baseline->tflops : 0;
         row["ratio"] = best > 0 && base > 0 ? json(std::round(best / base * 1000) / 1000) : json(nullptr);
         row["rounds"] = idx.max_round;
+        if (!idx.warnings.empty()) row["warnings"] = idx.warnings;  // an edited record among them
         TaskState s = derive_state(ws, t);
         row["step"] = step_name(s.step);
         row["next_action"] = s.next_action;
@@ -102,6 +103,11 @@ VerbRunner setup_status(CLI::App& app) {
                       r.contains("rounds") ? std::to_string(r["rounds"].get<int>()) : "-", r.value("step", r.value("error", ""))});
     }
     ctx.out << format_table(rows);
+    for (const auto& r : tasks) {
+      for (const auto& w : r.value("warnings", json::array())) {
+        ctx.out << "warning: " << r.value("task", "") << ": " << w.get<std::string>() << "\n";
+      }
+    }
     if (tasks.empty()) ctx.out << "(no tasks under " << ws.tuning_dir().string() << ")\n";
     return ExitCode::ok;
   };

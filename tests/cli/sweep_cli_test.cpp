@@ -239,6 +239,34 @@ TEST(SweepCli, SkipsShapesDoneAtTheBudgetAndReopensThoseClosedBelowIt) {
   ASSERT_EQ(st.rc, 0) << st.err;
   EXPECT_EQ(st.doc["counts"].value("done", 0), 3) << st.out;
   EXPECT_FALSE(st.doc.value("running", true));
+  // Status and the report take rounds and figures from the ledgers, never from state.json's
+  // copies: a shape written into state.json by hand (888 TFLOPS, 150 rounds, done) has none, and
+  // a real shape's edited copy is the ledger's again.
+  const fs::path state_path = w.root() / "tuning" / "state.json";
+  json state = json::parse(*croq::read_file(state_path));
+  const std::string real = state["shapes"].begin().key();
+  json fake = state["shapes"][real];
+  fake["best_tflops"] = 888.0;
+  fake["current_iter"] = 150;
+  state["shapes"]["matmul_f32_96x96x96_fs"] = fake;
+  state["shapes"][real]["best_tflops"] = 999.0;
+  croq::atomic_write(state_path, state.dump(), false);
+  CroqRun edited = run_croq(w.root(), {"sweep", "status"}, w.env);
+  ASSERT_EQ(edited.rc, 0) << edited.err;
+  for (const auto& row : edited.doc["shapes"]) {
+    EXPECT_NE(row.value("best_tflops", json()).dump(), "888.0") << row.dump();
+    EXPECT_NE(row.value("best_tflops", json()).dump(), "999.0") << row.dump();
+    if (row.value("key", "") == "matmul_f32_96x96x96_fs") {
+      EXPECT_TRUE(row["best_tflops"].is_null()) << row.dump();
+      EXPECT_EQ(row.value("current_iter", -1), 0) << row.dump();
+    }
+  }
+  CroqRun report = run_croq(w.root(), {"report", "--sweep", "--out", (w.root() / "rep").string()}, w.env);
+  ASSERT_EQ(report.rc, 0) << report.err;
+  const std::string csv = *croq::read_file(w.root() / "rep" / "sweep.csv");
+  EXPECT_EQ(csv.find("888"), std::string::npos) << csv;
+  EXPECT_EQ(csv.find("999"), std::string::npos) << csv;
+  EXPECT_EQ(csv.find(",150,"), std::string::npos) << csv;
 }
 
 TEST(SweepCli, AnUnhealthyDeviceIsSkippedAndReportedAndItsShapeMovesToAnotherWorker) {

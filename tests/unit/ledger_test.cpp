@@ -202,6 +202,32 @@ TEST_F(LedgerTest, InPlaceRewriteIsDetectedAndTheIndexRebuilt) {
   EXPECT_EQ(ledger.index().last->source, "measured");
 }
 
+// A measured KEEP whose figure was edited in the log (it no longer matches its own measurement
+// block) is not the best, and the index says why: status, reports and the monitor read the best
+// from the index (before, they showed the edited figure).
+TEST_F(LedgerTest, AnEditedMeasuredFigureIsNotTheBest) {
+  StoreRequest first = request("iter001_draft", "KEEP", 100);
+  first.source = "measured";
+  first.extra["measurement"] = {{"tflops", 100.0}, {"file", "perf/x.json"}};
+  store_round(ledger, first, k_wait);
+  StoreRequest second = request("iter002_stages4", "KEEP", 150);
+  second.source = "measured";
+  second.extra["measurement"] = {{"tflops", 150.0}, {"file", "perf/y.json"}};
+  store_round(ledger, second, k_wait);
+  ASSERT_EQ(ledger.index().best->kernel, "iter002_stages4");
+  const fs::path log = ws.idea_log(task);
+  std::string text = *read_file(log);
+  const auto at = text.find("\"tflops\":150.0");
+  ASSERT_NE(at, std::string::npos) << text;
+  text.replace(at, 14, "\"tflops\":950.0");
+  atomic_write(log, text, false);
+  LedgerIndex idx = ledger.index();
+  ASSERT_TRUE(idx.best);
+  EXPECT_EQ(idx.best->kernel, "iter001_draft");
+  ASSERT_FALSE(idx.warnings.empty());
+  EXPECT_NE(idx.warnings.back().find("iter002_stages4's figure 950"), std::string::npos) << idx.warnings.back();
+}
+
 TEST_F(LedgerTest, ReserveIterIsMonotonicAndSkipsStoredAndReserved) {
   EXPECT_EQ(ledger.peek_next_iter(), 1);
   EXPECT_EQ(ledger.reserve_iter(k_wait), 1);

@@ -187,7 +187,15 @@ void LedgerIndex::fold(const RoundRecord& r) {
     return;
   }
   if (r.decision == Decision::KEEP) {
-    if (num && *num >= 1 && r.tflops && (!best || !best->tflops || *r.tflops > *best->tflops)) best = b;
+    // A measured KEEP whose figure no longer matches its own measurement block was edited after it
+    // was stored: it is not the best (status, reports and the monitor showed the edited figure).
+    const auto measured = r.edited_figure();
+    if (measured && warnings.size() < 20) {
+      warnings.push_back(fmt::format("{}'s figure {:.6g} TFLOPS differs from its measurement's {:.6g}: the record was "
+                                     "edited, and is not counted as the best",
+                                     r.kernel, *r.tflops, *measured));
+    }
+    if (!measured && num && *num >= 1 && r.tflops && (!best || !best->tflops || *r.tflops > *best->tflops)) best = b;
     non_keep_streak = 0;
     discard_streak = 0;
   } else if (r.decision == Decision::DISCARD) {

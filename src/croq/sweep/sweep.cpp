@@ -657,6 +657,11 @@ json sweep_status(const std::filesystem::path& root) {
     if (!e.is_object()) continue;
     const std::string gpu = get_string(e, "gpu").value_or(""), dsl = get_string(e, "dsl").value_or(""),
                       model = get_string(e, "model").value_or("");
+    // The figures are the ledger's, never state.json's own copy: a shape without a ledger has none
+    // (an edited state.json showed 888 TFLOPS and 150 rounds for a shape never tuned).
+    e["current_iter"] = 0;
+    e.erase("best_tflops");
+    e.erase("baseline_tflops");
     if (!gpu.empty() && !dsl.empty() && !model.empty()) {
       try {
         TaskRef t = make_task(gpu, dsl, it.key(), model);

@@ -136,10 +136,8 @@ SweepReportResult write_sweep_report(const Workspace& ws, const fs::path& out) {
     r.status = e.value("status", "");
     r.mode = e.value("mode", "");
     r.target = e.value("target_rounds", 0);
-    r.rounds = e.value("current_iter", 0);
     r.gpu_hours = e.value("worker_seconds", 0.0) / 3600.0;
-    if (e["baseline_tflops"].is_number()) r.baseline = e["baseline_tflops"].get<double>();
-    if (e["best_tflops"].is_number()) r.best = e["best_tflops"].get<double>();
+    // Rounds, baseline and best are the ledger's only (state.json's copies are not evidence).
     const std::string gpu = e.value("gpu", ""), dsl = e.value("dsl", ""), model = e.value("model", "");
     if (!gpu.empty() && !dsl.empty() && !model.empty()) {
       try {
@@ -154,7 +152,7 @@ SweepReportResult write_sweep_report(const Workspace& ws, const fs::path& out) {
               continue;
             }
             r.rounds = std::max(r.rounds, rec.round);
-            if (d == "KEEP" && rec.tflops) best = std::max(best.value_or(0), *rec.tflops);
+            if (d == "KEEP" && rec.tflops && !rec.edited_figure()) best = std::max(best.value_or(0), *rec.tflops);
             if (rec.round >= 1) {
               std::string b = rec.bottleneck;
               if (std::find(k_classes.begin(), k_classes.end(), b) == k_classes.end()) b = "other";
