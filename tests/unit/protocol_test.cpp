@@ -424,6 +424,22 @@ TEST_F(EnforcedTask, StateFollowsTheEvidence) {
   EXPECT_EQ(derive_state(*ws, task).step, Step::IMPLEMENT);
 }
 
+// After a KEEP of another structure that is now the best, the next step profiles it: the state does
+// not send the driver to the older, slower base because that one has a profile (a new user's trial).
+TEST_F(EnforcedTask, AfterAKeepTheStateProfilesTheNewBestNotTheOlderBase) {
+  prepared();
+  profile_evidence("iter001_start");
+  store(rec(1, "iter002_regblk", Decision::KEEP, 30,
+            {{"base", "iter001_start"}, {"params", {{"MR", "4"}}}, {"structural", "register blocking"}}));
+  TaskState s = derive_state(*ws, task);
+  EXPECT_EQ(s.step, Step::PROFILE) << s.next_action;
+  EXPECT_NE(s.next_action.find("--iter iter002_regblk"), std::string::npos) << s.next_action;
+  profile_evidence("iter002_regblk");
+  s = derive_state(*ws, task);
+  EXPECT_EQ(s.step, Step::IDEA);
+  EXPECT_NE(s.next_action.find("--base iter002_regblk"), std::string::npos) << s.next_action;
+}
+
 // A close call's KEEP is refused until the back-to-back pairs are measured, and then stands or
 // falls on them; a DISCARD needs no pairs.
 TEST_F(EnforcedTask, ACloseCallIsKeptOnlyOnItsPairs) {

@@ -409,13 +409,14 @@ TaskState derive_state(const Workspace& ws, const TaskRef& task, const TaskSnaps
   json jb = json::array();
   std::optional<ActiveBase> profiled;
   std::optional<Evidence> profile;
-  for (const auto& b : bases) {
-    jb.push_back(b.to_json());
-    if (!profiled) {
-      if (auto p = snap.latest(EvidenceKind::profile, b.kernel, b.timestamp)) {
-        profiled = b;
-        profile = p;
-      }
+  for (const auto& b : bases) jb.push_back(b.to_json());
+  // The next idea builds on the best base: it is profiled first when it has no fresh profile (an
+  // idea may still derive from the other active base, which the driver names with --base; before,
+  // the state pointed at the older, slower base right after a KEEP).
+  if (!bases.empty()) {
+    if (auto p = snap.latest(EvidenceKind::profile, bases.front().kernel, bases.front().timestamp)) {
+      profiled = bases.front();
+      profile = p;
     }
   }
   s.details["active_bases"] = jb;
