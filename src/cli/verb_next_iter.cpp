@@ -23,13 +23,23 @@ VerbRunner setup_next_iter(CLI::App& app) {
     TaskRef t = resolve_task(ctx, o->task);
     validate_tag(o->tag);
     Ledger ledger(ctx.ws(), t);
-    if (!o->peek) guard_implement(ctx.ws(), t, o->attempt ? 0 : ledger.peek_next_iter(), o->attempt);
+    // An open plan's number, while it is not stored, is the one to hand out (again): following
+    // croq state after a first next-iter, or writing the source first, moved the number past the
+    // plan and the plan then refused it.
+    std::optional<int> planned;
+    if (!o->attempt) {
+      if (auto cp = read_checkpoint(ctx.ws(), t); cp && cp->status != CheckpointStatus::CLOSED) {
+        if (auto n = try_parse_iter_number(cp->iter); n && !ledger.index().iters.contains(*n)) planned = *n;
+      }
+    }
+    const int next = planned ? *planned : (o->attempt ? 0 : ledger.peek_next_iter());
+    if (!o->peek) guard_implement(ctx.ws(), t, next, o->attempt);
     if (o->attempt) {
       int idx = o->peek ? ledger.peek_next_attempt() : ledger.reserve_attempt(lock_timeout(o->task));
       AttemptId id{idx, o->tag};
       ctx.emit({{"attempt", "attempt" + id.letters()}, {"kernel", id.name()}, {"index", idx}, {"reserved", !o->peek}});
     } else {
-      int n = o->peek ? ledger.peek_next_iter() : ledger.reserve_iter(lock_timeout(o->task));
+      int n = o->peek ? next : ledger.reserve_iter(lock_timeout(o->task), planned);
       IterId id{n, o->tag};
       ctx.emit({{"iter", id.number_name()}, {"kernel", id.name()}, {"number", n}, {"reserved", !o->peek}});
     }

@@ -163,6 +163,23 @@ TEST_F(VerbTest, NextIterReservesMonotonicIds) {
   EXPECT_EQ(run_croq(root(), with_task({"next-iter", "--tag", "x2"})).doc["iter"], "iter003");
 }
 
+// With a plan open for iter003, next-iter hands out iter003 while it is not stored: again after a
+// first reservation (croq state's IMPLEMENT step once said to run it again), and when the source
+// was written before it (both moved the number past the plan, which then refused it).
+TEST_F(VerbTest, NextIterHandsOutTheOpenPlansNumber) {
+  seed();  // the baseline, iter001_draft and iter002_stages4
+  ASSERT_EQ(run_croq(root(), with_task({"checkpoint", "write", "--iter", "iter003", "--base", "iter002_stages4",
+                                        "--bottleneck", "memory_bound", "--idea", "wider tiles"}))
+                .rc,
+            0);
+  EXPECT_EQ(run_croq(root(), with_task({"next-iter", "--tag", "wide"})).doc["iter"], "iter003");
+  CroqRun state = run_croq(root(), with_task({"state"}));
+  EXPECT_EQ(state.doc.value("next_action", "").find("next-iter"), std::string::npos) << state.out;
+  EXPECT_EQ(run_croq(root(), with_task({"next-iter", "--tag", "wide"})).doc["iter"], "iter003");
+  croq::atomic_write(task_dir(root(), "srcs") / "iter003_wider.cu", "// written first\n");
+  EXPECT_EQ(run_croq(root(), with_task({"next-iter", "--tag", "wider"})).doc["iter"], "iter003");
+}
+
 TEST_F(VerbTest, NextIterAttemptIdsUseNoIterationNumber) {
   auto a = run_croq(root(), with_task({"next-iter", "--tag", "tma", "--attempt"}));
   ASSERT_EQ(a.rc, 0) << a.err;

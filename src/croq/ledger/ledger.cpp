@@ -821,7 +821,7 @@ int Ledger::peek_next_attempt() const {
   return std::max(idx.attempts.max().value_or(-1), res.max_attempt) + 1;
 }
 
-int Ledger::reserve_iter(std::chrono::milliseconds lock_timeout) {
+int Ledger::reserve_iter(std::chrono::milliseconds lock_timeout, std::optional<int> planned) {
   FileLock guard = lock(lock_timeout, "next-iter");
   std::vector<RoundRecord> legacy;
   LedgerIndex idx = writable_state_locked(&legacy);
@@ -832,6 +832,12 @@ int Ledger::reserve_iter(std::chrono::milliseconds lock_timeout) {
     for (int v = lo; v <= hi; ++v) {
       if (!idx.iters.contains(v)) live.insert(v);
     }
+  }
+  if (planned && *planned >= 1 && *planned <= k_max_iter_number && !idx.iters.contains(*planned)) {
+    live.insert(*planned);
+    res.live_iters = live;
+    write_reservations(res);
+    return *planned;
   }
   // Above every number stored, reserved, or found in the task's file names (a folder of other tools
   // can hold sources its ledger never recorded).

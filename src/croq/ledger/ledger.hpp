@@ -152,7 +152,9 @@ class Ledger {
   StoreOutcome store(RoundRecord record, const StoreOptions& options, std::chrono::milliseconds lock_timeout);
 
   // Reservations (next-iter). Both take the lock.
-  int reserve_iter(std::chrono::milliseconds lock_timeout);
+  // `planned`: the open plan's number, handed out (again) while it is not stored, whatever files
+  // already carry it (a source written before next-iter moved the next number past the plan).
+  int reserve_iter(std::chrono::milliseconds lock_timeout, std::optional<int> planned = std::nullopt);
   int reserve_attempt(std::chrono::milliseconds lock_timeout);
   int peek_next_iter() const;
   // The same from an index and records already read (protocol/snapshot.hpp), without reading the

@@ -326,9 +326,15 @@ TaskState derive_state(const Workspace& ws, const TaskRef& task, const TaskSnaps
     if (!built_ok) {
       s.step = Step::IMPLEMENT;
       if (planned_kernel.empty()) {
-        s.next_action = then({cmd("next-iter", task).opt("--tag", "<tag>"),
-                              "write srcs/.../" + cp->iter + "_<tag>" + source_extensions(task.dsl).front(),
-                              cmd("build", task).opt("--iter", kernel_or_tag)});
+        // The planned number already reserved (croq next-iter ran): write the source; else reserve
+        // it first (following "next-iter" again reserved the number after it, which the plan
+        // refused).
+        const auto planned = try_parse_iter_number(cp->iter);
+        const bool reserved = planned && Ledger(ws, task).reservations().live_iters.contains(*planned);
+        const std::string write = "write srcs/.../" + cp->iter + "_<tag>" + source_extensions(task.dsl).front();
+        s.next_action = reserved ? then({write, cmd("build", task).opt("--iter", kernel_or_tag)})
+                                 : then({cmd("next-iter", task).opt("--tag", "<tag>"), write,
+                                         cmd("build", task).opt("--iter", kernel_or_tag)});
       } else {
         s.next_action = cmd("build", task).opt("--iter", planned_kernel);
       }
