@@ -108,7 +108,9 @@ VerbRunner setup_tune(CLI::App& app) {
   app.add_option("--dsl", o->dsl, fmt::format("{} (the dsls croq's search has kernel families for)",
                                               fmt::join(family_dsls(), " | ")))
       ->required();
-  app.add_option("--rounds", o->rounds, "rounds to complete (per shape)")->default_val(50)->check(CLI::Range(1, 100000));
+  app.add_option("--rounds", o->rounds,
+                 "rounds this run completes per shape, counted from the last stored round (so N more after a "
+                 "finished run); an interrupted run resumes with its own budget")->default_val(50)->check(CLI::Range(1, 100000));
   app.add_option("--model", o->model, "the model name the rounds are stored under")->default_val("croq-search");
   app.add_option("--seed", o->seed, "random seed of the search (0: a fresh one, recorded in tune.json)")->default_val(0);
   app.add_option("--family", o->family,
@@ -237,6 +239,13 @@ VerbRunner setup_tune(CLI::App& app) {
                                    w.value("message", ""))
                     << std::flush;
           }
+          return;
+        }
+        if (ev == "resume") {
+          ctx.err << fmt::format("\r\033[K[{}] resuming the interrupted run: it completes its {} rounds counted from "
+                                 "round {} (--rounds sets the budget of a new run)\n",
+                                 t.shape.text, e.value("rounds", 0), e.value("start_round", 0))
+                  << std::flush;
           return;
         }
         if (ev == "round" || ev == "done" || ev == "close_call" || ev == "paired") {

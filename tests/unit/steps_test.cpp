@@ -310,6 +310,13 @@ TEST(Steps, TheBaselineDocumentsComeFromItsMeasurement) {
   ASSERT_EQ(w.size(), 2u);
   EXPECT_EQ(w[0].value("flag", ""), "noisy");
   EXPECT_EQ(w[1].value("flag", ""), "implausible");
+  // The spread judged is the robust one the decisions use: a few stray repetitions (plain CV 74 %,
+  // robust 1.5 %... 0.5 %) do not make a baseline noisy.
+  Measurement strays = passed_baseline(0.74);
+  strays.timing->robust_cv = 0.005;
+  EXPECT_TRUE(baseline_warnings(strays, 0.01).empty());
+  strays.timing->robust_cv = 0.03;
+  EXPECT_EQ(baseline_warnings(strays, 0.01).size(), 1u);
   // A failed measurement is no baseline.
   Measurement failed = passed_baseline(0.002);
   failed.verdict = Verdict::VERIFY_FAIL;

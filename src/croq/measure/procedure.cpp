@@ -782,10 +782,14 @@ class Procedure {
       }
       lib["libraries"] = per_library;
       if (!lib_status.is_null()) lib["library_status"] = lib_status;
-      lib["note"] = fmt::format(
-          "the baseline is the fastest of the library default ({:.4f} ms) and the {} fastest of {} screened variants, "
-          "each re-measured with the full statistics ({:.4f} ms chosen)",
-          timings[0].median_ms, finalists.size() - 1, count, chosen.median_ms);
+      lib["note"] = finalists.size() > 1 || count > 1
+                        ? fmt::format("the baseline is the fastest of the library default ({:.4f} ms) and the {} "
+                                      "fastest of {} screened variants, each re-measured with the full statistics "
+                                      "({:.4f} ms chosen)",
+                                      timings[0].median_ms, finalists.size() - 1, count, chosen.median_ms)
+                        : fmt::format("the baseline is the library default ({:.4f} ms): the library offers no other "
+                                      "variant for this problem",
+                                      timings[0].median_ms);
       if (excluded > 0 && !only_fast) {
         lib["note"] = lib["note"].get<std::string>() +
                       fmt::format("; {} fast-accumulation variants passed the check but are not f32 accumulation "

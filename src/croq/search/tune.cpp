@@ -205,7 +205,10 @@ struct Tuner::Impl {
     }
     if (resume) {
       opt.seed = static_cast<uint64_t>(get_integer(tune_doc, "seed").value_or(static_cast<long long>(opt.seed)));
-      event({{"event", "resume"}, {"seed", opt.seed}, {"start_round", tune_doc.value("start_round", 0)}});
+      event({{"event", "resume"},
+             {"seed", opt.seed},
+             {"start_round", tune_doc.value("start_round", 0)},
+             {"rounds", tune_doc.value("rounds", opt.rounds)}});
     } else {
       if (opt.seed == 0) opt.seed = std::random_device{}() | 1u;
       VerbResult pb = must("protocol", {"protocol", "begin", "--rounds", std::to_string(opt.rounds)});
