@@ -81,3 +81,16 @@ TEST(Cli, VersionNamesTheCommitTheBinaryWasBuiltFrom) {
   EXPECT_EQ(got.substr(0, sha.size()), sha) << "croq says " << got << ", the tree is at " << sha
                                             << " (rebuild after committing: scripts/test.sh builds first)";
 }
+
+// croq tune on a machine that lacks what the dsl needs: one line per missing piece with its fix
+// (before, a raw JSON array), exit 7 (no device or tool), and no task made.
+TEST(Cli, TuneOnAMachineThatCannotRunTheDslSaysWhatIsMissingAndHowToFixIt) {
+  TempDir dir;
+  auto r = run_croq(dir.path(), {"tune", "matmul_f16fp32_256x256x256", "--dsl", "cuda", "--gpu", "sm90_NVIDIA_H200"},
+                    {{"CROQ_NCU", "/nonexistent/ncu"}});
+  EXPECT_EQ(r.rc, 7) << r.err;
+  EXPECT_NE(r.err.find("  - ncu: "), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("    fix: "), std::string::npos) << r.err;
+  EXPECT_EQ(r.err.find("[{"), std::string::npos) << r.err;
+  EXPECT_FALSE(std::filesystem::exists(dir.path() / "tuning" / "sm90_NVIDIA_H200")) << "no task made";
+}

@@ -183,8 +183,16 @@ struct Tuner::Impl {
     // The environment first: a machine that cannot build or run the dsl gets no task made for it.
     VerbResult env = call("env", {"env", "validate", "--dsl", task.dsl}, false);
     if (!env.ok() || !env.doc.value("pass", false)) {
-      std::string errors = env.doc.contains("errors") ? env.doc["errors"].dump() : env.message();
-      throw Error(ExitCode::failure, "the environment is not ready for dsl " + task.dsl + ": " + errors,
+      // One line per missing piece, with its fix (before: a raw JSON array); exit 7, a missing
+      // device or tool, as the exit-code table says.
+      std::string errors;
+      for (const auto& e : env.doc.value("errors", json::array())) {
+        if (!e.is_object()) continue;
+        errors += fmt::format("\n  - {}: {}", e.value("check", "?"), e.value("message", ""));
+        if (e.contains("fix")) errors += fmt::format("\n    fix: {}", e.value("fix", ""));
+      }
+      if (errors.empty()) errors = " " + env.message();
+      throw Error(ExitCode::no_device, "the environment is not ready for dsl " + task.dsl + ":" + errors,
                   "fix what `croq env validate --dsl " + task.dsl + "` reports, then run croq tune again");
     }
     std::vector<std::string> init = {"task", "init"};
