@@ -78,6 +78,10 @@ std::string render_text(const std::string& verb, const json& doc) {
   std::string s;
   if (verb.rfind("sweep ", 0) == 0 && doc.is_object() && doc.contains("shapes") && doc["shapes"].is_array()) {
     // sweep run / submit / status: a line per shape, figures in a unit that fits, then the counts.
+    if (doc["shapes"].empty()) {
+      return "no sweep in this workspace (no shapes in tuning/state.json): start one with `croq sweep run "
+             "--manifest <file> --dsl <dsl> --rounds <N>`\n";
+    }
     s += sweep_table(doc["shapes"]);
     std::vector<std::string> counts;
     for (const char* k : {"done", "failed", "pending"}) {

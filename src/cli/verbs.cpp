@@ -572,7 +572,7 @@ const std::vector<std::string>& verb_examples(const std::string& name) {
       {"export", {"croq export --all --out exported --name gemm",
                   "croq export matmul_f16fp32_4096x4096x4096 --gpu sm90_NVIDIA_H200 --dsl cuda --model croq-search --out exported --library static"}},
       {"help", {"croq help", "croq help store-round", "croq help --markdown"}},
-      {"sweep run", {"croq sweep run --manifest typical --dsl cpp --rounds 20", "croq sweep run --manifest typical --dsl cuda --gpus 0,2"}},
+      {"sweep run", {"croq sweep run --manifest small.json --dsl cpp --rounds 3", "croq sweep run --manifest typical --dsl cuda --gpus 0,2"}},
       {"sweep submit", {"croq sweep submit --slurm --manifest typical --op matmul --dtype f16fp32 --dsl cuda --rounds 150 "
                         "--partition gpu --account proj42 --time 2-00:00:00",
                         "croq sweep submit --slurm --dsl cuda --sbatch-arg=--constraint=h200 --dry-run"}},

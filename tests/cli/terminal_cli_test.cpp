@@ -111,6 +111,11 @@ TEST(Terminal, ListSpaceSummarisesTheSpaceAndJsonGivesAllOfIt) {
 TEST(Terminal, ASweepEndsWithATableOfItsShapes) {
   if (!has_script()) GTEST_SKIP() << "util-linux's script is not installed: no pseudo-terminal to run croq on";
   TempDir dir;
+  // Before any sweep: a sentence that says how to start one (before, an empty table's header).
+  croq::ProcessResult none = on_terminal(dir.path(), {"sweep", "status"});
+  EXPECT_EQ(none.exit_code, 0) << none.out;
+  EXPECT_NE(none.out.find("no sweep in this workspace"), std::string::npos) << none.out;
+  EXPECT_EQ(none.out.find("best/baseline"), std::string::npos) << none.out;
   const fs::path manifest = dir.path() / "m.json";
   croq::atomic_write(manifest, R"({"schema": "croq-sweep-manifest-v1", "operator": "matmul", "dtypes": ["f32"],
                                    "shapes": [[32, 32, 32], [64, 32, 32]]})");
