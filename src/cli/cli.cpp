@@ -253,7 +253,8 @@ std::string verb_list_text() {
 
 std::string top_description() {
   return "croq: the mechanical half of a GPU-kernel tuning loop (baseline, build, verify, time, "
-         "profile, decide, store, resume). Each verb prints one JSON document on stdout.";
+         "profile, decide, store, resume). Each verb prints one JSON document on stdout (text on a terminal; --json "
+         "for JSON there too).";
 }
 
 // The verb named on the command line ("store-round", "checkpoint write"), judged from its first

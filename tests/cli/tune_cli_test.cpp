@@ -715,4 +715,6 @@ TEST(TuneCli, ListSpaceIsTheProductOfTheFamilysValuesFilteredByItsConstraints) {
                                       "sm90_NVIDIA_H200", "--list-space"});
   EXPECT_EQ(bad.rc, 2) << bad.out << bad.err;
   EXPECT_NE(bad.err.find("no kernel family of dsl triton"), std::string::npos) << bad.err;
+  // The hint names every family, from the table (a hand-written list once left cpp_fp8 out).
+  EXPECT_NE(bad.err.find("cpp: cpp_tiled, cpp_sparse, cpp_fp8"), std::string::npos) << bad.err;
 }

@@ -55,10 +55,15 @@ std::shared_ptr<KernelFamily> choose_family(const std::string& requested, const 
   for (auto& f : kernel_families()) {
     if (f->dsl() == dsl && f->supports(p)) return f;
   }
+  // The families there are, by dsl, from the table itself (a hand-written list forgot cpp_fp8).
+  std::map<std::string, std::vector<std::string>> by_dsl;
+  for (auto& f : kernel_families()) by_dsl[f->dsl()].push_back(f->name());
+  std::string families;
+  for (const auto& [d, names] : by_dsl) families += fmt::format("{}{}: {}", families.empty() ? "" : "; ", d, fmt::join(names, ", "));
   throw_usage(fmt::format("no kernel family of dsl {} supports {} {}", dsl, p.op, p.dtype.canonical),
-              "croq's search drives families of cpp (f32 matmul, gemm_sp), cuda (matmul, gemm_sp), croqtile "
-              "(sm_90a matmul, f16/bf16 inputs) and triton (matmul, f16/bf16 inputs, sm_80 and later); an agent can "
-              "drive any dsl");
+              fmt::format("croq's search drives these families ({}); docs/dsl.md, gemm.md, gemm_sp.md and fp8.md "
+                          "say what each covers, and an agent can drive any dsl",
+                          families));
 }
 
 namespace {
