@@ -69,6 +69,12 @@ VerbRunner setup_state(CLI::App& app) {
     doc["stop_reason"] = stop.reason;
     ctx.emit(doc);
     ctx.note(fmt::format("{}: {} — next: {}", t.id(), step_name(s.step), s.next_action));
+    if (!read_protocol(ctx.ws(), t)) {
+      // Nothing said so before: a driver stored steps out of order without a word.
+      ctx.note(fmt::format("{} is advisory: no step is refused and typed figures are stored as reported; `{}` "
+                           "turns the protocol's guards on",
+                           t.id(), CroqCommand("protocol begin").task(t).opt("--rounds", "<N>").text()));
+    }
     return ExitCode::ok;
   };
 }

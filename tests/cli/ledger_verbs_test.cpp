@@ -180,6 +180,18 @@ TEST_F(VerbTest, NextIterHandsOutTheOpenPlansNumber) {
   EXPECT_EQ(run_croq(root(), with_task({"next-iter", "--tag", "wider"})).doc["iter"], "iter003");
 }
 
+// croq state says when a task is advisory, and how to turn the guards on (a new user's enforced
+// steps were taken out of order without a word, the task having no protocol.json).
+TEST_F(VerbTest, StateSaysWhenATaskIsAdvisory) {
+  CroqRun advisory = run_croq(root(), with_task({"state"}));
+  ASSERT_EQ(advisory.rc, 0) << advisory.err;
+  EXPECT_NE(advisory.err.find("is advisory"), std::string::npos) << advisory.err;
+  EXPECT_NE(advisory.err.find("croq protocol begin"), std::string::npos) << advisory.err;
+  ASSERT_EQ(run_croq(root(), with_task({"protocol", "begin"})).rc, 0);
+  CroqRun enforced = run_croq(root(), with_task({"state"}));
+  EXPECT_EQ(enforced.err.find("is advisory"), std::string::npos) << enforced.err;
+}
+
 TEST_F(VerbTest, NextIterAttemptIdsUseNoIterationNumber) {
   auto a = run_croq(root(), with_task({"next-iter", "--tag", "tma", "--attempt"}));
   ASSERT_EQ(a.rc, 0) << a.err;
