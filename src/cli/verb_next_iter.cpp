@@ -29,7 +29,7 @@ VerbRunner setup_next_iter(CLI::App& app) {
     std::optional<int> planned;
     if (!o->attempt) {
       if (auto cp = read_checkpoint(ctx.ws(), t); cp && cp->status != CheckpointStatus::CLOSED) {
-        if (auto n = try_parse_iter_number(cp->iter); n && !ledger.index().iters.contains(*n)) planned = *n;
+        planned = try_parse_iter_number(cp->iter);  // reserve_iter hands it out only if it is not stored
       }
     }
     const int next = planned ? *planned : (o->attempt ? 0 : ledger.peek_next_iter());

@@ -293,6 +293,22 @@ class EnforcedTask : public ::testing::Test {
     cp.extra = extra;
     return cp;
   }
+  // The plan for `iter` on `base`, and a build of `kernel` recorded since.
+  void planned_build(const std::string& iter, const std::string& kernel, const std::string& base = "iter001_start") {
+    write_checkpoint(*ws, task, plan(iter, base));
+    const fs::path f = ws->kind_dir(task, ArtifactKind::perf) / ("build_" + iter + ".json");
+    atomic_write(f, "{}");
+    record_evidence(*ws, task, EvidenceKind::build, kernel, f, {{"verdict", "OK"}});
+  }
+  // A passing measurement of `kernel` at `tflops` written to perf/<name> and recorded as evidence:
+  // its document and its file's hash.
+  std::pair<json, std::string> measured(const std::string& kernel, const std::string& name, double tflops) {
+    const fs::path f = ws->kind_dir(task, ArtifactKind::perf) / name;
+    json m = {{"verdict", "PASS"}, {"tflops", tflops}, {"timing", {{"median_ms", 1.0}, {"cv", 0.001}, {"reps", 50}}}};
+    atomic_write(f, m.dump());
+    record_evidence(*ws, task, EvidenceKind::measure, kernel, f, {{"verdict", "PASS"}, {"tflops", tflops}});
+    return {m, sha256_file(f)};
+  }
   void profile_evidence(const std::string& kernel, const std::string& bottleneck = "compute_bound") {
     fs::path f = ws->kind_dir(task, ArtifactKind::perf) / ("prof_" + kernel + ".json");
     atomic_write(f, "{}");
@@ -444,15 +460,10 @@ TEST_F(EnforcedTask, AfterAKeepTheStateProfilesTheNewBestNotTheOlderBase) {
 // falls on them; a DISCARD needs no pairs.
 TEST_F(EnforcedTask, ACloseCallIsKeptOnlyOnItsPairs) {
   prepared();  // the best, iter001_start, at 10 TFLOPS
-  write_checkpoint(*ws, task, plan("iter002", "iter001_start"));
+  planned_build("iter002", "iter002_x");
   const fs::path perf = ws->kind_dir(task, ArtifactKind::perf);
-  atomic_write(perf / "build_iter002.json", "{}");
-  record_evidence(*ws, task, EvidenceKind::build, "iter002_x", perf / "build_iter002.json", {{"verdict", "OK"}});
   auto measure = [&](const std::string& kernel, double tflops, const std::string& name) {
-    json m = {{"verdict", "PASS"}, {"tflops", tflops}, {"timing", {{"median_ms", 1.0}, {"cv", 0.001}, {"reps", 50}}}};
-    atomic_write(perf / name, m.dump());
-    record_evidence(*ws, task, EvidenceKind::measure, kernel, perf / name, {{"verdict", "PASS"}, {"tflops", tflops}});
-    return m;
+    return measured(kernel, name, tflops).first;
   };
   const json c0 = measure("iter002_x", 10.09, "measure_iter002_x.json");  // +0.9 %: a close call
   RoundRecord keep = rec(1, "iter002_x", Decision::KEEP, 10.09);
@@ -553,15 +564,9 @@ TEST_F(EnforcedTask, ARoundStoresTheNewestMeasurementNotTheLuckiest) {
 // (a lucky run, or a pair file with a narrow spread) cleared the margin the pairs had refused).
 TEST_F(EnforcedTask, ReMeasuringUntilLuckyDoesNotMoveTheDecisionAndMeasuredPairsDecide) {
   prepared();  // the best, iter001_start, at 10 TFLOPS
-  write_checkpoint(*ws, task, plan("iter002", "iter001_start"));
-  const fs::path perf = ws->kind_dir(task, ArtifactKind::perf);
-  atomic_write(perf / "build_iter002.json", "{}");
-  record_evidence(*ws, task, EvidenceKind::build, "iter002_x", perf / "build_iter002.json", {{"verdict", "OK"}});
+  planned_build("iter002", "iter002_x");
   auto measure = [&](const std::string& kernel, const std::string& name, double tflops) {
-    json m = {{"verdict", "PASS"}, {"tflops", tflops}, {"timing", {{"median_ms", 1.0}, {"cv", 0.001}, {"reps", 50}}}};
-    atomic_write(perf / name, m.dump());
-    record_evidence(*ws, task, EvidenceKind::measure, kernel, perf / name, {{"verdict", "PASS"}, {"tflops", tflops}});
-    return std::make_pair(m, sha256_file(perf / name));
+    return measured(kernel, name, tflops);
   };
   auto keep = [&](const std::string& sha) {
     return rec(1, "iter002_x", Decision::KEEP, 11.0, {{"measurement", {{"sha256", sha}, {"file", "x"}}}});
@@ -573,9 +578,7 @@ TEST_F(EnforcedTask, ReMeasuringUntilLuckyDoesNotMoveTheDecisionAndMeasuredPairs
   EXPECT_EQ(decide_for(*ws, task, "iter002_x", PerfSample::from_measurement(lucky), false).result.decision,
             Decision::DISCARD);
   // A kernel measured once is decided on that measurement.
-  write_checkpoint(*ws, task, plan("iter003", "iter001_start"));
-  atomic_write(perf / "build_iter003.json", "{}");
-  record_evidence(*ws, task, EvidenceKind::build, "iter003_y", perf / "build_iter003.json", {{"verdict", "OK"}});
+  planned_build("iter003", "iter003_y");
   auto [once, once_sha] = measure("iter003_y", "once.json", 11.0);
   auto keep3 = rec(1, "iter003_y", Decision::KEEP, 11.0, {{"measurement", {{"sha256", once_sha}, {"file", "x"}}}});
   EXPECT_EQ(refusal_rule([&] { guard_store(*ws, task, keep3, once); }), "");
