@@ -37,7 +37,11 @@ std::string rate_of(const json& j, const char* key = "tflops") {
   return v ? format_rate(*v) : "-";
 }
 
-// A generic view: scalar fields as `key: value` (rates and times scaled), others summarised.
+std::string clip(std::string text) { return text.size() > 160 ? text.substr(0, 157) + "..." : text; }
+
+// A generic view: scalar fields as `key: value` (rates and times scaled); an object or array that
+// fits on a line as itself, a larger object by its keys, an array of objects an item a row (at most
+// 10). Before, anything nested read "[1 items]" or "{2 fields}".
 std::string generic(const json& doc) {
   if (!doc.is_object()) return doc.dump(2) + "\n";
   std::vector<std::vector<std::string>> rows;
@@ -48,11 +52,25 @@ std::string generic(const json& doc) {
     if (v.is_number() && k.find("tflops") != std::string::npos) text = format_rate(v.get<double>());
     else if (v.is_number() && k.size() > 3 && k.compare(k.size() - 3, 3, "_ms") == 0) text = format_ms(v.get<double>());
     else if (v.is_string()) text = v.get<std::string>();
-    else if (v.is_object()) text = fmt::format("{{{} fields}}", v.size());
-    else if (v.is_array()) text = fmt::format("[{} items]", v.size());
-    else text = v.dump();
-    if (text.size() > 160) text = text.substr(0, 157) + "...";
-    rows.push_back({k + ":", text});
+    else if (v.is_array() && !v.empty() && v.front().is_object() && v.dump().size() > 160) {
+      size_t i = 0;
+      for (const auto& item : v) {
+        if (i == 10) {
+          rows.push_back({"", fmt::format("... and {} more", v.size() - i)});
+          break;
+        }
+        rows.push_back({i == 0 ? k + ":" : "", clip(item.dump())});
+        ++i;
+      }
+      continue;
+    } else if (v.is_object() && v.dump().size() > 160) {
+      std::string keys;
+      for (auto f = v.begin(); f != v.end(); ++f) keys += (keys.empty() ? "" : ", ") + f.key();
+      text = fmt::format("{{{}}}", keys);
+    } else {
+      text = v.dump();
+    }
+    rows.push_back({k + ":", clip(text)});
   }
   return format_table(rows);
 }

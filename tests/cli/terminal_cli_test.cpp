@@ -148,3 +148,29 @@ TEST(Terminal, ACommandLineErrorIsTextOnly) {
 }
 
 }  // namespace
+
+// A verb without its own text view (resume, where, checkpoint read), on a terminal: nested fields
+// that fit on a line are shown, larger ones by their keys or an item a row (before, "[1 items]" and
+// "{2 fields}" hid them).
+TEST(Terminal, NestedFieldsAreShownNotCounted) {
+  if (!has_script()) GTEST_SKIP() << "util-linux's script is not installed: no pseudo-terminal to run croq on";
+  TempDir dir;
+  const std::vector<std::string> task = {"--dsl", "cpp", "--shape-key", "matmul_f32_64x64x64", "--model", "m"};
+  auto with = [&](std::vector<std::string> a) {
+    a.insert(a.end(), task.begin(), task.end());
+    return a;
+  };
+  ASSERT_EQ(croq::test::run_croq(dir.path(), with({"task", "init"})).rc, 0);
+  ASSERT_EQ(croq::test::run_croq(dir.path(), with({"store-round", "--iter", "iter000", "--kernel", "iter000_openblas",
+                                                   "--decision", "BASELINE", "--tflops", "0.5"}))
+                .rc,
+            0);
+  croq::ProcessResult r = on_terminal(dir.path(), with({"resume"}));
+  EXPECT_EQ(r.exit_code, 0) << r.out;
+  EXPECT_NE(r.out.find("{\"BASELINE\":1}"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("iter000_openblas"), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find("items]"), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find("fields}"), std::string::npos) << r.out;
+  croq::ProcessResult w = on_terminal(dir.path(), {"where"});
+  EXPECT_NE(w.out.find("cpu_x86_64/cpp/matmul_f32_64x64x64/m"), std::string::npos) << w.out;
+}
