@@ -659,6 +659,8 @@ std::string cli_reference_markdown() {
       {ExitCode::internal, "a bug in croq"},
   };
   for (const auto& [c, what] : codes) md << "| " << static_cast<int>(c) << " | " << exit_code_name(c) << " | " << what << " |\n";
+  md << "| 130 | interrupted | `croq tune` stopped by SIGINT or SIGTERM (Ctrl-C): every round stored before it is "
+        "kept, and it prints the command that goes on |\n";
   md << "\nOn failure stdout holds `{\"ok\":false,\"error\":{\"code\",\"exit_code\",\"message\",\"hint\"}}` "
         "and stderr one line `croq <verb>: error: ...` with a hint.\n\n";
   md << "## Verbs\n\n";
