@@ -653,18 +653,19 @@ json DecisionContext::to_json() const {
 
 namespace {
 
+// A measurement of the back-to-back pairs of a close call (pair_plan names their files).
+bool is_pair_measurement(const Evidence& e) { return fs::path(e.file).filename().string().rfind("pair_", 0) == 0; }
+
 // The median (by TFLOPS) of a kernel's passing measurements since `since`, the back-to-back pairs
 // aside, each read from its file with the hash its evidence recorded; nothing with fewer than two.
 std::optional<PerfSample> median_measurement(const Workspace& ws, const std::vector<Evidence>& evidence,
                                              const std::string& kernel, const std::string& since) {
   std::vector<PerfSample> all;
   for (const Evidence& e : evidence) {
-    if (e.kind != EvidenceKind::measure || e.kernel != kernel || e.timestamp < since) continue;
-    if (fs::path(e.file).filename().string().rfind("pair_", 0) == 0) continue;
-    const fs::path file = fs::path(e.file).is_absolute() ? fs::path(e.file) : ws.root() / e.file;
-    auto text = read_file(file);
-    if (!text || sha256_hex(*text) != e.sha256) continue;
-    auto j = try_parse_json(*text);
+    if (e.kind != EvidenceKind::measure || e.kernel != kernel || e.timestamp < since || is_pair_measurement(e)) continue;
+    const auto file = intact_file(ws, e);
+    auto text = file ? read_file(*file) : std::nullopt;
+    auto j = text ? try_parse_json(*text) : std::nullopt;
     if (!j || !j->is_object() || get_string(*j, "verdict").value_or("") != "PASS") continue;
     PerfSample sample = PerfSample::from_measurement(*j);
     sample.file = e.file;
@@ -880,7 +881,7 @@ void guard_store(const Workspace& ws, const TaskRef& task, const TaskSnapshot& s
       for (const Evidence& e : evidence) {
         if (e.kind != EvidenceKind::measure || e.kernel != record.kernel || e.timestamp < build->timestamp) continue;
         newest_any = e;
-        if (fs::path(e.file).filename().string().rfind("pair_", 0) != 0) newest = e;
+        if (!is_pair_measurement(e)) newest = e;
       }
       if (!newest) newest = newest_any;
       if (newest && !stored_sha.empty() && newest->sha256 != stored_sha && newest_any->sha256 != stored_sha) {
