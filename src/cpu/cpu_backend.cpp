@@ -10,8 +10,6 @@
 // multiply the f32 inputs by their scales before sgemm (per tensor: the f32 product by a_scale *
 // b_scale), i.e. they apply the scales in f32.
 #include <cblas.h>
-#include <sched.h>
-#include <seccomp.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -26,6 +24,7 @@
 #include <fmt/format.h>
 
 #include "croq/gpu/device_key.hpp"
+#include "croq/measure/confine.hpp"
 #include "croq/measure/numeric.hpp"
 #include "croq/measure/peak.hpp"
 #include "croq/measure/portable.hpp"
@@ -442,26 +441,8 @@ class CpuPlatform : public RunnerPlatform {
   DeviceFacts describe_device(const RunnerOptions&, const ProblemSetup& p) override {
     return cpu_facts(p.dtype, p.desc.op);
   }
-  // The candidate runs inside this process, so it may start no other: no fork, no new process
-  // (clone without CLONE_THREAD), no exec, no tracing or writing of another process's memory
-  // (seccomp, libseccomp). A candidate's constructor once forked a child that, after the runner
-  // left, rewrote the measurement file (an attack: 3x the figure, stored as measured). Threads
-  // stay allowed (clone with CLONE_THREAD; clone3 answers ENOSYS, and glibc falls back to clone).
-  std::string confine_before_loading() override {
-    scmp_filter_ctx ctx = seccomp_init(SCMP_ACT_ALLOW);
-    if (!ctx) return "seccomp_init failed";
-    int rc = 0;
-    for (int call : {SCMP_SYS(fork), SCMP_SYS(vfork), SCMP_SYS(execve), SCMP_SYS(execveat), SCMP_SYS(ptrace),
-                     SCMP_SYS(process_vm_writev), SCMP_SYS(process_vm_readv)}) {
-      rc = rc ? rc : seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EPERM), call, 0);
-    }
-    if (!rc) rc = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EPERM), SCMP_SYS(clone), 1,
-                                   SCMP_A0(SCMP_CMP_MASKED_EQ, static_cast<scmp_datum_t>(CLONE_THREAD), 0));
-    if (!rc) rc = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(ENOSYS), SCMP_SYS(clone3), 0);
-    if (!rc) rc = seccomp_load(ctx);
-    seccomp_release(ctx);
-    return rc ? fmt::format("seccomp: {}", std::strerror(-rc)) : std::string();
-  }
+  // The candidate starts no process (confine.hpp).
+  std::string confine_before_loading() override { return forbid_new_processes(); }
 };
 
 }  // namespace

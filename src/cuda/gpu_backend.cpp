@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 
 #include "croq/gpu/device_key.hpp"
+#include "croq/measure/confine.hpp"
 #include "croq/measure/numeric.hpp"
 #include "croq/measure/peak.hpp"
 #include "croq/measure/runner_main.hpp"
@@ -242,6 +243,8 @@ class GpuPlatform : public RunnerPlatform {
  public:
   std::string program() const override { return "croq-gpu-runner"; }
   std::string libraries() const override { return "cublas|cublaslt|cusparselt|auto"; }
+  // The candidate starts no process (confine.hpp); the driver's own threads stay allowed.
+  std::string confine_before_loading() override { return forbid_new_processes(); }
 
   std::unique_ptr<MeasureBackend> open(const RunnerOptions& o, const ProblemSetup& p, CandidateLibrary* candidate,
                                        std::string& error, bool& no_device) override {

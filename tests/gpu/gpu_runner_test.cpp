@@ -4,9 +4,14 @@
 // same process boundary `croq measure` uses (interpret_runner maps crashes and hangs).
 #include <gtest/gtest.h>
 
+#include <unistd.h>
+
 #include <algorithm>
+#include <chrono>
 #include <cstdlib>
 #include <filesystem>
+#include <string>
+#include <thread>
 
 #include "croq/gpu/device_key.hpp"
 #include "croq/measure/elf_scan.hpp"
@@ -250,6 +255,26 @@ TEST(GpuRunner, CheatingCandidatesDoTheWorkOrAreCaught) {
   EXPECT_EQ(wrote.verdict, Verdict::VERIFY_FAIL) << wrote.detail;
   EXPECT_EQ(wrote.reason, "input_modified") << wrote.detail;
   EXPECT_NE(wrote.detail.find("wrote into A"), std::string::npos) << wrote.detail;
+}
+
+// A candidate starts no process: croq-gpu-runner forbids the call (seccomp) before loading it, as
+// croq-cpu-runner does, while the CUDA driver's own threads stay allowed. The candidate's
+// constructor clones by the raw system call (the purity scan sees no import); its child would
+// write the marker file.
+TEST(GpuRunner, CheatingCandidatesStartNoProcess) {
+  REQUIRE_GPU();
+  const fs::path marker = fs::temp_directory_path() / ("croq-gpu-escaped-" + std::to_string(::getpid()));
+  fs::remove(marker);
+  ::setenv("CROQ_TEST_MARKER", marker.c_str(), 1);
+  RunSpec r;
+  r.m = r.n = r.k = 1024;
+  r.layout = "row";
+  Measurement m = run("cheat_start_process", r);
+  ::unsetenv("CROQ_TEST_MARKER");
+  EXPECT_EQ(m.verdict, Verdict::PASS) << m.reason << " " << m.detail;
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  EXPECT_FALSE(fs::exists(marker)) << "the candidate's child ran";
+  fs::remove(marker);
 }
 
 TEST(GpuRunner, InfiniteLoopIsAHangAndTheGpuStaysUsable) {

@@ -22,6 +22,9 @@
 //                                                                         flag launch_waits
 //   6  write_input   (not a tell) zeroes the last tenth of A's rows, then      VERIFY_FAIL input_modified
 //                    computes: right for the inputs as it left them
+//   7  start_process (not a tell) honest, but its constructor starts a          PASS, and the child never
+//                    process by the raw clone system call (no import the      runs: croq-gpu-runner forbids
+//                    scan sees), whose child writes $CROQ_TEST_MARKER         the call (seccomp)
 // The product itself: one warp per 16 x 16 tile of C with WMMA (tensor cores, no shared memory).
 #include <croq/kernel_abi.h>
 #include <cuda_fp16.h>
@@ -34,6 +37,24 @@
 
 #ifndef CHEAT_MODE
 #define CHEAT_MODE 0
+#endif
+
+#if CHEAT_MODE == 7
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <cstdlib>
+__attribute__((constructor)) static void start_a_process() {
+  const char* marker = std::getenv("CROQ_TEST_MARKER");
+  if (marker == nullptr) return;
+  if (syscall(SYS_clone, SIGCHLD, 0, 0, 0, 0) == 0) {  // the child, had the clone been allowed
+    const int fd = open(marker, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    if (fd >= 0) (void)!write(fd, "escaped\n", 8);
+    syscall(SYS_exit_group, 0);
+  }
+}
 #endif
 
 namespace {
