@@ -44,7 +44,8 @@ VerbRunner setup_profile(CLI::App& app) {
   app.add_option("--runner", p.runner, "the measurement runner (default: CROQ_GPU_RUNNER, else croq-gpu-runner beside croq)");
   app.add_option("--device", p.device, "GPU index or UUID to lease (default: first of CUDA_VISIBLE_DEVICES, else 0)");
   app.add_option("--timeout", p.timeout_s, "seconds ncu may run")->default_val(600)->check(CLI::Range(1, 86400));
-  app.add_option("--lease-timeout", p.lease_timeout_ms, "milliseconds to wait for the GPU lease")->default_val(600000);
+  app.add_option("--lease-timeout", p.lease_timeout_s, "seconds to wait for the device's lease")
+      ->default_val(600)->check(CLI::Range(0.0, 86400.0));
   app.add_flag("--no-classify", p.no_classify, "only capture; do not classify the CSV");
   return [o](Context& ctx) {
     TaskRef t = resolve_task(ctx, o->task);  // the task context fills what was left out

@@ -83,12 +83,12 @@ class GpuSharing : public ::testing::Test {
     args.insert(args.end(), extra.begin(), extra.end());
     return run_croq(m_dir / "ws", args, env());
   }
-  test::CroqRun profile(const std::string& lease_timeout_ms) {
+  test::CroqRun profile(const std::string& lease_timeout_s) {
     std::vector<std::string> args = {"profile"};
     auto t = task();
     args.insert(args.end(), t.begin(), t.end());
     args.insert(args.end(), {"--iter", "iter001_naive", "--round", "1", "--ncu", m_ncu.string(), "--runner", "/bin/true",
-                             "--lease-timeout", lease_timeout_ms});
+                             "--lease-timeout", lease_timeout_s});
     return run_croq(m_dir / "ws", args, env());
   }
   // Waits until someone holds the device's lease (the other croq process got there).
@@ -127,7 +127,7 @@ class GpuSharing : public ::testing::Test {
 };
 
 TEST_F(GpuSharing, AProfileHoldingTheLeaseBlocksAMeasurementOnTheSameGpu) {
-  auto prof = std::async(std::launch::async, [&] { return profile("10000"); });
+  auto prof = std::async(std::launch::async, [&] { return profile("10"); });
   ASSERT_TRUE(lease_taken()) << "the profile never took the lease";
   auto m = measure({"--lease-timeout", "0.5"});
   EXPECT_EQ(m.rc, 6) << m.err << m.out;
@@ -151,7 +151,7 @@ TEST_F(GpuSharing, AMeasurementHoldingTheLeaseBlocksAProfileOnTheSameGpu) {
   set_apps(std::string("4242, python3, 20480, ") + k_uuid + "\n");
   auto meas = std::async(std::launch::async, [&] { return measure({"--idle-timeout", "3"}); });
   ASSERT_TRUE(lease_taken()) << "the measurement never took the lease";
-  auto p = profile("500");
+  auto p = profile("0.5");
   EXPECT_EQ(p.rc, 6) << p.err << p.out;
   EXPECT_NE(p.doc["error"]["message"].get<std::string>().find("croq measure"), std::string::npos) << p.out;
   auto m = meas.get();

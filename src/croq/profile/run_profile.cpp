@@ -27,6 +27,10 @@ namespace croq::profile {
 
 namespace {
 
+std::chrono::milliseconds lease_wait(double seconds) {
+  return std::chrono::milliseconds(static_cast<long long>(seconds * 1000));
+}
+
 std::string env_or(const char* name, const std::string& fallback) {
   const char* v = std::getenv(name);
   return v && *v ? std::string(v) : fallback;
@@ -235,7 +239,7 @@ StepResult run_profile(Workspace& ws, const TaskRef& t, const ProfileOptions& op
   std::optional<DeviceLease> lease;
   auto take_lease = [&] {
     lease.emplace(DeviceLease::acquire(
-        lease_id, fmt::format("croq profile {} {}", t.id(), kernel), std::chrono::milliseconds(o.lease_timeout_ms),
+        lease_id, fmt::format("croq profile {} {}", t.id(), kernel), lease_wait(o.lease_timeout_s),
         [&](const std::string& holder) {
           if (deps.note) {
             deps.note(fmt::format("croq profile: waiting for device {}: held by {}", lease_id,
@@ -246,7 +250,7 @@ StepResult run_profile(Workspace& ws, const TaskRef& t, const ProfileOptions& op
   const bool python_runner = t.dsl == "triton" && o.library.empty();
   if (python_runner) {
     cap.gate = take_lease;
-    cap.gate_timeout = std::chrono::milliseconds(o.lease_timeout_ms);
+    cap.gate_timeout = lease_wait(o.lease_timeout_s);
   } else {
     take_lease();
   }

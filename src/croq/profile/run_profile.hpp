@@ -32,7 +32,7 @@ struct ProfileOptions {
   std::string runner;                    // default: CROQ_GPU_RUNNER, else croq-gpu-runner beside croq
   std::string device;                    // the GPU to lease (index or UUID)
   int timeout_s = 600;
-  int lease_timeout_ms = 600000;
+  double lease_timeout_s = 600;          // seconds, as `croq measure --lease-timeout`
   bool no_classify = false;
 };
 
