@@ -259,6 +259,23 @@ TEST_F(MeasureCli, OutReplacesNoRecordAndNoOtherFile) {
   ASSERT_EQ(measure("iter001_naive", {"--out", mine.string()}).rc, 0);
   auto perf = measure("iter001_naive", {"--out", (perf_dir() / "pair_x.json").string()});
   EXPECT_EQ(perf.rc, 0) << perf.err;
+  // Inside tuning/, a new file in the measuring task's own perf/ folder only: not another task's
+  // (a stored KEEP's measurement there was replaced from a scratch task), not one already there.
+  const std::string stored = croq::read_file_or_throw(perf_dir() / "pair_x.json");
+  auto again = measure("iter001_naive", {"--out", (perf_dir() / "pair_x.json").string()});
+  EXPECT_EQ(again.rc, 2) << again.out << again.err;
+  EXPECT_NE(again.err.find("exists"), std::string::npos) << again.err;
+  EXPECT_EQ(croq::read_file_or_throw(perf_dir() / "pair_x.json"), stored);
+  const fs::path other = perf_dir("matmul_f32_128x128x128") / "measure_iter004_x.json";
+  fs::create_directories(other.parent_path());
+  croq::atomic_write(other, stored, false);
+  for (const fs::path& target : {other, other.parent_path() / "new.json"}) {
+    auto foreign = measure("iter001_naive", {"--out", target.string()});
+    EXPECT_EQ(foreign.rc, 2) << target << ": " << foreign.out << foreign.err;
+    EXPECT_NE(foreign.err.find("this task's perf/"), std::string::npos) << foreign.err;
+  }
+  EXPECT_EQ(croq::read_file_or_throw(other), stored);
+  EXPECT_FALSE(fs::exists(other.parent_path() / "new.json"));
 }
 
 }  // namespace
@@ -313,6 +330,26 @@ TEST_F(MeasureCli, ACandidateStartsNoProcess) {
   EXPECT_EQ(raw.doc["verdict"], "PASS") << raw.out << raw.err;
   std::this_thread::sleep_for(std::chrono::milliseconds(200));
   EXPECT_FALSE(fs::exists(marker)) << "the candidate's child ran";
+}
+
+}  // namespace
+}  // namespace croq
+
+namespace croq {
+namespace {
+
+// The runner reads the candidate once: the hash it records, the purity scan and the load are of
+// one sealed copy in memory. Before, it opened the workspace's file three times, and a driver that
+// renamed another shared object over it between the opens had the built binary's hash recorded
+// (and its scan passed) while the other one ran: a KEEP at 28x, stored as measured.
+TEST_F(MeasureCli, TheRunnerLoadsTheSameBytesItHashedAndScanned) {
+  const fs::path so = build("selfpath", "iter001_selfpath");
+  auto r = measure("iter001_selfpath");
+  ASSERT_EQ(r.doc["verdict"], "PASS") << r.out << r.err;
+  EXPECT_EQ(r.doc["candidate"]["sha256"], sha256_file(so));
+  EXPECT_EQ(r.doc["candidate"]["path"], fs::absolute(so).string());
+  const std::string loaded = r.doc["candidate"]["info"].value("loaded_from", "");
+  EXPECT_EQ(loaded.rfind("/proc/self/fd/", 0), 0u) << "loaded from " << loaded;
 }
 
 }  // namespace

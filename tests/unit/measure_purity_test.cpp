@@ -4,9 +4,13 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <fstream>
 #include <random>
 
 #include "croq/measure/elf_scan.hpp"
+#include "croq/measure/snapshot.hpp"
+#include "croq/util/error.hpp"
+#include "croq/util/hash.hpp"
 #include "croq/util/fs.hpp"
 #include "croq/util/process.hpp"
 #include "support/test_support.hpp"
@@ -159,6 +163,35 @@ TEST_F(Purity, SynchronisingCallsAreFoundWhereTheyAreCalled) {
     extern "C" int croq_matmul(void* c, void* s) { return cudaMemcpyAsync(c, c, 4, 3, s); }
   )");
   EXPECT_TRUE(scan_candidate(honest).synchronising.empty());
+}
+
+}  // namespace
+}  // namespace croq
+
+namespace croq {
+namespace {
+
+// The runner's copy of a candidate is read once and sealed: replacing the workspace's file (a
+// rename over it, or a write into it) after the copy changes nothing the runner hashes, scans or
+// loads, and the copy cannot be written through its path.
+TEST(CandidateSnapshot, IsReadOnceAndCannotChangeAfterwards) {
+  test::TempDir dir;
+  const fs::path file = dir / "iter001_x.so";
+  atomic_write(file, "the built binary", false);
+  CandidateSnapshot snap = CandidateSnapshot::take(file);
+  EXPECT_EQ(snap.size(), 16);
+  EXPECT_EQ(snap.path().string().rfind("/proc/self/fd/", 0), 0u);
+  atomic_write(dir / "other.so", "another shared object", false);
+  fs::rename(dir / "other.so", file);
+  EXPECT_EQ(read_file(snap.path()).value_or(""), "the built binary");
+  EXPECT_EQ(sha256_file(snap.path()), sha256_hex("the built binary"));
+  {
+    std::ofstream w(snap.path(), std::ios::binary | std::ios::trunc);
+    w << "rewritten";
+    w.flush();
+  }
+  EXPECT_EQ(read_file(snap.path()).value_or(""), "the built binary");
+  EXPECT_THROW(CandidateSnapshot::take(dir / "missing.so"), Error);
 }
 
 }  // namespace

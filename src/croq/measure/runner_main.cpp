@@ -5,12 +5,14 @@
 #include <cstdio>
 #include <cstdlib>
 #include <iostream>
+#include <optional>
 #include <random>
 
 #include <fmt/format.h>
 
 #include "croq/measure/elf_scan.hpp"
 #include "croq/measure/rules.hpp"
+#include "croq/measure/snapshot.hpp"
 #include "croq/util/build_info.hpp"
 #include "croq/util/error.hpp"
 #include "croq/util/fs.hpp"
@@ -101,6 +103,7 @@ int runner_main(int argc, char** argv, RunnerPlatform& platform) {
     base.seed = o.seed ? *o.seed : fresh_seed();
     base.verification.elements = o.m * o.n;
 
+    std::optional<CandidateSnapshot> snapshot;  // alive as long as the candidate is loaded
     std::unique_ptr<CandidateLibrary> candidate;
     if (!o.candidate.empty()) {
       std::error_code ec;
@@ -109,9 +112,11 @@ int runner_main(int argc, char** argv, RunnerPlatform& platform) {
         return static_cast<int>(ExitCode::not_found);
       }
       base.candidate_path = std::filesystem::absolute(o.candidate).string();
-      base.candidate_sha256 = sha256_file(o.candidate);
+      // One read of the file: the hash recorded, the scan and the load are of the same bytes.
+      snapshot.emplace(CandidateSnapshot::take(o.candidate));
+      base.candidate_sha256 = sha256_file(snapshot->path());
       phase("purity scan");
-      PurityReport purity = scan_candidate(o.candidate);
+      PurityReport purity = scan_candidate(snapshot->path());
       auto refuse = [&](Verdict v, const std::string& code, const std::string& detail) {
         Measurement m = base;
         m.device = platform.describe_device(o, setup);
@@ -129,7 +134,7 @@ int runner_main(int argc, char** argv, RunnerPlatform& platform) {
         return static_cast<int>(ExitCode::internal);
       }
       std::string code, error;
-      candidate = CandidateLibrary::open(o.candidate, code, error);
+      candidate = CandidateLibrary::open(snapshot->path(), code, error);
       if (!candidate) return refuse(Verdict::RUNTIME_FAIL, code, error);
       base.candidate_info = candidate->info;
       base.candidate_abi_version = candidate->abi_version();

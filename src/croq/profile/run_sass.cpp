@@ -145,7 +145,7 @@ StepResult run_sass_dump(const Workspace* ws, const std::optional<TaskRef>& task
   }
   if (o.baseline) name = "baseline";
   if (!o.out.empty() && ws) {
-    if (std::string why = ws->user_output_refusal(o.out); !why.empty()) {
+    if (std::string why = ws->user_output_refusal(o.out, task ? &*task : nullptr); !why.empty()) {
       throw_usage("--out " + why, "leave --out out (the SASS goes to the task's perf/ folder) or name a file elsewhere");
     }
   }

@@ -96,13 +96,23 @@ MeasureJob candidate_job(const TaskRef& t, const CandidateRef& c, const MeasureO
   return job;
 }
 
-// A measurement file at a path the user gave replaces nothing but an earlier croq measurement, and
-// never lands among the task's records (before, --out over idea-log.jsonl replaced the ledger).
-void check_measurement_out(const Workspace& ws, const std::filesystem::path& out) {
+// A measurement file at a path the user gave replaces nothing but an earlier croq measurement
+// outside the workspace, and never lands among the records: inside tuning/ it is a new file in the
+// measuring task's own perf/ folder. (Before, --out over idea-log.jsonl replaced the ledger, and
+// --out from another task replaced the measurement file a stored KEEP names.)
+void check_measurement_out(const Workspace& ws, const TaskRef& t, const std::filesystem::path& out) {
   const std::string hint = "leave --out out (the measurement goes to the task's perf/ folder) or name a new file";
-  if (std::string why = ws.user_output_refusal(out); !why.empty()) throw_usage("--out " + why, hint);
+  if (std::string why = ws.user_output_refusal(out, &t); !why.empty()) throw_usage("--out " + why, hint);
   std::error_code ec;
   if (!std::filesystem::exists(out, ec)) return;
+  const std::filesystem::path in_tuning = std::filesystem::weakly_canonical(std::filesystem::absolute(out), ec)
+                                             .lexically_relative(std::filesystem::weakly_canonical(ws.tuning_dir(), ec));
+  if (!in_tuning.empty() && *in_tuning.begin() != "..") {
+    throw_usage(fmt::format("--out {} exists: inside tuning/ croq writes an --out file only where none is (the "
+                            "task's own measurement files are croq's to replace, and stored records name them)",
+                            ws.display(out)),
+                hint);
+  }
   std::optional<json> doc;
   if (std::filesystem::is_regular_file(out, ec)) {
     if (auto text = read_file(out)) doc = try_parse_json(*text);
@@ -130,7 +140,7 @@ StepResult run_measure(Workspace& ws, const TaskRef& t, const MeasureOptions& o,
   skel.candidate_sha256 = sha256_file(c.path);
   skel.seed = parse_seed(o.run.seed_text);
   const std::filesystem::path out = o.out.empty() ? measurement_path(ws, t, c.kernel) : std::filesystem::absolute(o.out);
-  if (!o.out.empty()) check_measurement_out(ws, out);
+  if (!o.out.empty()) check_measurement_out(ws, t, out);
   StepResult res;
   res.trace["kernel"] = c.kernel;
 

@@ -145,7 +145,7 @@ bool Workspace::contains(const fs::path& path) const {
   return true;
 }
 
-std::string Workspace::user_output_refusal(const fs::path& path) const {
+std::string Workspace::user_output_refusal(const fs::path& path, const TaskRef* task) const {
   std::error_code ec;
   const fs::path tuning = fs::weakly_canonical(tuning_dir(), ec);
   const fs::path p = fs::weakly_canonical(fs::absolute(path), ec);
@@ -154,6 +154,15 @@ std::string Workspace::user_output_refusal(const fs::path& path) const {
   if (rel.empty() || *rel.begin() == "..") return {};  // outside tuning/
   std::vector<std::string> parts;
   for (const auto& c : rel) parts.push_back(c.string());
+  if (task != nullptr) {
+    const fs::path own = fs::weakly_canonical(kind_dir(*task, ArtifactKind::perf), ec);
+    const fs::path in_own = p.lexically_relative(own);
+    if (!ec && !in_own.empty() && *in_own.begin() != ".." && in_own != ".") return {};
+    return fmt::format("{} lies in the workspace's tuning/ tree outside this task's perf/ folder ({}): another "
+                       "task's evidence, the ledger, checkpoints, sources, baselines and croq's state there are "
+                       "croq's to write",
+                       display(path), display(own));
+  }
   if (parts.size() >= 4 && parts[2] == artifact_kind_name(ArtifactKind::perf)) return {};
   return fmt::format("{} lies in the workspace's tuning/ tree outside a task's perf/ folder: the ledger, checkpoints, "
                      "sources, baselines and croq's state there are croq's to write",

@@ -74,8 +74,9 @@ class Workspace {
   bool contains(const fs::path& path) const;
   // Why a file a verb writes at a path the user gave (--out) may not go there, or "": inside
   // tuning/, only a task's perf/ folder takes such a file (the ledger, checkpoints, sources,
-  // baselines and croq's own state are croq's to write).
-  std::string user_output_refusal(const fs::path& path) const;
+  // baselines and croq's own state are croq's to write), and only the perf/ folder of `task`, the
+  // task the verb works for, when one is given (another task's stored evidence is not its to write).
+  std::string user_output_refusal(const fs::path& path, const TaskRef* task = nullptr) const;
   // Returns `path` relative to the root when it lies inside, else the absolute path.
   std::string display(const fs::path& path) const;
 

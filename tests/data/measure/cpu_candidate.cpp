@@ -8,6 +8,7 @@
 //   rawclone  naive, and its constructor starts a process by the raw clone system call, whose
 //           child writes the file $CROQ_TEST_MARKER: the runner forbids it (seccomp), so PASS and
 //           no file
+//   selfpath  naive, and croq_kernel_info names the file the runner loaded it from (dladdr)
 // The CLI tests compile this file with the system C++ compiler.
 #include <croq/kernel_abi.h>
 #include <croq/host_scalar.h>
@@ -22,6 +23,7 @@
 #define MODE_cublas 5
 #define MODE_spawn 6
 #define MODE_rawclone 7
+#define MODE_selfpath 8
 #define CAT(a, b) a##b
 #define MODE_OF(m) CAT(MODE_, m)
 
@@ -80,4 +82,18 @@ CROQ_EXPORT croq_status croq_matmul(const croq_matmul_problem* p, const void* a,
   return CROQ_OK;
 }
 
+#if MODE_OF(CROQ_TEST_MODE) == MODE_selfpath
+#include <dlfcn.h>
+
+#include <string>
+CROQ_EXPORT const char* croq_kernel_info(void) {
+  static std::string info;
+  Dl_info where{};
+  dladdr(reinterpret_cast<void*>(&croq_kernel_info), &where);
+  info = std::string("{\"name\": \"cpu test candidate\", \"loaded_from\": \"") +
+         (where.dli_fname ? where.dli_fname : "") + "\"}";
+  return info.c_str();
+}
+#else
 CROQ_EXPORT const char* croq_kernel_info(void) { return "{\"name\": \"cpu test candidate\"}"; }
+#endif
