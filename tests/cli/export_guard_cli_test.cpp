@@ -5,6 +5,8 @@
 // ABI operator.
 #include <gtest/gtest.h>
 
+#include <regex>
+
 #include <algorithm>
 
 #include "croq/kernel_abi.h"
@@ -162,6 +164,22 @@ TEST(ExportGuard, ASourceChangedSinceItsBuildOrAnEditedFigureIsNotExported) {
   CroqRun valid = run_croq(dir.path(), {"session", "validate", "--gpu", "cpu_test", "--dsl", "cpp", "--shape-key", key});
   EXPECT_NE(valid.rc, 0) << valid.out;
   EXPECT_NE(valid.err.find("the log was edited"), std::string::npos) << valid.err;
+  // Both places edited (the record's figure and its measurement block's): the measurement file the
+  // record names still holds the measured figure, so validate names it and the task has no best.
+  text = std::regex_replace(croq::read_file_or_throw(log), std::regex("\"tflops\":[-0-9.eE+]+"), "\"tflops\":99.0");
+  croq::atomic_write(log, text, false);
+  CroqRun both = run_croq(dir.path(), {"session", "validate", "--gpu", "cpu_test", "--dsl", "cpp", "--shape-key", key});
+  EXPECT_NE(both.rc, 0) << both.out;
+  EXPECT_NE(both.err.find("its measurement file"), std::string::npos) << both.err;
+  CroqRun status = run_croq(dir.path(), {"status", "--dsl", "cpp", "--json"});
+  ASSERT_EQ(status.rc, 0) << status.err;
+  bool seen = false;
+  for (const auto& row : status.doc["tasks"]) {
+    if (row.value("shape_key", "") != key) continue;
+    seen = true;
+    EXPECT_TRUE(row["best"].is_null() || row["best"].dump().find("99") == std::string::npos) << row.dump();
+  }
+  EXPECT_TRUE(seen) << status.out;
 }
 
 }  // namespace

@@ -12,6 +12,7 @@
 
 #include "croq/ledger/documents.hpp"
 #include "croq/ledger/ledger.hpp"
+#include "croq/util/hash.hpp"
 #include "croq/ledger/store.hpp"
 #include "croq/util/error.hpp"
 #include "croq/util/fs.hpp"
@@ -225,7 +226,67 @@ TEST_F(LedgerTest, AnEditedMeasuredFigureIsNotTheBest) {
   ASSERT_TRUE(idx.best);
   EXPECT_EQ(idx.best->kernel, "iter001_draft");
   ASSERT_FALSE(idx.warnings.empty());
-  EXPECT_NE(idx.warnings.back().find("iter002_stages4's figure 950"), std::string::npos) << idx.warnings.back();
+  EXPECT_NE(idx.warnings.back().find("iter002_stages4's figure"), std::string::npos) << idx.warnings.back();
+  EXPECT_NE(idx.warnings.back().find("says 950 TFLOPS"), std::string::npos) << idx.warnings.back();
+}
+
+// A figure edited in both places of a record (its TFLOPS and its measurement block) is checked
+// against the measurement file the record names: while that file is there with the hash the record
+// was stored with, its figure is the one that counts. Such a KEEP is not the best, such a baseline
+// is no baseline (before, status showed 9.5 TFLOPS, 87x the baseline, for a kernel measured at
+// 0.07). A file replaced since counts against a KEEP stored under enforcement only (an advisory task
+// or `croq baseline --force` measures a kernel again into the same file).
+TEST_F(LedgerTest, AFigureEditedInBothPlacesIsCheckedAgainstItsMeasurementFile) {
+  auto measured = [&](const std::string& kernel, const std::string& decision, double tflops, bool enforced) {
+    const std::string file = "perf/measure_" + kernel + ".json";
+    const std::string text = json{{"schema", "croq-measurement-v1"}, {"verdict", "PASS"}, {"tflops", tflops}}.dump();
+    atomic_write(ws.root() / file, text, false);
+    StoreRequest r = request(kernel, decision, tflops);
+    r.source = "measured";
+    r.extra["measurement"] = {{"tflops", tflops}, {"file", file}, {"sha256", sha256_hex(text)}};
+    if (enforced) r.extra["protocol"] = "enforced";
+    store_round(ledger, r, k_wait);
+    return ws.root() / file;
+  };
+  measured("iter000_cublas", "BASELINE", 2.0, false);
+  measured("iter001_draft", "KEEP", 3.0, false);
+  const fs::path second = measured("iter002_stages4", "KEEP", 4.0, true);
+  ASSERT_EQ(ledger.index().best->kernel, "iter002_stages4");
+  ASSERT_TRUE(unbacked_figure(ws, ledger.read_all().records.back()) == std::nullopt);
+  const fs::path log = ws.idea_log(task);
+  const std::string stored = *read_file(log);
+  auto edit = [&](const std::string& from, const std::string& to) {
+    std::string text = *read_file(log);
+    for (size_t at = text.find(from); at != std::string::npos; at = text.find(from, at + to.size())) {
+      text.replace(at, from.size(), to);
+    }
+    atomic_write(log, text, false);
+  };
+  edit("\"tflops\":4.0", "\"tflops\":95.0");
+  edit("\"tflops\":2.0", "\"tflops\":0.001");
+  LedgerIndex idx = ledger.index();
+  ASSERT_TRUE(idx.best);
+  EXPECT_EQ(idx.best->kernel, "iter001_draft");
+  EXPECT_FALSE(idx.baseline) << "an edited baseline gives no ratio";
+  ASSERT_GE(idx.warnings.size(), 2u);
+  std::string all;
+  for (const auto& w : idx.warnings) all += w + "\n";
+  EXPECT_NE(all.find("iter002_stages4's figure is not its measurement's (the record says 95 TFLOPS, its measurement "
+                     "file perf/measure_iter002_stages4.json 4)"),
+            std::string::npos)
+      << all;
+  EXPECT_NE(all.find("iter000_cublas"), std::string::npos) << all;
+  // The log as stored, and the enforced KEEP's file replaced: not the best either; the advisory
+  // KEEP's file replaced (measured again) still counts.
+  atomic_write(log, stored, false);
+  ASSERT_EQ(ledger.index().best->kernel, "iter002_stages4");
+  atomic_write(second, json{{"schema", "croq-measurement-v1"}, {"verdict", "PASS"}, {"tflops", 4.0}, {"x", 1}}.dump(),
+               false);
+  atomic_write(log, stored + "\n", false);  // the index is refolded when the log changes
+  EXPECT_EQ(ledger.index().best->kernel, "iter001_draft");
+  atomic_write(ws.root() / "perf/measure_iter001_draft.json", "{\"verdict\":\"PASS\",\"tflops\":3.1}", false);
+  atomic_write(log, stored + "\n\n", false);
+  EXPECT_EQ(ledger.index().best->kernel, "iter001_draft");
 }
 
 TEST_F(LedgerTest, ReserveIterIsMonotonicAndSkipsStoredAndReserved) {

@@ -11,6 +11,7 @@
 #include <fmt/format.h>
 
 #include "croq/util/error.hpp"
+#include "croq/util/hash.hpp"
 #include "croq/util/read_count.hpp"
 #include "croq/util/time.hpp"
 #include "croq/workspace/ids.hpp"
@@ -170,7 +171,7 @@ RecordBrief RecordBrief::from_json(const json& j) {
   return b;
 }
 
-void LedgerIndex::fold(const RoundRecord& r) {
+void LedgerIndex::fold(const RoundRecord& r, const Workspace* ws) {
   ++records;
   if (r.round >= 1) {
     rounds.insert(r.round);
@@ -182,20 +183,28 @@ void LedgerIndex::fold(const RoundRecord& r) {
   RecordBrief b = RecordBrief::of(r);
   last = b;
   decisions[b.decision]++;
-  if (r.decision == Decision::BASELINE || (num && *num == 0)) {
-    baseline = b;
+  const bool baseline_record = r.decision == Decision::BASELINE || (num && *num == 0);
+  // A measured record whose figure is not its measurement's was edited after it was stored: it is
+  // neither the best nor the baseline (status, reports and the monitor showed the edited figure).
+  std::optional<std::string> unbacked;
+  if (baseline_record || r.decision == Decision::KEEP) {
+    if (ws) {
+      unbacked = unbacked_figure(*ws, r);
+    } else if (auto measured = r.edited_figure()) {
+      unbacked = fmt::format("the record says {:.6g} TFLOPS, its own measurement block {:.6g}", *r.tflops, *measured);
+    }
+    if (unbacked && warnings.size() < 20) {
+      warnings.push_back(fmt::format("{}'s figure is not its measurement's ({}): the record was edited, and is not "
+                                     "counted as the {}",
+                                     r.kernel, *unbacked, baseline_record ? "baseline" : "best"));
+    }
+  }
+  if (baseline_record) {
+    if (!unbacked) baseline = b;
     return;
   }
   if (r.decision == Decision::KEEP) {
-    // A measured KEEP whose figure no longer matches its own measurement block was edited after it
-    // was stored: it is not the best (status, reports and the monitor showed the edited figure).
-    const auto measured = r.edited_figure();
-    if (measured && warnings.size() < 20) {
-      warnings.push_back(fmt::format("{}'s figure {:.6g} TFLOPS differs from its measurement's {:.6g}: the record was "
-                                     "edited, and is not counted as the best",
-                                     r.kernel, *r.tflops, *measured));
-    }
-    if (!measured && num && *num >= 1 && r.tflops && (!best || !best->tflops || *r.tflops > *best->tflops)) best = b;
+    if (!unbacked && num && *num >= 1 && r.tflops && (!best || !best->tflops || *r.tflops > *best->tflops)) best = b;
     non_keep_streak = 0;
     discard_streak = 0;
   } else if (r.decision == Decision::DISCARD) {
@@ -409,7 +418,7 @@ LedgerIndex Ledger::refresh_index(bool write_back) const {
     size_t complete = last_nl == std::string::npos ? 0 : last_nl + 1;
     // Line numbers are only known when folding from the start.
     JsonlParse parsed = parse_idea_log(std::string_view(chunk).substr(0, complete), idx.bytes == 0 ? 1 : 0);
-    for (const auto& r : parsed.records) idx.fold(r);
+    for (const auto& r : parsed.records) idx.fold(r, &m_ws);
     idx.invalid_lines += parsed.invalid_lines;
     for (auto& w : parsed.warnings) {
       if (idx.warnings.size() >= k_max_index_warnings) break;
@@ -425,7 +434,7 @@ LedgerIndex Ledger::refresh_index(bool write_back) const {
       std::optional<RoundRecord> r;
       if (j) r = RoundRecord::from_json(*j);
       if (r) {
-        idx.fold(*r);
+        idx.fold(*r, &m_ws);
         folded_to = size;
       } else {
         torn = true;
@@ -942,6 +951,39 @@ std::optional<fs::path> find_live_source(const Workspace& ws, const TaskRef& tas
   const std::set<std::string> failed = failed_kernel_names(Ledger(ws, task).read_all().records);
   for (const auto& f : all) {
     if (!failed.count(f.stem().string())) return f;
+  }
+  return std::nullopt;
+}
+
+std::optional<std::string> unbacked_figure(const Workspace& ws, const RoundRecord& r) {
+  if (auto measured = r.edited_figure()) {
+    return fmt::format("the record says {:.6g} TFLOPS, its own measurement block {:.6g}", *r.tflops, *measured);
+  }
+  if (!r.tflops || r.source() != "measured" || !r.extra.contains("measurement") || !r.extra["measurement"].is_object()) {
+    return std::nullopt;
+  }
+  const json& prov = r.extra["measurement"];
+  const auto file = get_string(prov, "file");
+  const auto sha = get_string(prov, "sha256");
+  if (!file || !sha || file->empty()) return std::nullopt;
+  const fs::path path = fs::path(*file).is_absolute() ? fs::path(*file) : ws.root() / *file;
+  const auto text = read_file(path);
+  if (!text) return std::nullopt;  // moved away: the record's own block was checked above
+  if (sha256_hex(*text) != *sha) {
+    // Replaced since: `croq baseline --force` and an advisory task's re-measurement rewrite the file
+    // a record names, but an enforced task measures no stored kernel again.
+    if (r.decision != Decision::KEEP || get_string(r.extra, "protocol").value_or("") != "enforced") return std::nullopt;
+    return fmt::format("its measurement file {} was replaced after the round was stored (another hash), and an "
+                       "enforced task measures no stored kernel again",
+                       ws.display(path));
+  }
+  const auto doc = try_parse_json(*text);
+  if (!doc || !doc->is_object() || get_string(*doc, "verdict").value_or("") != "PASS") {
+    return fmt::format("its measurement file {} is not a PASS", ws.display(path));
+  }
+  if (!(*doc)["tflops"].is_number() || figures_differ((*doc)["tflops"].get<double>(), *r.tflops)) {
+    return fmt::format("the record says {:.6g} TFLOPS, its measurement file {} {}", *r.tflops, ws.display(path),
+                       (*doc)["tflops"].is_number() ? fmt::format("{:.6g}", (*doc)["tflops"].get<double>()) : "none");
   }
   return std::nullopt;
 }

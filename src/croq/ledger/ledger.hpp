@@ -45,7 +45,7 @@ struct RecordBrief {
   static RecordBrief from_json(const json& j);
 };
 
-inline constexpr const char* k_index_schema = "croq-ledger-index-v1";
+inline constexpr const char* k_index_schema = "croq-ledger-index-v2";  // v2: figures checked against their files
 
 struct LedgerIndex {
   uint64_t bytes = 0;          // offset in idea-log.jsonl up to which records are folded
@@ -73,7 +73,9 @@ struct LedgerIndex {
   std::map<std::string, int> decisions; // count per decision
   std::vector<std::string> warnings;    // from reading the records (at most 20 kept)
 
-  void fold(const RoundRecord& r);
+  // `ws`: the workspace whose measurement files back the measured records (unbacked_figure); without
+  // it only a record's figure against its own measurement block is checked.
+  void fold(const RoundRecord& r, const Workspace* ws = nullptr);
   json to_json() const;
   static std::optional<LedgerIndex> from_json(const json& j);
 };
@@ -210,5 +212,15 @@ std::set<std::string> failed_kernel_names(const std::vector<RoundRecord>& record
 // iter<NNN> the first of that number that no stored failure was built as (the live plan's, not a
 // failed attempt's left beside it). Nothing when there is none.
 std::optional<fs::path> find_live_source(const Workspace& ws, const TaskRef& task, const std::string& id);
+
+// Why a measured record's figure is not the one croq measured, or nullopt: its TFLOPS differ from
+// its own measurement block, or the measurement file the block names, still there with the hash the
+// record was stored with, is not PASS or holds another figure, or (a KEEP stored under enforcement)
+// was replaced since. Such a record
+// is neither a task's best nor its baseline (status, resume, reports, the monitor, sweeps), and
+// `croq session validate` names it. (Before, a figure edited in both places of the record was shown
+// as measured: 9.5 TFLOPS for a kernel measured at 0.07.) A record that is not measured, or whose
+// file is gone, has nothing to check against here.
+std::optional<std::string> unbacked_figure(const Workspace& ws, const RoundRecord& r);
 
 }  // namespace croq

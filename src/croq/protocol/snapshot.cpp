@@ -35,7 +35,7 @@ const LedgerIndex& TaskSnapshot::index() const {
     std::error_code ec;
     if (m_records && std::filesystem::file_size(m_ws->idea_log(m_task), ec) > 0 && !ec) {
       LedgerIndex idx;
-      for (const auto& r : *m_records) idx.fold(r);
+      for (const auto& r : *m_records) idx.fold(r, m_ws);
       m_index = std::move(idx);
     } else {
       m_index = Ledger(*m_ws, m_task).index();

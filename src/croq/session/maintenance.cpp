@@ -119,11 +119,11 @@ TaskValidation validate_task(const Workspace& ws, const TaskRef& task) {
       v.errors.push_back(fmt::format("{}: a tuning round (round {}) needs a bottleneck", r.kernel, r.round));
     }
     if (is_measured(r.decision) && !r.tflops) v.errors.push_back(fmt::format("{}: {} without TFLOPS", r.kernel, decision_name(r.decision)));
-    // A measured record carries its measurement's figure: a figure that differs from it was
-    // edited into the log (the export refuses such a record as well).
-    if (auto measured = r.edited_figure()) {
-      v.errors.push_back(fmt::format("{}: the record says {:.6g} TFLOPS, its measurement {:.6g}: the log was edited",
-                                     r.kernel, *r.tflops, *measured));
+    // A measured record carries its measurement's figure: a figure that differs from it, or from
+    // the measurement file the record names, was edited into the log (the export refuses such a
+    // record as well).
+    if (auto why = unbacked_figure(ws, r)) {
+      v.errors.push_back(fmt::format("{}: {}: the log was edited", r.kernel, *why));
     }
     if (auto n = r.iter_number(); n && *n >= 1 && !is_failure(r.decision) && !find_primary_source(ws, task, r.kernel) &&
                                   !find_primary_source(ws, task, r.iter)) {

@@ -148,11 +148,11 @@ SweepReportResult write_sweep_report(const Workspace& ws, const fs::path& out) {
           for (const auto& rec : l.read_all().records) {
             const std::string d = decision_name(rec.decision);
             if (d == "BASELINE") {
-              if (rec.tflops) r.baseline = rec.tflops;
+              if (rec.tflops && !unbacked_figure(ws, rec)) r.baseline = rec.tflops;
               continue;
             }
             r.rounds = std::max(r.rounds, rec.round);
-            if (d == "KEEP" && rec.tflops && !rec.edited_figure()) best = std::max(best.value_or(0), *rec.tflops);
+            if (d == "KEEP" && rec.tflops && !unbacked_figure(ws, rec)) best = std::max(best.value_or(0), *rec.tflops);
             if (rec.round >= 1) {
               std::string b = rec.bottleneck;
               if (std::find(k_classes.begin(), k_classes.end(), b) == k_classes.end()) b = "other";
