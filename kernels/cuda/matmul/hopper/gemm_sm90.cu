@@ -171,6 +171,9 @@
 #ifndef CROQ_PROMOTE
 #define CROQ_PROMOTE 0
 #endif
+#ifndef CROQ_EPI_SLOTS
+#define CROQ_EPI_SLOTS 2  // trial: the TMA epilogue's chunk slots per consumer (1 frees 16 KB at 2 consumers)
+#endif
 #ifndef CROQ_SCALE_STAGE
 #define CROQ_SCALE_STAGE 0
 #endif
@@ -225,7 +228,9 @@ template <typename TOut>
 __host__ __device__ constexpr int epi_cols() {
   return sizeof(TOut) == 4 ? 32 : (BN % 64 == 0 ? 64 : 32);
 }
-constexpr int EPI_BYTES = CROQ_EPILOGUE == 1 ? CONSUMERS * 2 * EPI_SLOT_BYTES : 0;
+constexpr int EPI_SLOTS = CROQ_EPI_SLOTS;
+static_assert(EPI_SLOTS == 1 || EPI_SLOTS == 2, "CROQ_EPI_SLOTS must be 1 or 2");
+constexpr int EPI_BYTES = CROQ_EPILOGUE == 1 ? CONSUMERS * EPI_SLOTS * EPI_SLOT_BYTES : 0;
 constexpr int BAR_BYTES = (((2 * STAGES + 2) * 8 + 127) / 128) * 128;  // full, empty, 2 order barriers
 // CROQ_SCALE_STAGE 1: the block-scaled kernel's scales of each k block staged in shared memory with
 // its stage, as cuBLASLt's kernel has them: the producer warpgroup's second warp copies the BM rows' A scales and the tile's B scales (cp.async, 4 bytes each) into the
@@ -1368,8 +1373,8 @@ __global__ void __launch_bounds__(THREADS, 1)
       for (int ma = 0; ma < M_ATOMS; ++ma) {
 #pragma unroll
         for (int ch = 0; ch < BN / EPI_COLS; ++ch) {
-          const uint32_t buf = epi_base + (cw * 2 + slot) * EPI_SLOT_BYTES;
-          if (tid == 0) bulk_wait_read<1>();
+          const uint32_t buf = epi_base + (cw * EPI_SLOTS + slot) * EPI_SLOT_BYTES;
+          if (tid == 0) bulk_wait_read<EPI_SLOTS - 1>();
           named_barrier(1 + cw, 128);
           if constexpr (sizeof(TOut) == 4) {
 #pragma unroll
@@ -1400,7 +1405,7 @@ __global__ void __launch_bounds__(THREADS, 1)
             tma_store(&tm_c, buf, n0 + ch * EPI_COLS, m0 + row0 + ma * 64);
             bulk_commit();
           }
-          slot ^= 1;
+          slot = EPI_SLOTS == 2 ? slot ^ 1 : 0;
         }
       }
 #endif
