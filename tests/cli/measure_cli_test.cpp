@@ -2,6 +2,7 @@
 // candidates compiled here, run by the real croq-cpu-runner in a child process, verified against
 // OpenBLAS and timed. A correct candidate passes; a wrong, a crashing, a looping and a
 // library-calling one each get their verdict, and croq goes on.
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <filesystem>
@@ -350,6 +351,56 @@ TEST_F(MeasureCli, TheRunnerLoadsTheSameBytesItHashedAndScanned) {
   EXPECT_EQ(r.doc["candidate"]["path"], fs::absolute(so).string());
   const std::string loaded = r.doc["candidate"]["info"].value("loaded_from", "");
   EXPECT_EQ(loaded.rfind("/proc/self/fd/", 0), 0u) << "loaded from " << loaded;
+}
+
+}  // namespace
+}  // namespace croq
+
+namespace croq {
+namespace {
+
+// A stored kernel measured again (the best in a re-run, a careless measurement, a round racing
+// another) gets a file of its own: the measurement its record names stays as it was stored (before,
+// a re-run of the best replaced it, and the task's best could no longer be exported). A perf/ folder
+// that is a link to another task's is refused: nothing is written through it.
+TEST_F(MeasureCli, AStoredKernelMeasuredAgainKeepsItsRecordsMeasurement) {
+  build("naive", "iter001_naive");
+  auto first = measure("iter001_naive");
+  ASSERT_EQ(first.rc, 0) << first.err;
+  const fs::path own = perf_dir() / "measure_iter001_naive.json";
+  ASSERT_EQ(first.doc["files"].value("measurement", ""), "tuning/" + cpu_device_key() + "/cpp/perf/" + k_key +
+                                                             "/m1/measure_iter001_naive.json");
+  auto st = run_croq(m_dir.path(),
+                     {"store-round", "--dsl", "cpp", "--shape-key", k_key, "--model", "m1", "--iter", "iter001", "--kernel",
+                      "iter001_naive", "--decision", "KEEP", "--measurement", own.string(), "--round", "0",
+                      "--bottleneck", "n/a", "--idea", "the naive kernel"},
+                     m_env);
+  ASSERT_EQ(st.rc, 0) << st.out << st.err;
+  const std::string stored = croq::read_file_or_throw(own);
+  for (int n : {2, 3}) {
+    auto again = measure("iter001_naive");
+    ASSERT_EQ(again.rc, 0) << again.err;
+    EXPECT_NE(again.doc["files"].value("measurement", "").find(fmt::format("measure_iter001_naive.{}.json", n)),
+              std::string::npos)
+        << again.out;
+  }
+  EXPECT_EQ(croq::read_file_or_throw(own), stored);
+  auto valid = run_croq(m_dir.path(), {"session", "validate", "--gpu", cpu_device_key(), "--dsl", "cpp", "--shape-key",
+                                       k_key, "--model", "m1"});
+  EXPECT_EQ(valid.rc, 0) << valid.out << valid.err;
+
+  // Another task whose perf/ folder is a link to this one's.
+  const std::string other = "matmul_f32_32x32x32";
+  fs::create_directories(bin_dir(other));
+  fs::copy_file(bin_dir() / "iter001_naive.so", bin_dir(other) / "iter001_naive.so");
+  fs::create_directories(perf_dir(other).parent_path());
+  fs::create_directory_symlink(perf_dir(), perf_dir(other));
+  auto linked = run_croq(m_dir.path(), {"measure", "--dsl", "cpp", "--shape-key", other, "--model", "m1", "--iter",
+                                        "iter001_naive", "--warmup", "1", "--min-reps", "3", "--max-reps", "5"},
+                         m_env);
+  EXPECT_EQ(linked.rc, 2) << linked.out << linked.err;
+  EXPECT_NE(linked.err.find("is a link"), std::string::npos) << linked.err;
+  EXPECT_EQ(croq::read_file_or_throw(own), stored);
 }
 
 }  // namespace

@@ -145,6 +145,37 @@ TEST(Decide, AFewStrayLaunchesOfTheBestDoNotWidenTheMargin) {
   EXPECT_EQ(decide(cand, *from_ledger, DecisionRule{}, false).decision, Decision::KEEP);
 }
 
+// An enforced task decides by protocol.json's rule only where it is stricter than croq's: a rule
+// edited to k -1000, no noise floor and no re-runs (a 5 % slower kernel was kept as a measured KEEP)
+// is read as croq's; stricter values (the tests' raised floor, a lower suspicious gain, no close
+// calls) stay. An advisory task has no guards and reads the file as it is.
+TEST(Decide, AnEnforcedTasksRuleIsNeverLooserThanCroqs) {
+  const DecisionRule d;
+  json loose = {{"schema", k_protocol_schema}, {"mode", "enforced"},
+                {"decision_rule",
+                 {{"k", -1000}, {"noise_floor", 0}, {"paired_floor", -1}, {"suspicious_gain", 1000},
+                  {"suspicious_loss", 1e308 * 10}, {"pairs", 1}, {"min_reps", 1}}}};
+  const DecisionRule r = ProtocolConfig::from_json(loose).rule;
+  EXPECT_EQ(r.k, d.k);
+  EXPECT_EQ(r.noise_floor, d.noise_floor);
+  EXPECT_EQ(r.paired_floor, d.paired_floor);
+  EXPECT_EQ(r.suspicious_gain, d.suspicious_gain);
+  EXPECT_EQ(r.suspicious_loss, d.suspicious_loss);
+  EXPECT_EQ(r.pairs, d.pairs);
+  EXPECT_EQ(r.min_reps, d.min_reps);
+  // The slower kernel of the attack: DISCARD under the rule read.
+  EXPECT_EQ(decide(sample(41.3, 0.01), sample(43.5, 0.01), r, false).decision, Decision::DISCARD);
+  json strict = {{"schema", k_protocol_schema}, {"mode", "enforced"},
+                 {"decision_rule", {{"noise_floor", 0.5}, {"suspicious_gain", 0.001}, {"pairs", 0}, {"k", 3}}}};
+  const DecisionRule s = ProtocolConfig::from_json(strict).rule;
+  EXPECT_EQ(s.noise_floor, 0.5);
+  EXPECT_EQ(s.suspicious_gain, 0.001);
+  EXPECT_EQ(s.pairs, 0);
+  EXPECT_EQ(s.k, 3);
+  loose["mode"] = "advisory";
+  EXPECT_EQ(ProtocolConfig::from_json(loose).rule.k, -1000);
+}
+
 TEST(Decide, SuspiciousJumpsNeedARerun) {
   auto d = decide(sample(160, 0.01), sample(100, 0.01), DecisionRule{}, false);
   EXPECT_TRUE(d.needs_rerun);

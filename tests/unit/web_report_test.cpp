@@ -162,7 +162,7 @@ TEST(WebReport, DamagedFilesAreNamedInTheReport) {
   EXPECT_NE(r.problems[0].find(config), std::string::npos) << r.problems[0];
   EXPECT_NE(r.problems[1].find(log), std::string::npos) << r.problems[1];
   std::string html = slurp(dir / "report/index.html");
-  EXPECT_NE(html.find("Files that could not be read (2)"), std::string::npos);
+  EXPECT_NE(html.find("Files that could not be read, records not counted (2)"), std::string::npos);
   EXPECT_NE(html.find(config), std::string::npos);
   EXPECT_NE(html.find(log), std::string::npos);
 }

@@ -215,8 +215,7 @@ std::optional<fs::path> find_live_source(const Workspace& ws, const TaskRef& tas
 
 // Why a measured record's figure is not the one croq measured, or nullopt: its TFLOPS differ from
 // its own measurement block, or the measurement file the block names, still there with the hash the
-// record was stored with, is not PASS or holds another figure, or (a KEEP stored under enforcement)
-// was replaced since. Such a record
+// record was stored with, is not PASS or holds another figure. Such a record
 // is neither a task's best nor its baseline (status, resume, reports, the monitor, sweeps), and
 // `croq session validate` names it. (Before, a figure edited in both places of the record was shown
 // as measured: 9.5 TFLOPS for a kernel measured at 0.07.) A record that is not measured, or whose

@@ -1,6 +1,8 @@
 // State derivation and guards of the enforced protocol (protocol.hpp).
 #include "croq/protocol/protocol.hpp"
 
+#include <cmath>
+
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
@@ -69,7 +71,23 @@ ProtocolConfig ProtocolConfig::from_json(const json& j) {
     c.rule.pairs = static_cast<int>(get_integer(r, "pairs").value_or(c.rule.pairs));
     c.rule.paired_floor = get_number(r, "paired_floor").value_or(c.rule.paired_floor);
   }
+  if (c.enforced) c.rule = at_least_as_strict(c.rule);
   return c;
+}
+
+DecisionRule at_least_as_strict(const DecisionRule& r) {
+  const DecisionRule d;  // croq's rule
+  auto at_least = [](double v, double floor) { return std::isfinite(v) && v > floor ? v : floor; };
+  auto at_most = [](double v, double ceiling) { return std::isfinite(v) && v < ceiling ? v : ceiling; };
+  DecisionRule s = r;
+  s.noise_floor = at_least(r.noise_floor, d.noise_floor);
+  s.k = at_least(r.k, d.k);
+  s.paired_floor = at_least(r.paired_floor, d.paired_floor);
+  s.suspicious_gain = at_most(r.suspicious_gain, d.suspicious_gain);
+  s.suspicious_loss = at_most(r.suspicious_loss, d.suspicious_loss);
+  s.min_reps = std::max(r.min_reps, d.min_reps);
+  s.pairs = r.pairs == 0 ? 0 : std::max(r.pairs, d.pairs);  // 0: no close calls, each one a DISCARD
+  return s;
 }
 
 fs::path protocol_path(const Workspace& ws, const TaskRef& task) {

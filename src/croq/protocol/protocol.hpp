@@ -38,10 +38,16 @@ struct ProtocolConfig {
   int macro_streak_limit = 2;
   int escalate_streak = 7;         // rounds not kept on a base before SASS comparison + fresh baseline profile
   int structural_reset_streak = 8; // rounds not kept on a base before a structural reset or the other base
-  DecisionRule rule;
+  DecisionRule rule;         // enforced: at_least_as_strict of protocol.json's decision_rule
   json to_json() const;
   static ProtocolConfig from_json(const json& j);
 };
+
+// The rule an enforced task decides by: protocol.json's values where they are stricter than croq's
+// (a higher noise floor, k or paired floor, a lower suspicious gain or loss, more pairs or
+// repetitions, or no close calls at all), croq's where they are looser. Before, a decision_rule
+// edited to k -1000 kept a 5 % slower kernel as a measured KEEP.
+DecisionRule at_least_as_strict(const DecisionRule& rule);
 
 // nullopt when the task has no protocol.json (advisory: nothing is enforced), unless its ledger
 // holds a record stored under enforcement: then the task is enforced with the default settings

@@ -125,6 +125,45 @@ void check_measurement_out(const Workspace& ws, const TaskRef& t, const std::fil
   }
 }
 
+// The file a measurement of `kernel` goes to: its own (measure_<kernel>.json), unless a stored
+// record names that file (the kernel measured again: the best in a re-run, a careless measurement
+// of a stored kernel, a round racing another); then the next free measure_<kernel>.<n>.json. No
+// stored record's evidence is written over (before, a re-run of the best replaced the file its
+// KEEP names, and the task's best could no longer be exported). Decisions find a kernel's newest
+// measurement in the evidence log, whatever its file's name.
+std::filesystem::path fresh_measurement_path(const Workspace& ws, const TaskRef& t, const std::string& kernel) {
+  const std::filesystem::path own = measurement_path(ws, t, kernel);
+  std::error_code ec;
+  if (!std::filesystem::exists(own, ec)) return own;
+  bool named = false;
+  const std::string shown = ws.display(own);
+  for (const auto& r : Ledger(ws, t).read_all().records) {
+    if (!r.extra.contains("measurement") || !r.extra["measurement"].is_object()) continue;
+    const std::string file = get_string(r.extra["measurement"], "file").value_or("");
+    if (file == shown || file == own.string()) named = true;
+  }
+  if (!named) return own;
+  for (int n = 2;; ++n) {
+    std::filesystem::path next = own.parent_path() / fmt::format("measure_{}.{}.json", kernel, n);
+    if (!std::filesystem::exists(next, ec)) return next;
+  }
+}
+
+// A task's perf/ folder reached through a link inside tuning/ leads elsewhere (another task's
+// evidence): croq writes no measurement through it. (tuning/ itself may be a link, to another disk.)
+void refuse_linked_folder(const Workspace& ws, const std::filesystem::path& dir) {
+  std::error_code ec;
+  const std::filesystem::path root = std::filesystem::absolute(ws.tuning_dir()).lexically_normal();
+  const std::filesystem::path lexical = std::filesystem::absolute(dir).lexically_normal();
+  const std::filesystem::path resolved = std::filesystem::weakly_canonical(dir, ec);
+  const std::filesystem::path expected = std::filesystem::weakly_canonical(root, ec) / lexical.lexically_relative(root);
+  if (!ec && resolved != expected.lexically_normal()) {
+    throw_usage(fmt::format("{} is a link (it leads to {}): croq writes a task's measurements into its own folder only",
+                            ws.display(dir), resolved.string()),
+                fmt::format("remove the link (a task's folders are croq's to make): rm {}", dir.string()));
+  }
+}
+
 }  // namespace
 
 StepResult run_measure(Workspace& ws, const TaskRef& t, const MeasureOptions& o, const StepDeps& deps) {
@@ -139,7 +178,9 @@ StepResult run_measure(Workspace& ws, const TaskRef& t, const MeasureOptions& o,
   skel.candidate_path = c.path.string();
   skel.candidate_sha256 = sha256_file(c.path);
   skel.seed = parse_seed(o.run.seed_text);
-  const std::filesystem::path out = o.out.empty() ? measurement_path(ws, t, c.kernel) : std::filesystem::absolute(o.out);
+  refuse_linked_folder(ws, ws.kind_dir(t, ArtifactKind::perf));
+  const std::filesystem::path out =
+      o.out.empty() ? fresh_measurement_path(ws, t, c.kernel) : std::filesystem::absolute(o.out);
   if (!o.out.empty()) check_measurement_out(ws, t, out);
   StepResult res;
   res.trace["kernel"] = c.kernel;

@@ -199,6 +199,18 @@ ReportResult write_report(const Workspace& ws, const ReportOptions& o) {
     }
     d.records = read_records(ws, t, result.problems);
     d.rounds = chart_rounds(d.records);
+    // A record whose figure is not its measurement's (edited in the log) counts as neither best nor
+    // baseline, as in `croq status`: its figure leaves the charts and the summary, and the report
+    // says why.
+    for (size_t i = 0; i < d.records.size() && i < d.rounds.size(); ++i) {
+      const RoundRecord& r = d.records[i];
+      if (r.decision != Decision::KEEP && r.decision != Decision::BASELINE && r.iter_number() != 0) continue;
+      if (auto why = unbacked_figure(ws, r)) {
+        d.rounds[i].tflops.reset();
+        result.problems.push_back(fmt::format("{}: {}'s figure is not its measurement's ({}): not counted",
+                                              ws.display(ws.idea_log(t)), r.kernel, *why));
+      }
+    }
     d.slug = fmt::format("{}__{}__{}__{}", t.shape.text, t.model, t.dsl, t.gpu);
     tasks.push_back(std::move(d));
   }
@@ -320,7 +332,7 @@ ReportResult write_report(const Workspace& ws, const ReportOptions& o) {
           "</tr></thead><tbody>" +
           summary_rows + "</tbody></table></div>";
   if (!result.problems.empty()) {
-    html += fmt::format("<h2>Files that could not be read ({})</h2><ul class=\"problems\">", result.problems.size());
+    html += fmt::format("<h2>Files that could not be read, records not counted ({})</h2><ul class=\"problems\">", result.problems.size());
     for (const auto& p : result.problems) html += "<li class=\"mono small\">" + xml_escape(p) + "</li>";
     html += "</ul>";
   }
