@@ -162,6 +162,15 @@ VerbRunner setup_tune(CLI::App& app) {
       return print_step(ctx, r);
     }
     auto exe = self_exe_dir() / "croq";
+    // A key given twice is one task, tuned once (with --jobs two processes raced on it).
+    {
+      std::vector<std::string> once;
+      for (const auto& key : o->shape_keys) {
+        if (std::find(once.begin(), once.end(), key) == once.end()) once.push_back(key);
+        else ctx.note(fmt::format("croq tune: {} is given more than once; tuned once", key));
+      }
+      o->shape_keys = once;
+    }
     // Refuse what cannot be tuned before any task is made: a bad key, a shape the operator does not
     // define (two dimensions, K not a multiple of 8 for 2:4 sparse, ...), one no family supports.
     for (const auto& key : o->shape_keys) {

@@ -94,8 +94,13 @@ VerbRunner setup_status(CLI::App& app) {
     // A person at a terminal: a table.
     std::vector<std::vector<std::string>> rows = {{"TASK", "BEST", "BASELINE", "RATIO", "ROUNDS", "STEP"}};
     for (const auto& r : tasks) {
+      // A figure typed by hand (an advisory task's store-round --tflops) or not matched to croq's
+      // build is shown as such, not as a measurement.
       auto rate = [](const json& b) {
-        return b.is_object() && b.contains("tflops") && b["tflops"].is_number() ? format_rate(b["tflops"].get<double>()) : "-";
+        if (!b.is_object() || !b.contains("tflops") || !b["tflops"].is_number()) return std::string("-");
+        const std::string source = b.value("source", "");
+        const std::string shown = format_rate(b["tflops"].get<double>());
+        return source == "measured" || source.empty() ? shown : shown + " (" + source + ")";
       };
       rows.push_back({fmt::format("{}/{} {} {}", r.value("gpu", ""), r.value("dsl", ""), r.value("shape_key", ""), r.value("model", "")),
                       rate(r.value("best", json())), rate(r.value("baseline", json())),

@@ -174,3 +174,27 @@ TEST(Terminal, NestedFieldsAreShownNotCounted) {
   croq::ProcessResult w = on_terminal(dir.path(), {"where"});
   EXPECT_NE(w.out.find("cpu_x86_64/cpp/matmul_f32_64x64x64/m"), std::string::npos) << w.out;
 }
+
+namespace {
+
+// The status table marks a figure typed by hand (an advisory task's store-round --tflops) as
+// reported: before, 9.5 TFLOPS typed against a typed baseline showed as any measurement (95x).
+TEST(Terminal, TheStatusTableMarksTypedFigures) {
+  if (!has_script()) GTEST_SKIP() << "util-linux's script is not installed: no pseudo-terminal to run croq on";
+  TempDir dir;
+  const std::vector<std::string> task = {"--dsl", "cpp", "--shape-key", "matmul_f32_64x64x64", "--model", "m"};
+  auto with = [&](std::vector<std::string> a) {
+    a.insert(a.end(), task.begin(), task.end());
+    return a;
+  };
+  ASSERT_EQ(croq::test::run_croq(dir.path(), with({"task", "init"})).rc, 0);
+  ASSERT_EQ(croq::test::run_croq(dir.path(), with({"store-round", "--iter", "iter000", "--kernel", "iter000_openblas",
+                                                   "--decision", "BASELINE", "--tflops", "0.5"}))
+                .rc,
+            0);
+  croq::ProcessResult r = on_terminal(dir.path(), {"status"});
+  EXPECT_EQ(r.exit_code, 0) << r.out;
+  EXPECT_NE(r.out.find("(reported)"), std::string::npos) << r.out;
+}
+
+}  // namespace

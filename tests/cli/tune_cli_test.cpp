@@ -718,3 +718,18 @@ TEST(TuneCli, ListSpaceIsTheProductOfTheFamilysValuesFilteredByItsConstraints) {
   // The hint names every family, from the table (a hand-written list once left cpp_fp8 out).
   EXPECT_NE(bad.err.find("cpp: cpp_tiled, cpp_sparse, cpp_fp8"), std::string::npos) << bad.err;
 }
+
+namespace {
+
+// A shape key given twice is one task, tuned once: before, `--jobs 2` started two processes on it
+// and the second failed ("already has task_uid").
+TEST(TuneCli, AKeyGivenTwiceIsTunedOnce) {
+  TempDir dir;
+  const std::string key = "matmul_f32_64x64x64";
+  CroqRun run = run_croq(dir.path(), {"tune", key, key, "--dsl", "cpp", "--rounds", "1", "--jobs", "2"}, {}, {}, k_long);
+  EXPECT_EQ(run.rc, 0) << run.out << run.err.substr(run.err.size() > 4000 ? run.err.size() - 4000 : 0);
+  EXPECT_NE(run.err.find(key + " is given more than once; tuned once"), std::string::npos) << run.err;
+  EXPECT_EQ(run.err.find("already has task_uid"), std::string::npos) << run.err;
+}
+
+}  // namespace

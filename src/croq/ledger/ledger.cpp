@@ -959,7 +959,9 @@ std::optional<std::string> unbacked_figure(const Workspace& ws, const RoundRecor
   if (auto measured = r.edited_figure()) {
     return fmt::format("the record says {:.6g} TFLOPS, its own measurement block {:.6g}", *r.tflops, *measured);
   }
-  if (!r.tflops || r.source() != "measured" || !r.extra.contains("measurement") || !r.extra["measurement"].is_object()) {
+  // A failure's measurement is no PASS by nature, and its figure counts for nothing.
+  if (!r.tflops || is_failure(r.decision) || r.source() != "measured" || !r.extra.contains("measurement") ||
+      !r.extra["measurement"].is_object()) {
     return std::nullopt;
   }
   const json& prov = r.extra["measurement"];
