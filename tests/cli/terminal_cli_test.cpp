@@ -149,23 +149,34 @@ TEST(Terminal, ACommandLineErrorIsTextOnly) {
 
 }  // namespace
 
+namespace {
+
+// A cpp task whose baseline was typed by hand (store-round --tflops 0.5); its task options.
+std::vector<std::string> task_with_a_typed_baseline(const fs::path& root) {
+  const std::vector<std::string> task = {"--dsl", "cpp", "--shape-key", "matmul_f32_64x64x64", "--model", "m"};
+  auto with = [&](std::vector<std::string> a) {
+    a.insert(a.end(), task.begin(), task.end());
+    return a;
+  };
+  EXPECT_EQ(croq::test::run_croq(root, with({"task", "init"})).rc, 0);
+  EXPECT_EQ(croq::test::run_croq(root, with({"store-round", "--iter", "iter000", "--kernel", "iter000_openblas",
+                                             "--decision", "BASELINE", "--tflops", "0.5"}))
+                .rc,
+            0);
+  return task;
+}
+
+}  // namespace
+
 // A verb without its own text view (resume, where, checkpoint read), on a terminal: nested fields
 // that fit on a line are shown, larger ones by their keys or an item a row (before, "[1 items]" and
 // "{2 fields}" hid them).
 TEST(Terminal, NestedFieldsAreShownNotCounted) {
   if (!has_script()) GTEST_SKIP() << "util-linux's script is not installed: no pseudo-terminal to run croq on";
   TempDir dir;
-  const std::vector<std::string> task = {"--dsl", "cpp", "--shape-key", "matmul_f32_64x64x64", "--model", "m"};
-  auto with = [&](std::vector<std::string> a) {
-    a.insert(a.end(), task.begin(), task.end());
-    return a;
-  };
-  ASSERT_EQ(croq::test::run_croq(dir.path(), with({"task", "init"})).rc, 0);
-  ASSERT_EQ(croq::test::run_croq(dir.path(), with({"store-round", "--iter", "iter000", "--kernel", "iter000_openblas",
-                                                   "--decision", "BASELINE", "--tflops", "0.5"}))
-                .rc,
-            0);
-  croq::ProcessResult r = on_terminal(dir.path(), with({"resume"}));
+  std::vector<std::string> resume = {"resume"};
+  for (const auto& a : task_with_a_typed_baseline(dir.path())) resume.push_back(a);
+  croq::ProcessResult r = on_terminal(dir.path(), resume);
   EXPECT_EQ(r.exit_code, 0) << r.out;
   EXPECT_NE(r.out.find("{\"BASELINE\":1}"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("iter000_openblas"), std::string::npos) << r.out;
@@ -175,26 +186,13 @@ TEST(Terminal, NestedFieldsAreShownNotCounted) {
   EXPECT_NE(w.out.find("cpu_x86_64/cpp/matmul_f32_64x64x64/m"), std::string::npos) << w.out;
 }
 
-namespace {
-
 // The status table marks a figure typed by hand (an advisory task's store-round --tflops) as
 // reported: before, 9.5 TFLOPS typed against a typed baseline showed as any measurement (95x).
 TEST(Terminal, TheStatusTableMarksTypedFigures) {
   if (!has_script()) GTEST_SKIP() << "util-linux's script is not installed: no pseudo-terminal to run croq on";
   TempDir dir;
-  const std::vector<std::string> task = {"--dsl", "cpp", "--shape-key", "matmul_f32_64x64x64", "--model", "m"};
-  auto with = [&](std::vector<std::string> a) {
-    a.insert(a.end(), task.begin(), task.end());
-    return a;
-  };
-  ASSERT_EQ(croq::test::run_croq(dir.path(), with({"task", "init"})).rc, 0);
-  ASSERT_EQ(croq::test::run_croq(dir.path(), with({"store-round", "--iter", "iter000", "--kernel", "iter000_openblas",
-                                                   "--decision", "BASELINE", "--tflops", "0.5"}))
-                .rc,
-            0);
+  task_with_a_typed_baseline(dir.path());
   croq::ProcessResult r = on_terminal(dir.path(), {"status"});
   EXPECT_EQ(r.exit_code, 0) << r.out;
   EXPECT_NE(r.out.find("(reported)"), std::string::npos) << r.out;
 }
-
-}  // namespace
