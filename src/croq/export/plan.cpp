@@ -132,33 +132,21 @@ void check_export_evidence(const Workspace& ws, const TaskRef& task, const Expor
                             task.id(), ws.display(k.source), k.record.kernel),
                 "restore the source as it was built, or build, measure and store it as a new round");
   }
-  if (k.record.source() != "measured" || !k.record.extra.contains("measurement") ||
-      !k.record.extra["measurement"].is_object()) {
-    return;
-  }
-  const json& prov = k.record.extra["measurement"];
-  const auto file = get_string(prov, "file");
-  const auto sha = get_string(prov, "sha256");
+  const FigureBacking b = figure_backing(ws, k.record);
   const double recorded = k.record.tflops.value_or(0);
-  if (auto measured = k.record.edited_figure()) {
+  if (b.kind == FigureBacking::edited_block) {
     throw_usage(fmt::format("task {}: the record of {} says {:.6g} TFLOPS, its own measurement block {:.6g}: the "
                             "ledger was edited",
-                            task.id(), k.record.kernel, recorded, *measured),
+                            task.id(), k.record.kernel, recorded, *b.other),
                 "croq session validate finds the record; export another task or store the kernel again");
   }
-  if (!file || !sha) return;
-  const fs::path path = fs::path(*file).is_absolute() ? fs::path(*file) : ws.root() / *file;
-  auto text = read_file(path);
-  if (!text) return;  // moved away: the record's own block was checked above
-  auto doc = try_parse_json(*text);
-  const bool same_file = sha256_hex(*text) == *sha;
-  const bool pass = doc && doc->is_object() && get_string(*doc, "verdict").value_or("") == "PASS";
-  const bool same_figure = doc && doc->is_object() && (*doc)["tflops"].is_number() &&
-                           !figures_differ((*doc)["tflops"].get<double>(), recorded);
-  if (!same_file || !pass || !same_figure) {
+  if (b.kind == FigureBacking::file_replaced || b.kind == FigureBacking::not_pass ||
+      b.kind == FigureBacking::other_figure) {
     throw_usage(fmt::format("task {}: the measurement of {} ({}) is not the one its record was stored with{}", task.id(),
-                            k.record.kernel, ws.display(path),
-                            !same_file ? " (its hash changed)" : !pass ? " (its verdict is not PASS)" : " (another figure)"),
+                            k.record.kernel, ws.display(b.file),
+                            b.kind == FigureBacking::file_replaced ? " (its hash changed)"
+                            : b.kind == FigureBacking::not_pass    ? " (its verdict is not PASS)"
+                                                                   : " (another figure)"),
                 "measure and store the kernel again, or export another task");
   }
 }

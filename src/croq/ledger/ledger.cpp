@@ -955,32 +955,53 @@ std::optional<fs::path> find_live_source(const Workspace& ws, const TaskRef& tas
   return std::nullopt;
 }
 
-std::optional<std::string> unbacked_figure(const Workspace& ws, const RoundRecord& r) {
+FigureBacking figure_backing(const Workspace& ws, const RoundRecord& r) {
+  FigureBacking b;
   if (auto measured = r.edited_figure()) {
-    return fmt::format("the record says {:.6g} TFLOPS, its own measurement block {:.6g}", *r.tflops, *measured);
+    b.kind = FigureBacking::edited_block;
+    b.other = measured;
+    return b;
   }
   // A failure's measurement is no PASS by nature, and its figure counts for nothing.
   if (!r.tflops || is_failure(r.decision) || r.source() != "measured" || !r.extra.contains("measurement") ||
       !r.extra["measurement"].is_object()) {
-    return std::nullopt;
+    return b;
   }
   const json& prov = r.extra["measurement"];
   const auto file = get_string(prov, "file");
   const auto sha = get_string(prov, "sha256");
-  if (!file || !sha || file->empty()) return std::nullopt;
-  const fs::path path = fs::path(*file).is_absolute() ? fs::path(*file) : ws.root() / *file;
-  const auto text = read_file(path);
-  if (!text) return std::nullopt;  // moved away: the record's own block was checked above
-  // Replaced since (`croq baseline --force` rewrites the baseline's file; before croq wrote a stored
-  // kernel's new measurement to a file of its own, a re-run rewrote the best's): nothing to compare.
-  if (sha256_hex(*text) != *sha) return std::nullopt;
+  if (!file || !sha || file->empty()) return b;
+  b.file = fs::path(*file).is_absolute() ? fs::path(*file) : ws.root() / *file;
+  const auto text = read_file(b.file);
+  b.kind = FigureBacking::file_gone;
+  if (!text) return b;  // moved away: the record's own block was checked above
+  b.kind = FigureBacking::file_replaced;
+  if (sha256_hex(*text) != *sha) return b;
   const auto doc = try_parse_json(*text);
-  if (!doc || !doc->is_object() || get_string(*doc, "verdict").value_or("") != "PASS") {
-    return fmt::format("its measurement file {} is not a PASS", ws.display(path));
-  }
-  if (!(*doc)["tflops"].is_number() || figures_differ((*doc)["tflops"].get<double>(), *r.tflops)) {
-    return fmt::format("the record says {:.6g} TFLOPS, its measurement file {} {}", *r.tflops, ws.display(path),
-                       (*doc)["tflops"].is_number() ? fmt::format("{:.6g}", (*doc)["tflops"].get<double>()) : "none");
+  b.kind = FigureBacking::not_pass;
+  if (!doc || !doc->is_object() || get_string(*doc, "verdict").value_or("") != "PASS") return b;
+  b.other = (*doc)["tflops"].is_number() ? std::optional<double>((*doc)["tflops"].get<double>()) : std::nullopt;
+  b.kind = b.other && !figures_differ(*b.other, *r.tflops) ? FigureBacking::backed : FigureBacking::other_figure;
+  return b;
+}
+
+std::optional<std::string> unbacked_figure(const Workspace& ws, const RoundRecord& r) {
+  const FigureBacking b = figure_backing(ws, r);
+  switch (b.kind) {
+    case FigureBacking::edited_block:
+      return fmt::format("the record says {:.6g} TFLOPS, its own measurement block {:.6g}", *r.tflops, *b.other);
+    case FigureBacking::not_pass:
+      return fmt::format("its measurement file {} is not a PASS", ws.display(b.file));
+    case FigureBacking::other_figure:
+      return fmt::format("the record says {:.6g} TFLOPS, its measurement file {} {}", *r.tflops, ws.display(b.file),
+                         b.other ? fmt::format("{:.6g}", *b.other) : "none");
+    // Replaced since (`croq baseline --force` rewrites the baseline's file; before croq wrote a stored
+    // kernel's new measurement to a file of its own, a re-run rewrote the best's), gone, or nothing
+    // to check: nothing to compare.
+    case FigureBacking::file_replaced:
+    case FigureBacking::file_gone:
+    case FigureBacking::not_checked:
+    case FigureBacking::backed: return std::nullopt;
   }
   return std::nullopt;
 }

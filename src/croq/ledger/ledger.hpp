@@ -222,4 +222,21 @@ std::optional<fs::path> find_live_source(const Workspace& ws, const TaskRef& tas
 // file is gone, has nothing to check against here.
 std::optional<std::string> unbacked_figure(const Workspace& ws, const RoundRecord& r);
 
+// What a measured record's measurement says of its figure (unbacked_figure's reading; `croq export`
+// is stricter and refuses a replaced file too).
+struct FigureBacking {
+  enum Kind {
+    not_checked,   // not a measured record with a figure and a measurement file (or a failure)
+    edited_block,  // the record's figure differs from its own measurement block's (`other`)
+    file_gone,     // the file it names is not there
+    file_replaced, // the file no longer has the hash the record was stored with
+    not_pass,      // the file is not a PASS
+    other_figure,  // the file holds another figure (`other`, nullopt when none)
+    backed         // the file holds the record's figure
+  } kind = not_checked;
+  fs::path file;                // the measurement file (absolute), when the record names one
+  std::optional<double> other;  // the differing figure
+};
+FigureBacking figure_backing(const Workspace& ws, const RoundRecord& r);
+
 }  // namespace croq

@@ -96,6 +96,15 @@ fs::path protocol_path(const Workspace& ws, const TaskRef& task) {
 
 namespace {
 
+// A suspicious change's re-run is measured: the candidate measured at least twice, and the best
+// (`base`) measured since the plan was written (`since`). The state and the store guard ask alike.
+bool rerun_was_measured(const TaskSnapshot& snap, const std::string& candidate, const std::string& base,
+                        const std::string& since) {
+  int measures = 0;
+  for (const auto& e : snap.evidence()) measures += e.kind == EvidenceKind::measure && e.kernel == candidate ? 1 : 0;
+  return measures >= 2 && snap.latest(EvidenceKind::measure, base, since).has_value();
+}
+
 // Whether a record of the task's ledger was stored under enforcement (read only when protocol.json
 // is missing: the ledger itself, not an index or marker file that could be edited apart from it).
 bool ledger_was_enforced(const Workspace& ws, const TaskRef& task) {
@@ -392,16 +401,9 @@ TaskState derive_state(const Workspace& ws, const TaskRef& task, const TaskSnaps
         if (j) {
           const PerfSample cand = PerfSample::from_measurement(*j);
           DecisionContext d = decide_for(ws, task, snap, build->kernel, cand, false);
-          if (d.result.needs_rerun) {
-            // Re-run already (the candidate measured again, the best since the plan): decided as
-            // store-round's guard decides it.
-            int cand_measures = 0;
-            for (const auto& e : snap.evidence()) {
-              cand_measures += e.kind == EvidenceKind::measure && e.kernel == build->kernel ? 1 : 0;
-            }
-            if (cand_measures >= 2 && snap.latest(EvidenceKind::measure, d.base_kernel, cp->created_at)) {
-              d = decide_for(ws, task, snap, build->kernel, cand, true);
-            }
+          // Re-run already: decided as store-round's guard decides it.
+          if (d.result.needs_rerun && rerun_was_measured(snap, build->kernel, d.base_kernel, cp->created_at)) {
+            d = decide_for(ws, task, snap, build->kernel, cand, true);
           }
           s.details["decision"] = d.to_json();
           if (d.result.needs_rerun) {
@@ -973,13 +975,10 @@ void guard_store(const Workspace& ws, const TaskRef& task, const TaskSnapshot& s
               "store the failure verdict as the decision"});
     }
     PerfSample cand = PerfSample::from_measurement(measurement);
-    int cand_measures = 0;
-    for (const auto& e : evidence) cand_measures += e.kind == EvidenceKind::measure && e.kernel == record.kernel ? 1 : 0;
     DecisionContext d0 = decide_for(ws, task, snap, record.kernel, cand, false);
     bool rerun_done = false;
     if (d0.result.needs_rerun) {
-      auto base_meas = snap.latest(EvidenceKind::measure, d0.base_kernel, cp->created_at);
-      rerun_done = cand_measures >= 2 && base_meas.has_value();
+      rerun_done = rerun_was_measured(snap, record.kernel, d0.base_kernel, cp->created_at);
       if (!rerun_done) {
         refuse({Step::STORE, "rerun_suspicious", d0.result.reason,
                 then({cmd("measure", task).opt("--iter", record.kernel).flag("--pairs"),

@@ -35,20 +35,7 @@ __attribute__((constructor)) static void start_a_process() {
   if (fork() == 0) _exit(0);
 }
 #elif MODE_OF(CROQ_TEST_MODE) == MODE_rawclone
-#include <fcntl.h>
-#include <signal.h>
-#include <sys/syscall.h>
-#include <unistd.h>
-#include <cstdlib>
-__attribute__((constructor)) static void start_a_process() {
-  const char* marker = std::getenv("CROQ_TEST_MARKER");
-  if (marker == nullptr) return;
-  if (syscall(SYS_clone, SIGCHLD, 0, 0, 0, 0) == 0) {  // the child, had the clone been allowed
-    const int fd = open(marker, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    if (fd >= 0) (void)!write(fd, "escaped\n", 8);
-    syscall(SYS_exit_group, 0);
-  }
-}
+#include "start_process.h"
 #endif
 
 CROQ_EXPORT croq_status croq_matmul(const croq_matmul_problem* p, const void* a, const void* b, void* c, void*, size_t,

@@ -40,21 +40,7 @@
 #endif
 
 #if CHEAT_MODE == 7
-#include <fcntl.h>
-#include <signal.h>
-#include <sys/syscall.h>
-#include <unistd.h>
-
-#include <cstdlib>
-__attribute__((constructor)) static void start_a_process() {
-  const char* marker = std::getenv("CROQ_TEST_MARKER");
-  if (marker == nullptr) return;
-  if (syscall(SYS_clone, SIGCHLD, 0, 0, 0, 0) == 0) {  // the child, had the clone been allowed
-    const int fd = open(marker, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    if (fd >= 0) (void)!write(fd, "escaped\n", 8);
-    syscall(SYS_exit_group, 0);
-  }
-}
+#include "../../data/measure/start_process.h"
 #endif
 
 namespace {
