@@ -482,7 +482,9 @@ const std::vector<VerbSpec>& verbs() {
        setup_serve},
       {"report", "a static HTML report with SVG figures and CSV tables",
        "Reads the ledgers directly (no server needed) and writes into --out: index.html, summary.csv "
-       "(baseline, best, ratio, rounds, KEEP/DISCARD/failed counts, median time per round), "
+       "(baseline, best, ratio, rounds, KEEP/DISCARD/failed counts, median time per round, and whether the "
+       "baseline and the best are measured by croq or reported: typed by hand or printed by the program, marked "
+       "\"(reported)\" on the page), "
        "convergence_all.svg, and per task <shape_key>__<model>__<dsl>__<gpu>/ with convergence.svg "
        "(every round, best so far, baseline), progression.svg (idea categories and bottlenecks per round), "
        "bottlenecks.svg (bottleneck distribution over the run), rounds.csv, progression.csv and "

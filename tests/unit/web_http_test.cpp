@@ -112,6 +112,24 @@ TEST(WebHttp, PagesAndApiShowTheIndexedTasks) {
   }
 }
 
+// The figures here are typed (store-round --tflops: source reported): the task list and the task's
+// page mark them and the ratio built on them, as `croq status` does (before, they showed as any
+// measurement).
+TEST(WebHttp, TypedFiguresAreMarkedAsReported) {
+  Server s;
+  auto c = s.client();
+  auto list = c.Get("/");
+  ASSERT_TRUE(list);
+  EXPECT_NE(list->body.find("120.0 <span class=\"warn small\""), std::string::npos) << list->body;
+  auto page = c.Get("/tasks/" + s.uid);
+  ASSERT_TRUE(page);
+  size_t marks = 0;
+  for (size_t at = page->body.find(">(reported)<"); at != std::string::npos; at = page->body.find(">(reported)<", at + 1)) {
+    ++marks;
+  }
+  EXPECT_EQ(marks, 3u) << page->body;  // the best, the baseline and the ratio
+}
+
 TEST(WebHttp, BadRequestsGetA4xxWithAMessage) {
   Server s;
   auto c = s.client();

@@ -64,6 +64,30 @@ TEST(WebReport, WritesFiguresTablesAndASummaryPerTask) {
   EXPECT_NE(html.find("1.500×"), std::string::npos);
 }
 
+// Figures typed by hand (store-round --tflops: source reported) are named so in the summary and
+// marked on the page, the ratio built on them too; before, they read as croq's measurements.
+TEST(WebReport, TypedFiguresAreMarkedAsReported) {
+  TempDir dir;
+  Workspace ws(dir.path());
+  TaskRef a = make_task("cpu_x86_64", "cpp", "matmul_f32_64x64x64", "search");
+  test::store_rounds(ws, a, {110, 150});
+  ReportOptions o;
+  o.all = true;
+  o.out = dir / "report";
+  ReportResult r = write_report(ws, o);
+  ASSERT_EQ(r.summary.size(), 1u);
+  EXPECT_EQ(r.summary[0]["baseline_source"], "reported");
+  EXPECT_EQ(r.summary[0]["best_source"], "reported");
+  std::string summary = slurp(dir / "report/summary.csv");
+  EXPECT_NE(summary.find(",baseline_source,best_source\n"), std::string::npos) << summary;
+  EXPECT_NE(summary.find(",reported,reported\n"), std::string::npos) << summary;
+  std::string html = slurp(dir / "report/index.html");
+  EXPECT_NE(html.find("150.0 <span class=\"warn small\""), std::string::npos) << html;
+  EXPECT_NE(html.find("1.500× <span class=\"warn small\""), std::string::npos) << html;
+  std::string conv = slurp(dir / "report/matmul_f32_64x64x64__search__cpp__cpu_x86_64/convergence.svg");
+  EXPECT_NE(conv.find("150 TFLOPS (reported)"), std::string::npos) << conv.substr(0, 2000);
+}
+
 TEST(WebReport, TasksAreChosenByUidKeyOrShape) {
   TempDir dir;
   Workspace ws(dir.path());

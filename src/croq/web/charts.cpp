@@ -162,7 +162,9 @@ std::string legend(double x, double y, const std::vector<LegendItem>& items, dou
 
 std::string tooltip(const ChartRound& r) {
   std::string t = fmt::format("round {} · {} · {} · {}", r.round, r.kernel.empty() ? r.iter : r.kernel,
-                              r.tflops ? num(*r.tflops) + " TFLOPS" : std::string("no TFLOPS"), r.decision);
+                              r.tflops ? num(*r.tflops) + " TFLOPS" + (r.source == "reported" ? " (reported)" : "")
+                                       : std::string("no TFLOPS"),
+                              r.decision);
   if (!r.bottleneck.empty()) t += " · " + r.bottleneck;
   if (!r.idea.empty()) t += "\n" + preview(r.idea, 200);
   return "<title>" + xml_escape(t) + "</title>";
@@ -237,7 +239,8 @@ std::vector<ChartRound> chart_rounds(const std::vector<RoundRow>& rows) {
   std::vector<ChartRound> out;
   out.reserve(rows.size());
   for (const auto& r : rows) {
-    out.push_back({r.seq, r.round, r.iter, r.kernel, r.tflops, r.decision, r.bottleneck, r.category, r.idea, r.timestamp});
+    out.push_back({r.seq, r.round, r.iter, r.kernel, r.tflops, r.decision, r.bottleneck, r.category, r.idea, r.timestamp,
+                   r.source});
   }
   return out;
 }
@@ -248,7 +251,7 @@ std::vector<ChartRound> chart_rounds(const std::vector<RoundRecord>& records) {
   int seq = 0;
   for (const auto& r : records) {
     out.push_back({seq++, r.round, r.iter, r.kernel, r.tflops, decision_name(r.decision), r.bottleneck, r.category,
-                   r.idea, r.timestamp});
+                   r.idea, r.timestamp, r.source()});
   }
   return out;
 }

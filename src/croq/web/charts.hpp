@@ -32,6 +32,7 @@ struct ChartRound {
   std::string category;
   std::string idea;
   std::string timestamp;
+  std::string source;  // "measured" or "reported" (a figure typed by hand or printed by the program); empty: unknown
 };
 std::vector<ChartRound> chart_rounds(const std::vector<RoundRow>& rows);
 std::vector<ChartRound> chart_rounds(const std::vector<RoundRecord>& records);

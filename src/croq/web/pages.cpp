@@ -78,6 +78,20 @@ const json& obj(const json& j, const char* k) {
   return j.is_object() && j.contains(k) ? j[k] : null_value;
 }
 
+// " (reported)" after a figure whose record is not croq's measurement (a figure typed by hand or
+// printed by the program): `brief` is a record's summary in a task's stats ("best", "baseline").
+std::string reported_mark(const json& brief) {
+  if (!brief.is_object() || brief.value("source", "") != "reported") return "";
+  return " <span class=\"warn small\" title=\"not measured by croq: typed by hand or printed by the program "
+         "(source: reported)\">(reported)</span>";
+}
+
+// The mark for a ratio: either of its figures not measured.
+std::string reported_ratio_mark(const json& stats) {
+  std::string m = reported_mark(obj(stats, "best"));
+  return m.empty() ? reported_mark(obj(stats, "baseline")) : m;
+}
+
 std::string last_activity(const TaskRow& r) {
   const json& la = obj(r.stats, "last_activity");
   std::string ts = la.is_string() ? la.get<std::string>() : "";
@@ -108,8 +122,9 @@ std::string task_row_html(const TaskRow& r, const std::string& this_owner) {
   s += fmt::format("<td><a class=\"key\" href=\"/tasks/{}\">{}</a><div class=\"muted small\">{} · {} · {}</div></td>",
                    esc(r.uid), breakable(r.shape_key), esc(r.model), esc(r.dsl), esc(r.gpu));
   s += "<td>" + badge_state(r.state) + "<div class=\"muted small hide-sm\">" + esc(preview(r.reason, 90)) + "</div></td>";
-  s += "<td class=\"num\">" + show_tflops(obj(r.stats, "best_tflops")) + "</td>";
-  s += "<td class=\"num\">" + show_pct(obj(r.stats, "pct_of_baseline")) + "</td>";
+  s += "<td class=\"num\">" + show_tflops(obj(r.stats, "best_tflops")) + reported_mark(obj(r.stats, "best")) + "</td>";
+  s += "<td class=\"num\">" + show_pct(obj(r.stats, "pct_of_baseline")) +
+       (obj(r.stats, "pct_of_baseline").is_number() ? reported_ratio_mark(r.stats) : "") + "</td>";
   s += "<td class=\"num\">" + rounds_cell(r) + "</td>";
   s += "<td class=\"hide-sm\">" + when(last_activity(r)) + "</td>";
   s += "<td class=\"hide-sm\">" + esc(protocol_text(r.stats)) + "</td>";
@@ -341,10 +356,11 @@ std::string fragment_task_head(Monitor& m, const TaskRow& r) {
   s += "<div class=\"cards\">";
   std::string best_kernel;
   if (obj(st, "best").is_object()) best_kernel = obj(st, "best").value("kernel", "");
-  s += card("Best TFLOPS", show_tflops(obj(st, "best_tflops")) +
+  s += card("Best TFLOPS", show_tflops(obj(st, "best_tflops")) + reported_mark(obj(st, "best")) +
                                (best_kernel.empty() ? "" : "<div class=\"muted small mono\">" + esc(best_kernel) + "</div>"));
-  s += card("Baseline TFLOPS", show_tflops(obj(st, "baseline_tflops")));
-  s += card("% of baseline", show_pct(obj(st, "pct_of_baseline")));
+  s += card("Baseline TFLOPS", show_tflops(obj(st, "baseline_tflops")) + reported_mark(obj(st, "baseline")));
+  s += card("% of baseline", show_pct(obj(st, "pct_of_baseline")) +
+                                 (obj(st, "pct_of_baseline").is_number() ? reported_ratio_mark(st) : ""));
   s += card("Rounds", rounds_cell(r));
   s += card("KEEP / DISCARD / failed", decisions_text(st));
   s += card("Protocol", esc(protocol_text(st)), true);

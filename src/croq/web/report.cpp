@@ -66,13 +66,20 @@ json summarise(const TaskData& d) {
   s["model"] = d.task.model;
   s["mode"] = d.mode;
   std::optional<double> base = baseline_tflops(d.rounds);
+  std::string base_source;
+  for (const auto& r : d.rounds) {
+    if ((r.decision == "BASELINE" || r.iter == "iter000") && r.tflops) base_source = r.source;  // baseline_tflops' record
+  }
   auto best = best_so_far(d.rounds);
   std::optional<double> best_tflops;
-  std::string best_kernel;
+  std::string best_kernel, best_source;
   if (!best.empty()) {
     best_tflops = best.back().second;
     for (const auto& r : d.rounds) {
-      if (r.decision == "KEEP" && r.tflops && *r.tflops == *best_tflops) best_kernel = r.kernel;
+      if (r.decision == "KEEP" && r.tflops && *r.tflops == *best_tflops) {
+        best_kernel = r.kernel;
+        best_source = r.source;
+      }
     }
   }
   int keep = 0, discard = 0, failed = 0, max_round = 0;
@@ -95,6 +102,10 @@ json summarise(const TaskData& d) {
   s["baseline_tflops"] = base ? json(*base) : json(nullptr);
   s["best_tflops"] = best_tflops ? json(*best_tflops) : json(nullptr);
   s["best_kernel"] = best_kernel;
+  // A figure typed by hand or printed by the program (source: reported) is not croq's measurement:
+  // the summary says which it is, and the page marks it.
+  s["baseline_source"] = base ? json(base_source) : json(nullptr);
+  s["best_source"] = best_tflops ? json(best_source) : json(nullptr);
   s["ratio"] = (base && best_tflops && *base > 0) ? json(*best_tflops / *base) : json(nullptr);
   s["rounds"] = max_round;
   s["records"] = d.rounds.size();
@@ -106,6 +117,10 @@ json summarise(const TaskData& d) {
   s["first_timestamp"] = first;
   s["last_timestamp"] = last;
   return s;
+}
+
+std::string text_or_empty(const json& s, const char* key) {
+  return s[key].is_string() ? s[key].get<std::string>() : std::string();
 }
 
 std::optional<double> opt_num(const json& j) {
@@ -218,7 +233,7 @@ ReportResult write_report(const Workspace& ws, const ReportOptions& o) {
   std::string summary_csv =
       csv_row({"task_uid", "gpu", "dsl", "shape_key", "model", "mode", "baseline_tflops", "best_tflops", "best_kernel",
                "ratio", "rounds", "records", "keep", "discard", "failed", "median_seconds_per_round", "first_timestamp",
-               "last_timestamp"});
+               "last_timestamp", "baseline_source", "best_source"});
   std::vector<OverlaySeries> overlay;
   std::string sections;
   std::string summary_rows;
@@ -232,7 +247,8 @@ ReportResult write_report(const Workspace& ws, const ReportOptions& o) {
                             std::to_string(s["keep"].get<int>()), std::to_string(s["discard"].get<int>()),
                             std::to_string(s["failed"].get<int>()),
                             num_or_empty(opt_num(s["median_seconds_per_round"]), "{:.1f}"),
-                            s["first_timestamp"].get<std::string>(), s["last_timestamp"].get<std::string>()});
+                            s["first_timestamp"].get<std::string>(), s["last_timestamp"].get<std::string>(),
+                            text_or_empty(s, "baseline_source"), text_or_empty(s, "best_source")});
     overlay.push_back({d.task.shape.text + " · " + d.task.model, d.rounds});
 
     // Per-task files.
@@ -291,13 +307,20 @@ ReportResult write_report(const Workspace& ws, const ReportOptions& o) {
     auto cell = [](const json& v, const char* f) {
       return v.is_number() ? fmt::format(fmt::runtime(f), v.get<double>()) : std::string("—");
     };
+    const bool base_typed = s["baseline_source"] == "reported", best_typed = s["best_source"] == "reported";
+    auto typed = [](bool t) {
+      return t ? std::string(" <span class=\"warn small\" title=\"not measured by croq: typed by hand or printed by "
+                             "the program (source: reported)\">(reported)</span>")
+               : std::string();
+    };
     summary_rows += fmt::format(
         "<tr><td><a class=\"key\" href=\"#{0}\">{1}</a><div class=\"muted small\">{2} · {3} · {4}</div></td>"
         "<td class=\"num\">{5}</td><td class=\"num\">{6}</td><td class=\"num\">{7}</td><td class=\"num\">{8}</td>"
         "<td class=\"num\">{9} / {10} / {11}</td><td class=\"num\">{12}</td></tr>",
         xml_escape(d.slug), xml_escape(d.task.shape.text), xml_escape(d.task.model), xml_escape(d.task.dsl),
-        xml_escape(d.task.gpu), cell(s["baseline_tflops"], "{:.1f}"), cell(s["best_tflops"], "{:.1f}"),
-        cell(s["ratio"], "{:.3f}×"), s["rounds"].get<int>(), s["keep"].get<int>(), s["discard"].get<int>(),
+        xml_escape(d.task.gpu), cell(s["baseline_tflops"], "{:.1f}") + typed(base_typed),
+        cell(s["best_tflops"], "{:.1f}") + typed(best_typed),
+        cell(s["ratio"], "{:.3f}×") + typed(s["ratio"].is_number() && (base_typed || best_typed)), s["rounds"].get<int>(), s["keep"].get<int>(), s["discard"].get<int>(),
         s["failed"].get<int>(), cell(s["median_seconds_per_round"], "{:.0f} s"));
     sections += fmt::format("<section id=\"{0}\"><h2>{1}</h2><div class=\"sub\">{2} · {3} · {4} · task_uid <code>{5}</code>"
                             "{6}</div>",

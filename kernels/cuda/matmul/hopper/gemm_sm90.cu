@@ -62,6 +62,9 @@
  *   CROQ_SCALE_STAGE            the block-scaled kernel's scales: 0 read by each consumer thread
  *                               from global memory; 1 staged in shared memory with each stage by a
  *                               producer warp (cp.async), read with LDS
+ *   CROQ_EPI_SLOTS              CROQ_EPILOGUE 1: chunk slots per consumer, 2 (a chunk is written
+ *                               while the previous one is stored) or 1 (each chunk waits until the
+ *                               previous store has read the slot; frees 8 KB a consumer)
  *   CROQ_ACC_UNCHECKED          1: build past the accumulator limit below (ptxas spills there); for
  *                               bench/gpu/spill_sass.sh, which looks where the spills land. The
  *                               family never sets it.
@@ -172,7 +175,7 @@
 #define CROQ_PROMOTE 0
 #endif
 #ifndef CROQ_EPI_SLOTS
-#define CROQ_EPI_SLOTS 2  // trial: the TMA epilogue's chunk slots per consumer (1 frees 16 KB at 2 consumers)
+#define CROQ_EPI_SLOTS 2
 #endif
 #ifndef CROQ_SCALE_STAGE
 #define CROQ_SCALE_STAGE 0
