@@ -2,7 +2,8 @@
 # Device calls for the block-scaled FP8 kernel (issue 21): does a sixth stage close the last 5-6 % to
 # cuBLASLt? cuBLASLt's block-scaled kernel runs 6 stages of 128x128 (BK 128); the family's default
 # has 5, as the staged scales leave no room for a sixth beside the TMA epilogue's two 8 KB chunk
-# slots per consumer. One slot per consumer (EPI_SLOTS=1) frees 16 KB, and 6 stages fit.
+# slots per consumer. One slot per consumer (the template macro CROQ_EPI_SLOTS=1) frees 16 KB, and 6
+# stages fit.
 #   bash bench/gpu/fp8_bs20_call.sh build    here: renders and compiles the hand-named configurations
 #                                            of bench/gpu/gemm_configs_fp8bs20.txt into .carry/bs20
 #                                            (then pack: bench/gpu/pack_device.sh build && --bundle)
@@ -10,11 +11,6 @@
 #                                            unbundled): the configurations against cuBLASLt's
 #                                            block-scaled GEMM, repeats alternating with the baseline
 #                                            (BS20_CONFIG_BUDGET_S, 170 s); writes $OUT/fp8bs20.md
-#   bash bench/gpu/fp8_bs20_call.sh tune     there: `croq tune` of the two goal keys, one round
-#                                            beyond the default (the family's first block-scaled
-#                                            alternative is the one-slot, six-stage kernel), in at
-#                                            most BS20_TUNE_BUDGET_S (330 s) with bench/gpu/fp8_evidence.sh;
-#                                            writes $OUT/fp8-h200.md and fp8-raw.tgz
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 REPO=$(pwd)
@@ -28,12 +24,8 @@ case "${1:-}" in
     OUT=${OUT:-$REPO/docs/results} CONFIG_DIR=$KDIR GEMM_CONFIGS=$LIST CONFIG_REPORT=fp8bs20 \
       CONFIG_REPEATS=${BS20_REPEATS:-2} CONFIG_BUDGET_S=${BS20_CONFIG_BUDGET_S:-170} bash bench/gpu/gemm_configs.sh run
     ;;
-  tune)
-    FP8_SHAPES=' ' FP8_ROUNDS=${BS20_ROUNDS:-1} FP8_JOBS=2 FP8_BUDGET_S=${BS20_TUNE_BUDGET_S:-330} \
-      bash bench/gpu/fp8_evidence.sh run
-    ;;
   *)
-    echo "usage: bash bench/gpu/fp8_bs20_call.sh build | configs | tune" >&2
+    echo "usage: bash bench/gpu/fp8_bs20_call.sh build | configs" >&2
     exit 2
     ;;
 esac

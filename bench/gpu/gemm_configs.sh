@@ -105,8 +105,14 @@ def tf(path):
         return None, ""
     d = d.get("result", d)
     return (d.get("tflops") if d.get("verdict", "PASS") == "PASS" else None), d.get("verdict", "")
-out = ["# Hand-named Hopper GEMM configurations against the library (H200)", "",
-       f"- date: {datetime.datetime.now(datetime.timezone.utc):%Y-%m-%d %H:%M} UTC; binaries of commit {commit}; script: `bench/gpu/gemm_configs.sh`",
+import subprocess
+try:  # the device that ran them (the lent machine may be an H100 or an H200)
+    device = subprocess.run(["nvidia-smi", "--query-gpu=name,driver_version", "--format=csv,noheader"],
+                            capture_output=True, text=True).stdout.strip().splitlines()[0]
+except (OSError, IndexError):
+    device = "unknown (nvidia-smi did not answer)"
+out = ["# Hand-named Hopper GEMM configurations against the library", "",
+       f"- date: {datetime.datetime.now(datetime.timezone.utc):%Y-%m-%d %H:%M} UTC; device: {device}; binaries of commit {commit}; script: `bench/gpu/gemm_configs.sh`",
        f"- each configuration: `croq measure` (croq's default method: rests, short kernels in three processes), {reps} repeats alternating with `croq baseline --force`",
        "- leads for the family's search, not results of `croq tune`", "",
        "| shape | configuration | library TFLOPS | croq TFLOPS | ratio | parameters |", "|---|---|---|---|---|---|"]

@@ -5,11 +5,10 @@ scripts that build recorded or hand-named configurations outside a tune."""
 import os
 
 ORDER = ["BM", "BN", "BK", "STAGES", "CONSUMERS", "PINGPONG", "MMA_DEPTH", "CLUSTER_M", "CLUSTER_N",
-         "PERSISTENT", "RASTER", "GROUP", "SPLIT_K", "STREAM_K", "EPILOGUE", "SWIZZLE", "PROMOTE_EVERY", "SCALE_STAGE",
-         "EPI_SLOTS"]
+         "PERSISTENT", "RASTER", "GROUP", "SPLIT_K", "STREAM_K", "EPILOGUE", "SWIZZLE", "PROMOTE_EVERY", "SCALE_STAGE"]
 # Parameters the family added after configurations were recorded, and the value such a recorded
 # configuration is read with (ParamSpec::recorded_default).
-RECORDED_DEFAULTS = {"STREAM_K": "0", "PROMOTE_EVERY": "1", "SCALE_STAGE": "0", "EPI_SLOTS": "2"}
+RECORDED_DEFAULTS = {"STREAM_K": "0", "PROMOTE_EVERY": "1", "SCALE_STAGE": "0"}
 DTYPE_BITS = {"f16fp32": 1, "f16": 2, "bf16fp32": 4, "bf16": 8}
 # The configuration the hand-named lists (bench/gpu/gemm_configs*.txt) state their changes from:
 # cooperative 128x256, 4 stages, persistent, register epilogue.

@@ -335,28 +335,5 @@ TEST(Fp8TemplateCompiles, StagedScalesReadTheScalesFromSharedMemory) {
   EXPECT_EQ(built_variants, 3);
 }
 
-// EPI_SLOTS=1 (one TMA-epilogue slot per consumer): the block-scaled alternative with a sixth
-// 128x128 stage beside the staged scales compiles clean (no stack, no spills), and the template and
-// the family agree on its shared memory: a seventh stage is refused by both.
-TEST(Fp8TemplateCompiles, OneEpilogueSlotFitsASixthStage) {
-  if (!nvcc_path()) GTEST_SKIP() << "nvcc not found (set CROQ_NVCC)";
-  HopperGemmFamily f;
-  const auto p = blockscaled_problem(8192, 8192, 8192);
-  const auto alts = f.alternatives(p);
-  ASSERT_FALSE(alts.empty());
-  ASSERT_EQ(alts.front().tag, "bs_slot1");
-  FamilyConfig c = alts.front().config;
-  ASSERT_EQ(c.at("STAGES"), "6");
-  ASSERT_EQ(c.at("EPI_SLOTS"), "1");
-  const Compiled built = compile(f, c, p);
-  expect_clean(built);
-  expect_no_stack(built);
-  c["STAGES"] = "7";
-  ASSERT_TRUE(f.violation(c, p));
-  const Compiled too_big = compile(f, c, p);
-  EXPECT_FALSE(too_big.ok);
-  EXPECT_NE(too_big.log.find("more than 227 KB of shared memory"), std::string::npos) << too_big.log;
-}
-
 }  // namespace
 }  // namespace croq

@@ -83,8 +83,7 @@ TEST(GemmTemplatesCompile, HopperClusterOfFourRegisterEpilogueNarrowSwizzle) {
   FamilyConfig c{{"BM", "64"},        {"BN", "224"},      {"BK", "32"},        {"STAGES", "6"},
                  {"CONSUMERS", "1"},  {"PINGPONG", "0"},  {"PERSISTENT", "0"}, {"RASTER", "2"},     {"GROUP", "4"},
                  {"CLUSTER_M", "2"},  {"CLUSTER_N", "2"},  {"EPILOGUE", "0"},   {"SWIZZLE", "32"},
-                 {"MMA_DEPTH", "0"},  {"SPLIT_K", "1"}, {"STREAM_K", "0"}, {"PROMOTE_EVERY", "1"}, {"SCALE_STAGE", "0"},
-                 {"EPI_SLOTS", "2"}};
+                 {"MMA_DEPTH", "0"},  {"SPLIT_K", "1"}, {"STREAM_K", "0"}, {"PROMOTE_EVERY", "1"}, {"SCALE_STAGE", "0"}};
   ASSERT_FALSE(f.violation(c, p)) << *f.violation(c, p);
   auto r = compile(f, c, p);
   ASSERT_TRUE(r.ok) << r.log;
@@ -98,8 +97,7 @@ TEST(GemmTemplatesCompile, HopperSplitKClusterQuadTransposedEpilogue) {
   FamilyConfig c{{"BM", "128"},       {"BN", "256"},      {"BK", "64"},        {"STAGES", "4"},
                  {"CONSUMERS", "2"},  {"PINGPONG", "0"},  {"PERSISTENT", "1"}, {"RASTER", "3"},     {"GROUP", "4"},
                  {"CLUSTER_M", "2"},  {"CLUSTER_N", "1"},  {"EPILOGUE", "2"},   {"SWIZZLE", "128"},
-                 {"MMA_DEPTH", "1"},  {"SPLIT_K", "4"}, {"STREAM_K", "0"}, {"PROMOTE_EVERY", "1"}, {"SCALE_STAGE", "0"},
-                 {"EPI_SLOTS", "2"}};
+                 {"MMA_DEPTH", "1"},  {"SPLIT_K", "4"}, {"STREAM_K", "0"}, {"PROMOTE_EVERY", "1"}, {"SCALE_STAGE", "0"}};
   ASSERT_FALSE(f.violation(c, p)) << *f.violation(c, p);
   auto r = compile(f, c, p);
   ASSERT_TRUE(r.ok) << r.log;
@@ -113,8 +111,7 @@ TEST(GemmTemplatesCompile, HopperPingPongSplitKTmaEpilogue) {
   FamilyConfig c{{"BM", "128"},       {"BN", "128"},      {"BK", "64"},        {"STAGES", "6"},
                  {"CONSUMERS", "2"},  {"PINGPONG", "1"},  {"PERSISTENT", "1"}, {"RASTER", "1"},     {"GROUP", "8"},
                  {"CLUSTER_M", "1"},  {"CLUSTER_N", "1"},  {"EPILOGUE", "1"},   {"SWIZZLE", "128"},
-                 {"MMA_DEPTH", "1"},  {"SPLIT_K", "3"}, {"STREAM_K", "0"}, {"PROMOTE_EVERY", "1"}, {"SCALE_STAGE", "0"},
-                 {"EPI_SLOTS", "2"}};
+                 {"MMA_DEPTH", "1"},  {"SPLIT_K", "3"}, {"STREAM_K", "0"}, {"PROMOTE_EVERY", "1"}, {"SCALE_STAGE", "0"}};
   ASSERT_FALSE(f.violation(c, p)) << *f.violation(c, p);
   auto r = compile(f, c, p);
   ASSERT_TRUE(r.ok) << r.log;
@@ -131,8 +128,7 @@ TEST(GemmTemplatesCompile, HopperAccumulatorLimitsCompileWithoutSpills) {
   FamilyConfig base{{"BM", "256"},      {"BN", "192"},     {"BK", "64"},        {"STAGES", "3"},
                     {"CONSUMERS", "2"}, {"PINGPONG", "0"}, {"PERSISTENT", "1"}, {"RASTER", "1"},    {"GROUP", "8"},
                     {"CLUSTER_M", "1"}, {"CLUSTER_N", "1"}, {"EPILOGUE", "1"},  {"SWIZZLE", "128"},
-                    {"MMA_DEPTH", "1"}, {"SPLIT_K", "1"}, {"STREAM_K", "0"}, {"PROMOTE_EVERY", "1"}, {"SCALE_STAGE", "0"},
-                 {"EPI_SLOTS", "2"}};
+                    {"MMA_DEPTH", "1"}, {"SPLIT_K", "1"}, {"STREAM_K", "0"}, {"PROMOTE_EVERY", "1"}, {"SCALE_STAGE", "0"}};
   auto with = [&](std::map<std::string, std::string> changes) {
     FamilyConfig c = base;
     for (auto& [k, v] : changes) c[k] = v;

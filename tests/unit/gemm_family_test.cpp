@@ -83,9 +83,7 @@ void expect_hopper_invariants(const FamilyConfig& c, const FamilyProblem& p) {
   EXPECT_TRUE(consumers >= 1 && consumers <= 3);
   // Shared memory: stages of A and B tiles, epilogue slots, barriers, alignment slack.
   long long smem = 1024 + static_cast<long long>(stages) * (bm * bk + bn * bk) * 2 + 2 * stages * 8;
-  // The TMA epilogue's 8 KB chunk slots, one or two per consumer (EPI_SLOTS, 2 without it).
-  if (iv(c, "EPILOGUE") == 1) smem += consumers * iv(c, "EPI_SLOTS") * 64 * 32 * 4;
-  else EXPECT_EQ(iv(c, "EPI_SLOTS"), 2);
+  if (iv(c, "EPILOGUE") == 1) smem += consumers * 2 * 64 * 32 * 4;
   EXPECT_LE(smem, 227 * 1024) << config_to_json(c).dump();
   // Clusters: at most the tile grid; multicast slices whole 8-row swizzle atoms.
   EXPECT_LE(cm, (p.m + bm - 1) / bm);
@@ -413,8 +411,7 @@ TEST(HopperGemmFamily, SplitKAndEpilogueLegalityFollowTheProblem) {
         expect_hopper_invariants(c, p);
         split_legal += iv(c, "SPLIT_K") > 1;
       }
-    }, {{"RASTER", "1"}, {"GROUP", "8"}, {"MMA_DEPTH", "1"}, {"PROMOTE_EVERY", "1"}, {"SWIZZLE", "128"}, {"BK", "64"}, {"CLUSTER_N", "1"},
-       {"EPI_SLOTS", "2"}});
+    }, {{"RASTER", "1"}, {"GROUP", "8"}, {"MMA_DEPTH", "1"}, {"PROMOTE_EVERY", "1"}, {"SWIZZLE", "128"}, {"BK", "64"}, {"CLUSTER_N", "1"}});
   }
   EXPECT_GT(split_legal, 100u);
 }
@@ -426,13 +423,11 @@ TEST(HopperGemmFamily, TileOrderNeverDecidesLegality) {
   // MMA_DEPTH enters no constraint either; SPLIT_K is held at 2 (legal for this K) to keep the
   // walk short.
   for_each_config(f, [&](const FamilyConfig& c) { reference.push_back(!f.violation(c, p)); },
-                  {{"RASTER", "1"}, {"GROUP", "8"}, {"MMA_DEPTH", "1"}, {"PROMOTE_EVERY", "1"}, {"SPLIT_K", "2"}, {"STREAM_K", "0"},
-                   {"EPI_SLOTS", "2"}});
+                  {{"RASTER", "1"}, {"GROUP", "8"}, {"MMA_DEPTH", "1"}, {"PROMOTE_EVERY", "1"}, {"SPLIT_K", "2"}, {"STREAM_K", "0"}});
   for (auto [raster, group] : std::vector<std::pair<const char*, const char*>>{{"0", "1"}, {"2", "16"}, {"3", "4"}}) {
     size_t i = 0, differ = 0;
     for_each_config(f, [&](const FamilyConfig& c) { differ += reference.at(i++) != !f.violation(c, p); },
-                    {{"RASTER", raster}, {"GROUP", group}, {"MMA_DEPTH", "1"}, {"PROMOTE_EVERY", "1"}, {"SPLIT_K", "2"}, {"STREAM_K", "0"},
-                     {"EPI_SLOTS", "2"}});
+                    {{"RASTER", raster}, {"GROUP", group}, {"MMA_DEPTH", "1"}, {"PROMOTE_EVERY", "1"}, {"SPLIT_K", "2"}, {"STREAM_K", "0"}});
     EXPECT_EQ(i, reference.size());
     EXPECT_EQ(differ, 0u) << raster << "/" << group;
   }
@@ -735,42 +730,6 @@ TEST(HopperGemmFamily, ScaleStageIsTheBlockScaledOperatorsAndCountsItsSlots) {
   EXPECT_EQ(with_recorded_defaults(f, recorded_before), direct);
 }
 
-// EPI_SLOTS: the TMA epilogue's chunk slots per consumer. One slot frees 8 KB a consumer, which makes
-// room for a sixth 128x128 stage beside the block-scaled kernel's staged scales (cuBLASLt's kernel
-// runs 6): the family offers that first among the block-scaled alternatives. The parameter means
-// nothing without the TMA epilogue, so it is 2 there; configurations recorded before it read as 2.
-TEST(HopperGemmFamily, OneEpilogueSlotMakesRoomForASixthBlockScaledStage) {
-  HopperGemmFamily f;
-  auto p = problem({8192, 8192, 8192}, "e4m3bf16", false, "sm_90a");
-  p.op = "blockscaled";
-  const FamilyConfig def = f.default_config(p);
-  ASSERT_EQ(def.at("EPI_SLOTS"), "2");
-  ASSERT_EQ(def.at("STAGES"), "5");
-  FamilyConfig one = def;
-  one["EPI_SLOTS"] = "1";
-  EXPECT_EQ(HopperGemmFamily::smem_bytes(def, 1) - HopperGemmFamily::smem_bytes(one, 1), 2 * 8192);
-  EXPECT_NE(f.render_source(one, p).find("#define CROQ_EPI_SLOTS 1\n"), std::string::npos);
-  const auto alts = f.alternatives(p);
-  ASSERT_FALSE(alts.empty());
-  EXPECT_EQ(alts.front().tag, "bs_slot1");
-  FamilyConfig six = one;
-  six["STAGES"] = "6";
-  EXPECT_EQ(alts.front().config, six);
-  EXPECT_FALSE(f.violation(six, p));
-  FamilyConfig seven = six;
-  seven["STAGES"] = "7";
-  ASSERT_TRUE(f.violation(seven, p));
-  EXPECT_NE(f.violation(seven, p)->find("shared memory"), std::string::npos);
-  FamilyConfig reg = one;
-  reg["EPILOGUE"] = "2";
-  ASSERT_TRUE(f.violation(reg, p));
-  EXPECT_NE(f.violation(reg, p)->find("EPI_SLOTS=2"), std::string::npos) << *f.violation(reg, p);
-  FamilyConfig recorded_before = def;
-  recorded_before.erase("EPI_SLOTS");
-  EXPECT_EQ(with_recorded_defaults(f, recorded_before), def);
-  EXPECT_EQ(HopperGemmFamily::smem_bytes(recorded_before, 1), HopperGemmFamily::smem_bytes(def, 1));
-}
-
 TEST(HopperGemmFamily, BlockScaledConfigurationsPromotePerScaleBlock) {
   HopperGemmFamily f;
   std::vector<Shape> shapes = k_typical;
@@ -891,7 +850,7 @@ TEST(HopperGemmFamily, HandMeasuredConfigurationsAreLegalForTheirShapes) {
                           {"CONSUMERS", "2"}, {"PINGPONG", "0"}, {"MMA_DEPTH", "1"},  {"CLUSTER_M", "1"},
                           {"CLUSTER_N", "1"}, {"PERSISTENT", "1"}, {"RASTER", "1"},   {"GROUP", "8"},
                           {"SPLIT_K", "1"},   {"STREAM_K", "0"}, {"EPILOGUE", "0"}, {"SWIZZLE", "128"},
-                          {"PROMOTE_EVERY", "1"}, {"SCALE_STAGE", "0"}, {"EPI_SLOTS", "2"}};
+                          {"PROMOTE_EVERY", "1"}, {"SCALE_STAGE", "0"}};
   int checked = 0;
   for (const char* list : {"gemm_configs.txt", "gemm_configs_wide.txt", "gemm_configs_large.txt", "gemm_configs_sk.txt",
                            "gemm_configs_sk_onewave.txt"}) {

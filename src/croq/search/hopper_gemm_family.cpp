@@ -19,8 +19,7 @@ long long ceil_div(long long a, long long b) { return (a + b - 1) / b; }
 
 const char* k_order[] = {"BM",        "BN",        "BK",       "STAGES",   "CONSUMERS", "PINGPONG",
                          "PERSISTENT", "RASTER",    "GROUP",    "CLUSTER_M", "CLUSTER_N", "EPILOGUE",
-                         "SWIZZLE",    "MMA_DEPTH", "SPLIT_K",  "STREAM_K",  "PROMOTE_EVERY", "SCALE_STAGE",
-                         "EPI_SLOTS"};
+                         "SWIZZLE",    "MMA_DEPTH", "SPLIT_K",  "STREAM_K",  "PROMOTE_EVERY", "SCALE_STAGE"};
 
 // Split-K partial sums a configuration may keep in the workspace: beyond this, splitting is not
 // the way to fill the GPU (the problem has plenty of tiles).
@@ -131,24 +130,14 @@ std::vector<ParamSpec> HopperGemmFamily::params() const {
        "loads; 1 staged in shared memory with each stage by a producer warp (cp.async, 528 bytes a stage at "
        "128x128), read with LDS, as cuBLASLt's block-scaled kernel has them; 0 outside the block-scaled operator",
        "0"},
-      {"EPI_SLOTS", {"1", "2"}, false, "memory",
-       "the TMA epilogue's (EPILOGUE=1) 8 KB chunk slots per consumer: 2 lets a chunk be written while the "
-       "previous one is stored; 1 waits for each store to have read its slot and frees 8 KB a consumer for the "
-       "ring (a sixth 128x128 stage beside the block-scaled kernel's staged scales); 2 with other epilogues",
-       "2"},
   };
-}
-
-int HopperGemmFamily::epilogue_slots(const FamilyConfig& c) {
-  const int slots = get(c, "EPI_SLOTS");
-  return slots == 1 ? 1 : 2;  // absent (a configuration recorded before the parameter): 2
 }
 
 long long HopperGemmFamily::smem_bytes(const FamilyConfig& c) { return smem_bytes(c, 2); }
 
 long long HopperGemmFamily::smem_bytes(const FamilyConfig& c, int elem_bytes) {
   const long long stages = get(c, "STAGES"), bm = get(c, "BM"), bn = get(c, "BN"), bk = get(c, "BK");
-  const long long epi = get(c, "EPILOGUE") == 1 ? get(c, "CONSUMERS") * epilogue_slots(c) * 64LL * 32 * 4 : 0;
+  const long long epi = get(c, "EPILOGUE") == 1 ? get(c, "CONSUMERS") * 2LL * 64 * 32 * 4 : 0;
   const long long bars = ceil_div((2 * stages + 2) * 8, 128) * 128;
   // SCALE_STAGE 1: a slot per stage of BM A scales and the B scales of the 128-wide blocks a tile
   // touches (BN/128 + 2), f32, in 16-byte steps (the template's SCALE_SLOT_BYTES).
@@ -198,9 +187,6 @@ std::optional<std::string> HopperGemmFamily::violation(const FamilyConfig& c, co
     return fmt::format("e4m3 rows of K={} bytes are not 16-byte aligned, as TMA needs: K must be a multiple of 16", p.k);
   if (p.m <= 0 || p.n <= 0 || p.k <= 0) return "the problem has an empty dimension";
   if (auto bad = gemm::check_listed_values(c, params())) return bad;
-  if (get(c, "EPI_SLOTS") != 2 && get(c, "EPILOGUE") != 1)
-    return fmt::format("EPI_SLOTS counts the TMA epilogue's chunk slots (EPILOGUE=1); EPILOGUE={} has none: EPI_SLOTS=2",
-                       get(c, "EPILOGUE"));
   if (is_blockscaled(p) && get(c, "BK") != 128)
     return "the block-scaled kernel promotes once per 128-deep scale block: BK=128";
   if (!is_blockscaled(p) && get(c, "SCALE_STAGE") != 0)
@@ -355,7 +341,6 @@ FamilyConfig arrangement(const TileChoice& t, int split, int cluster_m, int epil
   c["STREAM_K"] = "0";
   c["PROMOTE_EVERY"] = "1";
   c["SCALE_STAGE"] = "0";
-  c["EPI_SLOTS"] = "2";
   c["STAGES"] = "2";
   for (int s = max_stages; s >= 2; --s) {
     c["STAGES"] = std::to_string(s);
@@ -396,16 +381,6 @@ std::vector<Alternative> HopperGemmFamily::alternatives(const FamilyProblem& p) 
   // where the default has none) and ping-pong consumers of 128x64, drained (each epilogue under the
   // other consumer's MMAs).
   if (is_blockscaled(p) && get(def, "MMA_DEPTH") == 1) {
-    // One TMA-epilogue slot per consumer where that makes room for another stage (the staged default
-    // has 5 of 128x128; cuBLASLt's block-scaled kernel runs 6).
-    if (get(def, "EPILOGUE") == 1 && get(def, "EPI_SLOTS") == 2) {
-      FamilyConfig slot1 = def;
-      slot1["EPI_SLOTS"] = "1";
-      slot1["STAGES"] = std::to_string(get(def, "STAGES") + 1);
-      slot1 = fp8_stages(slot1, get(slot1, "STAGES"));
-      if (get(slot1, "STAGES") > get(def, "STAGES"))
-        add("one TMA-epilogue slot per consumer, one stage more", "bs_slot1", slot1);
-    }
     // The drained kernel on the widest tile it holds (two consumers of 64 x 192, 96 + 96 sums): each
     // k block's WGMMAs waited for, then promoted while the other consumer's WGMMAs run; per FLOP a
     // third less TMA traffic into shared memory than 128 x 128.

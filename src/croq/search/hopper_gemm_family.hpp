@@ -31,8 +31,6 @@ class HopperGemmFamily : public KernelFamily {
   // 16-bit inputs (elem_bytes 2) or e4m3 (1).
   static long long smem_bytes(const FamilyConfig& c);
   static long long smem_bytes(const FamilyConfig& c, int elem_bytes);
-  // The TMA epilogue's chunk slots per consumer (EPI_SLOTS; 2 where a configuration has none).
-  static int epilogue_slots(const FamilyConfig& c);
   // The template's dtype bit (CROQ_DTYPES): 1 f16->f32, 2 f16, 4 bf16->f32, 8 bf16, 16 e4m3->f16,
   // 32 e4m3->bf16; 0 for a dtype it does not compute.
   static int dtype_bit(const DtypePair& d);
