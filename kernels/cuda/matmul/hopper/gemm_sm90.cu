@@ -62,6 +62,9 @@
  *   CROQ_SCALE_STAGE            the block-scaled kernel's scales: 0 read by each consumer thread
  *                               from global memory; 1 staged in shared memory with each stage by a
  *                               producer warp (cp.async), read with LDS
+ *   CROQ_EPI_SLOTS              CROQ_EPILOGUE 1: chunk slots per consumer, 2 (a chunk is written
+ *                               while the previous one is stored) or 1 (each chunk waits until the
+ *                               previous store has read the slot; frees 8 KB a consumer)
  *   CROQ_ACC_UNCHECKED          1: build past the accumulator limit below (ptxas spills there); for
  *                               bench/gpu/spill_sass.sh, which looks where the spills land. The
  *                               family never sets it.
@@ -172,7 +175,7 @@
 #define CROQ_PROMOTE 0
 #endif
 #ifndef CROQ_EPI_SLOTS
-#define CROQ_EPI_SLOTS 2  // trial: the TMA epilogue's chunk slots per consumer (1 frees 16 KB at 2 consumers)
+#define CROQ_EPI_SLOTS 2
 #endif
 #ifndef CROQ_SCALE_STAGE
 #define CROQ_SCALE_STAGE 0
@@ -284,17 +287,6 @@ static_assert(!BLOCKSCALE || (EB == 1 && BK == 128 && (CROQ_DTYPES & 16) == 0),
 // so the tensor cores run one k block's WGMMAs while the consumer promotes the block before (scales
 // applied, added into the f32 sums); with 0 each stage's WGMMAs are drained before the promotion.
 constexpr bool BS_OVERLAP = BLOCKSCALE && CROQ_MMA_DEPTH == 1;
-// CROQ_BS_ALTERNATE 1 (trial; the drained block-scaled kernel, two cooperative consumers): the two
-// consumers take turns issuing their k blocks' WGMMAs (a named barrier of both warpgroups, the first
-// consumer arriving before it issues, the second after), so that one consumer's WGMMAs run while
-// the other waits for its own and promotes them; one set of WGMMA sums each.
-#ifndef CROQ_BS_ALTERNATE
-#define CROQ_BS_ALTERNATE 0
-#endif
-constexpr bool BS_ALTERNATE = CROQ_BS_ALTERNATE != 0;
-static_assert(!BS_ALTERNATE || (BLOCKSCALE && CROQ_MMA_DEPTH == 0 && CROQ_PINGPONG == 0 && CROQ_CONSUMERS == 2),
-              "CROQ_BS_ALTERNATE: the drained block-scaled kernel (CROQ_MMA_DEPTH 0) with two cooperative consumers");
-constexpr int BS_ALTERNATE_BAR = CROQ_CONSUMERS + 1;  // after the consumers' own epilogue barriers (1 + cw)
 constexpr int ACC_SETS = BS_OVERLAP ? 3 : PROMOTE ? 2 : 1;  // WGMMA sums (one or two sets), promoted sums
 // f32 accumulators a consumer thread may hold without spilling (ptxas of CUDA 13.0, every variant
 // of the template; the split-K reduction needs a few registers more, stream-K's work cursor more).
@@ -1176,9 +1168,6 @@ __global__ void __launch_bounds__(THREADS, 1)
           const uint32_t la = desc_lo(sa, 16), lb = desc_lo(sb, B_KMAJOR ? 16 : BK * SW);
 #pragma unroll
           for (int ma = 0; ma < M_ATOMS; ++ma) fence_acc(acc[ma]);
-          if constexpr (BS_ALTERNATE) {
-            if (cw == 0) named_barrier(BS_ALTERNATE_BAR, 256);  // the other consumer has issued this block's
-          }
           wgmma_fence();
 #pragma unroll
           for (int kk = 0; kk < BK / KSTEP; ++kk) {
@@ -1201,9 +1190,6 @@ __global__ void __launch_bounds__(THREADS, 1)
             }
           }
           wgmma_commit();
-          if constexpr (BS_ALTERNATE) {
-            if (cw == 1) named_barrier(BS_ALTERNATE_BAR, 256);  // this block's issued: the other consumer's turn
-          }
           if constexpr (BLOCKSCALE && !BS_SMEM) {
             if (kb + 1 < kb1) load_block_scales(kb + 1, 0, na_lo, na_hi, nbk);
           }
