@@ -320,8 +320,9 @@ ReportResult write_report(const Workspace& ws, const ReportOptions& o) {
         xml_escape(d.slug), xml_escape(d.task.shape.text), xml_escape(d.task.model), xml_escape(d.task.dsl),
         xml_escape(d.task.gpu), cell(s["baseline_tflops"], "{:.1f}") + typed(base_typed),
         cell(s["best_tflops"], "{:.1f}") + typed(best_typed),
-        cell(s["ratio"], "{:.3f}×") + typed(s["ratio"].is_number() && (base_typed || best_typed)), s["rounds"].get<int>(), s["keep"].get<int>(), s["discard"].get<int>(),
-        s["failed"].get<int>(), cell(s["median_seconds_per_round"], "{:.0f} s"));
+        cell(s["ratio"], "{:.3f}×") + typed(s["ratio"].is_number() && (base_typed || best_typed)),
+        s["rounds"].get<int>(), s["keep"].get<int>(), s["discard"].get<int>(), s["failed"].get<int>(),
+        cell(s["median_seconds_per_round"], "{:.0f} s"));
     sections += fmt::format("<section id=\"{0}\"><h2>{1}</h2><div class=\"sub\">{2} · {3} · {4} · task_uid <code>{5}</code>"
                             "{6}</div>",
                             xml_escape(d.slug), xml_escape(d.task.shape.text), xml_escape(d.task.model),
