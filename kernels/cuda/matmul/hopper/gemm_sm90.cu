@@ -64,9 +64,7 @@
  *                               producer warp (cp.async), read with LDS
  *   CROQ_EPI_SLOTS              CROQ_EPILOGUE 1: chunk slots per consumer, 2 (a chunk is written
  *                               while the previous one is stored) or 1 (each chunk waits until the
- *                               previous store has read the slot; frees 8 KB a consumer). A trial:
- *                               the family never sets it (a sixth block-scaled stage it made room
- *                               for gained nothing)
+ *                               previous store has read the slot; frees 8 KB a consumer)
  *   CROQ_ACC_UNCHECKED          1: build past the accumulator limit below (ptxas spills there); for
  *                               bench/gpu/spill_sass.sh, which looks where the spills land. The
  *                               family never sets it.
@@ -289,17 +287,6 @@ static_assert(!BLOCKSCALE || (EB == 1 && BK == 128 && (CROQ_DTYPES & 16) == 0),
 // so the tensor cores run one k block's WGMMAs while the consumer promotes the block before (scales
 // applied, added into the f32 sums); with 0 each stage's WGMMAs are drained before the promotion.
 constexpr bool BS_OVERLAP = BLOCKSCALE && CROQ_MMA_DEPTH == 1;
-// CROQ_BS_ALTERNATE 1 (trial; the block-scaled kernel with two cooperative consumers): the two
-// consumers take turns issuing their WGMMAs (a named barrier of both warpgroups, the first consumer
-// arriving before it issues, the second after), so that their drains and promotions fall apart in
-// time instead of together: the drained kernel per k block, the overlapped one per pair of blocks.
-#ifndef CROQ_BS_ALTERNATE
-#define CROQ_BS_ALTERNATE 0
-#endif
-constexpr bool BS_ALTERNATE = CROQ_BS_ALTERNATE != 0;
-static_assert(!BS_ALTERNATE || (BLOCKSCALE && CROQ_PINGPONG == 0 && CROQ_CONSUMERS == 2),
-              "CROQ_BS_ALTERNATE: the block-scaled kernel with two cooperative consumers");
-constexpr int BS_ALTERNATE_BAR = CROQ_CONSUMERS + 1;  // after the consumers' own epilogue barriers (1 + cw)
 constexpr int ACC_SETS = BS_OVERLAP ? 3 : PROMOTE ? 2 : 1;  // WGMMA sums (one or two sets), promoted sums
 // f32 accumulators a consumer thread may hold without spilling (ptxas of CUDA 13.0, every variant
 // of the template; the split-K reduction needs a few registers more, stream-K's work cursor more).
@@ -1014,14 +1001,6 @@ __global__ void __launch_bounds__(THREADS, 1)
       // CROQ_BLOCKSCALE: the scales of k block kb for this thread, read while its stage is still
       // loading: the A scales of its two rows per m64 atom, the B scales of the tile's N blocks.
       constexpr int NQ = SCALE_NQ;
-      // BS_ALTERNATE: the first consumer waits before it issues until the second has issued the same
-      // block (or pair); both pass the barrier once per block (pair) of every unit, so their counts match.
-      [[maybe_unused]] auto alternate_before = [&] {
-        if (cw == 0) named_barrier(BS_ALTERNATE_BAR, 256);
-      };
-      [[maybe_unused]] auto alternate_after = [&] {
-        if (cw == 1) named_barrier(BS_ALTERNATE_BAR, 256);
-      };
       // BS_SMEM: read from the slot of stage s (waited for), in the layout the scale warp wrote.
       [[maybe_unused]] auto load_block_scales = [&](int kb, int s, float (&lo)[M_ATOMS], float (&hi)[M_ATOMS],
                                                     float (&b)[NQ]) {
@@ -1139,11 +1118,9 @@ __global__ void __launch_bounds__(THREADS, 1)
           // them first anyway (warning C7517: the odd block's sums come from the loop's previous
           // iteration).
           if (kb > kb0) promote(odd, acc2);
-          if constexpr (BS_ALTERNATE) alternate_before();
           const int s_even = issue(acc);
           load_scales(odd, kb + 1, stage);  // issue advanced stage to kb + 1's
           const int s_odd = issue(acc2);
-          if constexpr (BS_ALTERNATE) alternate_after();
           wgmma_wait<1>();
           release(s_even);
           promote(even, acc);
@@ -1155,9 +1132,7 @@ __global__ void __launch_bounds__(THREADS, 1)
         if (kb < kb1) {                    // an odd count of blocks: the last one drained
           wait_full(0);
           if constexpr (BS_SMEM) load_scales(even, kb, stage);
-          if constexpr (BS_ALTERNATE) alternate_before();
           const int s_last = issue(acc);
-          if constexpr (BS_ALTERNATE) alternate_after();
           wgmma_wait<0>();
           release(s_last);
           promote(even, acc);
@@ -1193,7 +1168,6 @@ __global__ void __launch_bounds__(THREADS, 1)
           const uint32_t la = desc_lo(sa, 16), lb = desc_lo(sb, B_KMAJOR ? 16 : BK * SW);
 #pragma unroll
           for (int ma = 0; ma < M_ATOMS; ++ma) fence_acc(acc[ma]);
-          if constexpr (BS_ALTERNATE) alternate_before();
           wgmma_fence();
 #pragma unroll
           for (int kk = 0; kk < BK / KSTEP; ++kk) {
@@ -1216,7 +1190,6 @@ __global__ void __launch_bounds__(THREADS, 1)
             }
           }
           wgmma_commit();
-          if constexpr (BS_ALTERNATE) alternate_after();
           if constexpr (BLOCKSCALE && !BS_SMEM) {
             if (kb + 1 < kb1) load_block_scales(kb + 1, 0, na_lo, na_hi, nbk);
           }
