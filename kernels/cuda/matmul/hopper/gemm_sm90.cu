@@ -1059,18 +1059,6 @@ __global__ void __launch_bounds__(THREADS, 1)
           for (int ma = 0; ma < M_ATOMS; ++ma) fence_acc(d[ma]);
           wgmma_fence();
           const uint32_t la = desc_lo(sa, 16), lb = desc_lo(sb, 16);
-#if defined(CROQ_DESC_STEP) && CROQ_DESC_STEP == 1
-          // Trial: one 64-bit descriptor per operand, stepped in place by each k32's 32 bytes (BK is
-          // one swizzle row here), as cuBLASLt's kernel steps its descriptors (UIADD3 ..., 0x2).
-          static_assert(BK == ATOM && M_ATOMS == 1, "CROQ_DESC_STEP: BK 128 of e4m3, one m64 atom a consumer");
-          uint64_t da = desc_at(la, row0 * SW), db = desc_at(lb, 0);
-#pragma unroll
-          for (int kk = 0; kk < BK / KSTEP; ++kk) {
-            wgmma_m64<BN, KIND, 0>(d[0], da, db, kk != 0 ? 1 : 0);
-            da += (KSTEP * EB) >> 4;
-            db += (KSTEP * EB) >> 4;
-          }
-#else
 #pragma unroll
           for (int kk = 0; kk < BK / KSTEP; ++kk) {
             const int region = (kk * KSTEP) / ATOM;
@@ -1083,7 +1071,6 @@ __global__ void __launch_bounds__(THREADS, 1)
               wgmma_m64<BN, KIND, 0>(d[ma], da, db, kk != 0 ? 1 : 0);
             }
           }
-#endif
           wgmma_commit();
           const int s = stage;
           if (++stage == STAGES) {
