@@ -256,12 +256,22 @@ std::vector<ChartRound> chart_rounds(const std::vector<RoundRecord>& records) {
   return out;
 }
 
-std::optional<double> baseline_tflops(const std::vector<ChartRound>& rounds) {
-  std::optional<double> b;
+const ChartRound* baseline_round(const std::vector<ChartRound>& rounds) {
+  const ChartRound* b = nullptr;
   for (const auto& r : rounds) {
-    if ((r.decision == "BASELINE" || r.iter == "iter000") && r.tflops) b = r.tflops;
+    if ((r.decision == "BASELINE" || r.iter == "iter000") && r.tflops) b = &r;
   }
   return b;
+}
+
+std::optional<double> baseline_tflops(const std::vector<ChartRound>& rounds) {
+  const ChartRound* b = baseline_round(rounds);
+  return b ? b->tflops : std::nullopt;
+}
+
+std::string reported_mark_html() {
+  return " <span class=\"warn small\" title=\"not measured by croq: typed by hand or printed by the program "
+         "(source: reported)\">(reported)</span>";
 }
 
 std::vector<std::pair<int, double>> best_so_far(const std::vector<ChartRound>& rounds) {

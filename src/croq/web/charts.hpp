@@ -58,7 +58,13 @@ std::string overlay_svg(const std::vector<OverlaySeries>& series, const ChartOpt
 
 // Best-so-far after each round: (round, best TFLOPS) at each improvement (KEEP above the best).
 std::vector<std::pair<int, double>> best_so_far(const std::vector<ChartRound>& rounds);
+// The baseline: the last BASELINE (or iter000) round with a figure; nullptr when none.
+const ChartRound* baseline_round(const std::vector<ChartRound>& rounds);
 std::optional<double> baseline_tflops(const std::vector<ChartRound>& rounds);
+
+// " (reported)", marked up, after a figure croq did not measure (source: reported: typed by hand or
+// printed by the program); the dashboard and the report put it beside such figures.
+std::string reported_mark_html();
 
 // Colours, shared with the dashboard's badges.
 std::string decision_colour(const std::string& decision);

@@ -81,9 +81,7 @@ const json& obj(const json& j, const char* k) {
 // " (reported)" after a figure whose record is not croq's measurement (a figure typed by hand or
 // printed by the program): `brief` is a record's summary in a task's stats ("best", "baseline").
 std::string reported_mark(const json& brief) {
-  if (!brief.is_object() || brief.value("source", "") != "reported") return "";
-  return " <span class=\"warn small\" title=\"not measured by croq: typed by hand or printed by the program "
-         "(source: reported)\">(reported)</span>";
+  return brief.is_object() && brief.value("source", "") == "reported" ? reported_mark_html() : std::string();
 }
 
 // The mark for a ratio: either of its figures not measured.

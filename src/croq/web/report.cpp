@@ -66,10 +66,8 @@ json summarise(const TaskData& d) {
   s["model"] = d.task.model;
   s["mode"] = d.mode;
   std::optional<double> base = baseline_tflops(d.rounds);
-  std::string base_source;
-  for (const auto& r : d.rounds) {
-    if ((r.decision == "BASELINE" || r.iter == "iter000") && r.tflops) base_source = r.source;  // baseline_tflops' record
-  }
+  const ChartRound* base_round = baseline_round(d.rounds);
+  const std::string base_source = base_round ? base_round->source : std::string();
   auto best = best_so_far(d.rounds);
   std::optional<double> best_tflops;
   std::string best_kernel, best_source;
@@ -308,11 +306,7 @@ ReportResult write_report(const Workspace& ws, const ReportOptions& o) {
       return v.is_number() ? fmt::format(fmt::runtime(f), v.get<double>()) : std::string("—");
     };
     const bool base_typed = s["baseline_source"] == "reported", best_typed = s["best_source"] == "reported";
-    auto typed = [](bool t) {
-      return t ? std::string(" <span class=\"warn small\" title=\"not measured by croq: typed by hand or printed by "
-                             "the program (source: reported)\">(reported)</span>")
-               : std::string();
-    };
+    auto typed = [](bool t) { return t ? reported_mark_html() : std::string(); };
     summary_rows += fmt::format(
         "<tr><td><a class=\"key\" href=\"#{0}\">{1}</a><div class=\"muted small\">{2} · {3} · {4}</div></td>"
         "<td class=\"num\">{5}</td><td class=\"num\">{6}</td><td class=\"num\">{7}</td><td class=\"num\">{8}</td>"
