@@ -1111,7 +1111,9 @@ __global__ void __launch_bounds__(THREADS, 1)
         }
         for (; kb + 1 < kb1; kb += 2) {  // whole pairs
           wait_full(0);
+#if !defined(CROQ_BS_LATEWAIT) || CROQ_BS_LATEWAIT == 0
           wait_full(1);
+#endif
           if constexpr (BS_SMEM) load_scales(even, kb, stage);
           // The odd block before (kb - 1, retired at the end of the last pair) is promoted before
           // the even block's WGMMAs are issued: promoted after them, ptxas of CUDA 13.0 waits for
@@ -1119,6 +1121,9 @@ __global__ void __launch_bounds__(THREADS, 1)
           // iteration).
           if (kb > kb0) promote(odd, acc2);
           const int s_even = issue(acc);
+#if defined(CROQ_BS_LATEWAIT) && CROQ_BS_LATEWAIT != 0
+          wait_full(0);  // trial: the odd block's stage waited for with the even block's WGMMAs running
+#endif
           load_scales(odd, kb + 1, stage);  // issue advanced stage to kb + 1's
           const int s_odd = issue(acc2);
           wgmma_wait<1>();
