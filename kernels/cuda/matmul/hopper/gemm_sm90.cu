@@ -352,6 +352,15 @@ __device__ __forceinline__ void with_column_offset(int offset, F&& f) {
   }
 }
 
+// f(integral_constant<int, J>) for J in [J0, U), at compile time.
+template <int J0, int U, class F>
+__device__ __forceinline__ void static_for(F&& f) {
+  if constexpr (J0 < U) {
+    f(std::integral_constant<int, J0>{});
+    static_for<J0 + 1, U>(f);
+  }
+}
+
 __device__ __forceinline__ uint32_t smem_u32(const void* p) {
   return static_cast<uint32_t>(__cvta_generic_to_shared(p));
 }
@@ -1106,14 +1115,54 @@ __global__ void __launch_bounds__(THREADS, 1)
         // free (after the promotion of the odd block before).
         // BS_SMEM: a block's scales are read from its stage's slot once the stage is waited for.
         int kb = kb0;
+#if defined(CROQ_BS_GROUP) && CROQ_BS_GROUP > 2
+        // Trial: groups of CROQ_BS_GROUP k blocks in straight-line code. Each block's stage is waited
+        // for, its WGMMAs issued, then the block before is promoted while they run; the group drains
+        // only at its end (no WGMMA across the loop's back-edge). The rest: pairs, then one block.
+        static_assert(BS_SMEM, "CROQ_BS_GROUP (trial): with CROQ_SCALE_STAGE=1");
+        auto group = [&](auto n) {
+          constexpr int U = decltype(n)::value;
+          int s_prev = 0;
+          static_for<0, U>([&](auto jc) {
+            constexpr int j = decltype(jc)::value;
+            wait_full(0);
+            int s;
+            if constexpr (j % 2 == 0) {
+              load_scales(even, kb + j, stage);
+              s = issue(acc);
+            } else {
+              load_scales(odd, kb + j, stage);
+              s = issue(acc2);
+            }
+            if constexpr (j > 0) {
+              wgmma_wait<1>();
+              release(s_prev);
+              if constexpr (j % 2 == 0) {
+                promote(odd, acc2);
+              } else {
+                promote(even, acc);
+              }
+            }
+            s_prev = s;
+          });
+          wgmma_wait<0>();
+          release(s_prev);
+          if constexpr ((U - 1) % 2 == 0) {
+            promote(even, acc);
+          } else {
+            promote(odd, acc2);
+          }
+        };
+        for (; kb + CROQ_BS_GROUP <= kb1; kb += CROQ_BS_GROUP) group(std::integral_constant<int, CROQ_BS_GROUP>{});
+        for (; kb + 2 <= kb1; kb += 2) group(std::integral_constant<int, 2>{});
+        if (kb < kb1) group(std::integral_constant<int, 1>{});
+#else
         if constexpr (!BS_SMEM) {
           if (kb < kb1) load_scales(even, kb, 0);
         }
         for (; kb + 1 < kb1; kb += 2) {  // whole pairs
           wait_full(0);
-#if !defined(CROQ_BS_LATEWAIT) || CROQ_BS_LATEWAIT == 0
           wait_full(1);
-#endif
           if constexpr (BS_SMEM) load_scales(even, kb, stage);
           // The odd block before (kb - 1, retired at the end of the last pair) is promoted before
           // the even block's WGMMAs are issued: promoted after them, ptxas of CUDA 13.0 waits for
@@ -1121,9 +1170,6 @@ __global__ void __launch_bounds__(THREADS, 1)
           // iteration).
           if (kb > kb0) promote(odd, acc2);
           const int s_even = issue(acc);
-#if defined(CROQ_BS_LATEWAIT) && CROQ_BS_LATEWAIT != 0
-          wait_full(0);  // trial: the odd block's stage waited for with the even block's WGMMAs running
-#endif
           load_scales(odd, kb + 1, stage);  // issue advanced stage to kb + 1's
           const int s_odd = issue(acc2);
           wgmma_wait<1>();
@@ -1142,6 +1188,7 @@ __global__ void __launch_bounds__(THREADS, 1)
           release(s_last);
           promote(even, acc);
         }
+#endif
       } else {
         if constexpr (BLOCKSCALE) {  // the drained kernel adds every block's scaled sums into pacc
 #pragma unroll
