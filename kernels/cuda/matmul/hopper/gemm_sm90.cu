@@ -62,6 +62,9 @@
  *   CROQ_SCALE_STAGE            the block-scaled kernel's scales: 0 read by each consumer thread
  *                               from global memory; 1 staged in shared memory with each stage by a
  *                               producer warp (cp.async), read with LDS
+ *   CROQ_BS_GROUP               the overlapped block-scaled kernel with staged scales: k blocks per
+ *                               straight-line group (default 8; 2 or less: the pair loop, as with
+ *                               scales read from global memory), its WGMMAs drained once per group
  *   CROQ_EPI_SLOTS              CROQ_EPILOGUE 1: chunk slots per consumer, 2 (a chunk is written
  *                               while the previous one is stored) or 1 (each chunk waits until the
  *                               previous store has read the slot; frees 8 KB a consumer)
@@ -179,6 +182,9 @@
 #endif
 #ifndef CROQ_SCALE_STAGE
 #define CROQ_SCALE_STAGE 0
+#endif
+#ifndef CROQ_BS_GROUP
+#define CROQ_BS_GROUP 8
 #endif
 #ifndef CROQ_PROMOTE_EVERY
 #define CROQ_PROMOTE_EVERY 1
@@ -1041,22 +1047,25 @@ __global__ void __launch_bounds__(THREADS, 1)
       };
       if constexpr (BS_OVERLAP) {
         // Even k blocks of the unit accumulate in acc, odd ones in acc2. A block's sums are promoted
-        // while the tensor cores run the next block: after issuing the odd block the consumer waits
-        // only for the even one (wgmma_wait<1>) and promotes it; the odd block is waited for at the
-        // end of the pair and promoted after the next even block's WGMMAs are issued. No WGMMA is in
-        // flight across the loop's back-edge: ptxas of CUDA 13.0 serializes every WGMMA of a
-        // function (warning C7514) where sums are read after a partial wait with a WGMMA group
-        // carried around a loop, and the tensor cores only wait between the pair's end and the
-        // next issue. The scales of a block are read before its WGMMAs are issued and kept in the
-        // set of that parity until its promotion.
+        // while the tensor cores run the next block: after issuing a block the consumer waits only
+        // for the one before (wgmma_wait<1>) and promotes it. With staged scales the unit runs in
+        // straight-line groups of CROQ_BS_GROUP blocks, drained at each group's end: one promotion
+        // in eight runs with no WGMMA of its consumer in flight (against one in two for pairs:
+        // +0.7 % at 8192^3, +0.8 to 1.2 % at 4096x7168x7168, docs/results/fp8-h200.md, 25th run).
+        // Otherwise it runs in pairs: the odd block is waited for at the end of the pair and
+        // promoted after the next even block's WGMMAs are issued. No WGMMA is in flight across the
+        // loop's back-edge: ptxas of CUDA 13.0 serializes every WGMMA of a function (warning C7514)
+        // where sums are read after a partial wait with a WGMMA group carried around a loop. The
+        // scales of a block are read before its WGMMAs are issued and kept in the set of that
+        // parity until its promotion.
         float s_lo[2][M_ATOMS], s_hi[2][M_ATOMS], s_b[2][NQ];
         auto load_scales = [&](auto set, int kb, int s) {  // s: kb's stage (read only with BS_SMEM)
           constexpr int W = decltype(set)::value;
           load_block_scales(kb, s, s_lo[W], s_hi[W], s_b[W]);
         };
-        // Waits for the stage of the block ahead (offset 0 or 1): the pair's two stages are waited
-        // for before its first WGMMA, as a spinning wait with a WGMMA group in flight makes ptxas
-        // wait for that group before the promotion (warning C7517).
+        // Waits for the stage of the block ahead (offset 0 or 1). The pair loop waits for both of
+        // its stages before its first WGMMA (waiting for the odd one after issuing the even block
+        // compiles apart from the WGMMAs with CUDA 13.0 but was no faster: 24th run).
         auto wait_full = [&](int ahead) {
           const int s = stage + ahead;
           mbar_wait(full_bar(s < STAGES ? s : s - STAGES), s < STAGES ? phase : phase ^ 1);
@@ -1115,11 +1124,12 @@ __global__ void __launch_bounds__(THREADS, 1)
         // free (after the promotion of the odd block before).
         // BS_SMEM: a block's scales are read from its stage's slot once the stage is waited for.
         int kb = kb0;
-#if defined(CROQ_BS_GROUP) && CROQ_BS_GROUP > 2
-        // Trial: groups of CROQ_BS_GROUP k blocks in straight-line code. Each block's stage is waited
-        // for, its WGMMAs issued, then the block before is promoted while they run; the group drains
-        // only at its end (no WGMMA across the loop's back-edge). The rest: pairs, then one block.
-        static_assert(BS_SMEM, "CROQ_BS_GROUP (trial): with CROQ_SCALE_STAGE=1");
+#if CROQ_BS_GROUP > 2 && CROQ_SCALE_STAGE != 0
+        // Groups of CROQ_BS_GROUP k blocks in straight-line code: each block's stage is waited for
+        // (with the block before still running: ptxas keeps that spinning wait apart from the
+        // WGMMAs in straight-line code), its scales read and its WGMMAs issued, then the block before
+        // is promoted while they run; the group drains only at its end (no WGMMA across the loop's
+        // back-edge). The rest of the unit: pairs, then one block.
         auto group = [&](auto n) {
           constexpr int U = decltype(n)::value;
           int s_prev = 0;
