@@ -1050,8 +1050,8 @@ __global__ void __launch_bounds__(THREADS, 1)
         // while the tensor cores run the next block: after issuing a block the consumer waits only
         // for the one before (wgmma_wait<1>) and promotes it. With staged scales the unit runs in
         // straight-line groups of CROQ_BS_GROUP blocks, drained at each group's end: one promotion
-        // in eight runs with no WGMMA of its consumer in flight (against one in two for pairs:
-        // +0.7 % at 8192^3, +0.8 to 1.2 % at 4096x7168x7168, docs/results/fp8-h200.md, 25th run).
+        // in eight runs with no WGMMA of its consumer in flight, against one in two for pairs
+        // (0.7 to 1.2 % faster; docs/fp8.md).
         // Otherwise it runs in pairs: the odd block is waited for at the end of the pair and
         // promoted after the next even block's WGMMAs are issued. No WGMMA is in flight across the
         // loop's back-edge: ptxas of CUDA 13.0 serializes every WGMMA of a function (warning C7514)
@@ -1065,7 +1065,7 @@ __global__ void __launch_bounds__(THREADS, 1)
         };
         // Waits for the stage of the block ahead (offset 0 or 1). The pair loop waits for both of
         // its stages before its first WGMMA (waiting for the odd one after issuing the even block
-        // compiles apart from the WGMMAs with CUDA 13.0 but was no faster: 24th run).
+        // compiles apart from the WGMMAs with CUDA 13.0 but was no faster; docs/fp8.md).
         auto wait_full = [&](int ahead) {
           const int s = stage + ahead;
           mbar_wait(full_bar(s < STAGES ? s : s - STAGES), s < STAGES ? phase : phase ^ 1);
