@@ -75,6 +75,12 @@ json opt_num(const std::optional<T>& v) {
 
 double tflops_of(double flops, double ms) { return ms > 0 ? flops / (ms * 1e-3) / 1e12 : 0.0; }
 
+std::string cpu_shared_warning(double share) {
+  return fmt::format("the runner waited for a CPU {:.0f} % of its launches' time: other work shared the CPU, so the "
+                     "figures may be low; measure again on a quieter machine",
+                     share * 100);
+}
+
 json ToleranceSpec::to_json() const {
   json j = {{"base_tol", base_tol}, {"rel_tol", rel_tol}, {"normwise", normwise}, {"rule", rule}};
   if (mag_tol > 0) j["mag_tol"] = mag_tol;
@@ -113,6 +119,7 @@ json Measurement::to_json() const {
                  {"clock_samples", device.clock_samples},
                  {"limited_samples", device.limited_samples},
                  {"other_processes", opt_num(device.other_processes)},
+                 {"cpu_wait_share", opt_num(device.cpu_wait_share)},
                  {"sm_count", device.sm_count},
                  {"l2_bytes", device.l2_bytes},
                  {"peak_tflops", device.peak_tflops},
@@ -271,6 +278,7 @@ std::optional<Measurement> Measurement::from_json(const json& j, std::string* wh
     m.device.clock_samples = static_cast<int>(read_int(d, "clock_samples"));
     m.device.limited_samples = static_cast<int>(read_int(d, "limited_samples"));
     if (auto v = read_number(d, "other_processes")) m.device.other_processes = static_cast<int>(*v);
+    m.device.cpu_wait_share = read_number(d, "cpu_wait_share");
     m.device.sm_count = static_cast<int>(read_int(d, "sm_count"));
     m.device.l2_bytes = read_int(d, "l2_bytes");
     m.device.peak_tflops = read_number(d, "peak_tflops").value_or(0);

@@ -118,6 +118,11 @@ struct DeviceFacts {
   // sample during the timed section (null when it could not tell): another process running while
   // the timing ran, even one that came and went between croq's checks before and after.
   std::optional<int> other_processes;
+  // The cpp backend: the share of its launches' time that the runner's thread spent waiting for a
+  // CPU while runnable (Linux schedstat: run-queue delay against run time plus delay), null where
+  // the launches took under 10 ms in all or the kernel does not keep the figures. Another process
+  // on the CPU the candidate runs on shows here; above k_cpu_shared_share it flags cpu_shared.
+  std::optional<double> cpu_wait_share;
   int sm_count = 0;
   int64_t l2_bytes = 0;
   double peak_tflops = 0;               // for this problem's dtype (0: unknown)
@@ -188,6 +193,14 @@ struct Measurement {
 
 // The flag a contended measurement carries.
 inline constexpr const char* k_contended_flag = "contended";
+// The flag of a cpp-backend measurement whose runner waited for a CPU more than
+// k_cpu_shared_share of its launches' time (device.cpu_wait_share): other work shared the CPU, so
+// its figures may be low. A flag and a warning only: on a CI machine that runs tests side by side
+// every measurement would be refused, and the cpp backend's figures are the loop's, not evidence.
+inline constexpr const char* k_cpu_shared_flag = "cpu_shared";
+inline constexpr double k_cpu_shared_share = 0.10;
+// What the flag means, with the share: "the runner waited for a CPU 43 % of its launches' time ...".
+std::string cpu_shared_warning(double share);
 // The flag of a measurement whose launch waited for the stream the runner held (the candidate
 // synchronises inside croq_matmul): timed without holding the stream; refused in an enforced task.
 inline constexpr const char* k_launch_waits_flag = "launch_waits";

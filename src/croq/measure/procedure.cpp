@@ -89,6 +89,11 @@ class Procedure {
     m_m.device.clock_samples = after.clock_samples;
     m_m.device.limited_samples = after.limited_samples;
     m_m.device.other_processes = after.other_processes;
+    m_m.device.cpu_wait_share = after.cpu_wait_share;
+    if (after.cpu_wait_share && *after.cpu_wait_share > k_cpu_shared_share) {
+      m_m.flags.push_back(k_cpu_shared_flag);
+      m_m.warnings.push_back(cpu_shared_warning(*after.cpu_wait_share));
+    }
     if (m_opt.mode != RunMode::profile) m_m.verification.timed_checked = m_timed_checked;
     return m_m;
   }
