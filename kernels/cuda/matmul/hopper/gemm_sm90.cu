@@ -1137,6 +1137,12 @@ __global__ void __launch_bounds__(THREADS, 1)
             constexpr int j = decltype(jc)::value;
             wait_full(0);
             int s;
+#if defined(CROQ_BS_ALTERNATE) && CROQ_BS_ALTERNATE != 0
+            // Trial: the consumers issue their blocks in turns (a named barrier of both warpgroups,
+            // the first consumer arriving before it issues, the second after), so that the tensor
+            // cores take the two consumers' blocks alternately.
+            if (cw == 0) named_barrier(CROQ_CONSUMERS + 1, 256);
+#endif
             if constexpr (j % 2 == 0) {
               load_scales(even, kb + j, stage);
               s = issue(acc);
@@ -1144,6 +1150,9 @@ __global__ void __launch_bounds__(THREADS, 1)
               load_scales(odd, kb + j, stage);
               s = issue(acc2);
             }
+#if defined(CROQ_BS_ALTERNATE) && CROQ_BS_ALTERNATE != 0
+            if (cw == 1) named_barrier(CROQ_CONSUMERS + 1, 256);
+#endif
             if constexpr (j > 0) {
               wgmma_wait<1>();
               release(s_prev);
