@@ -65,6 +65,9 @@
  *   CROQ_BS_GROUP               the overlapped block-scaled kernel with staged scales: k blocks per
  *                               straight-line group (default 8; 2 or less: the pair loop, as with
  *                               scales read from global memory), its WGMMAs drained once per group
+ *   CROQ_BS_TURNS               in those groups, with two cooperative consumers: 1 (default) the
+ *                               consumers issue their blocks in turns (a named barrier of both), 0
+ *                               each issues as soon as it is ready
  *   CROQ_EPI_SLOTS              CROQ_EPILOGUE 1: chunk slots per consumer, 2 (a chunk is written
  *                               while the previous one is stored) or 1 (each chunk waits until the
  *                               previous store has read the slot; frees 8 KB a consumer)
@@ -186,6 +189,9 @@
 #ifndef CROQ_BS_GROUP
 #define CROQ_BS_GROUP 8
 #endif
+#ifndef CROQ_BS_TURNS
+#define CROQ_BS_TURNS 1
+#endif
 #ifndef CROQ_PROMOTE_EVERY
 #define CROQ_PROMOTE_EVERY 1
 #endif
@@ -293,6 +299,12 @@ static_assert(!BLOCKSCALE || (EB == 1 && BK == 128 && (CROQ_DTYPES & 16) == 0),
 // so the tensor cores run one k block's WGMMAs while the consumer promotes the block before (scales
 // applied, added into the f32 sums); with 0 each stage's WGMMAs are drained before the promotion.
 constexpr bool BS_OVERLAP = BLOCKSCALE && CROQ_MMA_DEPTH == 1;
+// CROQ_BS_TURNS: in the groups of k blocks (CROQ_BS_GROUP) the two cooperative consumers issue each
+// block in turns, the first arriving at a named barrier of both warpgroups before it issues, the
+// second after, so the tensor cores take the two consumers' blocks alternately rather than two
+// blocks of one consumer back to back. Both consumers work on the same units, so their arrivals match.
+constexpr bool BS_TURNS = CROQ_BS_TURNS != 0 && CROQ_CONSUMERS == 2 && CROQ_PINGPONG == 0;
+constexpr int BS_TURNS_BAR = CROQ_CONSUMERS + 1;  // after the consumers' own barriers (1 + cw)
 constexpr int ACC_SETS = BS_OVERLAP ? 3 : PROMOTE ? 2 : 1;  // WGMMA sums (one or two sets), promoted sums
 // f32 accumulators a consumer thread may hold without spilling (ptxas of CUDA 13.0, every variant
 // of the template; the split-K reduction needs a few registers more, stream-K's work cursor more).
@@ -1051,7 +1063,8 @@ __global__ void __launch_bounds__(THREADS, 1)
         // for the one before (wgmma_wait<1>) and promotes it. With staged scales the unit runs in
         // straight-line groups of CROQ_BS_GROUP blocks, drained at each group's end: one promotion
         // in eight runs with no WGMMA of its consumer in flight, against one in two for pairs
-        // (0.7 to 1.2 % faster; docs/fp8.md).
+        // (0.7 to 1.2 % faster), and the two consumers issue in turns (CROQ_BS_TURNS, 1 % more;
+        // docs/fp8.md).
         // Otherwise it runs in pairs: the odd block is waited for at the end of the pair and
         // promoted after the next even block's WGMMAs are issued. No WGMMA is in flight across the
         // loop's back-edge: ptxas of CUDA 13.0 serializes every WGMMA of a function (warning C7514)
@@ -1137,12 +1150,9 @@ __global__ void __launch_bounds__(THREADS, 1)
             constexpr int j = decltype(jc)::value;
             wait_full(0);
             int s;
-#if defined(CROQ_BS_ALTERNATE) && CROQ_BS_ALTERNATE != 0
-            // Trial: the consumers issue their blocks in turns (a named barrier of both warpgroups,
-            // the first consumer arriving before it issues, the second after), so that the tensor
-            // cores take the two consumers' blocks alternately.
-            if (cw == 0) named_barrier(CROQ_CONSUMERS + 1, 256);
-#endif
+            if constexpr (BS_TURNS) {
+              if (cw == 0) named_barrier(BS_TURNS_BAR, 256);
+            }
             if constexpr (j % 2 == 0) {
               load_scales(even, kb + j, stage);
               s = issue(acc);
@@ -1150,9 +1160,9 @@ __global__ void __launch_bounds__(THREADS, 1)
               load_scales(odd, kb + j, stage);
               s = issue(acc2);
             }
-#if defined(CROQ_BS_ALTERNATE) && CROQ_BS_ALTERNATE != 0
-            if (cw == 1) named_barrier(CROQ_CONSUMERS + 1, 256);
-#endif
+            if constexpr (BS_TURNS) {
+              if (cw == 1) named_barrier(BS_TURNS_BAR, 256);
+            }
             if constexpr (j > 0) {
               wgmma_wait<1>();
               release(s_prev);
