@@ -395,7 +395,9 @@ const std::vector<VerbSpec>& verbs() {
        "utilization, clock limits; the runner's own NVML samples): croq waits, holding the lease, up to "
        "`--idle-timeout` (60 s) for the device to be idle; a device still shared then, or shared after, makes the "
        "measurement contended (`contended: true`, flag `contended`, the `contention` record with the processes): "
-       "shown, but store-round and decide refuse it as evidence. "
+       "shown, but store-round and decide refuse it as evidence. On the CPU (cpp) the runner records how long "
+       "it waited for a CPU during its launches (`device.cpu_wait_share`); above 10 % the measurement is "
+       "flagged `cpu_shared` with a warning (kept, not refused). "
        "Exit 0 for PASS, 8 for any other verdict, 7 without a device, 6 when the lease was not free in "
        "time or the PASS is contended.",
        setup_measure},
