@@ -3,8 +3,9 @@
 --print-source sass`, as bench/gpu/fp8_bs_profile.sh writes it): every instruction executed at least
 MIN times (default: a quarter of the most executed one's count), with its share of the warp stall
 samples; runs of FFMA are folded into one line. For reading where a kernel waits, side by side with
-another's.
-    python3 bench/gpu/sass_loop.py KERNEL-sass.csv [MIN]"""
+another's. With FIRST:LAST instead of MIN, the lines FIRST to LAST whatever their counts: straight-line
+code whose lines each run once per group (the block-scaled kernel's groups of k blocks).
+    python3 bench/gpu/sass_loop.py KERNEL-sass.csv [MIN | FIRST:LAST]"""
 import csv
 import sys
 
@@ -21,11 +22,19 @@ def main():
         except (ValueError, IndexError):
             pass
     total = sum(s for _, s, _ in lines) or 1
-    floor = int(sys.argv[2]) if len(sys.argv) > 2 else max(e for _, _, e in lines) // 4
-    print(f"# {sys.argv[1].rsplit('/', 1)[-1]}: instructions executed >= {floor}; stall samples in all: {total}")
+    name = sys.argv[1].rsplit("/", 1)[-1]
+    arg = sys.argv[2] if len(sys.argv) > 2 else ""
+    if ":" in arg:
+        first, last = (int(x) for x in arg.split(":"))
+        shown = lambda i, e: first <= i <= last  # noqa: E731
+        print(f"# {name}: lines {first} to {last}; stall samples in all: {total}")
+    else:
+        floor = int(arg) if arg else max(e for _, _, e in lines) // 4
+        shown = lambda i, e: e >= floor  # noqa: E731
+        print(f"# {name}: instructions executed >= {floor}; stall samples in all: {total}")
     run = None  # (count, samples) of a run of FFMA
     for i, (src, s, e) in enumerate(lines):
-        if e < floor:
+        if not shown(i, e):
             continue
         if src.startswith("FFMA"):
             run = (run[0] + 1, run[1] + s) if run else (1, s)

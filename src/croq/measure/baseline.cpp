@@ -142,7 +142,7 @@ json baseline_warnings(const Measurement& m, double cv_target) {
                                                 "machine (croq baseline --force)",
                                                 spread * 100, cv_target * 100)}});
   }
-  if (m.device.cpu_wait_share && *m.device.cpu_wait_share > k_cpu_shared_share) {
+  if (m.cpu_shared()) {
     warnings.push_back({{"flag", k_cpu_shared_flag}, {"message", "measuring the baseline, " + cpu_shared_warning(*m.device.cpu_wait_share)}});
   }
   if (m.device.peak_tflops > 0 && m.tflops && *m.tflops < 0.01 * m.device.peak_tflops) {

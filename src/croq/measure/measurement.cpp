@@ -185,6 +185,10 @@ json Measurement::to_json() const {
   return j;
 }
 
+bool Measurement::cpu_shared() const {
+  return device.cpu_wait_share && std::find(flags.begin(), flags.end(), k_cpu_shared_flag) != flags.end();
+}
+
 bool Measurement::contended() const {
   if (std::find(flags.begin(), flags.end(), k_contended_flag) != flags.end()) return true;
   return contention.is_object() && contention.contains("contended") && contention["contended"].is_boolean() &&

@@ -187,6 +187,8 @@ struct Measurement {
   bool passed() const { return verdict == Verdict::PASS; }
   // The GPU was shared while this was measured (the flag, or the contention object says so).
   bool contended() const;
+  // The cpp runner waited for a CPU above k_cpu_shared_share of its launches' time (flag cpu_shared).
+  bool cpu_shared() const;
   // Why (the contention's reasons, joined), "" when not contended.
   std::string contention_reason() const;
 };

@@ -82,9 +82,7 @@ std::string measurement_summary_line(const Measurement& m, const std::string& na
                        format_rate(m.tflops.value_or(0)), format_ms(m.timing->median_ms), m.timing->cv * 100, robust,
                        m.timing->reps,
                        m.source, m.flags.empty() ? "" : " flags: " + fmt::format("{}", fmt::join(m.flags, ",")))
-        + (m.device.cpu_wait_share && *m.device.cpu_wait_share > k_cpu_shared_share
-               ? " (" + cpu_shared_warning(*m.device.cpu_wait_share) + ")"
-               : std::string());
+        + (m.cpu_shared() ? " (" + cpu_shared_warning(*m.device.cpu_wait_share) + ")" : std::string());
   }
   return fmt::format("{}: {} ({}) {}", name, verdict_name(m.verdict), m.reason, m.detail);
 }
