@@ -68,6 +68,9 @@
  *   CROQ_BS_TURNS               in those groups, with two cooperative consumers: 1 (default) the
  *                               consumers issue their blocks in turns (a named barrier of both), 0
  *                               each issues as soon as it is ready
+ *   CROQ_BS_EPI_OVERLAP         in those groups, with the TMA epilogue: 1 stores a tile's C while the
+ *                               next tile's first k block runs (the promoted sums kept until then),
+ *                               0 (default) stores it before the next tile starts
  *   CROQ_EPI_SLOTS              CROQ_EPILOGUE 1: chunk slots per consumer, 2 (a chunk is written
  *                               while the previous one is stored) or 1 (each chunk waits until the
  *                               previous store has read the slot; frees 8 KB a consumer)
@@ -192,6 +195,9 @@
 #ifndef CROQ_BS_TURNS
 #define CROQ_BS_TURNS 1
 #endif
+#ifndef CROQ_BS_EPI_OVERLAP
+#define CROQ_BS_EPI_OVERLAP 0
+#endif
 #ifndef CROQ_PROMOTE_EVERY
 #define CROQ_PROMOTE_EVERY 1
 #endif
@@ -305,6 +311,16 @@ constexpr bool BS_OVERLAP = BLOCKSCALE && CROQ_MMA_DEPTH == 1;
 // blocks of one consumer back to back. Both consumers work on the same units, so their arrivals match.
 constexpr bool BS_TURNS = CROQ_BS_TURNS != 0 && CROQ_CONSUMERS == 2 && CROQ_PINGPONG == 0;
 constexpr int BS_TURNS_BAR = CROQ_CONSUMERS + 1;  // after the consumers' own barriers (1 + cw)
+// CROQ_BS_EPI_OVERLAP: the groups' consumers store a tile's C from its promoted sums after issuing the
+// next tile's first k block, so that the tensor cores run that block during the epilogue. Nothing is in
+// flight across the tile loop's back-edge: the last group of a tile drains, and the promoted sums (not
+// WGMMA registers) wait for the next tile's first group, or for the end of the CTA's work.
+constexpr bool BS_EPI_OVERLAP = CROQ_BS_EPI_OVERLAP != 0 && BS_OVERLAP && CROQ_BS_GROUP > 2 &&
+                                CROQ_SCALE_STAGE != 0 && CROQ_EPILOGUE == 1 && CROQ_SPLIT_K == 1 &&
+                                CROQ_STREAM_K == 0 && CROQ_PINGPONG == 0;
+static_assert(CROQ_BS_EPI_OVERLAP == 0 || BS_EPI_OVERLAP,
+              "CROQ_BS_EPI_OVERLAP: the overlapped block-scaled groups (MMA_DEPTH 1, SCALE_STAGE 1, BS_GROUP > 2) "
+              "with the TMA epilogue, no split-K, stream-K or ping-pong");
 constexpr int ACC_SETS = BS_OVERLAP ? 3 : PROMOTE ? 2 : 1;  // WGMMA sums (one or two sets), promoted sums
 // f32 accumulators a consumer thread may hold without spilling (ptxas of CUDA 13.0, every variant
 // of the template; the split-K reduction needs a few registers more, stream-K's work cursor more).
@@ -1001,6 +1017,57 @@ __global__ void __launch_bounds__(THREADS, 1)
     int local = 0;                  // index of the work unit among this CTA's units
     [[maybe_unused]] long long pos = 0;  // PINGPONG: ring position of the next unit's first k block
     [[maybe_unused]] int slot = 0;  // epilogue slot, alternating across chunks and tiles (EPILOGUE 1)
+#if CROQ_EPILOGUE == 1
+    // Chunks of 64 rows x EPI_COLS columns (128-byte rows when BN allows) through two swizzled
+    // slots per consumer; thread 0 of the warpgroup issues the TMA store of a chunk and, before a
+    // slot is rewritten, waits until the store that last read it is done reading. src: this
+    // consumer's sums of the tile at (tm0, tn0).
+    auto store_c = [&](auto& src, int tm0, int tn0, int r0) {
+      constexpr int EPI_COLS = epi_cols<TOut>();
+      constexpr int PITCH = EPI_COLS * static_cast<int>(sizeof(TOut));  // 128 or 64 bytes
+#pragma unroll
+      for (int ma = 0; ma < M_ATOMS; ++ma) {
+#pragma unroll
+        for (int ch = 0; ch < BN / EPI_COLS; ++ch) {
+          const uint32_t buf = epi_base + (cw * EPI_SLOTS + slot) * EPI_SLOT_BYTES;
+          if (tid == 0) bulk_wait_read<EPI_SLOTS - 1>();
+          named_barrier(1 + cw, 128);
+          if constexpr (sizeof(TOut) == 4) {
+#pragma unroll
+            for (int jj = 0; jj < EPI_COLS / 8; ++jj) {
+              const int j = ch * (EPI_COLS / 8) + jj;
+              const int r = warp * 16 + lane / 4;
+              const uint32_t cb = (jj * 8 + (lane % 4) * 2) * 4;
+              st_shared_v2(buf + swizzled<PITCH>(r * PITCH + cb), src[ma][4 * j], src[ma][4 * j + 1]);
+              st_shared_v2(buf + swizzled<PITCH>((r + 8) * PITCH + cb), src[ma][4 * j + 2], src[ma][4 * j + 3]);
+            }
+          } else {
+#pragma unroll
+            for (int jp = 0; jp < EPI_COLS / 16; ++jp) {
+              const int j0 = ch * (EPI_COLS / 8) + jp * 2;
+              const int q = lane / 8;
+              const int r = warp * 16 + (q % 2) * 8 + lane % 8;
+              const uint32_t cb = (jp * 2 + q / 2) * 16;
+              stmatrix_x4(buf + swizzled<PITCH>(r * PITCH + cb),
+                          pack2<TOut>(src[ma][4 * j0], src[ma][4 * j0 + 1]),
+                          pack2<TOut>(src[ma][4 * j0 + 2], src[ma][4 * j0 + 3]),
+                          pack2<TOut>(src[ma][4 * j0 + 4], src[ma][4 * j0 + 5]),
+                          pack2<TOut>(src[ma][4 * j0 + 6], src[ma][4 * j0 + 7]));
+            }
+          }
+          fence_proxy_async_smem();
+          named_barrier(1 + cw, 128);
+          if (tid == 0) {
+            tma_store(&tm_c, buf, tn0 + ch * EPI_COLS, tm0 + r0 + ma * 64);
+            bulk_commit();
+          }
+          slot = EPI_SLOTS == 2 ? slot ^ 1 : 0;
+        }
+      }
+    };
+#endif
+    // BS_EPI_OVERLAP: the tile whose C is still to be stored from pacc (m0 < 0: none).
+    [[maybe_unused]] int pend_m0 = -1, pend_n0 = 0;
     Work wk;
     for (long long cur = work_start(cluster_id, num_clusters, p); work_at(cur, cluster_id, num_clusters, p, wk);
          cur = wk.next, ++local) {
@@ -1129,10 +1196,17 @@ __global__ void __launch_bounds__(THREADS, 1)
         };
         constexpr std::integral_constant<int, 0> even{};
         constexpr std::integral_constant<int, 1> odd{};
+        // The promoted sums start at zero; with BS_EPI_OVERLAP once the tile before is stored.
+        auto start_sums = [&] {
+          if constexpr (BS_EPI_OVERLAP) {
+            if (pend_m0 >= 0) store_c(pacc, pend_m0, pend_n0, row0);
+          }
 #pragma unroll
-        for (int ma = 0; ma < M_ATOMS; ++ma)
+          for (int ma = 0; ma < M_ATOMS; ++ma)
 #pragma unroll
-          for (int i = 0; i < BN / 2; ++i) pacc[ma][i] = 0.f;
+            for (int i = 0; i < BN / 2; ++i) pacc[ma][i] = 0.f;
+        };
+        if constexpr (!BS_EPI_OVERLAP) start_sums();
         // The scales of an even block are read a pair ahead, those of an odd block when its set is
         // free (after the promotion of the odd block before).
         // BS_SMEM: a block's scales are read from its stage's slot once the stage is waited for.
@@ -1143,7 +1217,9 @@ __global__ void __launch_bounds__(THREADS, 1)
         // WGMMAs in straight-line code), its scales read and its WGMMAs issued, then the block before
         // is promoted while they run; the group drains only at its end (no WGMMA across the loop's
         // back-edge). The rest of the unit: pairs, then one block.
-        auto group = [&](auto n) {
+        // first: the tile's first group, which (BS_EPI_OVERLAP) stores the tile before once its first
+        // block is issued.
+        auto group = [&](auto n, auto first) {
           constexpr int U = decltype(n)::value;
           int s_prev = 0;
           static_for<0, U>([&](auto jc) {
@@ -1163,6 +1239,7 @@ __global__ void __launch_bounds__(THREADS, 1)
             if constexpr (BS_TURNS) {
               if (cw == 1) named_barrier(BS_TURNS_BAR, 256);
             }
+            if constexpr (BS_EPI_OVERLAP && decltype(first)::value && j == 0) start_sums();
             if constexpr (j > 0) {
               wgmma_wait<1>();
               release(s_prev);
@@ -1182,9 +1259,29 @@ __global__ void __launch_bounds__(THREADS, 1)
             promote(odd, acc2);
           }
         };
-        for (; kb + CROQ_BS_GROUP <= kb1; kb += CROQ_BS_GROUP) group(std::integral_constant<int, CROQ_BS_GROUP>{});
-        for (; kb + 2 <= kb1; kb += 2) group(std::integral_constant<int, 2>{});
-        if (kb < kb1) group(std::integral_constant<int, 1>{});
+        constexpr std::true_type tile_first{};
+        constexpr std::false_type later{};
+        if constexpr (BS_EPI_OVERLAP) {  // the tile's first group peeled
+          if (kb + CROQ_BS_GROUP <= kb1) {
+            group(std::integral_constant<int, CROQ_BS_GROUP>{}, tile_first);
+            kb += CROQ_BS_GROUP;
+          } else if (kb + 2 <= kb1) {
+            group(std::integral_constant<int, 2>{}, tile_first);
+            kb += 2;
+          } else if (kb < kb1) {
+            group(std::integral_constant<int, 1>{}, tile_first);
+            kb += 1;
+          } else {
+            start_sums();  // no k block: the tile's sums are zero
+          }
+        }
+        for (; kb + CROQ_BS_GROUP <= kb1; kb += CROQ_BS_GROUP) group(std::integral_constant<int, CROQ_BS_GROUP>{}, later);
+        for (; kb + 2 <= kb1; kb += 2) group(std::integral_constant<int, 2>{}, later);
+        if (kb < kb1) group(std::integral_constant<int, 1>{}, later);
+        if constexpr (BS_EPI_OVERLAP) {  // C is stored from pacc during the next tile's first block
+          pend_m0 = m0;
+          pend_n0 = n0;
+        }
 #else
         if constexpr (!BS_SMEM) {
           if (kb < kb1) load_scales(even, kb, 0);
@@ -1331,21 +1428,23 @@ __global__ void __launch_bounds__(THREADS, 1)
         if (kb1 > kb0) release(prev_stage);
       }
 #endif
+      if constexpr (!BS_EPI_OVERLAP) {  // BS_EPI_OVERLAP stores pacc during the next tile
 #pragma unroll
-      for (int ma = 0; ma < M_ATOMS; ++ma) fence_acc(acc[ma]);
-      if constexpr (PROMOTE) {
-        if (kb1 > kb0) {
+        for (int ma = 0; ma < M_ATOMS; ++ma) fence_acc(acc[ma]);
+        if constexpr (PROMOTE) {
+          if (kb1 > kb0) {
+#pragma unroll
+            for (int ma = 0; ma < M_ATOMS; ++ma)
+#pragma unroll
+              for (int i = 0; i < BN / 2; ++i) acc[ma][i] = pacc[ma][i];
+          }
+        }
+        if (kb1 <= kb0) {
 #pragma unroll
           for (int ma = 0; ma < M_ATOMS; ++ma)
 #pragma unroll
-            for (int i = 0; i < BN / 2; ++i) acc[ma][i] = pacc[ma][i];
+            for (int i = 0; i < BN / 2; ++i) acc[ma][i] = 0.f;
         }
-      }
-      if (kb1 <= kb0) {
-#pragma unroll
-        for (int ma = 0; ma < M_ATOMS; ++ma)
-#pragma unroll
-          for (int i = 0; i < BN / 2; ++i) acc[ma][i] = 0.f;
       }
 
       // ------------------------------- split-K reduction -------------------------------
@@ -1448,53 +1547,13 @@ __global__ void __launch_bounds__(THREADS, 1)
         }
       }
 #else
-      // Chunks of 64 rows x EPI_COLS columns (128-byte rows when BN allows) through two swizzled
-      // slots per consumer; thread 0 of the warpgroup issues the TMA store of a chunk and, before a
-      // slot is rewritten, waits until the store that last read it is done reading.
-      constexpr int EPI_COLS = epi_cols<TOut>();
-      constexpr int PITCH = EPI_COLS * static_cast<int>(sizeof(TOut));  // 128 or 64 bytes
-#pragma unroll
-      for (int ma = 0; ma < M_ATOMS; ++ma) {
-#pragma unroll
-        for (int ch = 0; ch < BN / EPI_COLS; ++ch) {
-          const uint32_t buf = epi_base + (cw * EPI_SLOTS + slot) * EPI_SLOT_BYTES;
-          if (tid == 0) bulk_wait_read<EPI_SLOTS - 1>();
-          named_barrier(1 + cw, 128);
-          if constexpr (sizeof(TOut) == 4) {
-#pragma unroll
-            for (int jj = 0; jj < EPI_COLS / 8; ++jj) {
-              const int j = ch * (EPI_COLS / 8) + jj;
-              const int r = warp * 16 + lane / 4;
-              const uint32_t cb = (jj * 8 + (lane % 4) * 2) * 4;
-              st_shared_v2(buf + swizzled<PITCH>(r * PITCH + cb), acc[ma][4 * j], acc[ma][4 * j + 1]);
-              st_shared_v2(buf + swizzled<PITCH>((r + 8) * PITCH + cb), acc[ma][4 * j + 2], acc[ma][4 * j + 3]);
-            }
-          } else {
-#pragma unroll
-            for (int jp = 0; jp < EPI_COLS / 16; ++jp) {
-              const int j0 = ch * (EPI_COLS / 8) + jp * 2;
-              const int q = lane / 8;
-              const int r = warp * 16 + (q % 2) * 8 + lane % 8;
-              const uint32_t cb = (jp * 2 + q / 2) * 16;
-              stmatrix_x4(buf + swizzled<PITCH>(r * PITCH + cb),
-                          pack2<TOut>(acc[ma][4 * j0], acc[ma][4 * j0 + 1]),
-                          pack2<TOut>(acc[ma][4 * j0 + 2], acc[ma][4 * j0 + 3]),
-                          pack2<TOut>(acc[ma][4 * j0 + 4], acc[ma][4 * j0 + 5]),
-                          pack2<TOut>(acc[ma][4 * j0 + 6], acc[ma][4 * j0 + 7]));
-            }
-          }
-          fence_proxy_async_smem();
-          named_barrier(1 + cw, 128);
-          if (tid == 0) {
-            tma_store(&tm_c, buf, n0 + ch * EPI_COLS, m0 + row0 + ma * 64);
-            bulk_commit();
-          }
-          slot = EPI_SLOTS == 2 ? slot ^ 1 : 0;
-        }
-      }
+      if constexpr (!BS_EPI_OVERLAP) store_c(acc, m0, n0, row0);
 #endif
     }
 #if CROQ_EPILOGUE == 1
+    if constexpr (BS_EPI_OVERLAP) {
+      if (pend_m0 >= 0) store_c(pacc, pend_m0, pend_n0, cw * WG_M);
+    }
     if (tid == 0) bulk_wait_all();
 #endif
   }
