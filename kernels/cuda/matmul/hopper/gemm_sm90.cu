@@ -1017,8 +1017,7 @@ __global__ void __launch_bounds__(THREADS, 1)
     int local = 0;                  // index of the work unit among this CTA's units
     [[maybe_unused]] long long pos = 0;  // PINGPONG: ring position of the next unit's first k block
     [[maybe_unused]] int slot = 0;  // epilogue slot, alternating across chunks and tiles (EPILOGUE 1)
-#if CROQ_EPILOGUE == 1
-    // Chunks of 64 rows x EPI_COLS columns (128-byte rows when BN allows) through two swizzled
+    // CROQ_EPILOGUE 1: chunks of 64 rows x EPI_COLS columns (128-byte rows when BN allows) through two swizzled
     // slots per consumer; thread 0 of the warpgroup issues the TMA store of a chunk and, before a
     // slot is rewritten, waits until the store that last read it is done reading. src: this
     // consumer's sums of the tile at (tm0, tn0).
@@ -1065,7 +1064,6 @@ __global__ void __launch_bounds__(THREADS, 1)
         }
       }
     };
-#endif
     // BS_EPI_OVERLAP: the tile whose C is still to be stored from pacc (m0 < 0: none).
     [[maybe_unused]] int pend_m0 = -1, pend_n0 = 0;
     Work wk;
