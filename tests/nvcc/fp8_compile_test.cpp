@@ -250,6 +250,42 @@ TEST(Fp8TemplateCompiles, OverlappedBlockScaledPromotionCompilesWithoutSpills) {
   }
 }
 
+// The trial that stores a tile's C while the next tile's first k block runs (CROQ_BS_EPI_OVERLAP, off by
+// default: +0.5 % at 8192^3 on an H100, docs/results/fp8-h200.md, thirtieth run) builds from the family's
+// default without spills or serialized WGMMAs. Each tile's first group is peeled, so that no WGMMA is in
+// flight across a back-edge: the partial waits of a group of eight and of a pair twice (16, the default 8),
+// and C stored from the promoted sums in each peeled group (of eight, two, one), in a tile without k blocks
+// and after the CTA's last tile: five stores of two chunks each where the default has one. With the
+// register epilogue the template refuses it.
+TEST(Fp8TemplateCompiles, EpilogueOverlappedWithTheNextTileCompilesWithoutSpills) {
+  if (!nvcc_path()) GTEST_SKIP() << "nvcc not found (set CROQ_NVCC)";
+  HopperGemmFamily f;
+  const auto p = blockscaled_problem(8192, 8192, 8192);
+  const FamilyConfig c = f.default_config(p);
+  ASSERT_EQ(c.at("EPILOGUE"), "1");
+  const std::string trial = "#define CROQ_BS_EPI_OVERLAP 1\n";
+  const Compiled built = compile(f, c, p, false, trial);
+  expect_clean(built);
+  expect_no_stack(built);
+  EXPECT_EQ(built.log.find("C7517"), std::string::npos) << built.log;
+  const Compiled ptx = compile(f, c, p, true, trial);
+  ASSERT_TRUE(ptx.ok);
+  const Compiled plain = compile(f, c, p, true);
+  ASSERT_TRUE(plain.ok);
+  const std::string wait1 = "wgmma.wait_group.sync.aligned 1;", store = "cp.async.bulk.tensor.2d.global.shared";
+  EXPECT_EQ(count_of(plain.log, wait1), 8u);
+  EXPECT_EQ(count_of(ptx.log, wait1), 16u);
+  EXPECT_EQ(count_of(plain.log, store), 2u);
+  EXPECT_EQ(count_of(ptx.log, store), 10u);
+  FamilyConfig reg = c;
+  reg["EPILOGUE"] = "0";
+  ASSERT_FALSE(f.violation(reg, p));
+  const Compiled refused = compile(f, reg, p, false, trial);
+  EXPECT_FALSE(refused.ok);
+  EXPECT_NE(refused.log.find("CROQ_BS_EPI_OVERLAP: the overlapped block-scaled groups"), std::string::npos)
+      << refused.log;
+}
+
 // The drained block-scaled kernel reads the next k block's scales between issuing this block's
 // WGMMAs and waiting for them, so their latency hides under the tensor cores' work (read at the
 // block's start, before its WGMMAs, they cost 4-6 % at 128x192 on the H200: docs/fp8.md).
