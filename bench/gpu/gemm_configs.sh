@@ -116,14 +116,19 @@ out = ["# Hand-named Hopper GEMM configurations against the library", "",
        f"- each configuration: `croq measure` (croq's default method: rests, short kernels in three processes), {reps} repeats alternating with `croq baseline --force`",
        "- leads for the family's search, not results of `croq tune`", "",
        "| shape | configuration | library TFLOPS | croq TFLOPS | ratio | parameters |", "|---|---|---|---|---|---|"]
+cut = 0
 for key, name, params in rows:
     b = [tf(os.path.join(raw, f"baseline_{r}_{key}.json"))[0] for r in range(1, reps + 1)]
     c = [tf(os.path.join(raw, f"measure_{r}_{key}__{name}.json")) for r in range(1, reps + 1)]
     bv = [x for x in b if x]; cv = [x for x, _ in c if x]
     ratio = statistics.median(cv) / statistics.median(bv) if bv and cv else None
     fmt = lambda v: " / ".join("-" if x is None else f"{x:.1f}" for x in v)
-    verdicts = "" if cv else " (" + ", ".join(v for _, v in c) + ")"
+    seen = [v for _, v in c if v]  # the verdicts of those measured; none: the budget ran out first
+    verdicts = "" if cv else " (" + ", ".join(seen) + ")" if seen else " (not measured: CONFIG_BUDGET_S spent)"
+    cut += 0 if seen else 1
     out.append(f"| {key} | {name} | {fmt(b)} | {fmt([x for x, _ in c])}{verdicts} | {'-' if ratio is None else f'{ratio:.3f}'} | {params} |")
+if cut:
+    out.append(f"\n{cut} of {len(rows)} configurations not measured: CONFIG_BUDGET_S was spent before their shapes.")
 open(dest, "w").write("\n".join(out) + "\n")
 print("\n".join(out))
 PY
