@@ -71,6 +71,11 @@
  *   CROQ_BS_EPI_OVERLAP         in those groups, with the TMA epilogue: 1 stores a tile's C while the
  *                               next tile's first k block runs (the promoted sums kept until then),
  *                               0 (default) stores it before the next tile starts
+ *   CROQ_BS_WAVES               the drained block-scaled kernel (MMA_DEPTH 0, staged scales): 1 runs
+ *                               a consumer's m64 atoms one after the other in each k block, each
+ *                               drained and promoted into its own sums before the next is issued,
+ *                               so one set of WGMMA sums serves every atom: BM 256 (two atoms a
+ *                               consumer) holds 192 accumulators, as the overlapped 128x128 does
  *   CROQ_EPI_SLOTS              CROQ_EPILOGUE 1: chunk slots per consumer, 2 (a chunk is written
  *                               while the previous one is stored) or 1 (each chunk waits until the
  *                               previous store has read the slot; frees 8 KB a consumer)
@@ -198,6 +203,9 @@
 #ifndef CROQ_BS_EPI_OVERLAP
 #define CROQ_BS_EPI_OVERLAP 0
 #endif
+#ifndef CROQ_BS_WAVES
+#define CROQ_BS_WAVES 0
+#endif
 #ifndef CROQ_PROMOTE_EVERY
 #define CROQ_PROMOTE_EVERY 1
 #endif
@@ -321,6 +329,13 @@ constexpr bool BS_EPI_OVERLAP = CROQ_BS_EPI_OVERLAP != 0 && BS_OVERLAP && CROQ_B
 static_assert(CROQ_BS_EPI_OVERLAP == 0 || BS_EPI_OVERLAP,
               "CROQ_BS_EPI_OVERLAP: the overlapped block-scaled groups (MMA_DEPTH 1, SCALE_STAGE 1, BS_GROUP > 2) "
               "with the TMA epilogue, no split-K, stream-K or ping-pong");
+// CROQ_BS_WAVES: the drained block-scaled kernel runs a consumer's m64 atoms in waves (each atom's
+// WGMMAs issued, drained and promoted before the next atom's), one set of WGMMA sums for all of them;
+// the two consumers' waves alternate on the tensor cores.
+constexpr bool BS_WAVES = CROQ_BS_WAVES != 0;
+static_assert(!BS_WAVES || (BLOCKSCALE && CROQ_MMA_DEPTH == 0 && CROQ_SCALE_STAGE != 0 && CROQ_PINGPONG == 0),
+              "CROQ_BS_WAVES: the drained block-scaled kernel (MMA_DEPTH 0) with staged scales (SCALE_STAGE 1), "
+              "cooperative consumers");
 constexpr int ACC_SETS = BS_OVERLAP ? 3 : PROMOTE ? 2 : 1;  // WGMMA sums (one or two sets), promoted sums
 // f32 accumulators a consumer thread may hold without spilling (ptxas of CUDA 13.0, every variant
 // of the template; the split-K reduction needs a few registers more, stream-K's work cursor more).
@@ -329,7 +344,7 @@ constexpr int MAX_ACC = CONSUMERS == 3 ? (SPLIT_K > 1 || STREAM_K ? 64 : 96)
                         : SPLIT_K > 1   ? 160
                                         : 192;
 #if !defined(CROQ_ACC_UNCHECKED) || CROQ_ACC_UNCHECKED == 0
-static_assert(ACC_SETS * M_ATOMS * BN / 2 <= MAX_ACC,
+static_assert((BS_WAVES ? (M_ATOMS + 1) * BN / 2 : ACC_SETS * M_ATOMS * BN / 2) <= MAX_ACC,
               "too many accumulators per consumer thread: at most 192 (160 with split-K, 128 with stream-K), with three "
               "consumers 96 (64); promotion keeps a second set, the overlapped block-scaled kernel a third");
 #endif
@@ -1313,6 +1328,57 @@ __global__ void __launch_bounds__(THREADS, 1)
           promote(even, acc);
         }
 #endif
+      } else if constexpr (BS_WAVES) {
+        // Each k block: its stage waited for and its scales read, then per m64 atom the WGMMAs
+        // issued into acc[0], drained and promoted into pacc[ma]; the stage is released once the
+        // last atom's WGMMAs have retired. With CROQ_BS_TURNS the two consumers issue their waves
+        // in turns (as in the groups).
+#pragma unroll
+        for (int ma = 0; ma < M_ATOMS; ++ma)
+#pragma unroll
+          for (int i = 0; i < BN / 2; ++i) pacc[ma][i] = 0.f;
+        for (int kb = kb0; kb < kb1; ++kb) {
+          float w_lo[M_ATOMS], w_hi[M_ATOMS], w_b[NQ];
+          mbar_wait(full_bar(stage), phase);
+          load_block_scales(kb, stage, w_lo, w_hi, w_b);
+          const uint32_t sa = base + stage * STAGE_BYTES;
+          const uint32_t la = desc_lo(sa, 16), lb = desc_lo(sa + A_STAGE_BYTES, 16);
+          static_for<0, M_ATOMS>([&](auto mc) {
+            constexpr int ma = decltype(mc)::value;
+            if constexpr (BS_TURNS) {
+              if (cw == 0) named_barrier(BS_TURNS_BAR, 256);
+            }
+            fence_acc(acc[0]);
+            wgmma_fence();
+#pragma unroll
+            for (int kk = 0; kk < BK / KSTEP; ++kk) {
+              const int region = (kk * KSTEP) / ATOM;
+              const uint32_t koff = ((kk * KSTEP) % ATOM) * EB;
+              const uint64_t db = desc_at(lb, region * BN * SW + koff);  // e4m3: B K-major
+              const uint64_t da = desc_at(la, (region * BM + row0 + ma * 64) * SW + koff);
+              wgmma_m64<BN, KIND, 0>(acc[0], da, db, kk != 0 ? 1 : 0);
+            }
+            wgmma_commit();
+            if constexpr (BS_TURNS) {
+              if (cw == 1) named_barrier(BS_TURNS_BAR, 256);
+            }
+            wgmma_wait<0>();
+            fence_acc(acc[0]);
+            if constexpr (ma == M_ATOMS - 1) release(stage);
+            with_column_offset<gcd_int(BN, 128)>(n0 % 128, [&](auto off) {
+              constexpr int OFF = decltype(off)::value;
+#pragma unroll
+              for (int i = 0; i < BN / 2; ++i) {
+                const float sc = ((i % 4) < 2 ? w_lo[ma] : w_hi[ma]) * w_b[(OFF + 8 * (i / 4)) / 128];
+                pacc[ma][i] = fmaf(acc[0][i], sc, pacc[ma][i]);
+              }
+            });
+          });
+          if (++stage == STAGES) {
+            stage = 0;
+            phase ^= 1;
+          }
+        }
       } else {
         if constexpr (BLOCKSCALE) {  // the drained kernel adds every block's scaled sums into pacc
 #pragma unroll
