@@ -76,7 +76,8 @@
  *                               a consumer's m64 atoms one after the other in each k block, each
  *                               drained and promoted into its own sums before the next is issued,
  *                               so one set of WGMMA sums serves every atom: BM 256 (two atoms a
- *                               consumer) holds 192 accumulators, as the overlapped 128x128 does
+ *                               consumer) holds 192 accumulators, as the overlapped 128x128 does;
+ *                               2: the same, the next k block's stage waited for under the last wave
  *   CROQ_EPI_SLOTS              CROQ_EPILOGUE 1: chunk slots per consumer, 2 (a chunk is written
  *                               while the previous one is stored) or 1 (each chunk waits until the
  *                               previous store has read the slot; frees 8 KB a consumer)
@@ -1339,9 +1340,14 @@ __global__ void __launch_bounds__(THREADS, 1)
         for (int ma = 0; ma < M_ATOMS; ++ma)
 #pragma unroll
           for (int i = 0; i < BN / 2; ++i) pacc[ma][i] = 0.f;
+        // CROQ_BS_WAVES 2: the next block's stage is waited for while this block's last wave runs.
+        constexpr bool EARLY_WAIT = CROQ_BS_WAVES == 2;
+        if constexpr (EARLY_WAIT) {
+          if (kb0 < kb1) mbar_wait(full_bar(stage), phase);
+        }
         for (int kb = kb0; kb < kb1; ++kb) {
           float w_lo[M_ATOMS], w_hi[M_ATOMS], w_b[NQ];
-          mbar_wait(full_bar(stage), phase);
+          if constexpr (!EARLY_WAIT) mbar_wait(full_bar(stage), phase);
           load_block_scales(kb, stage, w_lo, w_hi, w_b);
           const uint32_t sa = base + stage * STAGE_BYTES;
           const uint32_t la = desc_lo(sa, 16), lb = desc_lo(sa + A_STAGE_BYTES, 16);
@@ -1363,6 +1369,12 @@ __global__ void __launch_bounds__(THREADS, 1)
             wgmma_commit();
             if constexpr (BS_TURNS) {
               if (cw == 1) named_barrier(BS_TURNS_BAR, 256);
+            }
+            if constexpr (EARLY_WAIT && ma == M_ATOMS - 1) {
+              if (kb + 1 < kb1) {
+                const int s1 = stage + 1 < STAGES ? stage + 1 : 0;
+                mbar_wait(full_bar(s1), s1 != 0 ? phase : phase ^ 1);
+              }
             }
             wgmma_wait<0>();
             fence_acc(acc[0]);
