@@ -676,6 +676,17 @@ FamilyConfig drained_of(FamilyConfig c) {
   return c;
 }
 
+// The block-scaled 128x128 kernel that overlaps each promotion with the next k block: the default
+// where 256x128 tiles in waves are not, else the waves default's first alternative.
+FamilyConfig overlapped_blockscaled(const HopperGemmFamily& f, const FamilyProblem& p) {
+  const FamilyConfig def = f.default_config(p);
+  if (!HopperGemmFamily::blockscaled_waves(def)) return def;
+  for (const auto& a : f.alternatives(p))
+    if (a.tag == "bs_o128x128") return a.config;
+  ADD_FAILURE() << "no bs_o128x128 alternative";
+  return def;
+}
+
 // The block-scaled operator (e4m3 -> bf16, scales per 1x128 of A and 128x128 of B): the same
 // template with CROQ_BLOCKSCALE=1, promoting each 128-deep k block's WGMMA sums into a second set
 // of f32 registers; its defaults and alternatives are legal for every typical shape, and what the
@@ -697,7 +708,8 @@ TEST(HopperGemmFamily, ScaleStageIsTheBlockScaledOperatorsAndCountsItsSlots) {
   EXPECT_NE(f.violation(d, dense)->find("SCALE_STAGE=0"), std::string::npos) << *f.violation(d, dense);
   auto p = problem({8192, 8192, 8192}, "e4m3bf16", false, "sm_90a");
   p.op = "blockscaled";
-  const FamilyConfig def = f.default_config(p);
+  EXPECT_EQ(f.default_config(p).at("SCALE_STAGE"), "1");
+  const FamilyConfig def = overlapped_blockscaled(f, p);
   EXPECT_EQ(def.at("SCALE_STAGE"), "1");
   EXPECT_EQ(def.at("STAGES"), "5");
   EXPECT_EQ(def.at("EPILOGUE"), "1");
@@ -715,14 +727,17 @@ TEST(HopperGemmFamily, ScaleStageIsTheBlockScaledOperatorsAndCountsItsSlots) {
   EXPECT_EQ(alts.back().config.at("SCALE_STAGE"), "0");
   EXPECT_EQ(alts.back().config.at("STAGES"), "6");
   EXPECT_FALSE(f.violation(alts.back().config, p));
-  // Every block-scaled default stages its scales where 4 stages or more fit: the drained ones of
-  // split-K too.
+  // Every block-scaled default stages its scales where 4 stages or more fit (3 for the waves of
+  // 256x128): the drained ones of split-K too.
   for (const auto& s : k_typical) {
     auto q = problem(s, "e4m3bf16", false, "sm_90a");
     q.op = "blockscaled";
     const FamilyConfig c = f.default_config(q);
     EXPECT_EQ(c.at("SCALE_STAGE"), "1") << s.m << "x" << s.n << "x" << s.k;
-    EXPECT_GE(std::stoi(c.at("STAGES")), 4) << s.m << "x" << s.n << "x" << s.k;
+    // (the waves of 256x128 tiles: 3 stages of 48 KB)
+    EXPECT_GE(std::stoi(c.at("STAGES")), HopperGemmFamily::blockscaled_waves(c) ? 3 : 4)
+        << s.m << "x" << s.n << "x" << s.k;
+    EXPECT_GE(std::stoi(overlapped_blockscaled(f, q).at("STAGES")), 4) << s.m << "x" << s.n << "x" << s.k;
   }
   FamilyConfig recorded_before = def;  // a record from before the parameter
   recorded_before.erase("SCALE_STAGE");
@@ -744,9 +759,13 @@ TEST(HopperGemmFamily, BlockScaledConfigurationsPromotePerScaleBlock) {
     EXPECT_EQ(c.at("BK"), "128");
     // Each k block promoted while the next one's WGMMAs run (three sets of registers, 64-row
     // consumers) where they fit, else drained (split-K's reduction leaves room for two sets only).
+    // 256x128 tiles in waves (drained, one atom's WGMMA sums at a time) hold 64 + 128.
     const int acc = HopperGemmFamily::accumulator_registers(c), limit = HopperGemmFamily::max_accumulators(c);
     EXPECT_EQ(c.at("MMA_DEPTH"), 3 * acc <= limit ? "1" : "0") << s.m << "x" << s.n << "x" << s.k;
-    EXPECT_LE((c.at("MMA_DEPTH") == "1" ? 3 : 2) * acc, limit);
+    if (HopperGemmFamily::blockscaled_waves(c))
+      EXPECT_LE(acc + std::stoi(c.at("BN")) / 2, limit);
+    else
+      EXPECT_LE((c.at("MMA_DEPTH") == "1" ? 3 : 2) * acc, limit);
     for (const auto& a : f.alternatives(p)) {
       EXPECT_FALSE(f.violation(a.config, p)) << a.name;
       const int a_acc = HopperGemmFamily::accumulator_registers(a.config);
@@ -756,7 +775,7 @@ TEST(HopperGemmFamily, BlockScaledConfigurationsPromotePerScaleBlock) {
   }
   auto p = problem({4096, 7168, 7168}, "e4m3bf16", false, "sm_90a");
   p.op = "blockscaled";
-  auto c = f.default_config(p);
+  auto c = overlapped_blockscaled(f, p);
   const std::string src = f.render_source(c, p);
   EXPECT_NE(src.find("#define CROQ_BLOCKSCALE 1\n"), std::string::npos);
   EXPECT_NE(src.find("#define CROQ_ELEM_BYTES 1\n"), std::string::npos);
@@ -777,6 +796,7 @@ TEST(HopperGemmFamily, BlockScaledConfigurationsPromotePerScaleBlock) {
     auto cube = problem({8192, 8192, 8192}, "e4m3bf16", false, "sm_90a");
     cube.op = "blockscaled";
     EXPECT_EQ(f.default_config(cube).at("EPILOGUE"), "1");
+    EXPECT_EQ(overlapped_blockscaled(f, cube).at("EPILOGUE"), "1");
   }
   EXPECT_EQ(f.default_config([&] {
               auto one_row = problem({128, 7168, 7168}, "e4m3bf16", false, "sm_90a");
@@ -784,16 +804,19 @@ TEST(HopperGemmFamily, BlockScaledConfigurationsPromotePerScaleBlock) {
               return one_row;
             }()).at("CLUSTER_M"),
             "1");  // a single tile row: no cluster to share B
-  // No large tile of the dense kernel holds three sets: the overlapped kernel's own archetypes, then
-  // the default with its scales read from global memory.
+  // After the waves default's own (the overlapped 128x128, the waves with a 2x1 cluster), no large
+  // tile of the dense kernel holds three sets: the overlapped kernel's own archetypes, then it with
+  // its scales read from global memory.
   std::vector<std::string> tags;
   const auto alts = f.alternatives(p);
   for (const auto& a : alts) tags.push_back(a.tag);
-  EXPECT_EQ(tags, (std::vector<std::string>{"bs_d128x192", "bs_c11", "bs_pp128x64", "bs_direct_scales"}));
+  EXPECT_EQ(tags, (std::vector<std::string>{"bs_o128x128", "bs_w_c21", "bs_d128x192", "bs_c11", "bs_pp128x64",
+                                            "bs_direct_scales"}));
   // The drained kernel holds up to 2 x 96 sums (one FFMA per sum: 128x160 and 128x192 no longer
   // spill); ptxas spills the overlapped one with ping-pong consumers.
-  ASSERT_EQ(alts.size(), 4u);
-  const auto& d192 = alts[0].config;
+  ASSERT_EQ(alts.size(), 6u);
+  EXPECT_EQ(alts[0].config, c);
+  const auto& d192 = alts[2].config;
   EXPECT_EQ(d192.at("BN"), "192");
   EXPECT_EQ(d192.at("MMA_DEPTH"), "0");
   EXPECT_EQ(d192.at("CLUSTER_M"), "2");
@@ -839,6 +862,87 @@ TEST(HopperGemmFamily, BlockScaledConfigurationsPromotePerScaleBlock) {
   auto f16 = problem({4096, 7168, 7168}, "e4m3f16", false, "sm_90a");
   f16.op = "blockscaled";
   EXPECT_FALSE(f.supports(f16));
+}
+
+// 256x128 tiles in waves: the block-scaled default where their grid fills the GPU's waves as well as
+// 128x128's and splits the rows evenly (since 2026-12-06; on an H100 0.997 x cuBLASLt at 8192^3
+// against 0.960 for the overlapped 128x128, docs/fp8.md). Each consumer's two m64 atoms are drained
+// and promoted in turn, so one set of WGMMA sums serves both (64 + 128 registers, what the
+// overlapped 128x128 holds); A multicast to a 1x2 cluster; 3 stages beside two TMA-epilogue slots per
+// consumer (4 stages leave room for one: the template's EPI_SLOTS, 0.990 there). Elsewhere the
+// overlapped 128x128 stays the default and the waves come last among its alternatives.
+TEST(HopperGemmFamily, BlockScaledWavesOf256x128Tiles) {
+  HopperGemmFamily f;
+  for (const Shape& s : {Shape{8192, 8192, 8192}, Shape{4096, 7168, 7168}}) {
+    SCOPED_TRACE(std::to_string(s.m) + "x" + std::to_string(s.n) + "x" + std::to_string(s.k));
+    auto p = problem(s, "e4m3bf16", false, "sm_90a");
+    p.op = "blockscaled";
+    const FamilyConfig c = f.default_config(p);
+    EXPECT_EQ(c.at("BM"), "256");
+    EXPECT_EQ(c.at("BN"), "128");
+    EXPECT_EQ(c.at("MMA_DEPTH"), "0");
+    EXPECT_EQ(c.at("CLUSTER_M"), "1");
+    EXPECT_EQ(c.at("CLUSTER_N"), "2");
+    EXPECT_EQ(c.at("STAGES"), "3");
+    EXPECT_EQ(c.at("EPILOGUE"), "1");
+    EXPECT_EQ(c.at("SCALE_STAGE"), "1");
+    EXPECT_EQ(c.at("SPLIT_K"), "1");
+    ASSERT_TRUE(HopperGemmFamily::blockscaled_waves(c));
+    ASSERT_FALSE(f.violation(c, p)) << *f.violation(c, p);
+    // 3 stages of 48 KB and their 1040-byte scale slots, two 8 KB slots per consumer, the barriers.
+    EXPECT_EQ(HopperGemmFamily::smem_bytes(c, 1), 1024 + 3 * 49152 + 4 * 8192 + 3 * 1040 + 128);
+    FamilyConfig four = c;  // 4 stages: one slot per consumer
+    four["STAGES"] = "4";
+    EXPECT_FALSE(f.violation(four, p));
+    EXPECT_EQ(HopperGemmFamily::smem_bytes(four, 1), 1024 + 4 * 49152 + 2 * 8192 + 4 * 1040 + 128);
+    FamilyConfig five = c;
+    five["STAGES"] = "5";
+    EXPECT_NE(f.violation(five, p).value_or("").find("shared memory"), std::string::npos);
+    // The template picks the waves itself (CROQ_BS_WAVES is not rendered).
+    const std::string src = f.render_source(c, p);
+    EXPECT_EQ(src.substr(0, src.find("#line")).find("CROQ_BS_WAVES"), std::string::npos);
+    FamilyConfig overlapped = c;
+    overlapped["MMA_DEPTH"] = "1";
+    EXPECT_NE(f.violation(overlapped, p).value_or("").find("3 x 128 registers"), std::string::npos);
+    FamilyConfig direct = c;  // scales from global memory: the drained kernel without waves
+    direct["SCALE_STAGE"] = "0";
+    EXPECT_FALSE(HopperGemmFamily::blockscaled_waves(direct));
+    EXPECT_NE(f.violation(direct, p).value_or("").find("2 x 128 registers"), std::string::npos);
+    FamilyConfig wide = c;
+    wide["BN"] = "192";
+    wide["STAGES"] = "3";
+    EXPECT_NE(f.violation(wide, p).value_or("").find("in waves keeps one m64 atom's WGMMA sums besides the promoted "
+                                                     "sums: 192 + 96 registers"),
+              std::string::npos)
+        << f.violation(wide, p).value_or("");
+    const auto alts = f.alternatives(p);
+    ASSERT_GE(alts.size(), 2u);
+    EXPECT_EQ(alts[0].tag, "bs_o128x128");
+    EXPECT_EQ(alts[0].config.at("MMA_DEPTH"), "1");
+    EXPECT_EQ(alts[0].config.at("BM"), "128");
+    EXPECT_EQ(alts[1].tag, "bs_w_c21");
+    EXPECT_EQ(alts[1].config.at("CLUSTER_M"), "2");
+    EXPECT_EQ(alts[1].config.at("CLUSTER_N"), "1");
+    for (const auto& a : alts) EXPECT_NE(a.tag, "bs_w256x128");
+  }
+  // One tile row (the waves would leave half of each tile empty), and 2176 rows (17 rows of 128,
+  // 9 of 256: the waves would compute 128 rows more): the overlapped 128x128, the waves last among
+  // its alternatives where there are two tile rows of 128.
+  auto one_row = problem({128, 7168, 7168}, "e4m3bf16", false, "sm_90a");
+  one_row.op = "blockscaled";
+  EXPECT_EQ(f.default_config(one_row).at("BM"), "128");
+  for (const auto& a : f.alternatives(one_row)) EXPECT_NE(a.tag, "bs_w256x128");
+  auto uneven = problem({2176, 8192, 8192}, "e4m3bf16", false, "sm_90a");
+  uneven.op = "blockscaled";
+  const FamilyConfig ud = f.default_config(uneven);
+  EXPECT_EQ(ud.at("BM"), "128");
+  EXPECT_EQ(ud.at("MMA_DEPTH"), "1");
+  const auto ualts = f.alternatives(uneven);
+  ASSERT_FALSE(ualts.empty());
+  EXPECT_EQ(ualts.back().tag, "bs_w256x128");
+  EXPECT_EQ(ualts.back().config.at("BM"), "256");
+  EXPECT_EQ(ualts.back().config.at("STAGES"), "3");
+  EXPECT_FALSE(f.violation(ualts.back().config, uneven));
 }
 
 // The configurations measured by hand (bench/gpu/gemm_configs.sh: gemm_configs.txt and

@@ -137,12 +137,24 @@ long long HopperGemmFamily::smem_bytes(const FamilyConfig& c) { return smem_byte
 
 long long HopperGemmFamily::smem_bytes(const FamilyConfig& c, int elem_bytes) {
   const long long stages = get(c, "STAGES"), bm = get(c, "BM"), bn = get(c, "BN"), bk = get(c, "BK");
-  const long long epi = get(c, "EPILOGUE") == 1 ? get(c, "CONSUMERS") * 2LL * 64 * 32 * 4 : 0;
   const long long bars = ceil_div((2 * stages + 2) * 8, 128) * 128;
   // SCALE_STAGE 1: a slot per stage of BM A scales and the B scales of the 128-wide blocks a tile
   // touches (BN/128 + 2), f32, in 16-byte steps (the template's SCALE_SLOT_BYTES).
   const long long scales = get(c, "SCALE_STAGE") == 1 ? stages * (ceil_div((bm + bn / 128 + 2) * 4, 16) * 16) : 0;
-  return 1024 + stages * (bm + bn) * bk * elem_bytes + epi + scales + bars;
+  // The TMA epilogue's 8 KB chunk slots, two per consumer; the block-scaled waves keep one where two
+  // do not fit (the template's EPI_SLOTS).
+  auto with_slots = [&](long long slots) {
+    const long long epi = get(c, "EPILOGUE") == 1 ? get(c, "CONSUMERS") * slots * 64 * 32 * 4 : 0;
+    return 1024 + stages * (bm + bn) * bk * elem_bytes + epi + scales + bars;
+  };
+  const long long two = with_slots(2);
+  return two > k_smem_limit && blockscaled_waves(c) ? with_slots(1) : two;
+}
+
+bool HopperGemmFamily::blockscaled_waves(const FamilyConfig& c) {
+  const int consumers = std::max(1, get(c, "CONSUMERS"));
+  return get(c, "SCALE_STAGE") == 1 && get(c, "MMA_DEPTH") == 0 && get(c, "PINGPONG") != 1 &&
+         get(c, "BM") / consumers / 64 >= 2;
 }
 
 int HopperGemmFamily::accumulator_registers(const FamilyConfig& c) {
@@ -217,9 +229,15 @@ std::optional<std::string> HopperGemmFamily::violation(const FamilyConfig& c, co
       return fmt::format("{} promoting every stage (PROMOTE_EVERY=1) waits for each stage's WGMMAs before promoting "
                          "their sums: MMA_DEPTH=0 (or PROMOTE_EVERY=2 or more)",
                          what);
-    if (2 * accumulator_registers(c) > max_accumulators(c))
+    if (blockscaled_waves(c)) {
+      if (accumulator_registers(c) + get(c, "BN") / 2 > max_accumulators(c))
+        return fmt::format("{} in waves keeps one m64 atom's WGMMA sums besides the promoted sums: {} + {} registers "
+                           "per consumer thread exceed {}",
+                           what, accumulator_registers(c), get(c, "BN") / 2, max_accumulators(c));
+    } else if (2 * accumulator_registers(c) > max_accumulators(c)) {
       return fmt::format("{} keeps a second set of f32 sums (promotion): 2 x {} registers per consumer thread exceed {}",
                          what, accumulator_registers(c), max_accumulators(c));
+    }
     // The block-scaled kernel also keeps its rows' and columns' scales in registers: ptxas (CUDA
     // 13.0) spills its overlapped ping-pong consumers (blockscaled_overlap_fits); the drained
     // consumers fit up to 2 x 96 sums (128x192) since each promotes with one FFMA per sum;
@@ -371,26 +389,38 @@ std::vector<Alternative> HopperGemmFamily::alternatives(const FamilyProblem& p) 
   // docs/hopper-gemm-family.md ("Alternatives").
   // The block-scaled kernel whose default drains each k block (split-K leaves no room for a second
   // set of WGMMA sums): one slice per tile, each promotion overlapped with the next block's WGMMAs.
-  if (is_blockscaled(p) && get(def, "MMA_DEPTH") == 0) {
+  const bool bs_waves = is_blockscaled(p) && blockscaled_waves(def);
+  if (is_blockscaled(p) && get(def, "MMA_DEPTH") == 0 && !bs_waves) {
     FamilyConfig c = def;
     c["SPLIT_K"] = "1";
     add("one slice per tile, promotion overlapped with the next k block's WGMMAs", "bs_overlap", c);
+  }
+  // A block-scaled default of 256x128 tiles in waves: first the 128x128 kernel overlapping each
+  // promotion with the next k block (the default before the waves), then the waves with B multicast
+  // to a 2x1 cluster instead of A to a 1x2; the overlapped kernel's archetypes follow (below).
+  const FamilyConfig bs_base = bs_waves ? default_config(p, false) : def;
+  if (bs_waves) {
+    add("128x128, each promotion overlapped with the next k block's WGMMAs", "bs_o128x128", bs_base);
+    FamilyConfig c21 = def;
+    c21["CLUSTER_M"] = "2";
+    c21["CLUSTER_N"] = "1";
+    add("the same waves, B multicast to a 2x1 cluster", "bs_w_c21", c21);
   }
   // The overlapped block-scaled kernel holds three sets of sums, so none of the large tiles below
   // fits it: its own archetypes are the same tile without the default's 2x1 cluster (or with one,
   // where the default has none) and ping-pong consumers of 128x64, drained (each epilogue under the
   // other consumer's MMAs).
-  if (is_blockscaled(p) && get(def, "MMA_DEPTH") == 1) {
+  if (is_blockscaled(p) && get(bs_base, "MMA_DEPTH") == 1) {
     // The drained kernel on the widest tile it holds (two consumers of 64 x 192, 96 + 96 sums): each
     // k block's WGMMAs waited for, then promoted while the other consumer's WGMMAs run; per FLOP a
     // third less TMA traffic into shared memory than 128 x 128.
-    FamilyConfig wide = def;
+    FamilyConfig wide = bs_base;
     wide["BN"] = "192";
     wide["MMA_DEPTH"] = "0";
     wide["EPILOGUE"] = "2";  // 5 stages of 128x192 leave no room for the TMA epilogue's slots
     add("drained 128x192 (each k block waited for, promoted under the other consumer's WGMMAs)", "bs_d128x192", wide);
-    FamilyConfig c = def;
-    if (get(def, "CLUSTER_M") == 2) {
+    FamilyConfig c = bs_base;
+    if (get(bs_base, "CLUSTER_M") == 2) {
       c["CLUSTER_M"] = "1";
       add("the same tile without a cluster", "bs_c11", c);
     } else {
@@ -401,10 +431,24 @@ std::vector<Alternative> HopperGemmFamily::alternatives(const FamilyProblem& p) 
         arrangement({128, 64, 2, 1}, 1, 1, reg_epilogue));
     // The default with its scales read by each consumer thread from global memory (SCALE_STAGE 0)
     // and the ring one stage deeper, last: the family's default until the H200 measured the staged scales.
-    FamilyConfig direct = def;
+    FamilyConfig direct = bs_base;
     direct["SCALE_STAGE"] = "0";
     direct = fp8_stages(direct);
     add("the scales read by each consumer from global memory, one stage more", "bs_direct_scales", direct);
+  }
+  // Where the default is not the waves (their grid fills the waves less well, or split-K), they
+  // come last: 256x128 tiles in waves, A multicast to a 1x2 cluster where there are two tile columns.
+  if (is_blockscaled(p) && !bs_waves && get(def, "SPLIT_K") == 1 && ceil_div(p.m, 128) >= 2) {
+    FamilyConfig w = def;
+    w["BM"] = "256";
+    w["BN"] = "128";
+    w["MMA_DEPTH"] = "0";
+    w["CLUSTER_M"] = "1";
+    w["CLUSTER_N"] = ceil_div(p.n, 128) >= 2 ? "2" : "1";
+    w["EPILOGUE"] = "1";
+    w["SCALE_STAGE"] = "1";
+    add("256x128 tiles in waves (each consumer's two m64 atoms drained and promoted in turn)", "bs_w256x128",
+        fp8_stages(w, 3));
   }
   // Dense e4m3 with long K (the default promotes every 16 k blocks, one WGMMA group in flight
   // between promotions): every 8 and every 4 as well (closer to the library's error: at K = 32768
@@ -486,7 +530,9 @@ std::vector<Alternative> HopperGemmFamily::alternatives(const FamilyProblem& p) 
   return out;
 }
 
-FamilyConfig HopperGemmFamily::default_config(const FamilyProblem& p) const {
+FamilyConfig HopperGemmFamily::default_config(const FamilyProblem& p) const { return default_config(p, true); }
+
+FamilyConfig HopperGemmFamily::default_config(const FamilyProblem& p, bool waves) const {
   const int sms = gemm::typical_sm_count(p.arch.empty() ? "sm_90a" : p.arch);
   const bool f32_out = p.dtype.output == ScalarType::f32;
   auto tiles = [&](int tm, int tn) { return ceil_div(p.m, tm) * ceil_div(p.n, tn); };
@@ -571,6 +617,29 @@ FamilyConfig HopperGemmFamily::default_config(const FamilyProblem& p) const {
       staged["SCALE_STAGE"] = "1";
       staged = fp8_stages(staged, get(c, "STAGES"));
       if (get(staged, "STAGES") >= 4 && !violation(staged, p)) c = staged;
+      // 256x128 tiles in waves: each consumer's two m64 atoms issued, drained and promoted one after
+      // the other (one set of WGMMA sums, 64 + 128 registers), the next k block's stage waited for under
+      // the last wave, A multicast to a 1x2 cluster, 3 stages beside two epilogue slots per consumer.
+      // Per k block shared memory takes 48 KB from TMA and gives 96 KB to the WGMMAs for 1024
+      // tensor-core cycles, where 128x128 takes 32 and gives 48 for 512. Where the grid of them fills
+      // the GPU's waves as well as 128x128 (the same rows, split evenly): on an H100, 0.997 x cuBLASLt
+      // at 8192^3 against 0.960 for the overlapped 128x128 in the same call; with 4 stages and one
+      // slot 0.990 / 0.996 at 8192^3 / 4096x7168x7168, with the 2x1 cluster 0.970 / 0.985
+      // (docs/results/fp8-h200.md, 32nd and 33rd runs).
+      const long long t256 = tiles(256, 128), t128 = tiles(128, 128);
+      if (waves && get(c, "SPLIT_K") == 1 && 2 * t256 == t128 && t256 >= sms && ceil_div(p.n, 128) >= 2 &&
+          wave_fill(256, 128) >= wave_fill(128, 128)) {
+        FamilyConfig w = c;
+        w["BM"] = "256";
+        w["BN"] = "128";
+        w["MMA_DEPTH"] = "0";
+        w["CLUSTER_M"] = "1";
+        w["CLUSTER_N"] = "2";
+        w["EPILOGUE"] = "1";
+        w["SCALE_STAGE"] = "1";
+        w = fp8_stages(w, 3);
+        if (get(w, "STAGES") == 3 && !violation(w, p)) c = w;
+      }
     }
   }
   if (violation(c, p)) {

@@ -36,6 +36,11 @@ class HopperGemmFamily : public KernelFamily {
   static int dtype_bit(const DtypePair& d);
   // f32 accumulator registers per consumer thread.
   static int accumulator_registers(const FamilyConfig& c);
+  // The drained block-scaled kernel with staged scales whose consumers have two m64 atoms or more
+  // (BM 256 with two consumers): it runs them in waves, each atom's WGMMAs drained and promoted
+  // before the next atom's, so one set of WGMMA sums serves all (the template's CROQ_BS_WAVES, its
+  // default there), and keeps one TMA-epilogue slot per consumer where two do not fit beside the ring.
+  static bool blockscaled_waves(const FamilyConfig& c);
   // The most a consumer thread may hold without spilling, as ptxas (CUDA 13.0) allocates: 192
   // with one or two consumers (setmaxnreg gives two consumers 232 registers), 160 with split-K
   // (its reduction needs registers of its own), 128 with stream-K (its work cursor too); 96 with
@@ -48,6 +53,11 @@ class HopperGemmFamily : public KernelFamily {
   static long long split_workspace_bytes(const FamilyConfig& c, const FamilyProblem& p);
   // The template's path under kernels/.
   static const char* template_path() { return "cuda/matmul/hopper/gemm_sm90.cu"; }
+
+ private:
+  // waves: whether a block-scaled default may take 256x128 tiles in waves (false: the 128x128
+  // overlapped kernel, the default before them and the base of their alternatives).
+  FamilyConfig default_config(const FamilyProblem& p, bool waves) const;
 };
 
 }  // namespace croq

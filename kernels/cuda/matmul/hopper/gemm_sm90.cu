@@ -77,10 +77,15 @@
  *                               drained and promoted into its own sums before the next is issued,
  *                               so one set of WGMMA sums serves every atom: BM 256 (two atoms a
  *                               consumer) holds 192 accumulators, as the overlapped 128x128 does;
- *                               2: the same, the next k block's stage waited for under the last wave
+ *                               2: the same, the next k block's stage waited for under the last wave;
+ *                               0: every atom at once (one set of sums per atom). Default: 2 where a
+ *                               consumer has two atoms or more (the drained kernel cannot hold their
+ *                               sums otherwise), else 0
  *   CROQ_EPI_SLOTS              CROQ_EPILOGUE 1: chunk slots per consumer, 2 (a chunk is written
  *                               while the previous one is stored) or 1 (each chunk waits until the
- *                               previous store has read the slot; frees 8 KB a consumer)
+ *                               previous store has read the slot; frees 8 KB a consumer). Default:
+ *                               2, except 1 for the block-scaled waves (CROQ_BS_WAVES) where two do
+ *                               not fit beside the ring (4 stages of 256x128)
  *   CROQ_ACC_UNCHECKED          1: build past the accumulator limit below (ptxas spills there); for
  *                               bench/gpu/spill_sass.sh, which looks where the spills land. The
  *                               family never sets it.
@@ -191,7 +196,7 @@
 #define CROQ_PROMOTE 0
 #endif
 #ifndef CROQ_EPI_SLOTS
-#define CROQ_EPI_SLOTS 2
+#define CROQ_EPI_SLOTS 0
 #endif
 #ifndef CROQ_SCALE_STAGE
 #define CROQ_SCALE_STAGE 0
@@ -206,7 +211,7 @@
 #define CROQ_BS_EPI_OVERLAP 2
 #endif
 #ifndef CROQ_BS_WAVES
-#define CROQ_BS_WAVES 0
+#define CROQ_BS_WAVES -1
 #endif
 #ifndef CROQ_PROMOTE_EVERY
 #define CROQ_PROMOTE_EVERY 1
@@ -259,9 +264,6 @@ template <typename TOut>
 __host__ __device__ constexpr int epi_cols() {
   return sizeof(TOut) == 4 ? 32 : (BN % 64 == 0 ? 64 : 32);
 }
-constexpr int EPI_SLOTS = CROQ_EPI_SLOTS;
-static_assert(EPI_SLOTS == 1 || EPI_SLOTS == 2, "CROQ_EPI_SLOTS must be 1 or 2");
-constexpr int EPI_BYTES = CROQ_EPILOGUE == 1 ? CONSUMERS * EPI_SLOTS * EPI_SLOT_BYTES : 0;
 constexpr int BAR_BYTES = (((2 * STAGES + 2) * 8 + 127) / 128) * 128;  // full, empty, 2 order barriers
 // CROQ_SCALE_STAGE 1: the block-scaled kernel's scales of each k block staged in shared memory with
 // its stage, as cuBLASLt's kernel has them: the producer warpgroup's second warp copies the BM rows' A scales and the tile's B scales (cp.async, 4 bytes each) into the
@@ -271,8 +273,18 @@ constexpr int BAR_BYTES = (((2 * STAGES + 2) * 8 + 127) / 128) * 128;  // full, 
 constexpr bool BS_SMEM = CROQ_BLOCKSCALE != 0 && CROQ_SCALE_STAGE != 0;
 constexpr int SCALE_NQ = BN / 128 + 2;
 constexpr int SCALE_SLOT_BYTES = BS_SMEM ? ((BM + SCALE_NQ) * 4 + 15) / 16 * 16 : 0;
-constexpr int SMEM_BYTES =
-    1024 /* alignment slack */ + STAGES * STAGE_BYTES + EPI_BYTES + STAGES * SCALE_SLOT_BYTES + BAR_BYTES;
+// The drained block-scaled kernel runs a consumer's atoms in waves where it has two or more
+// (CROQ_BS_WAVES, below); such a ring of 4 stages of 256x128 leaves room for one epilogue slot per consumer.
+constexpr bool BS_WAVES_APPLY = CROQ_BLOCKSCALE != 0 && CROQ_MMA_DEPTH == 0 && CROQ_SCALE_STAGE != 0 && !PINGPONG &&
+                                M_ATOMS >= 2 && CROQ_BS_WAVES != 0;
+constexpr int smem_with_slots(int slots) {
+  return 1024 /* alignment slack */ + STAGES * STAGE_BYTES +
+         (CROQ_EPILOGUE == 1 ? CONSUMERS * slots * EPI_SLOT_BYTES : 0) + STAGES * SCALE_SLOT_BYTES + BAR_BYTES;
+}
+constexpr int EPI_SLOTS = CROQ_EPI_SLOTS != 0 ? CROQ_EPI_SLOTS : BS_WAVES_APPLY && smem_with_slots(2) > 232448 ? 1 : 2;
+static_assert(EPI_SLOTS == 1 || EPI_SLOTS == 2, "CROQ_EPI_SLOTS must be 1 or 2");
+constexpr int EPI_BYTES = CROQ_EPILOGUE == 1 ? CONSUMERS * EPI_SLOTS * EPI_SLOT_BYTES : 0;
+constexpr int SMEM_BYTES = smem_with_slots(EPI_SLOTS);
 constexpr int SW_MODE = SW == 128 ? 1 : SW == 64 ? 2 : 3;  // descriptor layout type
 // Registers per thread after setmaxnreg with two consumers: the producer gives its share to them
 // (128 x 40 + 256 x 232 = 64512), and ptxas allocates up to 232 in the consumer code. With three
@@ -321,24 +333,29 @@ constexpr bool BS_OVERLAP = BLOCKSCALE && CROQ_MMA_DEPTH == 1;
 // blocks of one consumer back to back. Both consumers work on the same units, so their arrivals match.
 constexpr bool BS_TURNS = CROQ_BS_TURNS != 0 && CROQ_CONSUMERS == 2 && CROQ_PINGPONG == 0;
 constexpr int BS_TURNS_BAR = CROQ_CONSUMERS + 1;  // after the consumers' own barriers (1 + cw)
+// CROQ_BS_WAVES: the drained block-scaled kernel runs a consumer's m64 atoms in waves (each atom's
+// WGMMAs issued, drained and promoted before the next atom's), one set of WGMMA sums for all of them;
+// the two consumers' waves alternate on the tensor cores.
+constexpr int BS_WAVES_MODE = CROQ_BS_WAVES >= 0 ? CROQ_BS_WAVES : BS_WAVES_APPLY ? 2 : 0;
+constexpr bool BS_WAVES = BS_WAVES_MODE != 0;
+static_assert(BS_WAVES_MODE >= 0 && BS_WAVES_MODE <= 2, "CROQ_BS_WAVES must be 0, 1 or 2");
+static_assert(!BS_WAVES || (BLOCKSCALE && CROQ_MMA_DEPTH == 0 && CROQ_SCALE_STAGE != 0 && CROQ_PINGPONG == 0),
+              "CROQ_BS_WAVES: the drained block-scaled kernel (MMA_DEPTH 0) with staged scales (SCALE_STAGE 1), "
+              "cooperative consumers");
 // CROQ_BS_EPI_OVERLAP: the groups' consumers store a tile's C from its promoted sums after issuing the
 // next tile's first k block, so that the tensor cores run that block during the epilogue. Nothing is in
 // flight across the tile loop's back-edge: the last group of a tile drains, and the promoted sums (not
 // WGMMA registers) wait for the next tile's first group, or for the end of the CTA's work. The default
 // wherever it applies: +0.4 % at 4096x7168x7168, +0.7 % at 8192^3 and +1.5 % at 8192x8192x2048 (docs/fp8.md).
-constexpr bool BS_EPI_OVERLAP = CROQ_BS_EPI_OVERLAP != 0 && BS_OVERLAP && CROQ_BS_GROUP > 2 &&
+// The waves (CROQ_BS_WAVES) do the same with 1 (a trial there): C stored after the next tile's first wave
+// is issued.
+constexpr bool BS_EPI_OVERLAP = CROQ_BS_EPI_OVERLAP != 0 &&
+                                ((BS_OVERLAP && CROQ_BS_GROUP > 2) || (BS_WAVES && CROQ_BS_EPI_OVERLAP == 1)) &&
                                 CROQ_SCALE_STAGE != 0 && CROQ_EPILOGUE == 1 && CROQ_SPLIT_K == 1 &&
                                 CROQ_STREAM_K == 0 && CROQ_PINGPONG == 0;
 static_assert(CROQ_BS_EPI_OVERLAP != 1 || BS_EPI_OVERLAP,
               "CROQ_BS_EPI_OVERLAP: the overlapped block-scaled groups (MMA_DEPTH 1, SCALE_STAGE 1, BS_GROUP > 2) "
-              "with the TMA epilogue, no split-K, stream-K or ping-pong");
-// CROQ_BS_WAVES: the drained block-scaled kernel runs a consumer's m64 atoms in waves (each atom's
-// WGMMAs issued, drained and promoted before the next atom's), one set of WGMMA sums for all of them;
-// the two consumers' waves alternate on the tensor cores.
-constexpr bool BS_WAVES = CROQ_BS_WAVES != 0;
-static_assert(!BS_WAVES || (BLOCKSCALE && CROQ_MMA_DEPTH == 0 && CROQ_SCALE_STAGE != 0 && CROQ_PINGPONG == 0),
-              "CROQ_BS_WAVES: the drained block-scaled kernel (MMA_DEPTH 0) with staged scales (SCALE_STAGE 1), "
-              "cooperative consumers");
+              "or the waves, with the TMA epilogue, no split-K, stream-K or ping-pong");
 constexpr int ACC_SETS = BS_OVERLAP ? 3 : PROMOTE ? 2 : 1;  // WGMMA sums (one or two sets), promoted sums
 // f32 accumulators a consumer thread may hold without spilling (ptxas of CUDA 13.0, every variant
 // of the template; the split-K reduction needs a few registers more, stream-K's work cursor more).
@@ -1335,17 +1352,24 @@ __global__ void __launch_bounds__(THREADS, 1)
         // Each k block: its stage waited for and its scales read, then per m64 atom the WGMMAs
         // issued into acc[0], drained and promoted into pacc[ma]; the stage is released once the
         // last atom's WGMMAs have retired. With CROQ_BS_TURNS the two consumers issue their waves
-        // in turns (as in the groups).
+        // in turns (as in the groups). With BS_EPI_OVERLAP the tile's first k block is peeled: the
+        // tile before is stored from pacc once its first wave is issued.
+        auto start_sums = [&] {
+          if constexpr (BS_EPI_OVERLAP) {
+            if (pend_m0 >= 0) store_c(pacc, pend_m0, pend_n0, row0);
+          }
 #pragma unroll
-        for (int ma = 0; ma < M_ATOMS; ++ma)
+          for (int ma = 0; ma < M_ATOMS; ++ma)
 #pragma unroll
-          for (int i = 0; i < BN / 2; ++i) pacc[ma][i] = 0.f;
+            for (int i = 0; i < BN / 2; ++i) pacc[ma][i] = 0.f;
+        };
+        if constexpr (!BS_EPI_OVERLAP) start_sums();
         // CROQ_BS_WAVES 2: the next block's stage is waited for while this block's last wave runs.
-        constexpr bool EARLY_WAIT = CROQ_BS_WAVES == 2;
+        constexpr bool EARLY_WAIT = BS_WAVES_MODE == 2;
         if constexpr (EARLY_WAIT) {
           if (kb0 < kb1) mbar_wait(full_bar(stage), phase);
         }
-        for (int kb = kb0; kb < kb1; ++kb) {
+        auto block = [&](int kb, auto first) {
           float w_lo[M_ATOMS], w_hi[M_ATOMS], w_b[NQ];
           if constexpr (!EARLY_WAIT) mbar_wait(full_bar(stage), phase);
           load_block_scales(kb, stage, w_lo, w_hi, w_b);
@@ -1370,6 +1394,7 @@ __global__ void __launch_bounds__(THREADS, 1)
             if constexpr (BS_TURNS) {
               if (cw == 1) named_barrier(BS_TURNS_BAR, 256);
             }
+            if constexpr (BS_EPI_OVERLAP && decltype(first)::value && ma == 0) start_sums();
             if constexpr (EARLY_WAIT && ma == M_ATOMS - 1) {
               if (kb + 1 < kb1) {
                 const int s1 = stage + 1 < STAGES ? stage + 1 : 0;
@@ -1392,6 +1417,20 @@ __global__ void __launch_bounds__(THREADS, 1)
             stage = 0;
             phase ^= 1;
           }
+        };
+        int kb = kb0;
+        if constexpr (BS_EPI_OVERLAP) {  // the tile's first block peeled
+          if (kb < kb1) {
+            block(kb, std::true_type{});
+            ++kb;
+          } else {
+            start_sums();  // no k block: the tile's sums are zero
+          }
+        }
+        for (; kb < kb1; ++kb) block(kb, std::false_type{});
+        if constexpr (BS_EPI_OVERLAP) {  // C is stored from pacc during the next tile's first wave
+          pend_m0 = m0;
+          pend_n0 = n0;
         }
       } else {
         if constexpr (BLOCKSCALE) {  // the drained kernel adds every block's scaled sums into pacc
