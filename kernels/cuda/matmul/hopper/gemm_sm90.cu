@@ -347,15 +347,14 @@ static_assert(!BS_WAVES || (BLOCKSCALE && CROQ_MMA_DEPTH == 0 && CROQ_SCALE_STAG
 // flight across the tile loop's back-edge: the last group of a tile drains, and the promoted sums (not
 // WGMMA registers) wait for the next tile's first group, or for the end of the CTA's work. The default
 // wherever it applies: +0.4 % at 4096x7168x7168, +0.7 % at 8192^3 and +1.5 % at 8192x8192x2048 (docs/fp8.md).
-// The waves (CROQ_BS_WAVES) do the same with 1 (a trial there): C stored after the next tile's first wave
-// is issued.
-constexpr bool BS_EPI_OVERLAP = CROQ_BS_EPI_OVERLAP != 0 &&
-                                ((BS_OVERLAP && CROQ_BS_GROUP > 2) || (BS_WAVES && CROQ_BS_EPI_OVERLAP == 1)) &&
+// (In the waves of CROQ_BS_WAVES the same, C stored after the next tile's first wave was issued, spilled
+// 164 bytes and ran 4 % slower: docs/fp8.md.)
+constexpr bool BS_EPI_OVERLAP = CROQ_BS_EPI_OVERLAP != 0 && BS_OVERLAP && CROQ_BS_GROUP > 2 &&
                                 CROQ_SCALE_STAGE != 0 && CROQ_EPILOGUE == 1 && CROQ_SPLIT_K == 1 &&
                                 CROQ_STREAM_K == 0 && CROQ_PINGPONG == 0;
 static_assert(CROQ_BS_EPI_OVERLAP != 1 || BS_EPI_OVERLAP,
               "CROQ_BS_EPI_OVERLAP: the overlapped block-scaled groups (MMA_DEPTH 1, SCALE_STAGE 1, BS_GROUP > 2) "
-              "or the waves, with the TMA epilogue, no split-K, stream-K or ping-pong");
+              "with the TMA epilogue, no split-K, stream-K or ping-pong");
 constexpr int ACC_SETS = BS_OVERLAP ? 3 : PROMOTE ? 2 : 1;  // WGMMA sums (one or two sets), promoted sums
 // f32 accumulators a consumer thread may hold without spilling (ptxas of CUDA 13.0, every variant
 // of the template; the split-K reduction needs a few registers more, stream-K's work cursor more).
@@ -1352,24 +1351,20 @@ __global__ void __launch_bounds__(THREADS, 1)
         // Each k block: its stage waited for and its scales read, then per m64 atom the WGMMAs
         // issued into acc[0], drained and promoted into pacc[ma]; the stage is released once the
         // last atom's WGMMAs have retired. With CROQ_BS_TURNS the two consumers issue their waves
-        // in turns (as in the groups). With BS_EPI_OVERLAP the tile's first k block is peeled: the
-        // tile before is stored from pacc once its first wave is issued.
+        // in turns (as in the groups).
         auto start_sums = [&] {
-          if constexpr (BS_EPI_OVERLAP) {
-            if (pend_m0 >= 0) store_c(pacc, pend_m0, pend_n0, row0);
-          }
 #pragma unroll
           for (int ma = 0; ma < M_ATOMS; ++ma)
 #pragma unroll
             for (int i = 0; i < BN / 2; ++i) pacc[ma][i] = 0.f;
         };
-        if constexpr (!BS_EPI_OVERLAP) start_sums();
+        start_sums();
         // CROQ_BS_WAVES 2: the next block's stage is waited for while this block's last wave runs.
         constexpr bool EARLY_WAIT = BS_WAVES_MODE == 2;
         if constexpr (EARLY_WAIT) {
           if (kb0 < kb1) mbar_wait(full_bar(stage), phase);
         }
-        auto block = [&](int kb, auto first) {
+        auto block = [&](int kb) {
           float w_lo[M_ATOMS], w_hi[M_ATOMS], w_b[NQ];
           if constexpr (!EARLY_WAIT) mbar_wait(full_bar(stage), phase);
           load_block_scales(kb, stage, w_lo, w_hi, w_b);
@@ -1394,7 +1389,6 @@ __global__ void __launch_bounds__(THREADS, 1)
             if constexpr (BS_TURNS) {
               if (cw == 1) named_barrier(BS_TURNS_BAR, 256);
             }
-            if constexpr (BS_EPI_OVERLAP && decltype(first)::value && ma == 0) start_sums();
             if constexpr (EARLY_WAIT && ma == M_ATOMS - 1) {
               if (kb + 1 < kb1) {
                 const int s1 = stage + 1 < STAGES ? stage + 1 : 0;
@@ -1418,20 +1412,7 @@ __global__ void __launch_bounds__(THREADS, 1)
             phase ^= 1;
           }
         };
-        int kb = kb0;
-        if constexpr (BS_EPI_OVERLAP) {  // the tile's first block peeled
-          if (kb < kb1) {
-            block(kb, std::true_type{});
-            ++kb;
-          } else {
-            start_sums();  // no k block: the tile's sums are zero
-          }
-        }
-        for (; kb < kb1; ++kb) block(kb, std::false_type{});
-        if constexpr (BS_EPI_OVERLAP) {  // C is stored from pacc during the next tile's first wave
-          pend_m0 = m0;
-          pend_n0 = n0;
-        }
+        for (int kb = kb0; kb < kb1; ++kb) block(kb);
       } else {
         if constexpr (BLOCKSCALE) {  // the drained kernel adds every block's scaled sums into pacc
 #pragma unroll
