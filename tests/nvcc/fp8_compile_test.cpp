@@ -19,6 +19,7 @@
 #include "croq/util/process.hpp"
 #include "croq/workspace/dtype.hpp"
 #include "support/test_support.hpp"
+#include "support/hopper_blockscaled.hpp"
 
 namespace croq {
 namespace {
@@ -46,17 +47,7 @@ FamilyProblem blockscaled_problem(int64_t m, int64_t n, int64_t k) {
   return p;
 }
 
-// The block-scaled 128x128 kernel that overlaps each promotion with the next k block: the default
-// where 256x128 tiles in waves are not (the goal shapes' default before 2026-12-06), else the waves
-// default's first alternative.
-FamilyConfig overlapped_blockscaled(const HopperGemmFamily& f, const FamilyProblem& p) {
-  const FamilyConfig def = f.default_config(p);
-  if (!HopperGemmFamily::blockscaled_waves(def)) return def;
-  for (const auto& a : f.alternatives(p))
-    if (a.tag == "bs_o128x128") return a.config;
-  ADD_FAILURE() << "no bs_o128x128 alternative";
-  return def;
-}
+using test::overlapped_blockscaled;
 
 struct Compiled {
   bool ok = false;
@@ -110,6 +101,18 @@ void expect_no_stack(const Compiled& c) {
   for (auto it = std::sregex_iterator(c.log.begin(), c.log.end(), frame); it != std::sregex_iterator(); ++it, ++frames)
     EXPECT_EQ((*it)[1].str(), "0") << c.log;
   EXPECT_GT(frames, 0) << c.log;
+}
+
+// The configuration built without spills, stack or serialized WGMMAs (nor ptxas waiting for WGMMAs a
+// promotion does not read: C7517), then its PTX.
+Compiled clean_build_then_ptx(const KernelFamily& f, const FamilyConfig& c, const FamilyProblem& p) {
+  const Compiled built = compile(f, c, p);
+  expect_clean(built);
+  expect_no_stack(built);
+  EXPECT_EQ(built.log.find("C7517"), std::string::npos) << built.log;
+  Compiled ptx = compile(f, c, p, true);
+  EXPECT_TRUE(ptx.ok) << ptx.log;
+  return ptx;
 }
 
 std::string describe(const FamilyConfig& c) {
@@ -276,11 +279,7 @@ TEST(Fp8TemplateCompiles, EpilogueOverlappedWithTheNextTileCompilesWithoutSpills
   const auto p = blockscaled_problem(8192, 8192, 8192);
   const FamilyConfig c = overlapped_blockscaled(f, p);
   ASSERT_EQ(c.at("EPILOGUE"), "1");
-  const Compiled built = compile(f, c, p);
-  expect_clean(built);
-  expect_no_stack(built);
-  EXPECT_EQ(built.log.find("C7517"), std::string::npos) << built.log;
-  const Compiled ptx = compile(f, c, p, true);
+  const Compiled ptx = clean_build_then_ptx(f, c, p);
   ASSERT_TRUE(ptx.ok);
   const Compiled asked = compile(f, c, p, true, "#define CROQ_BS_EPI_OVERLAP 1\n");
   ASSERT_TRUE(asked.ok);
@@ -320,12 +319,8 @@ TEST(Fp8TemplateCompiles, BlockScaledWavesOf256x128CompileWithoutSpills) {
   ASSERT_EQ(c.at("BM"), "256");
   ASSERT_EQ(c.at("MMA_DEPTH"), "0");
   ASSERT_TRUE(HopperGemmFamily::blockscaled_waves(c));
-  const Compiled built = compile(f, c, p);
-  expect_clean(built);
-  expect_no_stack(built);
-  EXPECT_EQ(built.log.find("C7517"), std::string::npos) << built.log;
-  const Compiled ptx = compile(f, c, p, true);
-  ASSERT_TRUE(ptx.ok) << ptx.log;
+  const Compiled ptx = clean_build_then_ptx(f, c, p);
+  ASSERT_TRUE(ptx.ok);
   EXPECT_EQ(count_of(ptx.log, "wgmma.wait_group.sync.aligned 1;"), 0u);
   EXPECT_EQ(count_of(ptx.log, "wgmma.commit_group.sync.aligned;"), 2u);
   EXPECT_EQ(count_of(ptx.log, "ld.global.nc.f32"), 0u);
@@ -402,12 +397,8 @@ TEST(Fp8TemplateCompiles, StagedScalesReadTheScalesFromSharedMemory) {
     SCOPED_TRACE(std::string("MMA_DEPTH=") + depth);
     c["MMA_DEPTH"] = depth;
     ASSERT_FALSE(f.violation(c, p));
-    const Compiled built = compile(f, c, p);
-    expect_clean(built);
-    expect_no_stack(built);
-    EXPECT_EQ(built.log.find("C7517"), std::string::npos) << built.log;
-    const Compiled ptx = compile(f, c, p, true);
-    ASSERT_TRUE(ptx.ok) << ptx.log;
+    const Compiled ptx = clean_build_then_ptx(f, c, p);
+    ASSERT_TRUE(ptx.ok);
     EXPECT_EQ(count_of(ptx.log, "ld.global.nc.f32"), 0u);
     EXPECT_GT(count_of(ptx.log, "ld.shared.f32"), 0u);
     EXPECT_EQ(count_of(ptx.log, "cp.async.mbarrier.arrive.noinc.shared::cta.b64"), 1u);

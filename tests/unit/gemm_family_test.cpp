@@ -22,6 +22,7 @@
 #include "croq/workspace/dtype.hpp"
 #include "croq/workspace/ids.hpp"
 #include "support/family_walk.hpp"
+#include "support/hopper_blockscaled.hpp"
 
 namespace croq {
 namespace {
@@ -676,16 +677,7 @@ FamilyConfig drained_of(FamilyConfig c) {
   return c;
 }
 
-// The block-scaled 128x128 kernel that overlaps each promotion with the next k block: the default
-// where 256x128 tiles in waves are not, else the waves default's first alternative.
-FamilyConfig overlapped_blockscaled(const HopperGemmFamily& f, const FamilyProblem& p) {
-  const FamilyConfig def = f.default_config(p);
-  if (!HopperGemmFamily::blockscaled_waves(def)) return def;
-  for (const auto& a : f.alternatives(p))
-    if (a.tag == "bs_o128x128") return a.config;
-  ADD_FAILURE() << "no bs_o128x128 alternative";
-  return def;
-}
+using test::overlapped_blockscaled;
 
 // The block-scaled operator (e4m3 -> bf16, scales per 1x128 of A and 128x128 of B): the same
 // template with CROQ_BLOCKSCALE=1, promoting each 128-deep k block's WGMMA sums into a second set

@@ -66,6 +66,20 @@ FamilyConfig fp8_stages(FamilyConfig c, int max_stages = 6) {
   return c;
 }
 
+// 256x128 tiles in waves (default_config) from a block-scaled configuration: the drained kernel
+// whose consumers hold two m64 atoms each, staged scales, the TMA epilogue, A multicast to a 1x2
+// cluster where the grid has two tile columns, 3 stages beside two epilogue slots per consumer.
+FamilyConfig blockscaled_waves_of(FamilyConfig c, bool cluster_n) {
+  c["BM"] = "256";
+  c["BN"] = "128";
+  c["MMA_DEPTH"] = "0";
+  c["CLUSTER_M"] = "1";
+  c["CLUSTER_N"] = cluster_n ? "2" : "1";
+  c["EPILOGUE"] = "1";
+  c["SCALE_STAGE"] = "1";
+  return fp8_stages(c, 3);
+}
+
 }  // namespace
 
 int HopperGemmFamily::dtype_bit(const DtypePair& d) {
@@ -404,7 +418,7 @@ std::vector<Alternative> HopperGemmFamily::alternatives(const FamilyProblem& p) 
     FamilyConfig c21 = def;
     c21["CLUSTER_M"] = "2";
     c21["CLUSTER_N"] = "1";
-    add("the same waves, B multicast to a 2x1 cluster", "bs_w_c21", c21);
+    add("256x128 tiles in waves with B multicast to a 2x1 cluster", "bs_w_c21", c21);
   }
   // The overlapped block-scaled kernel holds three sets of sums, so none of the large tiles below
   // fits it: its own archetypes are the same tile without the default's 2x1 cluster (or with one,
@@ -439,16 +453,8 @@ std::vector<Alternative> HopperGemmFamily::alternatives(const FamilyProblem& p) 
   // Where the default is not the waves (their grid fills the waves less well, or split-K), they
   // come last: 256x128 tiles in waves, A multicast to a 1x2 cluster where there are two tile columns.
   if (is_blockscaled(p) && !bs_waves && get(def, "SPLIT_K") == 1 && ceil_div(p.m, 128) >= 2) {
-    FamilyConfig w = def;
-    w["BM"] = "256";
-    w["BN"] = "128";
-    w["MMA_DEPTH"] = "0";
-    w["CLUSTER_M"] = "1";
-    w["CLUSTER_N"] = ceil_div(p.n, 128) >= 2 ? "2" : "1";
-    w["EPILOGUE"] = "1";
-    w["SCALE_STAGE"] = "1";
     add("256x128 tiles in waves (each consumer's two m64 atoms drained and promoted in turn)", "bs_w256x128",
-        fp8_stages(w, 3));
+        blockscaled_waves_of(def, ceil_div(p.n, 128) >= 2));
   }
   // Dense e4m3 with long K (the default promotes every 16 k blocks, one WGMMA group in flight
   // between promotions): every 8 and every 4 as well (closer to the library's error: at K = 32768
@@ -625,19 +631,11 @@ FamilyConfig HopperGemmFamily::default_config(const FamilyProblem& p, bool waves
       // the GPU's waves as well as 128x128 (the same rows, split evenly): on an H100, 0.997 x cuBLASLt
       // at 8192^3 against 0.960 for the overlapped 128x128 in the same call; with 4 stages and one
       // slot 0.990 / 0.996 at 8192^3 / 4096x7168x7168, with the 2x1 cluster 0.970 / 0.985
-      // (docs/results/fp8-h200.md, 32nd and 33rd runs).
+      // (docs/fp8.md).
       const long long t256 = tiles(256, 128), t128 = tiles(128, 128);
       if (waves && get(c, "SPLIT_K") == 1 && 2 * t256 == t128 && t256 >= sms && ceil_div(p.n, 128) >= 2 &&
           wave_fill(256, 128) >= wave_fill(128, 128)) {
-        FamilyConfig w = c;
-        w["BM"] = "256";
-        w["BN"] = "128";
-        w["MMA_DEPTH"] = "0";
-        w["CLUSTER_M"] = "1";
-        w["CLUSTER_N"] = "2";
-        w["EPILOGUE"] = "1";
-        w["SCALE_STAGE"] = "1";
-        w = fp8_stages(w, 3);
+        const FamilyConfig w = blockscaled_waves_of(c, true);
         if (get(w, "STAGES") == 3 && !violation(w, p)) c = w;
       }
     }
