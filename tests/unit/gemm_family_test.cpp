@@ -917,13 +917,21 @@ TEST(HopperGemmFamily, BlockScaledWavesOf256x128Tiles) {
     EXPECT_EQ(alts[1].config.at("CLUSTER_N"), "1");
     for (const auto& a : alts) EXPECT_NE(a.tag, "bs_w256x128");
   }
-  // One tile row (the waves would leave half of each tile empty), and 2176 rows (17 rows of 128,
-  // 9 of 256: the waves would compute 128 rows more): the overlapped 128x128, the waves last among
-  // its alternatives where there are two tile rows of 128.
+  // One tile row (the waves would leave half of each tile empty), 2176 rows (17 rows of 128, 9 of
+  // 256: the waves would compute 128 rows more) and K below 4096 (measured from 7168): the overlapped
+  // 128x128, the waves last among its alternatives where there are two tile rows of 128.
   auto one_row = problem({128, 7168, 7168}, "e4m3bf16", false, "sm_90a");
   one_row.op = "blockscaled";
   EXPECT_EQ(f.default_config(one_row).at("BM"), "128");
   for (const auto& a : f.alternatives(one_row)) EXPECT_NE(a.tag, "bs_w256x128");
+  auto short_k = problem({8192, 8192, 2048}, "e4m3bf16", false, "sm_90a");
+  short_k.op = "blockscaled";
+  EXPECT_EQ(f.default_config(short_k).at("BM"), "128");
+  ASSERT_FALSE(f.alternatives(short_k).empty());
+  EXPECT_EQ(f.alternatives(short_k).back().tag, "bs_w256x128");
+  auto k4096 = short_k;
+  k4096.k = 4096;
+  EXPECT_TRUE(HopperGemmFamily::blockscaled_waves(f.default_config(k4096)));
   auto uneven = problem({2176, 8192, 8192}, "e4m3bf16", false, "sm_90a");
   uneven.op = "blockscaled";
   const FamilyConfig ud = f.default_config(uneven);

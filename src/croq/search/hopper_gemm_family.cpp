@@ -631,10 +631,12 @@ FamilyConfig HopperGemmFamily::default_config(const FamilyProblem& p, bool waves
       // the GPU's waves as well as 128x128 (the same rows, split evenly): on an H100, 0.997 x cuBLASLt
       // at 8192^3 against 0.960 for the overlapped 128x128 in the same call; with 4 stages and one
       // slot 0.990 / 0.996 at 8192^3 / 4096x7168x7168, with the 2x1 cluster 0.970 / 0.985
-      // (docs/fp8.md).
+      // (docs/fp8.md). Measured at K 7168 and 8192, so taken from K 4096: at shorter K the time per tile
+      // weighs more, and the overlapped 128x128 stores each tile under the next one's first k block
+      // (0.990 x cuBLASLt at 8192x8192x2048), which the waves do not.
       const long long t256 = tiles(256, 128), t128 = tiles(128, 128);
-      if (waves && get(c, "SPLIT_K") == 1 && 2 * t256 == t128 && t256 >= sms && ceil_div(p.n, 128) >= 2 &&
-          wave_fill(256, 128) >= wave_fill(128, 128)) {
+      if (waves && get(c, "SPLIT_K") == 1 && p.k >= 4096 && 2 * t256 == t128 && t256 >= sms &&
+          ceil_div(p.n, 128) >= 2 && wave_fill(256, 128) >= wave_fill(128, 128)) {
         const FamilyConfig w = blockscaled_waves_of(c, true);
         if (get(w, "STAGES") == 3 && !violation(w, p)) c = w;
       }
