@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <functional>
+#include <map>
 #include <random>
 #include <set>
 #include <sstream>
@@ -51,6 +52,18 @@ FamilyProblem problem(Shape s, const std::string& dtype, bool col, const std::st
   p.b_col_major = col;
   p.arch = arch;
   return p;
+}
+
+// The block-scaled operator's problem on sm_90a (A per 1x128, B per 128x128, e4m3 -> bf16).
+FamilyProblem blockscaled(Shape s, const std::string& dtype = "e4m3bf16") {
+  FamilyProblem p = problem(s, dtype, false, "sm_90a");
+  p.op = "blockscaled";
+  return p;
+}
+
+// Each named parameter of c has the value given.
+void expect_params(const FamilyConfig& c, const std::map<std::string, std::string>& want) {
+  for (const auto& [name, value] : want) EXPECT_EQ(c.at(name), value) << name;
 }
 
 int iv(const FamilyConfig& c, const char* name) { return gemm::int_param(c, name).value(); }
@@ -658,8 +671,7 @@ TEST(HopperGemmFamily, LongKE4m3PromotesEverySixteenKBlocks) {
     EXPECT_EQ(f.render_source(f.default_config(q), q).find("#define CROQ_PROMOTE 1"), std::string::npos);
     for (const auto& a : f.alternatives(q)) EXPECT_EQ(a.config.at("PROMOTE_EVERY"), "1") << a.name;
   }
-  auto bs = problem({4096, 7168, 7168}, "e4m3bf16", false, "sm_90a");
-  bs.op = "blockscaled";
+  auto bs = blockscaled({4096, 7168, 7168});
   FamilyConfig b = f.default_config(bs);
   b["PROMOTE_EVERY"] = "2";
   b["MMA_DEPTH"] = "1";
@@ -698,8 +710,7 @@ TEST(HopperGemmFamily, ScaleStageIsTheBlockScaledOperatorsAndCountsItsSlots) {
   d["SCALE_STAGE"] = "1";
   ASSERT_TRUE(f.violation(d, dense));
   EXPECT_NE(f.violation(d, dense)->find("SCALE_STAGE=0"), std::string::npos) << *f.violation(d, dense);
-  auto p = problem({8192, 8192, 8192}, "e4m3bf16", false, "sm_90a");
-  p.op = "blockscaled";
+  auto p = blockscaled({8192, 8192, 8192});
   EXPECT_EQ(f.default_config(p).at("SCALE_STAGE"), "1");
   const FamilyConfig def = overlapped_blockscaled(f, p);
   EXPECT_EQ(def.at("SCALE_STAGE"), "1");
@@ -722,8 +733,7 @@ TEST(HopperGemmFamily, ScaleStageIsTheBlockScaledOperatorsAndCountsItsSlots) {
   // Every block-scaled default stages its scales where 4 stages or more fit (3 for the waves of
   // 256x128): the drained ones of split-K too.
   for (const auto& s : k_typical) {
-    auto q = problem(s, "e4m3bf16", false, "sm_90a");
-    q.op = "blockscaled";
+    auto q = blockscaled(s);
     const FamilyConfig c = f.default_config(q);
     EXPECT_EQ(c.at("SCALE_STAGE"), "1") << s.m << "x" << s.n << "x" << s.k;
     // (the waves of 256x128 tiles: 3 stages of 48 KB)
@@ -742,8 +752,7 @@ TEST(HopperGemmFamily, BlockScaledConfigurationsPromotePerScaleBlock) {
   std::vector<Shape> shapes = k_typical;
   shapes.push_back({4096, 7168, 7168});
   for (const auto& s : shapes) {
-    auto p = problem(s, "e4m3bf16", false, "sm_90a");
-    p.op = "blockscaled";
+    auto p = blockscaled(s);
     ASSERT_TRUE(f.supports(p));
     auto c = f.default_config(p);
     auto why = f.violation(c, p);
@@ -765,8 +774,7 @@ TEST(HopperGemmFamily, BlockScaledConfigurationsPromotePerScaleBlock) {
       EXPECT_EQ(a.config.at("MMA_DEPTH"), fits ? "1" : "0") << a.name;
     }
   }
-  auto p = problem({4096, 7168, 7168}, "e4m3bf16", false, "sm_90a");
-  p.op = "blockscaled";
+  auto p = blockscaled({4096, 7168, 7168});
   auto c = overlapped_blockscaled(f, p);
   const std::string src = f.render_source(c, p);
   EXPECT_NE(src.find("#define CROQ_BLOCKSCALE 1\n"), std::string::npos);
@@ -785,17 +793,11 @@ TEST(HopperGemmFamily, BlockScaledConfigurationsPromotePerScaleBlock) {
   EXPECT_EQ(c.at("STAGES"), "5");
   EXPECT_EQ(c.at("SCALE_STAGE"), "1");
   {
-    auto cube = problem({8192, 8192, 8192}, "e4m3bf16", false, "sm_90a");
-    cube.op = "blockscaled";
+    auto cube = blockscaled({8192, 8192, 8192});
     EXPECT_EQ(f.default_config(cube).at("EPILOGUE"), "1");
     EXPECT_EQ(overlapped_blockscaled(f, cube).at("EPILOGUE"), "1");
   }
-  EXPECT_EQ(f.default_config([&] {
-              auto one_row = problem({128, 7168, 7168}, "e4m3bf16", false, "sm_90a");
-              one_row.op = "blockscaled";
-              return one_row;
-            }()).at("CLUSTER_M"),
-            "1");  // a single tile row: no cluster to share B
+  EXPECT_EQ(f.default_config(blockscaled({128, 7168, 7168})).at("CLUSTER_M"), "1");  // one tile row: no cluster
   // After the waves default's own (the overlapped 128x128, the waves with a 2x1 cluster), no large
   // tile of the dense kernel holds three sets: the overlapped kernel's own archetypes, then it with
   // its scales read from global memory.
@@ -832,8 +834,7 @@ TEST(HopperGemmFamily, BlockScaledConfigurationsPromotePerScaleBlock) {
   drained["MMA_DEPTH"] = "0";
   EXPECT_FALSE(f.violation(drained, p));
   // A default with split-K drains; its first alternative is one slice per tile, overlapped.
-  auto small = problem({1024, 1024, 4096}, "e4m3bf16", false, "sm_90a");
-  small.op = "blockscaled";
+  auto small = blockscaled({1024, 1024, 4096});
   const auto sd = f.default_config(small);
   ASSERT_NE(sd.at("SPLIT_K"), "1");
   EXPECT_EQ(sd.at("MMA_DEPTH"), "0");
@@ -851,8 +852,7 @@ TEST(HopperGemmFamily, BlockScaledConfigurationsPromotePerScaleBlock) {
   wide["BN"] = "256";
   ASSERT_TRUE(f.violation(wide, p));
   EXPECT_NE(f.violation(wide, p)->find("promotion"), std::string::npos);
-  auto f16 = problem({4096, 7168, 7168}, "e4m3f16", false, "sm_90a");
-  f16.op = "blockscaled";
+  auto f16 = blockscaled({4096, 7168, 7168}, "e4m3f16");
   EXPECT_FALSE(f.supports(f16));
 }
 
@@ -867,18 +867,17 @@ TEST(HopperGemmFamily, BlockScaledWavesOf256x128Tiles) {
   HopperGemmFamily f;
   for (const Shape& s : {Shape{8192, 8192, 8192}, Shape{4096, 7168, 7168}}) {
     SCOPED_TRACE(std::to_string(s.m) + "x" + std::to_string(s.n) + "x" + std::to_string(s.k));
-    auto p = problem(s, "e4m3bf16", false, "sm_90a");
-    p.op = "blockscaled";
+    auto p = blockscaled(s);
     const FamilyConfig c = f.default_config(p);
-    EXPECT_EQ(c.at("BM"), "256");
-    EXPECT_EQ(c.at("BN"), "128");
-    EXPECT_EQ(c.at("MMA_DEPTH"), "0");
-    EXPECT_EQ(c.at("CLUSTER_M"), "1");
-    EXPECT_EQ(c.at("CLUSTER_N"), "2");
-    EXPECT_EQ(c.at("STAGES"), "3");
-    EXPECT_EQ(c.at("EPILOGUE"), "1");
-    EXPECT_EQ(c.at("SCALE_STAGE"), "1");
-    EXPECT_EQ(c.at("SPLIT_K"), "1");
+    expect_params(c, {{"BM", "256"},
+                      {"BN", "128"},
+                      {"MMA_DEPTH", "0"},
+                      {"CLUSTER_M", "1"},
+                      {"CLUSTER_N", "2"},
+                      {"STAGES", "3"},
+                      {"EPILOGUE", "1"},
+                      {"SCALE_STAGE", "1"},
+                      {"SPLIT_K", "1"}});
     ASSERT_TRUE(HopperGemmFamily::blockscaled_waves(c));
     ASSERT_FALSE(f.violation(c, p)) << *f.violation(c, p);
     // 3 stages of 48 KB and their 1040-byte scale slots, two 8 KB slots per consumer, the barriers.
@@ -910,38 +909,32 @@ TEST(HopperGemmFamily, BlockScaledWavesOf256x128Tiles) {
     const auto alts = f.alternatives(p);
     ASSERT_GE(alts.size(), 2u);
     EXPECT_EQ(alts[0].tag, "bs_o128x128");
-    EXPECT_EQ(alts[0].config.at("MMA_DEPTH"), "1");
-    EXPECT_EQ(alts[0].config.at("BM"), "128");
+    expect_params(alts[0].config, {{"MMA_DEPTH", "1"}, {"BM", "128"}});
     EXPECT_EQ(alts[1].tag, "bs_w_c21");
-    EXPECT_EQ(alts[1].config.at("CLUSTER_M"), "2");
-    EXPECT_EQ(alts[1].config.at("CLUSTER_N"), "1");
+    expect_params(alts[1].config, {{"CLUSTER_M", "2"}, {"CLUSTER_N", "1"}});
     for (const auto& a : alts) EXPECT_NE(a.tag, "bs_w256x128");
   }
   // One tile row (the waves would leave half of each tile empty), 2176 rows (17 rows of 128, 9 of
   // 256: the waves would compute 128 rows more) and K below 4096 (measured from 7168): the overlapped
   // 128x128, the waves last among its alternatives where there are two tile rows of 128.
-  auto one_row = problem({128, 7168, 7168}, "e4m3bf16", false, "sm_90a");
-  one_row.op = "blockscaled";
+  auto one_row = blockscaled({128, 7168, 7168});
   EXPECT_EQ(f.default_config(one_row).at("BM"), "128");
   for (const auto& a : f.alternatives(one_row)) EXPECT_NE(a.tag, "bs_w256x128");
-  auto short_k = problem({8192, 8192, 2048}, "e4m3bf16", false, "sm_90a");
-  short_k.op = "blockscaled";
+  auto short_k = blockscaled({8192, 8192, 2048});
   EXPECT_EQ(f.default_config(short_k).at("BM"), "128");
   ASSERT_FALSE(f.alternatives(short_k).empty());
   EXPECT_EQ(f.alternatives(short_k).back().tag, "bs_w256x128");
   auto k4096 = short_k;
   k4096.k = 4096;
   EXPECT_TRUE(HopperGemmFamily::blockscaled_waves(f.default_config(k4096)));
-  auto uneven = problem({2176, 8192, 8192}, "e4m3bf16", false, "sm_90a");
-  uneven.op = "blockscaled";
+  auto uneven = blockscaled({2176, 8192, 8192});
   const FamilyConfig ud = f.default_config(uneven);
   EXPECT_EQ(ud.at("BM"), "128");
   EXPECT_EQ(ud.at("MMA_DEPTH"), "1");
   const auto ualts = f.alternatives(uneven);
   ASSERT_FALSE(ualts.empty());
   EXPECT_EQ(ualts.back().tag, "bs_w256x128");
-  EXPECT_EQ(ualts.back().config.at("BM"), "256");
-  EXPECT_EQ(ualts.back().config.at("STAGES"), "3");
+  expect_params(ualts.back().config, {{"BM", "256"}, {"STAGES", "3"}});
   EXPECT_FALSE(f.violation(ualts.back().config, uneven));
 }
 
