@@ -91,6 +91,24 @@ int typical_sm_count(const std::string& arch) {
   return 108;
 }
 
+std::optional<std::string> split_k_refusal(const FamilyConfig& c, const FamilyProblem& p, int bk, long long tiles,
+                                           long long workspace_bytes) {
+  const int split = int_param(c, "SPLIT_K").value_or(1);
+  if (split <= 1) return std::nullopt;
+  if (int_param(c, "PERSISTENT").value_or(0) != 1)
+    return "SPLIT_K>1 waits for other CTAs' partial sums, which needs every CTA resident: PERSISTENT=1";
+  const long long kb = (p.k + bk - 1) / bk;
+  if (split > kb)
+    return fmt::format("SPLIT_K={} exceeds the {} k blocks of K={} (BK={}): slices would be empty", split, kb, p.k, bk);
+  if (workspace_bytes > k_max_split_workspace)
+    return fmt::format("SPLIT_K={} would keep {} MiB of partial sums in the workspace (limit {} MiB): the problem "
+                       "has enough tiles without splitting K",
+                       split, workspace_bytes >> 20, k_max_split_workspace >> 20);
+  if (static_cast<long long>(split) * tiles > (1LL << 31) / 2)
+    return "the problem has more work units than the kernel can index";
+  return std::nullopt;
+}
+
 std::optional<FamilyConfig> first_wave_or_smallest(const std::vector<SizedConfig>& largest_first,
                                                    const std::function<bool(const FamilyConfig&)>& legal, long long sms) {
   for (const auto& t : largest_first) {

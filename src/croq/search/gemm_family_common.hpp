@@ -1,5 +1,5 @@
-// Pieces shared by the GEMM kernel families (hopper_gemm, ampere_gemm): reading integer
-// parameters, checking that a configuration names exactly the family's parameters with listed
+// Pieces shared by the GEMM kernel families (hopper_gemm, hopper_gemm_sp, ampere_gemm): reading
+// integer parameters, checking that a configuration names exactly the family's parameters with listed
 // values, the dtype and layout masks the CUDA templates understand, and rendering a template with
 // its configuration macros in front.
 #pragma once
@@ -41,6 +41,17 @@ std::string render_config(const std::string& family, const std::string& template
 // Multiprocessors of the usual part of each architecture (H100/H200 132, A100 108, ...): used to
 // size defaults, never for correctness.
 int typical_sm_count(const std::string& arch);
+
+// Split-K partial sums a configuration may keep in the workspace: beyond this, splitting is not
+// the way to fill the GPU (the problem has plenty of tiles).
+constexpr long long k_max_split_workspace = 512LL << 20;
+
+// Why a Hopper template cannot run the configuration's SPLIT_K (> 1) on the problem: not
+// persistent, more slices than k blocks of `bk`, more than k_max_split_workspace of partial sums
+// (`workspace_bytes`), more work units than the kernel indexes (`tiles` output tiles); nullopt
+// when it can, or when SPLIT_K is 1.
+std::optional<std::string> split_k_refusal(const FamilyConfig& c, const FamilyProblem& p, int bk, long long tiles,
+                                           long long workspace_bytes);
 
 // A configuration with the number of blocks (tiles) it launches for the problem.
 struct SizedConfig {

@@ -21,10 +21,6 @@ const char* k_order[] = {"BM",        "BN",        "BK",       "STAGES",   "CONS
                          "PERSISTENT", "RASTER",    "GROUP",    "CLUSTER_M", "CLUSTER_N", "EPILOGUE",
                          "SWIZZLE",    "MMA_DEPTH", "SPLIT_K",  "STREAM_K",  "PROMOTE_EVERY", "SCALE_STAGE"};
 
-// Split-K partial sums a configuration may keep in the workspace: beyond this, splitting is not
-// the way to fill the GPU (the problem has plenty of tiles).
-constexpr long long k_max_split_workspace = 512LL << 20;
-
 bool is_fp8(const FamilyProblem& p) { return p.dtype.input == ScalarType::e4m3; }
 bool is_blockscaled(const FamilyProblem& p) { return p.op == "blockscaled"; }
 // Two-level accumulation: the block-scaled operator always; dense e4m3 where K is long enough for the
@@ -300,21 +296,7 @@ std::optional<std::string> HopperGemmFamily::violation(const FamilyConfig& c, co
     if (pingpong) return "STREAM_K=1 needs cooperative consumers (PINGPONG=0)";
     if (split > 1) return "STREAM_K=1 and SPLIT_K>1 both cut tiles along K: choose one";
   }
-  if (split > 1) {
-    if (get(c, "PERSISTENT") != 1)
-      return "SPLIT_K>1 waits for other CTAs' partial sums, which needs every CTA resident: PERSISTENT=1";
-    const long long kb = ceil_div(p.k, bk);
-    if (split > kb)
-      return fmt::format("SPLIT_K={} exceeds the {} k blocks of K={} (BK={}): slices would be empty", split, kb, p.k,
-                         bk);
-    const long long ws = split_workspace_bytes(c, p);
-    if (ws > k_max_split_workspace)
-      return fmt::format("SPLIT_K={} would keep {} MiB of partial sums in the workspace (limit {} MiB): the problem "
-                         "has enough tiles without splitting K",
-                         split, ws >> 20, k_max_split_workspace >> 20);
-    if (static_cast<long long>(split) * tiles_m * tiles_n > (1LL << 31) / 2)
-      return "the problem has more work units than the kernel can index";
-  }
+  if (split > 1) return gemm::split_k_refusal(c, p, bk, tiles_m * tiles_n, split_workspace_bytes(c, p));
   return std::nullopt;
 }
 

@@ -25,8 +25,6 @@ const char* k_order[] = {"BM",        "BN",        "BK",       "STAGES",    "CON
                          "SWIZZLE_A",  "SWIZZLE_B", "MMA_DEPTH", "META",     "SPLIT_K",   "SPLIT_TAIL",
                          "PROMOTE",    "PROMOTE_SUB"};
 
-constexpr long long k_max_split_workspace = 512LL << 20;
-
 bool is_sparse_op(const std::string& op) { return op == "gemm_sp"; }
 
 }  // namespace
@@ -272,21 +270,7 @@ std::optional<std::string> HopperGemmSpFamily::violation(const FamilyConfig& c, 
   const int split = get(c, "SPLIT_K");
   if (get(c, "SPLIT_TAIL") == 1 && split <= 1)
     return "SPLIT_TAIL=1 splits the last wave's tiles SPLIT_K ways: it needs SPLIT_K>1";
-  if (split > 1) {
-    if (get(c, "PERSISTENT") != 1)
-      return "SPLIT_K>1 waits for other CTAs' partial sums, which needs every CTA resident: PERSISTENT=1";
-    const long long kb = ceil_div(p.k, bk);
-    if (split > kb)
-      return fmt::format("SPLIT_K={} exceeds the {} k blocks of K={} (BK={}): slices would be empty", split, kb, p.k,
-                         bk);
-    const long long ws = split_workspace_bytes(c, p);
-    if (ws > k_max_split_workspace)
-      return fmt::format("SPLIT_K={} would keep {} MiB of partial sums in the workspace (limit {} MiB): the problem "
-                         "has enough tiles without splitting K",
-                         split, ws >> 20, k_max_split_workspace >> 20);
-    if (static_cast<long long>(split) * tiles_m * tiles_n > (1LL << 31) / 2)
-      return "the problem has more work units than the kernel can index";
-  }
+  if (split > 1) return gemm::split_k_refusal(c, p, bk, tiles_m * tiles_n, split_workspace_bytes(c, p));
   return std::nullopt;
 }
 
