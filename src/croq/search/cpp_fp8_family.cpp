@@ -44,19 +44,7 @@ class CppFp8Family : public KernelFamily {
   }
   std::optional<std::string> violation(const FamilyConfig& c, const FamilyProblem& p) const override {
     if (!supports(p)) return std::string("cpp_fp8 computes e4m3 matmul (per-tensor scales) and the block-scaled operator only");
-    const auto& specs = params();
-    for (const auto& spec : specs) {
-      auto it = c.find(spec.name);
-      if (it == c.end()) return fmt::format("{} is not set", spec.name);
-      if (std::find(spec.values.begin(), spec.values.end(), it->second) == spec.values.end()) {
-        return fmt::format("{}={} is not one of the legal values", spec.name, it->second);
-      }
-    }
-    for (const auto& [k, v] : c) {
-      if (std::none_of(specs.begin(), specs.end(), [&](const ParamSpec& s) { return s.name == k; })) {
-        return fmt::format("unknown parameter {}", k);
-      }
-    }
+    if (auto why = gemm::check_listed_values(c, params())) return why;
     return std::nullopt;
   }
   std::string render_source(const FamilyConfig& c, const FamilyProblem&) const override {

@@ -59,19 +59,7 @@ class CppSparseFamily : public KernelFamily {
   }
   std::optional<std::string> violation(const FamilyConfig& c, const FamilyProblem& p) const override {
     if (!supports(p)) return std::string("cpp_sparse computes 2:4 sparse GEMM (gemm_sp, K a multiple of 8) only");
-    const auto& specs = params();
-    for (const auto& spec : specs) {
-      auto it = c.find(spec.name);
-      if (it == c.end()) return fmt::format("{} is not set", spec.name);
-      if (std::find(spec.values.begin(), spec.values.end(), it->second) == spec.values.end()) {
-        return fmt::format("{}={} is not one of the legal values", spec.name, it->second);
-      }
-    }
-    for (const auto& [k, v] : c) {
-      if (std::none_of(specs.begin(), specs.end(), [&](const ParamSpec& s) { return s.name == k; })) {
-        return fmt::format("unknown parameter {}", k);
-      }
-    }
+    if (auto why = gemm::check_listed_values(c, params())) return why;
     const int bm = to_int(c, "BM"), bn = to_int(c, "BN"), mr = to_int(c, "MR"), nr = to_int(c, "NR"),
               vec = to_int(c, "VEC");
     if (bm % mr != 0) return fmt::format("BM={} is not a multiple of MR={}", bm, mr);
