@@ -1,7 +1,7 @@
-// Pieces shared by the GEMM kernel families (hopper_gemm, hopper_gemm_sp, ampere_gemm): reading
-// integer parameters, checking that a configuration names exactly the family's parameters with listed
-// values, the dtype and layout masks the CUDA templates understand, and rendering a template with
-// its configuration macros in front.
+// Pieces shared by the GEMM kernel families (the Hopper, Ampere and cpp ones): reading integer
+// parameters, checking that a configuration names exactly the family's parameters with listed
+// values, the Hopper templates' split-K limits, the dtype and layout masks the CUDA templates
+// understand, and rendering a template with its configuration macros in front.
 #pragma once
 #include <functional>
 #include <optional>
