@@ -11,7 +11,7 @@ namespace croq {
 namespace {
 
 int get(const FamilyConfig& c, const char* name) { return gemm::int_param(c, name).value_or(0); }
-long long ceil_div(long long a, long long b) { return (a + b - 1) / b; }
+using gemm::ceil_div;
 
 const char* k_order[] = {"BM", "BN", "BK", "WARPS_M", "WARPS_N", "STAGES", "RASTER", "GROUP"};
 

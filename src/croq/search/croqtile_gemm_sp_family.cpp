@@ -19,7 +19,7 @@ namespace {
 
 int get(const FamilyConfig& c, const char* name) { return gemm::int_param(c, name).value_or(0); }
 
-long long ceil_div(long long a, long long b) { return (a + b - 1) / b; }
+using gemm::ceil_div;
 
 // The template's macros in the order they are written.
 const char* k_order[] = {"WARP_N", "CONSUMERS", "TILE_K", "STAGES", "META", "MMA_RUN", "REGCTRL", "GROUP"};

@@ -97,7 +97,7 @@ std::optional<std::string> split_k_refusal(const FamilyConfig& c, const FamilyPr
   if (split <= 1) return std::nullopt;
   if (int_param(c, "PERSISTENT").value_or(0) != 1)
     return "SPLIT_K>1 waits for other CTAs' partial sums, which needs every CTA resident: PERSISTENT=1";
-  const long long kb = (p.k + bk - 1) / bk;
+  const long long kb = ceil_div(p.k, bk);
   if (split > kb)
     return fmt::format("SPLIT_K={} exceeds the {} k blocks of K={} (BK={}): slices would be empty", split, kb, p.k, bk);
   if (workspace_bytes > k_max_split_workspace)

@@ -14,6 +14,9 @@
 
 namespace croq::gemm {
 
+// a / b rounded up (tiles of b that cover a), for positive a and b.
+constexpr long long ceil_div(long long a, long long b) { return (a + b - 1) / b; }
+
 // The integer value of parameter `name`; nullopt when missing or not an integer.
 std::optional<int> int_param(const FamilyConfig& c, const std::string& name);
 

@@ -15,7 +15,7 @@ namespace {
 
 int get(const FamilyConfig& c, const char* name) { return gemm::int_param(c, name).value_or(0); }
 
-long long ceil_div(long long a, long long b) { return (a + b - 1) / b; }
+using gemm::ceil_div;
 
 // The rendering order of the parameters (the module's constants).
 const char* k_order[] = {"BLOCK_M", "BLOCK_N", "BLOCK_K", "GROUP_M", "NUM_WARPS", "NUM_STAGES",
