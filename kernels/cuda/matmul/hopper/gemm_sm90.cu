@@ -1100,16 +1100,15 @@ __global__ void __launch_bounds__(THREADS, 1)
     };
     // BS_EPI_OVERLAP: the tile whose C is still to be stored from pacc (m0 < 0: none).
     [[maybe_unused]] int pend_m0 = -1, pend_n0 = 0;
-    Work wk;
-    for (long long cur = work_start(cluster_id, num_clusters, p); work_at(cur, cluster_id, num_clusters, p, wk);
-         cur = wk.next, ++local) {
+    // The body of the persistent loop, once per unit of work (a tile, a split-K slice or a stream-K piece).
+    auto run_unit = [&](const Work& wk) {
       const int unit = wk.unit, slice = wk.slice, kb0 = wk.kb0, kb1 = wk.kb1;
       if constexpr (PINGPONG) {
         // Units alternate between the two consumers; the ring position of this unit's first k
         // block follows from the units before it (the producer loads every unit in order).
         const long long first = pos;
         pos += kb1 - kb0;
-        if ((local & 1) != cw) continue;
+        if ((local & 1) != cw) return;
         stage = static_cast<int>(first % STAGES);
         phase = static_cast<uint32_t>((first / STAGES) & 1);
         // Start only when the other consumer has waited for every stage of the previous unit:
@@ -1554,7 +1553,7 @@ __global__ void __launch_bounds__(THREADS, 1)
           auto flag = [&](int q) { return p.flags + (tile * (p.split - 1) + q) * FLAG_GROUPS + group; };
           if (slice < p.split - 1) {
             publish_partial(slot(slice), flag(slice), row0 / 64);
-            continue;  // the tile's last slice writes C
+            return;  // the tile's last slice writes C
           }
           add_partials(0, p.split - 1, slot, flag, row0 / 64);  // the other slices, in slice order
         }
@@ -1570,7 +1569,7 @@ __global__ void __launch_bounds__(THREADS, 1)
         auto flag = [&](int q) { return p.flags + (static_cast<long long>(q) * CS + rank) * FLAG_GROUPS + cw; };
         if (wk.role == WORK_PARTIAL) {
           publish_partial(slot(cluster_id), flag(cluster_id), row0 / 64);
-          continue;  // the CTA holding the tile's last k block writes C
+          return;  // the CTA holding the tile's last k block writes C
         }
         if (wk.role == WORK_REDUCE) add_partials(wk.peer_first, cluster_id, slot, flag, row0 / 64);
       }
@@ -1647,6 +1646,34 @@ __global__ void __launch_bounds__(THREADS, 1)
 #else
       if constexpr (!BS_EPI_OVERLAP) store_c(acc, m0, n0, row0);
 #endif
+    };
+    if constexpr (STREAM_K) {
+      // The data-parallel units in a loop of their own, where a unit is always a whole tile, and then
+      // the pieces of the stream-K share. In one loop with the pieces, ptxas of CUDA 13.0 kept the
+      // k loop's stage and descriptors in vector registers rather than uniform ones (15 % more
+      // instructions, 8 % slower with no stream-K region at all: docs/fp8.md).
+      Work dw;
+      dw.slice = 0;
+      dw.kb0 = 0;
+      dw.kb1 = p.num_kb;
+      dw.role = WORK_FULL;
+      dw.peer_first = -1;
+      dw.next = 0;
+      for (int u = cluster_id; u < p.dp_work; u += num_clusters, ++local) {
+        dw.unit = u;
+        run_unit(dw);
+      }
+      Work wk;
+      if (p.sk_iters > 0) {
+        for (long long cur = p.dp_work + sk_first(cluster_id, num_clusters, p);
+             work_at(cur, cluster_id, num_clusters, p, wk); cur = wk.next, ++local)
+          run_unit(wk);
+      }
+    } else {
+      Work wk;
+      for (long long cur = work_start(cluster_id, num_clusters, p); work_at(cur, cluster_id, num_clusters, p, wk);
+           cur = wk.next, ++local)
+        run_unit(wk);
     }
 #if CROQ_EPILOGUE == 1
     if constexpr (BS_EPI_OVERLAP) {
