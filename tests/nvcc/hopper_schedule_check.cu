@@ -6,7 +6,8 @@
 // is for pieces that are the first of their cluster's share (so no wait depends on another);
 // a stream-K reduce holds its tile's last k block and adds the earlier shares of the tile in k
 // order; each cluster has at most one partial piece (the first it works on) and one reduce piece
-// (after it); a share whose last piece starts a tile works on that piece first, from k = 0;
+// (after it; with CROQ_SK_ORDER=1 the last of its share); a share whose last piece starts a tile
+// works on that piece first, from k = 0;
 // stream-K shares differ by at most one k block. Prints "schedule ok" and exits 0, or names the
 // first broken case and exits 1.
 #include "gemm_sm90.cu"
@@ -76,6 +77,8 @@ static void check(int units, int num_kb, int clusters, int sms) {
       }
       ++count;
     }
+    if (SK_REDUCE_LAST && reduce_at >= 0)
+      CHECK(reduce_at == pieces - 1, "cluster %d: its reduce piece is not the last of its share (CROQ_SK_ORDER=1)", c);
     if (partial_at >= 0) CHECK(partial_at == 0 || (p.dp_work > 0 && partial_at == (p.dp_work + launched - 1 - c) / launched),
                                "cluster %d: the stream-K partial piece is not the first of its share", c);
     if (reduce_at >= 0 && partial_at >= 0)
@@ -185,7 +188,7 @@ int main() {
     std::printf("FAIL: no case had a stream-K region\n");
     return 1;
   }
-  if (STREAM_K && CROQ_CLUSTER_M * CROQ_CLUSTER_N == 1) {
+  if (STREAM_K && !SK_REDUCE_LAST && CROQ_CLUSTER_M * CROQ_CLUSTER_N == 1) {
     // Head first keeps the region's CTAs together: 12288x8192x12288 in 128x256 tiles (23.3 waves,
     // K = 192 blocks), 4096x1024x8192 (128 tiles, one wave), 4096^3 (3.9 waves). In k order they
     // stood at 11, 16 and 8 ranges at once.

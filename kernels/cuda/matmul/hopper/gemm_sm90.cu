@@ -55,7 +55,11 @@
  *                               writes C. Running those head pieces first keeps the CTAs of the
  *                               region at two or three k ranges at a time, meant to let them share
  *                               A and B panels in L2. Needs CROQ_PERSISTENT=1, cooperative
- *                               consumers and CROQ_SPLIT_K=1.
+ *                               consumers and CROQ_SPLIT_K=1. The data-parallel tiles before the
+ *                               region run in a loop of their own.
+ *   CROQ_SK_ORDER               a stream-K share's pieces: 0 the head, then k order; 1 the head,
+ *                               the share's whole tiles, and the piece that starts the share (a
+ *                               reduce, which then never waits for another CTA's head) last
  *   CROQ_SWIZZLE                128, 64 or 32: the TMA/WGMMA shared-memory swizzle width in bytes
  *   CROQ_MMA_DEPTH              wgmma groups left in flight when a stage is released (0 or 1; the
  *                               block-scaled kernel: 1 overlaps each promotion with the next block)
@@ -189,6 +193,9 @@
 #ifndef CROQ_STREAM_K
 #define CROQ_STREAM_K 0
 #endif
+#ifndef CROQ_SK_ORDER
+#define CROQ_SK_ORDER 0
+#endif
 #ifndef CROQ_BLOCKSCALE
 #define CROQ_BLOCKSCALE 0
 #endif
@@ -257,6 +264,8 @@ constexpr int B_STAGE_BYTES = BN * BK * EB;
 constexpr int STAGE_BYTES = A_STAGE_BYTES + B_STAGE_BYTES;
 constexpr int SPLIT_K = CROQ_SPLIT_K;
 constexpr bool STREAM_K = CROQ_STREAM_K != 0;
+constexpr bool SK_REDUCE_LAST = CROQ_SK_ORDER == 1;  // the order of a stream-K share's pieces (sk_first)
+static_assert(CROQ_SK_ORDER == 0 || CROQ_SK_ORDER == 1, "CROQ_SK_ORDER must be 0 or 1");
 constexpr int FLAG_GROUPS = PINGPONG ? 1 : CONSUMERS;  // split-K flags per (tile, slice): one per row owner
 constexpr int EPI_SLOT_BYTES = 8192;             // one TMA-epilogue chunk: 64 rows x 128 bytes
 // Columns of C per TMA-epilogue chunk: 128-byte rows (32 f32 or 64 16-bit values) when BN allows.
@@ -731,9 +740,23 @@ __host__ __device__ inline long long sk_head(int c, int clusters, const Params& 
   const long long head = (e - 1) / p.num_kb * p.num_kb;  // first k block of the share's last tile
   return head > s && e % p.num_kb != 0 ? head : -1;
 }
+// CROQ_SK_ORDER 1: after the head, the share's whole tiles, and the piece that starts the share (the
+// reduce of a tile begun by the cluster before) last. Head first and then k order, that reduce comes
+// second and waits for the previous cluster's head, which can be the longer one (up to 40 % of a share
+// idle on 256x128 block-scaled tiles, docs/fp8.md); last, every head it could wait for is long done.
+// The first tile boundary at or after the share's start s:
+__host__ __device__ inline long long sk_boundary(int c, int clusters, const Params& p) {
+  const long long s = sk_bound(c, clusters, p);
+  return (s + p.num_kb - 1) / p.num_kb * p.num_kb;
+}
 __host__ __device__ inline long long sk_first(int c, int clusters, const Params& p) {
   const long long head = sk_head(c, clusters, p);
-  return head >= 0 ? head : sk_bound(c, clusters, p);
+  if (head >= 0) return head;
+  if constexpr (SK_REDUCE_LAST) {
+    const long long b = sk_boundary(c, clusters, p);
+    if (b < sk_bound(c + 1, clusters, p)) return b;
+  }
+  return sk_bound(c, clusters, p);
 }
 // Where cluster c starts: its first data-parallel unit, or its stream-K share.
 __host__ __device__ inline long long work_start(int c, int clusters, const Params& p) {
@@ -794,8 +817,22 @@ __host__ __device__ inline bool work_at(long long cur, int c, int clusters, cons
     }
     const long long head = sk_head(c, clusters, p);
     const long long piece_end = g + (w.kb1 - w.kb0);
-    // The head (taken first) is followed by the share's start; the piece before the head ends it.
-    w.next = p.dp_work + (g == head ? sk_bound(c, clusters, p) : piece_end == head ? end : piece_end);
+    if constexpr (SK_REDUCE_LAST) {
+      // head, then the whole tiles [b, stop), then the share's start [s, b) (none when s == b)
+      const long long s = sk_bound(c, clusters, p), b = sk_boundary(c, clusters, p);
+      const long long stop = head >= 0 ? head : end;
+      const long long last = s < b ? s : end;  // after the whole tiles: the start piece, or the end
+      if (g == head) {
+        w.next = p.dp_work + (b < stop ? b : last);
+      } else if (g >= b && g < stop) {
+        w.next = p.dp_work + (piece_end < stop ? piece_end : last);
+      } else {
+        w.next = p.dp_work + end;  // the start piece ends the share
+      }
+    } else {
+      // The head (taken first) is followed by the share's start; the piece before the head ends it.
+      w.next = p.dp_work + (g == head ? sk_bound(c, clusters, p) : piece_end == head ? end : piece_end);
+    }
     return true;
   }
 }
