@@ -341,6 +341,28 @@ TEST(Fp8TemplateCompiles, BlockScaledWavesOf256x128CompileWithoutSpills) {
   EXPECT_NE(two_slots.log.find("more than 227 KB of shared memory"), std::string::npos) << two_slots.log;
 }
 
+// Stream-K on the waves kernel (a trial the family does not search: its cap of 128 accumulators with
+// stream-K refuses the waves' 192) compiles without spills or stack in either order of a share's
+// pieces. While the consumers walked the pieces in a loop whose condition was work_at, with 64-bit
+// divisions in the schedule, ptxas spilled 24-28 bytes and kept that loop's WGMMA descriptors out of
+// uniform registers (docs/results/fp8-h200.md, forty-third and forty-fourth runs).
+TEST(Fp8TemplateCompiles, StreamKOnTheBlockScaledWavesCompilesWithoutSpills) {
+  if (!nvcc_path()) GTEST_SKIP() << "nvcc not found (set CROQ_NVCC)";
+  HopperGemmFamily f;
+  const auto p = blockscaled_problem(8192, 8192, 8192);
+  FamilyConfig c = f.default_config(p);
+  ASSERT_TRUE(HopperGemmFamily::blockscaled_waves(c));
+  c["STREAM_K"] = "1";
+  ASSERT_TRUE(f.violation(c, p).has_value());  // not searched
+  for (const char* order : {"0", "1"}) {
+    SCOPED_TRACE(std::string("CROQ_SK_ORDER ") + order);
+    const Compiled built =
+        compile(f, c, p, false, std::string("#define CROQ_ACC_UNCHECKED 1\n#define CROQ_SK_ORDER ") + order + "\n");
+    expect_clean(built);
+    expect_no_stack(built);
+  }
+}
+
 // The drained block-scaled kernel reads the next k block's scales between issuing this block's
 // WGMMAs and waiting for them, so their latency hides under the tensor cores' work (read at the
 // block's start, before its WGMMAs, they cost 4-6 % at 128x192 on the H200: docs/fp8.md).

@@ -1704,9 +1704,9 @@ __global__ void __launch_bounds__(THREADS, 1)
     };
     if constexpr (STREAM_K) {
       // The data-parallel units in a loop of their own, where a unit is always a whole tile, and then
-      // the pieces of the stream-K share. In one loop with the pieces, ptxas of CUDA 13.0 kept the
-      // k loop's stage and descriptors in vector registers rather than uniform ones (15 % more
-      // instructions, 8 % slower with no stream-K region at all: docs/fp8.md).
+      // the pieces of the stream-K share in a counted loop. In a loop whose condition is work_at,
+      // ptxas of CUDA 13.0 kept the k loop's stage and descriptors in vector registers rather than
+      // uniform ones (15 % more instructions, 8 % slower with no stream-K region at all: docs/fp8.md).
       Work dw;
       dw.slice = 0;
       dw.kb0 = 0;
@@ -1720,7 +1720,7 @@ __global__ void __launch_bounds__(THREADS, 1)
       }
       Work wk;
       if (p.sk_iters > 0) {
-        // The share's pieces counted first, then walked by a counted loop (work_at inside it)
+        // The share's pieces (at most a head, the whole tiles and a start piece) counted first
         const long long first = p.dp_work + sk_first(cluster_id, num_clusters, p);
         int pieces = 0;
         for (long long cur = first; work_at(cur, cluster_id, num_clusters, p, wk); cur = wk.next) ++pieces;
