@@ -718,20 +718,19 @@ struct Work {
   long long next;             // cursor of the next piece of work
 };
 
-// The stream-K schedule divides in 32 bits: plan_stream_k keeps sk_iters * (clusters + 1) below 2^31. A
-// 64-bit division is a called subroutine in SASS, and one in the consumers' loop over the stream-K
-// pieces kept ptxas from uniform registers in that loop's k loop (docs/gemm.md).
-__host__ __device__ inline long long sk_div(long long a, long long b) {
+// The work schedule divides in 32 bits (a 64-bit division is a called subroutine in SASS): plan_stream_k
+// keeps sk_iters * (clusters + 1) below 2^31, and split-K's slice * num_kb is below 16 * 2^26.
+__host__ __device__ inline long long div32(long long a, long long b) {
   return static_cast<long long>(static_cast<uint32_t>(a) / static_cast<uint32_t>(b));
 }
 constexpr long long SK_MAX_PRODUCT = 1LL << 31;  // sk_iters * (clusters + 1) stays below this
 // First k block of cluster c's share of the stream-K region: c * sk_iters / P.
 __host__ __device__ inline long long sk_bound(long long c, int clusters, const Params& p) {
-  return sk_div(c * p.sk_iters, clusters);
+  return div32(c * p.sk_iters, clusters);
 }
 // The cluster whose share holds stream-K iteration g: the largest c with sk_bound(c) <= g.
 __host__ __device__ inline int sk_owner(long long g, int clusters, const Params& p) {
-  return static_cast<int>(sk_div((g + 1) * clusters + p.sk_iters - 1, p.sk_iters) - 1);
+  return static_cast<int>(div32((g + 1) * clusters + p.sk_iters - 1, p.sk_iters) - 1);
 }
 // Where cluster c's stream-K share [s, e) starts being worked on. Its pieces, one per tile it
 // touches, are taken in k order except that a last piece which starts a tile and ends inside it
@@ -744,8 +743,8 @@ __host__ __device__ inline int sk_owner(long long g, int clusters, const Params&
 // anything.
 __host__ __device__ inline long long sk_head(int c, int clusters, const Params& p) {
   const long long s = sk_bound(c, clusters, p), e = sk_bound(c + 1, clusters, p);
-  const long long head = sk_div(e - 1, p.num_kb) * p.num_kb;  // first k block of the share's last tile
-  return head > s && e != sk_div(e, p.num_kb) * p.num_kb ? head : -1;
+  const long long head = div32(e - 1, p.num_kb) * p.num_kb;  // first k block of the share's last tile
+  return head > s && e != div32(e, p.num_kb) * p.num_kb ? head : -1;
 }
 // CROQ_SK_ORDER 1: after the head, the share's whole tiles, and the piece that starts the share (the
 // reduce of a tile begun by the cluster before) last. Head first and then k order, that reduce comes
@@ -754,7 +753,7 @@ __host__ __device__ inline long long sk_head(int c, int clusters, const Params& 
 // The first tile boundary at or after the share's start s:
 __host__ __device__ inline long long sk_boundary(int c, int clusters, const Params& p) {
   const long long s = sk_bound(c, clusters, p);
-  return sk_div(s + p.num_kb - 1, p.num_kb) * p.num_kb;
+  return div32(s + p.num_kb - 1, p.num_kb) * p.num_kb;
 }
 __host__ __device__ inline long long sk_first(int c, int clusters, const Params& p) {
   const long long head = sk_head(c, clusters, p);
@@ -788,8 +787,8 @@ __host__ __device__ inline bool work_at(long long cur, int c, int clusters, cons
     } else {
       w.unit = u / p.split;
       w.slice = u - w.unit * p.split;
-      w.kb0 = static_cast<int>(sk_div(static_cast<long long>(w.slice) * p.num_kb, p.split));  // < 16 * 2^26
-      w.kb1 = static_cast<int>(sk_div(static_cast<long long>(w.slice + 1) * p.num_kb, p.split));
+      w.kb0 = static_cast<int>(div32(static_cast<long long>(w.slice) * p.num_kb, p.split));
+      w.kb1 = static_cast<int>(div32(static_cast<long long>(w.slice + 1) * p.num_kb, p.split));
       w.role = p.split == 1 ? WORK_FULL : w.slice < p.split - 1 ? WORK_PARTIAL : WORK_REDUCE;
     }
     w.peer_first = -1;
@@ -807,7 +806,7 @@ __host__ __device__ inline bool work_at(long long cur, int c, int clusters, cons
     const long long g = cur - p.dp_work;
     const long long end = sk_bound(c + 1, clusters, p);
     if (g >= end) return false;
-    const long long j = sk_div(g, p.num_kb);
+    const long long j = div32(g, p.num_kb);
     w.unit = p.dp_work + static_cast<int>(j);
     w.slice = 0;
     w.kb0 = static_cast<int>(g - j * p.num_kb);
@@ -1058,16 +1057,6 @@ __global__ void __launch_bounds__(THREADS, 1)
       if (tid == 0) flag_release(flag, p.tag);
     };
     [[maybe_unused]] auto add_partials = [&](int first, int last, auto slot_of, auto flag_of, int rb0) {
-#if CROQ_SK_SPIN == 1
-      for (int q = first; q < last; ++q) {
-        const unsigned long long* f = flag_of(q);
-        while (__shfl_sync(0xffffffffu, flag_acquire(f) == p.tag ? 1 : 0, 0) == 0) __nanosleep(32);
-      }
-      named_barrier(1 + cw, 128);
-      if (tid == 0) {
-        for (int q = first; q < last; ++q) flag_clear(flag_of(q));
-      }
-#else
       if (tid == 0) {
         for (int q = first; q < last; ++q) {
           unsigned long long* f = flag_of(q);
@@ -1076,7 +1065,6 @@ __global__ void __launch_bounds__(THREADS, 1)
         }
       }
       named_barrier(1 + cw, 128);
-#endif
       for (int q = first; q < last; ++q) {
         const float4* src = reinterpret_cast<const float4*>(slot_of(q));
 #pragma unroll
