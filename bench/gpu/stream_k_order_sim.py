@@ -5,7 +5,8 @@ start, a reduce piece held until the partial sums of the tile's other pieces are
 block for the reduction). Order 0: the head (the share's last piece, starting a tile), then the share in k
 order, so the start piece (a reduce of the tile the cluster before began) comes second. Order 1: the head,
 the whole tiles, the start piece last. Prints the region's length in tile-times against its work.
-  python3 bench/gpu/stream_k_order_sim.py [units k_blocks clusters ...]
+  python3 bench/gpu/stream_k_order_sim.py [--full-waves W] [units k_blocks clusters ...]
+(W: CROQ_SK_FULL_WAVES, the full waves the region takes besides the partial one; 1 by default)
 (default: the block-scaled goal shapes in 256x128 tiles with a 1x2 cluster on 132 SMs: 8192^3 = 1024 cluster
 tiles of 64 k blocks, 4096x7168x7168 = 448 of 56, on 66 clusters). docs/results/fp8-h200.md, 42nd run."""
 import sys
@@ -25,9 +26,9 @@ def pieces_of(c, iters, clusters, nkb, order):
     return head + (start + whole if order == 0 else whole + start)
 
 
-def simulate(units, nkb, clusters, order):
+def simulate(units, nkb, clusters, order, full_waves=1):
     full = units // clusters
-    dp = (full - 1) * clusters if full >= 1 else 0
+    dp = (full - full_waves) * clusters if full >= full_waves else 0
     iters = (units - dp) * nkb
     pieces = {c: pieces_of(c, iters, clusters, nkb, order) for c in range(clusters)}
     owners = {}
@@ -42,7 +43,7 @@ def simulate(units, nkb, clusters, order):
             while at[c] < len(ps):
                 t, k0, k1 = ps[at[c]]
                 end = clock[c] + (k1 - k0)
-                if k1 < nkb:  # partial sums for the tile's reduce
+                if k1 < nkb:  # partial sums for the tile's reduce (a head, or a middle piece)
                     published[(t, c)] = end
                 elif k0 > 0:  # the reduce: waits for the tile's other pieces
                     others = owners[t] - {c}
@@ -56,13 +57,18 @@ def simulate(units, nkb, clusters, order):
 
 
 def main():
-    args = [int(a) for a in sys.argv[1:]]
+    argv = sys.argv[1:]
+    full_waves = 1
+    if argv[:1] == ["--full-waves"]:
+        full_waves, argv = int(argv[1]), argv[2:]
+    args = [int(a) for a in argv]
     cases = [args[i:i + 3] for i in range(0, len(args), 3)] if args else [[1024, 64, 66], [448, 56, 66]]
     for units, nkb, clusters in cases:
         waves = -(-units // clusters)
         for order in (0, 1):
-            dpw, region, work = simulate(units, nkb, clusters, order)
-            print(f"{units} units x {nkb} k blocks on {clusters} clusters, CROQ_SK_ORDER={order}: "
+            dpw, region, work = simulate(units, nkb, clusters, order, full_waves)
+            print(f"{units} units x {nkb} k blocks on {clusters} clusters, CROQ_SK_FULL_WAVES={full_waves}, "
+                  f"CROQ_SK_ORDER={order}: "
                   f"{dpw} data-parallel waves + region {region:.2f} tile-times (work {work:.2f}) = {dpw + region:.2f}, "
                   f"without stream-K {waves}")
 

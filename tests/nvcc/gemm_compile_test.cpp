@@ -177,8 +177,13 @@ TEST(GemmTemplatesCompile, HopperWorkScheduleCoversEveryKBlockOnce) {
   for (const std::vector<std::string>& defines :
        {std::vector<std::string>{"-DCROQ_STREAM_K=1"}, {"-DCROQ_STREAM_K=1", "-DCROQ_CLUSTER_M=2", "-DCROQ_CLUSTER_N=2"},
         {"-DCROQ_STREAM_K=1", "-DCROQ_SK_ORDER=1"}, {"-DCROQ_STREAM_K=1", "-DCROQ_SK_ORDER=1", "-DCROQ_CLUSTER_N=2"},
-        {"-DCROQ_SPLIT_K=3"}, {"-DCROQ_SPLIT_K=1"}}) {
-    SCOPED_TRACE(defines.front() + (defines.size() > 1 ? " " + defines[1] : ""));
+        {"-DCROQ_STREAM_K=1", "-DCROQ_SK_FULL_WAVES=0"},
+        {"-DCROQ_STREAM_K=1", "-DCROQ_SK_ORDER=1", "-DCROQ_SK_FULL_WAVES=0", "-DCROQ_CLUSTER_N=2"},
+        {"-DCROQ_STREAM_K=1", "-DCROQ_SK_ORDER=1", "-DCROQ_SK_FULL_WAVES=2"}, {"-DCROQ_SPLIT_K=3"},
+        {"-DCROQ_SPLIT_K=1"}}) {
+    std::string trace;
+    for (const auto& d : defines) trace += (trace.empty() ? "" : " ") + d;
+    SCOPED_TRACE(trace);
     std::vector<std::string> all = {"-DCROQ_DTYPES=1", "-DCROQ_BLAYOUTS=1"};
     all.insert(all.end(), defines.begin(), defines.end());
     const auto c = test::run_host_check(*nvcc_path(), "hopper_schedule_check", tmpl, all);

@@ -7,7 +7,8 @@
 // a stream-K reduce holds its tile's last k block and adds the earlier shares of the tile in k
 // order; each cluster has at most one partial piece (the first it works on) and one reduce piece
 // (after it; with CROQ_SK_ORDER=1 the last of its share); a share whose last piece starts a tile
-// works on that piece first, from k = 0;
+// works on that piece first, from k = 0; the region is the last partial wave and CROQ_SK_FULL_WAVES
+// full ones;
 // stream-K shares differ by at most one k block. Prints "schedule ok" and exits 0, or names the
 // first broken case and exits 1.
 #include "gemm_sm90.cu"
@@ -91,6 +92,10 @@ static void check(int units, int num_kb, int clusters, int sms) {
   }
   if (p.sk_iters > 0) {
     CHECK(p.dp_work % launched == 0, "data-parallel units %d not whole waves of %d", p.dp_work, launched);
+    const int full = units / launched, region_waves = full < SK_FULL_WAVES ? full : SK_FULL_WAVES;
+    CHECK(units - p.dp_work == units % launched + region_waves * launched,
+          "%d units on %d clusters: a stream-K region of %d units, not the partial wave and %d full ones", units,
+          launched, units - p.dp_work, region_waves);
     long long lo = share[0], hi = share[0];
     for (long long s : share) {
       lo = s < lo ? s : lo;
@@ -188,7 +193,7 @@ int main() {
     std::printf("FAIL: no case had a stream-K region\n");
     return 1;
   }
-  if (STREAM_K && !SK_REDUCE_LAST && CROQ_CLUSTER_M * CROQ_CLUSTER_N == 1) {
+  if (STREAM_K && !SK_REDUCE_LAST && SK_FULL_WAVES == 1 && CROQ_CLUSTER_M * CROQ_CLUSTER_N == 1) {
     // Head first keeps the region's CTAs together: 12288x8192x12288 in 128x256 tiles (23.3 waves,
     // K = 192 blocks), 4096x1024x8192 (128 tiles, one wave), 4096^3 (3.9 waves). In k order they
     // stood at 11, 16 and 8 ranges at once.

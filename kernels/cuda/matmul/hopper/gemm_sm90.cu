@@ -46,7 +46,8 @@
  *                               and adds the partials in slice order (deterministic), then runs
  *                               the epilogue. Needs CROQ_PERSISTENT=1 (the waits need every CTA
  *                               resident).
- *   CROQ_STREAM_K               1: the tiles of the last one to two waves (all tiles when there is
+ *   CROQ_STREAM_K               1: the tiles of the last partial wave and of CROQ_SK_FULL_WAVES
+ *                               full waves before it (all tiles when there is
  *                               less than a wave) are cut into contiguous k ranges, one equal share
  *                               per CTA (stream-K), so that no CTA idles in a partial last wave. A
  *                               CTA runs the piece of its share that starts a tile first, writes its
@@ -60,6 +61,9 @@
  *   CROQ_SK_ORDER               a stream-K share's pieces: 0 the head, then k order; 1 the head,
  *                               the share's whole tiles, and the piece that starts the share (a
  *                               reduce, which then never waits for another CTA's head) last
+ *   CROQ_SK_FULL_WAVES          full waves of tiles the stream-K region takes besides the last
+ *                               partial one (1, the default; 0: the partial wave alone, where a
+ *                               share is shorter than a tile and a tile may have three pieces)
  *   CROQ_SWIZZLE                128, 64 or 32: the TMA/WGMMA shared-memory swizzle width in bytes
  *   CROQ_MMA_DEPTH              wgmma groups left in flight when a stage is released (0 or 1; the
  *                               block-scaled kernel: 1 overlaps each promotion with the next block)
@@ -196,6 +200,9 @@
 #ifndef CROQ_SK_ORDER
 #define CROQ_SK_ORDER 0
 #endif
+#ifndef CROQ_SK_FULL_WAVES
+#define CROQ_SK_FULL_WAVES 1
+#endif
 #ifndef CROQ_BLOCKSCALE
 #define CROQ_BLOCKSCALE 0
 #endif
@@ -266,6 +273,8 @@ constexpr int SPLIT_K = CROQ_SPLIT_K;
 constexpr bool STREAM_K = CROQ_STREAM_K != 0;
 constexpr bool SK_REDUCE_LAST = CROQ_SK_ORDER == 1;  // the order of a stream-K share's pieces (sk_first)
 static_assert(CROQ_SK_ORDER == 0 || CROQ_SK_ORDER == 1, "CROQ_SK_ORDER must be 0 or 1");
+constexpr int SK_FULL_WAVES = CROQ_SK_FULL_WAVES;  // full waves in the stream-K region (plan_stream_k)
+static_assert(CROQ_SK_FULL_WAVES >= 0 && CROQ_SK_FULL_WAVES <= 4, "CROQ_SK_FULL_WAVES must be 0 to 4");
 constexpr int FLAG_GROUPS = PINGPONG ? 1 : CONSUMERS;  // split-K flags per (tile, slice): one per row owner
 constexpr int EPI_SLOT_BYTES = 8192;             // one TMA-epilogue chunk: 64 rows x 128 bytes
 // Columns of C per TMA-epilogue chunk: 128-byte rows (32 f32 or 64 16-bit values) when BN allows.
@@ -1806,8 +1815,8 @@ inline size_t split_flag_bytes(const Grid& g) {
 }
 
 // The stream-K region for `clusters` resident clusters: none when the units fill whole waves,
-// else the last partial wave and the full wave before it (all units when there is less than a
-// wave), provided every cluster gets at least one k block and has a slot of partial sums.
+// else the last partial wave and the SK_FULL_WAVES full waves before it (all units when there are
+// fewer full waves), provided every cluster gets at least one k block and has a slot of partial sums.
 inline void plan_stream_k(Params& prm, const Grid& g, int clusters) {
   prm.dp_work = prm.num_work;
   prm.sk_iters = 0;
@@ -1815,7 +1824,7 @@ inline void plan_stream_k(Params& prm, const Grid& g, int clusters) {
   const int units = g.num_units;
   if (units % clusters == 0) return;
   const int full = units / clusters;
-  const int dp = (full >= 1 ? full - 1 : 0) * clusters;
+  const int dp = (full >= SK_FULL_WAVES ? full - SK_FULL_WAVES : 0) * clusters;
   const long long iters = static_cast<long long>(units - dp) * g.num_kb;
   if (iters < clusters || static_cast<long long>(clusters) * CS > g.sk_slots) return;
   if (iters * (clusters + 1) >= SK_MAX_PRODUCT) return;  // beyond the schedule's 32-bit divisions
