@@ -64,6 +64,11 @@
  *   CROQ_SK_FULL_WAVES          full waves of tiles the stream-K region takes besides the last
  *                               partial one (1, the default; 0: the partial wave alone, where a
  *                               share is shorter than a tile and a tile may have three pieces)
+ *   CROQ_TRACE                  1: a diagnostic build. Consumer 0 of each CTA prints one line when
+ *                               it is done ("croq-trace": its SM, cluster, the %globaltimer in ns at
+ *                               its start, at the end of its data-parallel units and at its end, and
+ *                               its data-parallel units), to see how unevenly the CTAs of a launch finish
+ *                               (bench/gpu/cta_trace.py). Never built by the family.
  *   CROQ_SWIZZLE                128, 64 or 32: the TMA/WGMMA shared-memory swizzle width in bytes
  *   CROQ_MMA_DEPTH              wgmma groups left in flight when a stage is released (0 or 1; the
  *                               block-scaled kernel: 1 overlaps each promotion with the next block)
@@ -202,6 +207,12 @@
 #endif
 #ifndef CROQ_SK_FULL_WAVES
 #define CROQ_SK_FULL_WAVES 1
+#endif
+#ifndef CROQ_TRACE
+#define CROQ_TRACE 0
+#endif
+#if CROQ_TRACE
+#include <cstdio>
 #endif
 #ifndef CROQ_BLOCKSCALE
 #define CROQ_BLOCKSCALE 0
@@ -899,6 +910,19 @@ __device__ __forceinline__ uint32_t select4(const T (&v)[4], int i) {
   return i == 0 ? v[0] : i == 1 ? v[1] : i == 2 ? v[2] : v[3];
 }
 
+#if CROQ_TRACE
+__device__ __forceinline__ unsigned long long globaltimer_ns() {
+  unsigned long long t;
+  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+  return t;
+}
+__device__ __forceinline__ unsigned smid() {
+  unsigned id;
+  asm volatile("mov.u32 %0, %%smid;" : "=r"(id));
+  return id;
+}
+#endif
+
 template <typename TIn, typename TOut, bool B_KMAJOR>
 __global__ void __launch_bounds__(THREADS, 1)
     gemm_kernel(const __grid_constant__ CUtensorMap tm_a, const __grid_constant__ CUtensorMap tm_b,
@@ -1043,6 +1067,11 @@ __global__ void __launch_bounds__(THREADS, 1)
     // ------------------------------- consumers -------------------------------
     if constexpr (REG_SHARING) setmaxnreg_inc<CONSUMER_REGS>();
     const int cw = wg - 1;
+#if CROQ_TRACE
+    const unsigned long long trace_t0 = globaltimer_ns();
+    unsigned long long trace_dp = 0;
+    int trace_dp_units = -1;
+#endif
     const int warp = tid / 32, lane = tid % 32;
     float acc[M_ATOMS][BN / 2];
     // CROQ_BLOCKSCALE: the promoted sums (f32 registers), one k block's WGMMA sums added per stage.
@@ -1715,6 +1744,10 @@ __global__ void __launch_bounds__(THREADS, 1)
         dw.unit = u;
         run_unit(dw);
       }
+#if CROQ_TRACE
+      trace_dp = globaltimer_ns();
+      trace_dp_units = local;
+#endif
       Work wk;
       if (p.sk_iters > 0) {
         // The share's pieces (at most a head, the whole tiles and a start piece) counted first
@@ -1739,6 +1772,14 @@ __global__ void __launch_bounds__(THREADS, 1)
       if (pend_m0 >= 0) store_c(pacc, pend_m0, pend_n0, cw * WG_M);
     }
     if (tid == 0) bulk_wait_all();
+#endif
+#if CROQ_TRACE
+    if (cw == 0 && tid == 0) {
+      const unsigned long long t_end = globaltimer_ns();
+      printf("croq-trace sm=%u cta=%d cluster=%d t0=%llu dp=%llu end=%llu units=%d\n", smid(),
+             static_cast<int>(blockIdx.x), cluster_id, trace_t0, trace_dp ? trace_dp : t_end, t_end,
+             trace_dp_units >= 0 ? trace_dp_units : local);
+    }
 #endif
   }
 }

@@ -1,0 +1,104 @@
+#!/usr/bin/env python3
+"""How unevenly the CTAs of a persistent Hopper GEMM launch finish, from the lines a CROQ_TRACE=1 build
+prints (kernels/cuda/matmul/hopper/gemm_sm90.cu: per CTA its SM, cluster, %globaltimer at its start, at the
+end of its data-parallel units and at its end, and its data-parallel units). Per launch: the span, when the CTAs end
+(earliest, median, latest), the SMs' mean idle share of the span, and how far a static schedule's span is
+from two bounds computed with each cluster's own measured time per data-parallel unit: the same units
+handed out on demand (the next unit to whichever cluster is free first: a dynamic tile scheduler) and the
+work spread perfectly. Over launches: whether the same clusters are the slow ones each time (the
+correlation of their time per unit between the first launch and the others).
+    python3 bench/gpu/cta_trace.py TRACE.txt [TRACE.txt ...]"""
+import heapq
+import re
+import statistics
+import sys
+
+LINE = re.compile(r"croq-trace sm=(\d+) cta=(\d+) cluster=(\d+) t0=(\d+) dp=(\d+) end=(\d+) units=(\d+)")
+
+
+def launches(path):
+    out, cur = [], {}
+    for line in open(path, errors="replace"):
+        m = LINE.search(line)
+        if not m:
+            continue
+        sm, cta, cluster, t0, dp, end, units = (int(x) for x in m.groups())
+        if cta in cur:  # a CTA seen again: the next launch
+            out.append(cur)
+            cur = {}
+        cur[cta] = dict(sm=sm, cluster=cluster, t0=t0, dp=dp, end=end, units=units)
+    if cur:
+        out.append(cur)
+    return out
+
+
+def per_cluster(launch):
+    cl = {}
+    base = min(c["t0"] for c in launch.values())
+    for c in launch.values():
+        d = cl.setdefault(c["cluster"], dict(t0=c["t0"] - base, dp=0, end=0, units=c["units"]))
+        d["t0"] = min(d["t0"], c["t0"] - base)
+        d["dp"] = max(d["dp"], c["dp"] - base)
+        d["end"] = max(d["end"], c["end"] - base)
+    return cl
+
+
+def on_demand(rates, units):
+    """Makespan when each unit goes to the cluster free first, each cluster at its own time per unit."""
+    heap = [(0.0, c) for c in rates]
+    heapq.heapify(heap)
+    for _ in range(units):
+        t, c = heapq.heappop(heap)
+        heapq.heappush(heap, (t + rates[c], c))
+    return max(t for t, _ in heap)
+
+
+def report(path):
+    ls = launches(path)
+    print(f"# {path}: {len(ls)} launches of {len(ls[0]) if ls else 0} CTAs")
+    first_rates = None
+    for i, launch in enumerate(ls):
+        cl = per_cluster(launch)
+        span = max(d["end"] for d in cl.values())
+        ends = sorted(d["end"] for d in cl.values())
+        dps = sorted(d["dp"] for d in cl.values())
+        idle = 1 - statistics.mean(d["end"] - d["t0"] for d in cl.values()) / span
+        rates = {c: (d["dp"] - d["t0"]) / d["units"] for c, d in cl.items() if d["units"] > 0 and d["dp"] > d["t0"]}
+        units = sum(d["units"] for d in cl.values())
+        dp_units = sum(d["units"] for c, d in cl.items() if c in rates)
+        dyn = on_demand(rates, dp_units) if rates else 0
+        perfect = dp_units / sum(1 / r for r in rates.values()) if rates else 0
+        static_dp = max(dps)
+        mean_rate = statistics.mean(rates.values()) if rates else 0
+        print(f"launch {i}: span {span / 1e3:.1f} us; CTAs end {ends[0] / 1e3:.1f} / {statistics.median(ends) / 1e3:.1f} / "
+              f"{ends[-1] / 1e3:.1f} us (earliest / median / latest); data-parallel part ends {dps[0] / 1e3:.1f} / "
+              f"{dps[-1] / 1e3:.1f} us; idle {100 * idle:.1f} % of the SMs' time; {units} units")
+        if rates:
+            lo, hi = min(rates.values()), max(rates.values())
+            print(f"  time per data-parallel unit: {lo / 1e3:.2f} to {hi / 1e3:.2f} us (mean {mean_rate / 1e3:.2f}, "
+                  f"spread {100 * (hi / lo - 1):.1f} %); the {dp_units} data-parallel units: static {static_dp / 1e3:.1f} us, "
+                  f"on demand {dyn / 1e3:.1f} us, perfectly spread {perfect / 1e3:.1f} us")
+            region = sorted(d["end"] - d["dp"] for d in cl.values())
+            if region[-1] > 0:
+                print(f"  after the data-parallel units (a stream-K share): {region[0] / 1e3:.1f} / "
+                      f"{statistics.median(region) / 1e3:.1f} / {region[-1] / 1e3:.1f} us")
+            slow = sorted(rates, key=rates.get, reverse=True)[:6]
+            print("  slowest clusters (time per unit, SMs): " + ", ".join(
+                f"{c} ({rates[c] / 1e3:.2f} us, {'/'.join(str(x['sm']) for x in launch.values() if x['cluster'] == c)})"
+                for c in slow))
+            if first_rates is None:
+                first_rates = rates
+            elif len(rates) > 2:
+                common = [c for c in rates if c in first_rates]
+                a = [first_rates[c] for c in common]
+                b = [rates[c] for c in common]
+                print(f"  correlation of the clusters' time per unit with launch 0: {statistics.correlation(a, b):.2f}")
+
+
+def main():
+    for path in sys.argv[1:]:
+        report(path)
+
+
+if __name__ == "__main__":
+    main()
