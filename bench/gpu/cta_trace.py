@@ -5,7 +5,8 @@ end of its data-parallel units and at its end, and its data-parallel units). Per
 (earliest, median, latest), the SMs' mean idle share of the span, and how far a static schedule's span is
 from two bounds computed with each cluster's own measured time per data-parallel unit: the same units
 handed out on demand (the next unit to whichever cluster is free first: a dynamic tile scheduler) and the
-work spread perfectly. Over launches: whether the same clusters are the slow ones each time (the
+work spread perfectly; per wave of units the median and slowest unit's time, and the slowest clusters' units
+one by one. The first launch and the last three are shown. Over launches: whether the same clusters are the slow ones each time (the
 correlation of their time per unit between the first launch and the others).
     python3 bench/gpu/cta_trace.py TRACE.txt [TRACE.txt ...]"""
 import heapq
@@ -14,21 +15,43 @@ import statistics
 import sys
 
 LINE = re.compile(r"croq-trace sm=(\d+) cta=(\d+) cluster=(\d+) t0=(\d+) dp=(\d+) end=(\d+) units=(\d+)")
+UNIT = re.compile(r"croq-trace-unit cta=(\d+) i=(\d+) unit=(\d+) t=(\d+)")
 
 
 def launches(path):
     out, cur = [], {}
     for line in open(path, errors="replace"):
         m = LINE.search(line)
-        if not m:
+        if m:
+            sm, cta, cluster, t0, dp, end, units = (int(x) for x in m.groups())
+            if cta in cur:  # a CTA seen again: the next launch
+                out.append(cur)
+                cur = {}
+            cur[cta] = dict(sm=sm, cluster=cluster, t0=t0, dp=dp, end=end, units=units, starts={})
             continue
-        sm, cta, cluster, t0, dp, end, units = (int(x) for x in m.groups())
-        if cta in cur:  # a CTA seen again: the next launch
-            out.append(cur)
-            cur = {}
-        cur[cta] = dict(sm=sm, cluster=cluster, t0=t0, dp=dp, end=end, units=units)
+        m = UNIT.search(line)
+        if m:
+            cta, i, unit, t = (int(x) for x in m.groups())
+            if cta in cur:
+                cur[cta]["starts"][i] = (unit, t)
     if cur:
         out.append(cur)
+    return out
+
+
+def unit_times(launch):
+    """(cluster, index, unit, duration ns) of every traced unit of rank-0 CTAs: until the next unit's start, the
+    last one until the CTA's end."""
+    out = []
+    for cta, c in launch.items():
+        st = c["starts"]
+        if not st or any(o["cluster"] == c["cluster"] and k < cta for k, o in launch.items()):
+            continue
+        for i in sorted(st):
+            unit, t = st[i]
+            nxt = st[i + 1][1] if i + 1 in st else (c["end"] if i == c["units"] - 1 else None)
+            if nxt is not None:
+                out.append((c["cluster"], i, unit, nxt - t))
     return out
 
 
@@ -57,7 +80,10 @@ def report(path):
     ls = launches(path)
     print(f"# {path}: {len(ls)} launches of {len(ls[0]) if ls else 0} CTAs")
     first_rates = None
+    show = set(range(len(ls))) if len(ls) <= 4 else {0, len(ls) - 3, len(ls) - 2, len(ls) - 1}
     for i, launch in enumerate(ls):
+        if i not in show:
+            continue
         cl = per_cluster(launch)
         span = max(d["end"] for d in cl.values())
         ends = sorted(d["end"] for d in cl.values())
@@ -86,6 +112,17 @@ def report(path):
             print("  slowest clusters (time per unit, SMs): " + ", ".join(
                 f"{c} ({rates[c] / 1e3:.2f} us, {'/'.join(str(x['sm']) for x in launch.values() if x['cluster'] == c)})"
                 for c in slow))
+            ut = unit_times(launch)
+            if ut:
+                by_i = {}
+                for cl_, i, unit, d in ut:
+                    by_i.setdefault(i, []).append((d, cl_, unit))
+                print("  per unit index (wave): median us, slowest (us, cluster, unit): " + "; ".join(
+                    f"{i}: {statistics.median(x[0] for x in v) / 1e3:.1f}, {max(v)[0] / 1e3:.1f} c{max(v)[1]} u{max(v)[2]}"
+                    for i, v in sorted(by_i.items())))
+                for c in slow[:2]:
+                    print(f"  cluster {c}, its units' times (us): " + " ".join(
+                        f"{d / 1e3:.0f}" for cl_, i, unit, d in sorted(ut, key=lambda x: x[1]) if cl_ == c))
             if first_rates is None:
                 first_rates = rates
             elif len(rates) > 2:

@@ -67,7 +67,8 @@
  *   CROQ_TRACE                  1: a diagnostic build. Consumer 0 of each CTA prints one line when
  *                               it is done ("croq-trace": its SM, cluster, the %globaltimer in ns at
  *                               its start, at the end of its data-parallel units and at its end, and
- *                               its data-parallel units), to see how unevenly the CTAs of a launch finish
+ *                               its data-parallel units; then the start time of each of its first 40
+ *                               units), to see how unevenly the CTAs of a launch finish
  *                               (bench/gpu/cta_trace.py). Never built by the family.
  *   CROQ_SWIZZLE                128, 64 or 32: the TMA/WGMMA shared-memory swizzle width in bytes
  *   CROQ_MMA_DEPTH              wgmma groups left in flight when a stage is released (0 or 1; the
@@ -1071,6 +1072,17 @@ __global__ void __launch_bounds__(THREADS, 1)
     const unsigned long long trace_t0 = globaltimer_ns();
     unsigned long long trace_dp = 0;
     int trace_dp_units = -1;
+    constexpr int TRACE_UNITS = 40;  // the first units' start times, printed at the end
+    unsigned long long trace_at[TRACE_UNITS];
+    int trace_unit[TRACE_UNITS];
+    auto trace_start = [&](int i, int unit) {
+      if (i < TRACE_UNITS) {
+        trace_at[i] = globaltimer_ns();
+        trace_unit[i] = unit;
+      }
+    };
+#else
+    auto trace_start = [](int, int) {};
 #endif
     const int warp = tid / 32, lane = tid % 32;
     float acc[M_ATOMS][BN / 2];
@@ -1742,6 +1754,7 @@ __global__ void __launch_bounds__(THREADS, 1)
       dw.next = 0;
       for (int u = cluster_id; u < p.dp_work; u += num_clusters, ++local) {
         dw.unit = u;
+        trace_start(local, u);
         run_unit(dw);
       }
 #if CROQ_TRACE
@@ -1758,14 +1771,17 @@ __global__ void __launch_bounds__(THREADS, 1)
         for (int i = 0; i < pieces; ++i, ++local) {
           work_at(cur, cluster_id, num_clusters, p, wk);
           cur = wk.next;
+          trace_start(local, wk.unit);
           run_unit(wk);
         }
       }
     } else {
       Work wk;
       for (long long cur = work_start(cluster_id, num_clusters, p); work_at(cur, cluster_id, num_clusters, p, wk);
-           cur = wk.next, ++local)
+           cur = wk.next, ++local) {
+        trace_start(local, wk.unit);
         run_unit(wk);
+      }
     }
 #if CROQ_EPILOGUE == 1
     if constexpr (BS_EPI_OVERLAP) {
@@ -1779,6 +1795,9 @@ __global__ void __launch_bounds__(THREADS, 1)
       printf("croq-trace sm=%u cta=%d cluster=%d t0=%llu dp=%llu end=%llu units=%d\n", smid(),
              static_cast<int>(blockIdx.x), cluster_id, trace_t0, trace_dp ? trace_dp : t_end, t_end,
              trace_dp_units >= 0 ? trace_dp_units : local);
+      for (int i = 0; i < local && i < TRACE_UNITS; ++i)
+        printf("croq-trace-unit cta=%d i=%d unit=%d t=%llu\n", static_cast<int>(blockIdx.x), i, trace_unit[i],
+               trace_at[i]);
     }
 #endif
   }
