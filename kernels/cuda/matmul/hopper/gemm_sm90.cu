@@ -922,6 +922,14 @@ __device__ __forceinline__ unsigned smid() {
   asm volatile("mov.u32 %0, %%smid;" : "=r"(id));
   return id;
 }
+// CTAs of this launch done so far, counted on over launches: a CTA prints only once every CTA of its
+// launch is done (printf beside CTAs still computing slowed them by hundreds of microseconds).
+__device__ unsigned int trace_done;
+__device__ __forceinline__ void trace_wait_all_done() {
+  const unsigned ticket = atomicAdd(&trace_done, 1u);
+  const unsigned target = (ticket / gridDim.x + 1) * gridDim.x;
+  while (static_cast<int>(*static_cast<volatile unsigned*>(&trace_done) - target) < 0) __nanosleep(1000);
+}
 #endif
 
 template <typename TIn, typename TOut, bool B_KMAJOR>
@@ -1792,6 +1800,7 @@ __global__ void __launch_bounds__(THREADS, 1)
 #if CROQ_TRACE
     if (cw == 0 && tid == 0) {
       const unsigned long long t_end = globaltimer_ns();
+      trace_wait_all_done();
       printf("croq-trace sm=%u cta=%d cluster=%d t0=%llu dp=%llu end=%llu units=%d\n", smid(),
              static_cast<int>(blockIdx.x), cluster_id, trace_t0, trace_dp ? trace_dp : t_end, t_end,
              trace_dp_units >= 0 ? trace_dp_units : local);
