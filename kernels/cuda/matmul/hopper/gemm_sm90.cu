@@ -64,8 +64,8 @@
  *   CROQ_SK_FULL_WAVES          full waves of tiles the stream-K region takes besides the last
  *                               partial one (1, the default; 0: the partial wave alone, where a
  *                               share is shorter than a tile and a tile may have three pieces)
- *   CROQ_TRACE                  1: a diagnostic build. Consumer 0 of each CTA prints one line when
- *                               it is done ("croq-trace": its SM, cluster, the %globaltimer in ns at
+ *   CROQ_TRACE                  1: a diagnostic build. Consumer 0 of each CTA records, and a kernel
+ *                               launched after it prints ("croq-trace": its SM, cluster, the %globaltimer in ns at
  *                               its start, at the end of its data-parallel units and at its end, and
  *                               its data-parallel units; then the start time of each of its first 40
  *                               units), to see how unevenly the CTAs of a launch finish
@@ -922,13 +922,25 @@ __device__ __forceinline__ unsigned smid() {
   asm volatile("mov.u32 %0, %%smid;" : "=r"(id));
   return id;
 }
-// CTAs of this launch done so far, counted on over launches: a CTA prints only once every CTA of its
-// launch is done (printf beside CTAs still computing slowed them by hundreds of microseconds).
-__device__ unsigned int trace_done;
-__device__ __forceinline__ void trace_wait_all_done() {
-  const unsigned ticket = atomicAdd(&trace_done, 1u);
-  const unsigned target = (ticket / gridDim.x + 1) * gridDim.x;
-  while (static_cast<int>(*static_cast<volatile unsigned*>(&trace_done) - target) < 0) __nanosleep(1000);
+// The trace of a launch, per CTA, in global memory: the gemm kernel only stores (a printf in it made
+// ptxas serialize every WGMMA), a one-thread kernel after it prints.
+constexpr int TRACE_CTAS = 1024, TRACE_UNITS = 40;
+struct TraceCta {
+  unsigned sm;
+  int cluster, units, dp_units;
+  unsigned long long t0, dp, end;
+  unsigned long long at[TRACE_UNITS];
+  int unit[TRACE_UNITS];
+};
+__device__ TraceCta trace_buf[TRACE_CTAS];
+__global__ void trace_print(int ctas) {
+  for (int b = 0; b < ctas && b < TRACE_CTAS; ++b) {
+    const TraceCta& t = trace_buf[b];
+    printf("croq-trace sm=%u cta=%d cluster=%d t0=%llu dp=%llu end=%llu units=%d\n", t.sm, b, t.cluster, t.t0,
+           t.dp ? t.dp : t.end, t.end, t.dp_units >= 0 ? t.dp_units : t.units);
+    for (int i = 0; i < t.units && i < TRACE_UNITS; ++i)
+      printf("croq-trace-unit cta=%d i=%d unit=%d t=%llu\n", b, i, t.unit[i], t.at[i]);
+  }
 }
 #endif
 
@@ -1077,16 +1089,14 @@ __global__ void __launch_bounds__(THREADS, 1)
     if constexpr (REG_SHARING) setmaxnreg_inc<CONSUMER_REGS>();
     const int cw = wg - 1;
 #if CROQ_TRACE
+    TraceCta& trace = trace_buf[blockIdx.x < TRACE_CTAS ? blockIdx.x : TRACE_CTAS - 1];
     const unsigned long long trace_t0 = globaltimer_ns();
     unsigned long long trace_dp = 0;
     int trace_dp_units = -1;
-    constexpr int TRACE_UNITS = 40;  // the first units' start times, printed at the end
-    unsigned long long trace_at[TRACE_UNITS];
-    int trace_unit[TRACE_UNITS];
     auto trace_start = [&](int i, int unit) {
-      if (i < TRACE_UNITS) {
-        trace_at[i] = globaltimer_ns();
-        trace_unit[i] = unit;
+      if (cw == 0 && tid == 0 && i < TRACE_UNITS) {
+        trace.at[i] = globaltimer_ns();
+        trace.unit[i] = unit;
       }
     };
 #else
@@ -1799,14 +1809,13 @@ __global__ void __launch_bounds__(THREADS, 1)
 #endif
 #if CROQ_TRACE
     if (cw == 0 && tid == 0) {
-      const unsigned long long t_end = globaltimer_ns();
-      trace_wait_all_done();
-      printf("croq-trace sm=%u cta=%d cluster=%d t0=%llu dp=%llu end=%llu units=%d\n", smid(),
-             static_cast<int>(blockIdx.x), cluster_id, trace_t0, trace_dp ? trace_dp : t_end, t_end,
-             trace_dp_units >= 0 ? trace_dp_units : local);
-      for (int i = 0; i < local && i < TRACE_UNITS; ++i)
-        printf("croq-trace-unit cta=%d i=%d unit=%d t=%llu\n", static_cast<int>(blockIdx.x), i, trace_unit[i],
-               trace_at[i]);
+      trace.sm = smid();
+      trace.cluster = cluster_id;
+      trace.units = local;
+      trace.dp_units = trace_dp_units;
+      trace.t0 = trace_t0;
+      trace.dp = trace_dp;
+      trace.end = globaltimer_ns();
     }
 #endif
   }
@@ -2162,6 +2171,9 @@ croq_status run(const croq_matmul_problem* p, const void* a, const void* b, void
     cfg.numAttrs = 1;
   }
   if (cudaLaunchKernelEx(&cfg, kernel, e->a, e->b, e->c, prm) != cudaSuccess) return CROQ_LAUNCH_FAILED;
+#if CROQ_TRACE
+  trace_print<<<1, 1, 0, stream>>>(static_cast<int>(cfg.gridDim.x));
+#endif
   if (pl.pad_c) {
     if (!launch_copy(c_use, ldc * out_bytes / 2, c, p->ldc * out_bytes / 2, p->m, p->n * out_bytes / 2, stream))
       return CROQ_LAUNCH_FAILED;
