@@ -363,6 +363,21 @@ TEST(Fp8TemplateCompiles, StreamKOnTheBlockScaledWavesCompilesWithoutSpills) {
   }
 }
 
+// The diagnostic build (CROQ_TRACE=1: per CTA the times of its units, bench/gpu/cta_trace.sh) times
+// the kernel it is built from: its WGMMAs stay in one pipeline (a printf in the kernel made ptxas
+// serialize them, C7510, and its units ran 16 % slower) and nothing spills.
+TEST(Fp8TemplateCompiles, TraceBuildOfTheBlockScaledWavesKeepsItsWgmmaPipeline) {
+  if (!nvcc_path()) GTEST_SKIP() << "nvcc not found (set CROQ_NVCC)";
+  HopperGemmFamily f;
+  const auto p = blockscaled_problem(8192, 8192, 8192);
+  FamilyConfig c = f.default_config(p);
+  ASSERT_TRUE(HopperGemmFamily::blockscaled_waves(c));
+  const Compiled built = compile(f, c, p, false, "#define CROQ_TRACE 1\n");
+  expect_clean(built);
+  EXPECT_EQ(built.log.find("C7510"), std::string::npos) << built.log;
+  EXPECT_NE(built.log.find("trace_print"), std::string::npos) << built.log;  // the printing kernel was built
+}
+
 // The drained block-scaled kernel reads the next k block's scales between issuing this block's
 // WGMMAs and waiting for them, so their latency hides under the tensor cores' work (read at the
 // block's start, before its WGMMAs, they cost 4-6 % at 128x192 on the H200: docs/fp8.md).
