@@ -5,8 +5,8 @@ end of its data-parallel units and at its end, and its data-parallel units). Per
 (earliest, median, latest), the SMs' mean idle share of the span, and how far a static schedule's span is
 from two bounds computed with each cluster's own measured time per data-parallel unit: the same units
 handed out on demand (the next unit to whichever cluster is free first: a dynamic tile scheduler) and the
-work spread perfectly; per wave of units the median and slowest unit's time, and the slowest clusters' units
-one by one. The first launch and the last three are shown. Over launches: whether the same clusters are the slow ones each time (the
+work spread perfectly; per wave of units the median and slowest unit's time (and, where the trace has clock64
+beside each start, the SM clock the wave ran at), and the slowest clusters' units one by one. The first launch and the last three are shown. Over launches: whether the same clusters are the slow ones each time (the
 correlation of their time per unit between the first launch and the others).
     python3 bench/gpu/cta_trace.py TRACE.txt [TRACE.txt ...]"""
 import heapq
@@ -15,7 +15,7 @@ import statistics
 import sys
 
 LINE = re.compile(r"croq-trace sm=(\d+) cta=(\d+) cluster=(\d+) t0=(\d+) dp=(\d+) end=(\d+) units=(\d+)")
-UNIT = re.compile(r"croq-trace-unit cta=(\d+) i=(\d+) unit=(\d+) t=(\d+)")
+UNIT = re.compile(r"croq-trace-unit cta=(\d+) i=(\d+) unit=(\d+) t=(\d+)(?: clk=(\d+))?")
 
 
 def launches(path):
@@ -31,12 +31,26 @@ def launches(path):
             continue
         m = UNIT.search(line)
         if m:
-            cta, i, unit, t = (int(x) for x in m.groups())
+            cta, i, unit, t = (int(x) for x in m.groups()[:4])
             if cta in cur:
                 cur[cta]["starts"][i] = (unit, t)
+                if m.group(5) is not None:
+                    cur[cta].setdefault("clocks", {})[i] = int(m.group(5))
     if cur:
         out.append(cur)
     return out
+
+
+def wave_clocks(launch):
+    """Per unit index (wave): the median SM clock in MHz between that unit's start and the next one's, over
+    the CTAs that recorded clock64 beside their starts."""
+    by_i = {}
+    for c in launch.values():
+        st, ck = c["starts"], c.get("clocks", {})
+        for i in sorted(ck):
+            if i + 1 in ck and i in st and i + 1 in st and st[i + 1][1] > st[i][1]:
+                by_i.setdefault(i, []).append(1e3 * (ck[i + 1] - ck[i]) / (st[i + 1][1] - st[i][1]))
+    return {i: statistics.median(v) for i, v in sorted(by_i.items())}
 
 
 def unit_times(launch):
@@ -120,6 +134,10 @@ def report(path):
                 print("  per unit index (wave): median us, slowest (us, cluster, unit): " + "; ".join(
                     f"{i}: {statistics.median(x[0] for x in v) / 1e3:.1f}, {max(v)[0] / 1e3:.1f} c{max(v)[1]} u{max(v)[2]}"
                     for i, v in sorted(by_i.items())))
+                mhz = wave_clocks(launch)
+                if mhz:
+                    print("  SM clock per unit index (MHz, median over CTAs): " +
+                          " ".join(f"{i}: {v:.0f}" for i, v in mhz.items()))
                 for c in slow[:2]:
                     print(f"  cluster {c}, its units' times (us): " + " ".join(
                         f"{d / 1e3:.0f}" for cl_, i, unit, d in sorted(ut, key=lambda x: x[1]) if cl_ == c))

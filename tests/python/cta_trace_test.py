@@ -6,7 +6,8 @@ Checks: the launches are told apart; a cluster's span is its CTAs' latest end (i
 too: cluster 1's 65 us over 3 units); the per-wave unit
 times come from consecutive unit starts (the last unit ends at the CTA's end); the on-demand model
 hands the next unit to the cluster free first; the digest names the slow cluster first and prints
-the stream-K shares of a trace whose data-parallel part ends before its CTAs do.
+the stream-K shares of a trace whose data-parallel part ends before its CTAs do; the SM clock of each
+wave from clock64 over the globaltimer between consecutive starts.
 Exit 0 when every check holds; prints what failed otherwise.
 Usage: python3 tests/python/cta_trace_test.py <source-dir>
 """
@@ -38,7 +39,9 @@ def trace_lines(base, sk_tail_ns=0):
         end = base + 3 * per + late + sk_tail_ns
         out.append(f"croq-trace sm={10 + cta} cta={cta} cluster={cluster} t0={t0} dp={dp} end={end} units=3")
         for i in range(3):
-            out.append(f"croq-trace-unit cta={cta} i={i} unit={cluster + 2 * i} t={t0 + i * per}")
+            # clock64 at 1.5 GHz in the first unit, 1.2 GHz after (1.5 and 1.2 cycles a ns)
+            clk = int(1.5 * min(i, 1) * per + 1.2 * max(i - 1, 0) * per)
+            out.append(f"croq-trace-unit cta={cta} i={i} unit={cluster + 2 * i} t={t0 + i * per} clk={clk}")
     return out
 
 
@@ -63,6 +66,8 @@ def main():
         ut = sorted(ct.unit_times(ls[0]))
         check(ut == [(0, 0, 0, 10_000), (0, 1, 2, 10_000), (0, 2, 4, 10_000),
                      (1, 0, 1, 20_000), (1, 1, 3, 20_000), (1, 2, 5, 20_000)], f"unit times wrong: {ut}")
+        mhz = ct.wave_clocks(ls[0])
+        check(set(mhz) == {0, 1} and abs(mhz[0] - 1500) < 1e-6 and abs(mhz[1] - 1200) < 1e-6, f"wave clocks wrong: {mhz}")
         # On demand: cluster 0 (10 per unit) and cluster 1 (20): 6 units end at 40 (0 takes 4, 1 takes 2).
         check(abs(ct.on_demand({0: 10.0, 1: 20.0}, 6) - 40.0) < 1e-9, "on-demand makespan wrong")
         buf = io.StringIO()

@@ -67,8 +67,9 @@
  *   CROQ_TRACE                  1: a diagnostic build. Consumer 0 of each CTA records, and a kernel
  *                               launched after it prints ("croq-trace": its SM, cluster, the %globaltimer in ns at
  *                               its start, at the end of its data-parallel units and at its end, and
- *                               its data-parallel units; then the start time of each of its first 40
- *                               units), to see how unevenly the CTAs of a launch finish
+ *                               its data-parallel units; then the start time and clock64 of each of
+ *                               its first 40 units), to see how unevenly the CTAs of a launch finish,
+ *                               and at what SM clock each wave ran
  *                               (bench/gpu/cta_trace.py). Never built by the family.
  *   CROQ_SWIZZLE                128, 64 or 32: the TMA/WGMMA shared-memory swizzle width in bytes
  *   CROQ_MMA_DEPTH              wgmma groups left in flight when a stage is released (0 or 1; the
@@ -930,6 +931,7 @@ struct TraceCta {
   int cluster, units, dp_units;
   unsigned long long t0, dp, end;
   unsigned long long at[TRACE_UNITS];
+  long long clk[TRACE_UNITS];  // the SM's clock64 beside each start: cycles over nanoseconds is its clock
   int unit[TRACE_UNITS];
 };
 __device__ TraceCta trace_buf[TRACE_CTAS];
@@ -939,7 +941,7 @@ __global__ void trace_print(int ctas) {
     printf("croq-trace sm=%u cta=%d cluster=%d t0=%llu dp=%llu end=%llu units=%d\n", t.sm, b, t.cluster, t.t0,
            t.dp ? t.dp : t.end, t.end, t.dp_units >= 0 ? t.dp_units : t.units);
     for (int i = 0; i < t.units && i < TRACE_UNITS; ++i)
-      printf("croq-trace-unit cta=%d i=%d unit=%d t=%llu\n", b, i, t.unit[i], t.at[i]);
+      printf("croq-trace-unit cta=%d i=%d unit=%d t=%llu clk=%lld\n", b, i, t.unit[i], t.at[i], t.clk[i]);
   }
 }
 #endif
@@ -1096,6 +1098,7 @@ __global__ void __launch_bounds__(THREADS, 1)
     auto trace_start = [&](int i, int unit) {
       if (cw == 0 && tid == 0 && i < TRACE_UNITS) {
         trace.at[i] = globaltimer_ns();
+        trace.clk[i] = clock64();
         trace.unit[i] = unit;
       }
     };
