@@ -42,15 +42,16 @@ def launches(path):
 
 
 def wave_clocks(launch):
-    """Per unit index (wave): the median SM clock in MHz between that unit's start and the next one's, over
-    the CTAs that recorded clock64 beside their starts."""
+    """Per unit index (wave): (the median SM clock in MHz, the median thousands of SM cycles) between that unit's
+    start and the next one's, over the CTAs that recorded clock64 beside their starts."""
     by_i = {}
     for c in launch.values():
         st, ck = c["starts"], c.get("clocks", {})
         for i in sorted(ck):
             if i + 1 in ck and i in st and i + 1 in st and st[i + 1][1] > st[i][1]:
-                by_i.setdefault(i, []).append(1e3 * (ck[i + 1] - ck[i]) / (st[i + 1][1] - st[i][1]))
-    return {i: statistics.median(v) for i, v in sorted(by_i.items())}
+                by_i.setdefault(i, []).append((1e3 * (ck[i + 1] - ck[i]) / (st[i + 1][1] - st[i][1]),
+                                               (ck[i + 1] - ck[i]) / 1e3))
+    return {i: (statistics.median(x[0] for x in v), statistics.median(x[1] for x in v)) for i, v in sorted(by_i.items())}
 
 
 def unit_times(launch):
@@ -137,7 +138,9 @@ def report(path):
                 mhz = wave_clocks(launch)
                 if mhz:
                     print("  SM clock per unit index (MHz, median over CTAs): " +
-                          " ".join(f"{i}: {v:.0f}" for i, v in mhz.items()))
+                          " ".join(f"{i}: {v[0]:.0f}" for i, v in mhz.items()))
+                    print("  SM cycles per unit (thousands, median over CTAs): " +
+                          " ".join(f"{i}: {v[1]:.1f}" for i, v in mhz.items()))
                 for c in slow[:2]:
                     print(f"  cluster {c}, its units' times (us): " + " ".join(
                         f"{d / 1e3:.0f}" for cl_, i, unit, d in sorted(ut, key=lambda x: x[1]) if cl_ == c))

@@ -67,7 +67,10 @@ def main():
         check(ut == [(0, 0, 0, 10_000), (0, 1, 2, 10_000), (0, 2, 4, 10_000),
                      (1, 0, 1, 20_000), (1, 1, 3, 20_000), (1, 2, 5, 20_000)], f"unit times wrong: {ut}")
         mhz = ct.wave_clocks(ls[0])
-        check(set(mhz) == {0, 1} and abs(mhz[0] - 1500) < 1e-6 and abs(mhz[1] - 1200) < 1e-6, f"wave clocks wrong: {mhz}")
+        check(set(mhz) == {0, 1} and abs(mhz[0][0] - 1500) < 1e-6 and abs(mhz[1][0] - 1200) < 1e-6,
+              f"wave clocks wrong: {mhz}")
+        # cluster 0's units are 10 us, cluster 1's 20: 15 and 30 thousand cycles at 1.5 GHz, median 22.5
+        check(abs(mhz[0][1] - 22.5) < 1e-6 and abs(mhz[1][1] - 18.0) < 1e-6, f"wave cycles wrong: {mhz}")
         # On demand: cluster 0 (10 per unit) and cluster 1 (20): 6 units end at 40 (0 takes 4, 1 takes 2).
         check(abs(ct.on_demand({0: 10.0, 1: 20.0}, 6) - 40.0) < 1e-9, "on-demand makespan wrong")
         buf = io.StringIO()
