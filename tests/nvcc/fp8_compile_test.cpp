@@ -361,6 +361,10 @@ TEST(Fp8TemplateCompiles, StreamKOnTheBlockScaledWavesCompilesWithoutSpills) {
     expect_clean(built);
     expect_no_stack(built);
   }
+  // The trial with the data-parallel units' first k block opaque to ptxas (CROQ_SK_DP_OPAQUE) too.
+  const Compiled opaque = compile(f, c, p, false, "#define CROQ_ACC_UNCHECKED 1\n#define CROQ_SK_ORDER 1\n#define CROQ_SK_DP_OPAQUE 1\n");
+  expect_clean(opaque);
+  expect_no_stack(opaque);
 }
 
 // The diagnostic build (CROQ_TRACE=1: per CTA the times of its units, bench/gpu/cta_trace.sh) times

@@ -64,6 +64,12 @@
  *   CROQ_SK_FULL_WAVES          full waves of tiles the stream-K region takes besides the last
  *                               partial one (1, the default; 0: the partial wave alone, where a
  *                               share is shorter than a tile and a tile may have three pieces)
+ *   CROQ_SK_DP_OPAQUE           1 (a trial): the stream-K build's data-parallel units' first k block
+ *                               hidden from constant propagation. With it ptxas schedules their k
+ *                               loop as it does the default's (each atom's QGMMA interleaved with the
+ *                               next atom's descriptors); without it the four QGMMA go back to back
+ *                               and the tiles took 3.9 % more SM cycles than the default's
+ *                               (docs/fp8.md). Not yet measured on a GPU.
  *   CROQ_TRACE                  1: a diagnostic build. Consumer 0 of each CTA records, and a kernel
  *                               launched after it prints ("croq-trace": its SM, cluster, the %globaltimer in ns at
  *                               its start, at the end of its data-parallel units and at its end, and
@@ -209,6 +215,9 @@
 #endif
 #ifndef CROQ_SK_FULL_WAVES
 #define CROQ_SK_FULL_WAVES 1
+#endif
+#ifndef CROQ_SK_DP_OPAQUE
+#define CROQ_SK_DP_OPAQUE 0
 #endif
 #ifndef CROQ_TRACE
 #define CROQ_TRACE 0
@@ -1775,6 +1784,9 @@ __global__ void __launch_bounds__(THREADS, 1)
       dw.next = 0;
       for (int u = cluster_id; u < p.dp_work; u += num_clusters, ++local) {
         dw.unit = u;
+#if CROQ_SK_DP_OPAQUE
+        asm volatile("" : "+r"(dw.kb0));
+#endif
         trace_start(local, u);
         run_unit(dw);
       }
