@@ -47,8 +47,8 @@
  *                               the epilogue. Needs CROQ_PERSISTENT=1 (the waits need every CTA
  *                               resident).
  *   CROQ_STREAM_K               1: the tiles of the last partial wave and of CROQ_SK_FULL_WAVES
- *                               full waves before it (all tiles when there is
- *                               less than a wave) are cut into contiguous k ranges, one equal share
+ *                               full waves before it (all tiles when there are fewer full waves)
+ *                               are cut into contiguous k ranges, one equal share
  *                               per CTA (stream-K), so that no CTA idles in a partial last wave. A
  *                               CTA runs the piece of its share that starts a tile first, writes its
  *                               partial sums and raises a flag; the CTA that holds the tile's last
@@ -71,12 +71,12 @@
  *                               and the tiles took 3.9 % more SM cycles than the default's
  *                               (docs/fp8.md). Not yet measured on a GPU.
  *   CROQ_TRACE                  1: a diagnostic build. Consumer 0 of each CTA records, and a kernel
- *                               launched after it prints ("croq-trace": its SM, cluster, the %globaltimer in ns at
- *                               its start, at the end of its data-parallel units and at its end, and
- *                               its data-parallel units; then the start time and clock64 of each of
- *                               its first 40 units), to see how unevenly the CTAs of a launch finish,
- *                               and at what SM clock each wave ran
- *                               (bench/gpu/cta_trace.py). Never built by the family.
+ *                               launched after the GEMM prints ("croq-trace"): its SM, its cluster,
+ *                               the %globaltimer (ns) at its start, at the end of its data-parallel
+ *                               units and at its end, how many data-parallel units it ran, then the
+ *                               start time and clock64 of each of its first 40 units; to see how
+ *                               unevenly the CTAs of a launch finish and at what SM clock each wave
+ *                               ran (bench/gpu/cta_trace.py). Never built by the family.
  *   CROQ_SWIZZLE                128, 64 or 32: the TMA/WGMMA shared-memory swizzle width in bytes
  *   CROQ_MMA_DEPTH              wgmma groups left in flight when a stage is released (0 or 1; the
  *                               block-scaled kernel: 1 overlaps each promotion with the next block)
