@@ -10,6 +10,7 @@ beside each start, the SM clock the wave ran at), and the slowest clusters' unit
 correlation of their time per unit between the first launch and the others).
     python3 bench/gpu/cta_trace.py TRACE.txt [TRACE.txt ...]"""
 import heapq
+import os
 import re
 import statistics
 import sys
@@ -94,6 +95,9 @@ def on_demand(rates, units):
 def report(path):
     ls = launches(path)
     print(f"# {path}: {len(ls)} launches of {len(ls[0]) if ls else 0} CTAs")
+    if not ls:
+        print("  no croq-trace lines: was the kernel built with CROQ_TRACE=1?")
+        return
     first_rates = None
     show = set(range(len(ls))) if len(ls) <= 4 else {0, len(ls) - 3, len(ls) - 2, len(ls) - 1}
     for i, launch in enumerate(ls):
@@ -155,6 +159,9 @@ def report(path):
 
 def main():
     for path in sys.argv[1:]:
+        if not os.path.isfile(path):
+            print(f"# {path}: no such file (no trace was run)")
+            continue
         report(path)
 
 

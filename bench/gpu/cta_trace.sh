@@ -13,10 +13,15 @@ croq_executables
 KDIR=${CONFIG_DIR:?CONFIG_DIR: the folder of built configurations}
 DEST=${OUT:-$REPO/docs/results}
 W=$(mktemp -d /tmp/croq-trace-XXXXXX)
+mkdir -p "$DEST"
 for so in "$KDIR"/*.so; do
   [ -f "$so" ] || continue
   n=$(basename "$so" .so)
   key=${n%%__*}
+  case $key in
+    blockscaled_e4m3bf16_*) ;;
+    *) echo "[trace] $n: skipped (only blockscaled_e4m3bf16_ keys are run by this script)"; continue ;;
+  esac
   shape=${key##*_}
   m=${shape%%x*}; r=${shape#*x}; nn=${r%%x*}; k=${r#*x}
   timeout 120 croq-gpu-runner --op blockscaled --m "$m" --n "$nn" --k "$k" --dtype e4m3bf16 --b-layout col \

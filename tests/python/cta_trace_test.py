@@ -7,7 +7,8 @@ too: cluster 1's 65 us over 3 units); the per-wave unit
 times come from consecutive unit starts (the last unit ends at the CTA's end); the on-demand model
 hands the next unit to the cluster free first; the digest names the slow cluster first and prints
 the stream-K shares of a trace whose data-parallel part ends before its CTAs do; the SM clock of each
-wave from clock64 over the globaltimer between consecutive starts.
+wave from clock64 over the globaltimer between consecutive starts; a file without trace lines is
+reported as such.
 Exit 0 when every check holds; prints what failed otherwise.
 Usage: python3 tests/python/cta_trace_test.py <source-dir>
 """
@@ -87,6 +88,13 @@ def main():
             ct.report(path)
         check("after the data-parallel units (a stream-K share): 7.0 / " in buf.getvalue(),
               "the stream-K shares are not printed:\n" + buf.getvalue())
+        # A file without trace lines (a build without CROQ_TRACE) is said to be so, not a crash.
+        with open(path, "w") as f:
+            f.write("unrelated output\n")
+        buf = io.StringIO()
+        with redirect_stdout(buf):
+            ct.report(path)
+        check("no croq-trace lines" in buf.getvalue(), "a file without trace lines:\n" + buf.getvalue())
     for f in failures:
         print("FAIL:", f)
     print("cta_trace ok" if not failures else f"{len(failures)} failures")
