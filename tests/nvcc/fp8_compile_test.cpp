@@ -354,17 +354,15 @@ TEST(Fp8TemplateCompiles, StreamKOnTheBlockScaledWavesCompilesWithoutSpills) {
   ASSERT_TRUE(HopperGemmFamily::blockscaled_waves(c));
   c["STREAM_K"] = "1";
   ASSERT_TRUE(f.violation(c, p).has_value());  // not searched
-  for (const char* order : {"0", "1"}) {
-    SCOPED_TRACE(std::string("CROQ_SK_ORDER ") + order);
-    const Compiled built =
-        compile(f, c, p, false, std::string("#define CROQ_ACC_UNCHECKED 1\n#define CROQ_SK_ORDER ") + order + "\n");
+  // Both orders of a share's pieces, and the trial with the data-parallel units' first k block opaque
+  // to ptxas (CROQ_SK_DP_OPAQUE).
+  for (const char* defines : {"#define CROQ_SK_ORDER 0\n", "#define CROQ_SK_ORDER 1\n",
+                              "#define CROQ_SK_ORDER 1\n#define CROQ_SK_DP_OPAQUE 1\n"}) {
+    SCOPED_TRACE(defines);
+    const Compiled built = compile(f, c, p, false, std::string("#define CROQ_ACC_UNCHECKED 1\n") + defines);
     expect_clean(built);
     expect_no_stack(built);
   }
-  // The trial with the data-parallel units' first k block opaque to ptxas (CROQ_SK_DP_OPAQUE) too.
-  const Compiled opaque = compile(f, c, p, false, "#define CROQ_ACC_UNCHECKED 1\n#define CROQ_SK_ORDER 1\n#define CROQ_SK_DP_OPAQUE 1\n");
-  expect_clean(opaque);
-  expect_no_stack(opaque);
 }
 
 // The diagnostic build (CROQ_TRACE=1: per CTA the times of its units, bench/gpu/cta_trace.sh) times
