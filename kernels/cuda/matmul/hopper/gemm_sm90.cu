@@ -69,7 +69,11 @@
  *                               loop as it does the default's (each atom's QGMMA interleaved with the
  *                               next atom's descriptors); without it the four QGMMA go back to back
  *                               and the tiles took 3.9 % more SM cycles than the default's
- *                               (docs/fp8.md). Not yet measured on a GPU.
+ *                               (docs/fp8.md). On an H100 they then took 83.0 thousand cycles (the
+ *                               default's 81.3) and stream-K at 8192^3 ran 0.9 % faster than the default.
+ *   CROQ_SK_ONE_LOOP            1 (a trial): the stream-K build's data-parallel units and the pieces of
+ *                               its share in one counted loop, with one call of the unit (the pieces'
+ *                               own k loop cost what the default's does per k block)
  *   CROQ_TRACE                  1: a diagnostic build. Consumer 0 of each CTA records, and a kernel
  *                               launched after the GEMM prints ("croq-trace"): its SM, its cluster,
  *                               the %globaltimer (ns) at its start, at the end of its data-parallel
@@ -218,6 +222,9 @@
 #endif
 #ifndef CROQ_SK_DP_OPAQUE
 #define CROQ_SK_DP_OPAQUE 0
+#endif
+#ifndef CROQ_SK_ONE_LOOP
+#define CROQ_SK_ONE_LOOP 0
 #endif
 #ifndef CROQ_TRACE
 #define CROQ_TRACE 0
@@ -1782,6 +1789,41 @@ __global__ void __launch_bounds__(THREADS, 1)
       dw.role = WORK_FULL;
       dw.peer_first = -1;
       dw.next = 0;
+#if CROQ_SK_ONE_LOOP
+      // One counted loop and one call of run_unit: the cluster's data-parallel units, then its share's pieces.
+      const int dp_units = cluster_id < p.dp_work ? (p.dp_work - 1 - cluster_id) / num_clusters + 1 : 0;
+      int pieces = 0;
+      long long cur = 0;
+      if (p.sk_iters > 0) {
+        const long long first = p.dp_work + sk_first(cluster_id, num_clusters, p);
+        Work wk;
+        for (long long at = first; work_at(at, cluster_id, num_clusters, p, wk); at = wk.next) ++pieces;
+        cur = first;
+      }
+      for (int i = 0; i < dp_units + pieces; ++i, ++local) {
+        Work wk = dw;
+        if (i < dp_units) {
+          wk.unit = cluster_id + i * num_clusters;
+        } else {
+#if CROQ_TRACE
+          if (i == dp_units) {
+            trace_dp = globaltimer_ns();
+            trace_dp_units = local;
+          }
+#endif
+          work_at(cur, cluster_id, num_clusters, p, wk);
+          cur = wk.next;
+        }
+        trace_start(local, wk.unit);
+        run_unit(wk);
+      }
+#if CROQ_TRACE
+      if (pieces == 0) {
+        trace_dp = globaltimer_ns();
+        trace_dp_units = local;
+      }
+#endif
+#else
       for (int u = cluster_id; u < p.dp_work; u += num_clusters, ++local) {
         dw.unit = u;
 #if CROQ_SK_DP_OPAQUE
@@ -1808,6 +1850,7 @@ __global__ void __launch_bounds__(THREADS, 1)
           run_unit(wk);
         }
       }
+#endif
     } else {
       Work wk;
       for (long long cur = work_start(cluster_id, num_clusters, p); work_at(cur, cluster_id, num_clusters, p, wk);
