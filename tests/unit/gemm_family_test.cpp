@@ -798,19 +798,19 @@ TEST(HopperGemmFamily, BlockScaledConfigurationsPromotePerScaleBlock) {
     EXPECT_EQ(overlapped_blockscaled(f, cube).at("EPILOGUE"), "1");
   }
   EXPECT_EQ(f.default_config(blockscaled({128, 7168, 7168})).at("CLUSTER_M"), "1");  // one tile row: no cluster
-  // After the waves default's own (the overlapped 128x128, the waves with a 2x1 cluster), no large
-  // tile of the dense kernel holds three sets: the overlapped kernel's own archetypes, then it with
-  // its scales read from global memory.
+  // After the waves default's own (stream-K over the partial last wave, the overlapped 128x128, the
+  // waves with a 2x1 cluster), no large tile of the dense kernel holds three sets: the overlapped
+  // kernel's own archetypes, then it with its scales read from global memory.
   std::vector<std::string> tags;
   const auto alts = f.alternatives(p);
   for (const auto& a : alts) tags.push_back(a.tag);
-  EXPECT_EQ(tags, (std::vector<std::string>{"bs_o128x128", "bs_w_c21", "bs_d128x192", "bs_c11", "bs_pp128x64",
-                                            "bs_direct_scales"}));
+  EXPECT_EQ(tags, (std::vector<std::string>{"bs_w_sk", "bs_o128x128", "bs_w_c21", "bs_d128x192", "bs_c11",
+                                            "bs_pp128x64", "bs_direct_scales"}));
   // The drained kernel holds up to 2 x 96 sums (one FFMA per sum: 128x160 and 128x192 no longer
   // spill); ptxas spills the overlapped one with ping-pong consumers.
-  ASSERT_EQ(alts.size(), 6u);
-  EXPECT_EQ(alts[0].config, c);
-  const auto& d192 = alts[2].config;
+  ASSERT_EQ(alts.size(), 7u);
+  EXPECT_EQ(alts[1].config, c);
+  const auto& d192 = alts[3].config;
   EXPECT_EQ(d192.at("BN"), "192");
   EXPECT_EQ(d192.at("MMA_DEPTH"), "0");
   EXPECT_EQ(d192.at("CLUSTER_M"), "2");
@@ -906,13 +906,32 @@ TEST(HopperGemmFamily, BlockScaledWavesOf256x128Tiles) {
                                                      "sums: 192 + 96 registers"),
               std::string::npos)
         << f.violation(wide, p).value_or("");
+    // Both shapes leave the last wave of 66 clusters partial (15.5 and 6.8 waves): stream-K over it
+    // first, on the same tile (its 192 accumulators fit with stream-K in the waves).
     const auto alts = f.alternatives(p);
-    ASSERT_GE(alts.size(), 2u);
-    EXPECT_EQ(alts[0].tag, "bs_o128x128");
-    expect_params(alts[0].config, {{"MMA_DEPTH", "1"}, {"BM", "128"}});
-    EXPECT_EQ(alts[1].tag, "bs_w_c21");
-    expect_params(alts[1].config, {{"CLUSTER_M", "2"}, {"CLUSTER_N", "1"}});
+    ASSERT_GE(alts.size(), 3u);
+    EXPECT_EQ(alts[0].tag, "bs_w_sk");
+    FamilyConfig sk = c;
+    sk["STREAM_K"] = "1";
+    EXPECT_EQ(alts[0].config, sk);
+    EXPECT_EQ(HopperGemmFamily::max_accumulators(sk), 192);
+    EXPECT_EQ(alts[1].tag, "bs_o128x128");
+    expect_params(alts[1].config, {{"MMA_DEPTH", "1"}, {"BM", "128"}});
+    EXPECT_EQ(alts[2].tag, "bs_w_c21");
+    expect_params(alts[2].config, {{"CLUSTER_M", "2"}, {"CLUSTER_N", "1"}});
     for (const auto& a : alts) EXPECT_NE(a.tag, "bs_w256x128");
+  }
+  // Whole waves of cluster tiles (8192x8448: 1056 of them, 16 waves of 66): no stream-K alternative,
+  // and stream-K elsewhere than in the waves keeps its limit of 128 accumulators.
+  {
+    auto whole = blockscaled({8192, 8448, 8192});
+    ASSERT_TRUE(HopperGemmFamily::blockscaled_waves(f.default_config(whole)));
+    for (const auto& a : f.alternatives(whole)) EXPECT_NE(a.tag, "bs_w_sk");
+    FamilyConfig o128 = f.default_config(blockscaled({8192, 8192, 8192}));
+    o128["BM"] = "128";
+    o128["STREAM_K"] = "1";
+    EXPECT_FALSE(HopperGemmFamily::blockscaled_waves(o128));
+    EXPECT_EQ(HopperGemmFamily::max_accumulators(o128), 128);
   }
   // One tile row (the waves would leave half of each tile empty), 2176 rows (17 rows of 128, 9 of
   // 256: the waves would compute 128 rows more) and K below 4096 (measured from 7168): the overlapped

@@ -43,7 +43,8 @@ class HopperGemmFamily : public KernelFamily {
   static bool blockscaled_waves(const FamilyConfig& c);
   // The most a consumer thread may hold without spilling, as ptxas (CUDA 13.0) allocates: 192
   // with one or two consumers (setmaxnreg gives two consumers 232 registers), 160 with split-K
-  // (its reduction needs registers of its own), 128 with stream-K (its work cursor too); 96 with
+  // (its reduction needs registers of its own), 128 with stream-K (its work cursor too; 192 in the
+  // block-scaled waves, whose one set of WGMMA sums leaves room for it); 96 with
   // three consumers (a 512-thread kernel is compiled for 128 registers in every warpgroup), 64
   // with either reduction. The template asserts the same limits.
   static int max_accumulators(const FamilyConfig& c);

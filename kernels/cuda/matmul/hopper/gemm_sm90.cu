@@ -60,20 +60,20 @@
  *                               region run in a loop of their own.
  *   CROQ_SK_ORDER               a stream-K share's pieces: 0 the head, then k order; 1 the head,
  *                               the share's whole tiles, and the piece that starts the share (a
- *                               reduce, which then never waits for another CTA's head) last
+ *                               reduce, which then never waits for another CTA's head) last.
+ *                               Default: 1 for the block-scaled operator (2 % faster at 8192^3 on
+ *                               an H100), else 0 (as measured for the 16-bit kernels)
  *   CROQ_SK_FULL_WAVES          full waves of tiles the stream-K region takes besides the last
  *                               partial one (1, the default; 0: the partial wave alone, where a
  *                               share is shorter than a tile and a tile may have three pieces)
- *   CROQ_SK_DP_OPAQUE           1 (a trial): the stream-K build's data-parallel units' first k block
- *                               hidden from constant propagation. With it ptxas schedules their k
- *                               loop as it does the default's (each atom's QGMMA interleaved with the
- *                               next atom's descriptors); without it the four QGMMA go back to back
- *                               and the tiles took 3.9 % more SM cycles than the default's
- *                               (docs/fp8.md). On an H100 they then took 83.0 thousand cycles (the
- *                               default's 81.3) and stream-K at 8192^3 ran 0.9 % faster than the default.
- *   CROQ_SK_ONE_LOOP            1 (a trial): the stream-K build's data-parallel units and the pieces of
- *                               its share in one counted loop, with one call of the unit (the pieces'
- *                               own k loop cost what the default's does per k block)
+ *   CROQ_SK_ONE_LOOP            1: the stream-K build's consumers run their data-parallel units and
+ *                               the pieces of their share in one counted loop, with one call of the
+ *                               unit (one copy of the k loop); 0: the data-parallel units in a loop
+ *                               of their own, then the pieces. Default: 1 for the block-scaled
+ *                               operator, else 0. In the block-scaled waves the separate loop's k
+ *                               loop was scheduled worse by ptxas (its data-parallel tiles took 84.5
+ *                               thousand SM cycles on an H100, the default's 81.3; in one loop 82.2;
+ *                               docs/fp8.md)
  *   CROQ_TRACE                  1: a diagnostic build. Consumer 0 of each CTA records, and a kernel
  *                               launched after the GEMM prints ("croq-trace"): its SM, its cluster,
  *                               the %globaltimer (ns) at its start, at the end of its data-parallel
@@ -215,16 +215,13 @@
 #define CROQ_STREAM_K 0
 #endif
 #ifndef CROQ_SK_ORDER
-#define CROQ_SK_ORDER 0
+#define CROQ_SK_ORDER (CROQ_BLOCKSCALE != 0)
 #endif
 #ifndef CROQ_SK_FULL_WAVES
 #define CROQ_SK_FULL_WAVES 1
 #endif
-#ifndef CROQ_SK_DP_OPAQUE
-#define CROQ_SK_DP_OPAQUE 0
-#endif
 #ifndef CROQ_SK_ONE_LOOP
-#define CROQ_SK_ONE_LOOP 0
+#define CROQ_SK_ONE_LOOP (CROQ_BLOCKSCALE != 0)
 #endif
 #ifndef CROQ_TRACE
 #define CROQ_TRACE 0
@@ -404,14 +401,16 @@ static_assert(CROQ_BS_EPI_OVERLAP != 1 || BS_EPI_OVERLAP,
               "with the TMA epilogue, no split-K, stream-K or ping-pong");
 constexpr int ACC_SETS = BS_OVERLAP ? 3 : PROMOTE ? 2 : 1;  // WGMMA sums (one or two sets), promoted sums
 // f32 accumulators a consumer thread may hold without spilling (ptxas of CUDA 13.0, every variant
-// of the template; the split-K reduction needs a few registers more, stream-K's work cursor more).
+// of the template; the split-K reduction needs a few registers more, stream-K's work cursor more,
+// except in the block-scaled waves, whose one set of WGMMA sums leaves room for it).
 constexpr int MAX_ACC = CONSUMERS == 3 ? (SPLIT_K > 1 || STREAM_K ? 64 : 96)
-                        : STREAM_K      ? 128
+                        : STREAM_K      ? (BS_WAVES ? 192 : 128)
                         : SPLIT_K > 1   ? 160
                                         : 192;
 #if !defined(CROQ_ACC_UNCHECKED) || CROQ_ACC_UNCHECKED == 0
 static_assert((BS_WAVES ? (M_ATOMS + 1) * BN / 2 : ACC_SETS * M_ATOMS * BN / 2) <= MAX_ACC,
-              "too many accumulators per consumer thread: at most 192 (160 with split-K, 128 with stream-K), with three "
+              "too many accumulators per consumer thread: at most 192 (160 with split-K, 128 with stream-K except in the "
+              "block-scaled waves), with three "
               "consumers 96 (64); promotion keeps a second set, the overlapped block-scaled kernel a third");
 #endif
 static_assert(STAGES >= 2 && STAGES <= 8, "CROQ_STAGES must be in [2, 8]");
@@ -1778,8 +1777,8 @@ __global__ void __launch_bounds__(THREADS, 1)
 #endif
     };
     if constexpr (STREAM_K) {
-      // The data-parallel units in a loop of their own, where a unit is always a whole tile, and then
-      // the pieces of the stream-K share in a counted loop. In a loop whose condition is work_at,
+      // The data-parallel units (each a whole tile) and the pieces of the stream-K share, counted
+      // first: in one counted loop (CROQ_SK_ONE_LOOP) or in two. In a loop whose condition is work_at,
       // ptxas of CUDA 13.0 kept the k loop's stage and descriptors in vector registers rather than
       // uniform ones (15 % more instructions, 8 % slower with no stream-K region at all: docs/fp8.md).
       Work dw;
@@ -1790,7 +1789,7 @@ __global__ void __launch_bounds__(THREADS, 1)
       dw.peer_first = -1;
       dw.next = 0;
 #if CROQ_SK_ONE_LOOP
-      // One counted loop and one call of run_unit: the cluster's data-parallel units, then its share's pieces.
+      // One call of run_unit, one copy of the k loop: the cluster's data-parallel units, then its share's pieces.
       const int dp_units = cluster_id < p.dp_work ? (p.dp_work - 1 - cluster_id) / num_clusters + 1 : 0;
       int pieces = 0;
       long long cur = 0;
@@ -1826,9 +1825,6 @@ __global__ void __launch_bounds__(THREADS, 1)
 #else
       for (int u = cluster_id; u < p.dp_work; u += num_clusters, ++local) {
         dw.unit = u;
-#if CROQ_SK_DP_OPAQUE
-        asm volatile("" : "+r"(dw.kb0));
-#endif
         trace_start(local, u);
         run_unit(dw);
       }
