@@ -57,7 +57,8 @@
  *                               region at two or three k ranges at a time, meant to let them share
  *                               A and B panels in L2. Needs CROQ_PERSISTENT=1, cooperative
  *                               consumers and CROQ_SPLIT_K=1. The data-parallel tiles before the
- *                               region run in a loop of their own.
+ *                               region run in a loop of their own or, with CROQ_SK_ONE_LOOP, in one
+ *                               loop with the region's pieces.
  *   CROQ_SK_ORDER               a stream-K share's pieces: 0 the head, then k order; 1 the head,
  *                               the share's whole tiles, and the piece that starts the share (a
  *                               reduce, which then never waits for another CTA's head) last.
