@@ -21,7 +21,8 @@
 #                                          .carry/croq (bench/gpu/pack_device.sh)
 #   bash bench/gpu/fp8_evidence.sh [run]   on the GPU machine, with .carry/croq carried
 # Knobs: FP8_BUDGET_S (default 500), FP8_ROUNDS (3), FP8_JOBS (8), FP8_SHAPES (dense keys),
-# FP8_BLOCK_SHAPES (block-scaled keys).
+# FP8_BLOCK_SHAPES (block-scaled keys), FP8_TESTS (1; 0 skips the GPU tests of steps 1 and 3 and
+# gives their time to the tune).
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 REPO=$(pwd)
@@ -73,13 +74,16 @@ run_tests() {  # filter, timeout, log
     say "croq_gpu_tests not packed: $1 not run"
   fi
 }
-run_tests 'GpuRunner.ScaledFp8*' 90 fp8-runner-tests.log
+TESTS=${FP8_TESTS:-1}
+[ "$TESTS" = 0 ] && say "FP8_TESTS=0: the GPU tests are not run"
+[ "$TESTS" = 0 ] || run_tests 'GpuRunner.ScaledFp8*' 90 fp8-runner-tests.log
 
 # ---- 2. croq tune: block-scaled first, then dense e4m3 -> bf16 --------------------------------------
 # Each task's `croq baseline` comes first (block-scaled: cuBLASLt's block-scaled modes or croq's
 # reference marked not library-grade; dense: cuBLASLt FP8 with the per-tensor scales).
-if [ "$(left)" -gt 150 ]; then
-  T=$(( $(left) - 130 ))
+RESERVE=$([ "$TESTS" = 0 ] && echo 20 || echo 130)  # seconds kept for step 3 and the summary
+if [ "$(left)" -gt $((RESERVE + 20)) ]; then
+  T=$(( $(left) - RESERVE ))
   say "croq tune $(echo $BLOCK $DENSE | wc -w) shapes, --rounds ${FP8_ROUNDS:-3} --jobs ${FP8_JOBS:-8}, at most $T s"
   timeout --signal=TERM --kill-after=20 "$T" croq --root "$WS" tune $BLOCK $DENSE --dsl cuda \
     --rounds "${FP8_ROUNDS:-3}" --seed 1 --jobs "${FP8_JOBS:-8}" --profile-preset quick \
@@ -88,7 +92,7 @@ if [ "$(left)" -gt 150 ]; then
 fi
 
 # ---- 3. a sample of the family's e4m3 configurations built and verified (nvcc) ---------------------
-if [ "$(left)" -gt 40 ]; then run_tests 'Fp8Gpu.*' $(( $(left) - 25 )) fp8-family-tests.log; fi
+if [ "$TESTS" != 0 ] && [ "$(left)" -gt 40 ]; then run_tests 'Fp8Gpu.*' $(( $(left) - 25 )) fp8-family-tests.log; fi
 
 # ---- the summary ---------------------------------------------------------------------------------
 python3 - "$WS" "$RAW" "$COMMIT" "$BLOCK" "$DENSE" > "$DEST/fp8-h200.md" <<'PY'
