@@ -137,6 +137,14 @@ TEST(Fp8Gpu, E4m3ConfigurationsOfTheHopperFamilyAreCorrect) {
              {"PERSISTENT", "1"}, {"STAGES", "4"}});
     variant({{"SCALE_STAGE", "1"}, {"MMA_DEPTH", "0"}, {"BM", "128"}, {"BN", "64"}, {"CONSUMERS", "2"},
              {"PINGPONG", "1"}, {"SPLIT_K", "1"}, {"STREAM_K", "0"}, {"STAGES", "4"}});
+    // The waves of 256x128 tiles (the default of large block-scaled shapes), with and without stream-K
+    // (its one loop, the reduce last): on these shapes every tile is in the stream-K region.
+    variant({{"BM", "256"}, {"BN", "128"}, {"CONSUMERS", "2"}, {"PINGPONG", "0"}, {"MMA_DEPTH", "0"},
+             {"SCALE_STAGE", "1"}, {"STAGES", "3"}, {"EPILOGUE", "1"}, {"SPLIT_K", "1"}, {"STREAM_K", "0"},
+             {"PERSISTENT", "1"}});
+    variant({{"BM", "256"}, {"BN", "128"}, {"CONSUMERS", "2"}, {"PINGPONG", "0"}, {"MMA_DEPTH", "0"},
+             {"SCALE_STAGE", "1"}, {"STAGES", "3"}, {"EPILOGUE", "1"}, {"SPLIT_K", "1"}, {"STREAM_K", "1"},
+             {"PERSISTENT", "1"}});
     for (const auto& cfg : sample) {
       ASSERT_FALSE(f.violation(cfg, p)) << describe(cfg);
       jobs.push_back({cs, cfg, dir / fmt::format("c{}.so", jobs.size()), {}});

@@ -931,7 +931,18 @@ TEST(HopperGemmFamily, BlockScaledWavesOf256x128Tiles) {
     o128["BM"] = "128";
     o128["STREAM_K"] = "1";
     EXPECT_FALSE(HopperGemmFamily::blockscaled_waves(o128));
-    EXPECT_EQ(HopperGemmFamily::max_accumulators(o128), 128);
+    EXPECT_EQ(HopperGemmFamily::max_accumulators(o128), 128);    // The waves with stream-K on the small shapes of the FP8 GPU test (tests/gpu/fp8_family_gpu_test.cpp).
+    for (const Shape& s : {Shape{1000, 1000, 1040}, Shape{512, 640, 4160}}) {
+      const auto small = blockscaled(s);
+      FamilyConfig w = f.default_config(small);
+      for (const auto& [k, v] : std::initializer_list<std::pair<const char*, const char*>>{
+               {"BM", "256"}, {"BN", "128"}, {"CONSUMERS", "2"}, {"PINGPONG", "0"}, {"MMA_DEPTH", "0"},
+               {"SCALE_STAGE", "1"}, {"STAGES", "3"}, {"EPILOGUE", "1"}, {"SPLIT_K", "1"}, {"STREAM_K", "1"},
+               {"PERSISTENT", "1"}})
+        w[k] = v;
+      EXPECT_TRUE(HopperGemmFamily::blockscaled_waves(w));
+      EXPECT_FALSE(f.violation(w, small)) << f.violation(w, small).value_or("");
+    }
   }
   // One tile row (the waves would leave half of each tile empty), 2176 rows (17 rows of 128, 9 of
   // 256: the waves would compute 128 rows more) and K below 4096 (measured from 7168): the overlapped
