@@ -113,7 +113,7 @@ def measurement(rec):
     return load(os.path.join(ws, f)) if f else None
 def cv(m):
     return ("%.2f" % (100 * m["timing"]["cv"])) if m and (m.get("timing") or {}).get("cv") is not None else "-"
-print("# FP8 GEMM on the H200 (issue 21)\n")
+print("# FP8 GEMM (issue 21)\n")
 print(f"- date: {datetime.datetime.now(datetime.timezone.utc).strftime('%Y-%m-%d %H:%M')} UTC; device: {gpu}; commit: {commit}")
 print("- TFLOPS count 2·M·N·K; medians, L2 flushed, croq's default timing; the anchor is each task's `croq baseline`.\n")
 print("## Block-scaled (A per 1x128, B per 128x128, f32 scales, bf16 out)\n")
