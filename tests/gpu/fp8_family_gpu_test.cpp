@@ -139,12 +139,10 @@ TEST(Fp8Gpu, E4m3ConfigurationsOfTheHopperFamilyAreCorrect) {
              {"PINGPONG", "1"}, {"SPLIT_K", "1"}, {"STREAM_K", "0"}, {"STAGES", "4"}});
     // The waves of 256x128 tiles (the default of large block-scaled shapes), with and without stream-K
     // (its one loop, the reduce last): on these shapes every tile is in the stream-K region.
-    variant({{"BM", "256"}, {"BN", "128"}, {"CONSUMERS", "2"}, {"PINGPONG", "0"}, {"MMA_DEPTH", "0"},
-             {"SCALE_STAGE", "1"}, {"STAGES", "3"}, {"EPILOGUE", "1"}, {"SPLIT_K", "1"}, {"STREAM_K", "0"},
-             {"PERSISTENT", "1"}});
-    variant({{"BM", "256"}, {"BN", "128"}, {"CONSUMERS", "2"}, {"PINGPONG", "0"}, {"MMA_DEPTH", "0"},
-             {"SCALE_STAGE", "1"}, {"STAGES", "3"}, {"EPILOGUE", "1"}, {"SPLIT_K", "1"}, {"STREAM_K", "1"},
-             {"PERSISTENT", "1"}});
+    for (const char* stream_k : {"0", "1"})
+      variant({{"BM", "256"}, {"BN", "128"}, {"CONSUMERS", "2"}, {"PINGPONG", "0"}, {"MMA_DEPTH", "0"},
+               {"SCALE_STAGE", "1"}, {"STAGES", "3"}, {"EPILOGUE", "1"}, {"SPLIT_K", "1"}, {"STREAM_K", stream_k},
+               {"PERSISTENT", "1"}});
     for (const auto& cfg : sample) {
       ASSERT_FALSE(f.violation(cfg, p)) << describe(cfg);
       jobs.push_back({cs, cfg, dir / fmt::format("c{}.so", jobs.size()), {}});

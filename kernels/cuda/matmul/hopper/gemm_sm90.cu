@@ -1118,8 +1118,13 @@ __global__ void __launch_bounds__(THREADS, 1)
         trace.unit[i] = unit;
       }
     };
+    auto trace_dp_end = [&](int units) {  // the end of the CTA's data-parallel units, after `units` units
+      trace_dp = globaltimer_ns();
+      trace_dp_units = units;
+    };
 #else
     auto trace_start = [](int, int) {};
+    auto trace_dp_end = [](int) {};
 #endif
     const int warp = tid / 32, lane = tid % 32;
     float acc[M_ATOMS][BN / 2];
@@ -1805,34 +1810,21 @@ __global__ void __launch_bounds__(THREADS, 1)
         if (i < dp_units) {
           wk.unit = cluster_id + i * num_clusters;
         } else {
-#if CROQ_TRACE
-          if (i == dp_units) {
-            trace_dp = globaltimer_ns();
-            trace_dp_units = local;
-          }
-#endif
+          if (i == dp_units) trace_dp_end(local);
           work_at(cur, cluster_id, num_clusters, p, wk);
           cur = wk.next;
         }
         trace_start(local, wk.unit);
         run_unit(wk);
       }
-#if CROQ_TRACE
-      if (pieces == 0) {
-        trace_dp = globaltimer_ns();
-        trace_dp_units = local;
-      }
-#endif
+      if (pieces == 0) trace_dp_end(local);
 #else
       for (int u = cluster_id; u < p.dp_work; u += num_clusters, ++local) {
         dw.unit = u;
         trace_start(local, u);
         run_unit(dw);
       }
-#if CROQ_TRACE
-      trace_dp = globaltimer_ns();
-      trace_dp_units = local;
-#endif
+      trace_dp_end(local);
       Work wk;
       if (p.sk_iters > 0) {
         // The share's pieces (at most a head, the whole tiles and a start piece) counted first
