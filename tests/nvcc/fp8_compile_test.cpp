@@ -253,9 +253,9 @@ TEST(Fp8TemplateCompiles, OverlappedBlockScaledPromotionCompilesWithoutSpills) {
   // The alternatives (stream-K on the waves, the overlapped 128x128 itself, the waves with a 2x1
   // cluster, drained 128x192, no cluster, ping-pong 128x64 drained, the scales read from global
   // memory) compile too, and the drained ones keep every B scale in a register: their tiles' column
-  // offset in a 128-wide scale
-  // block (n0 % 128: 0 or 64) is a compile-time constant in the promotion. Indexed at run time, the
-  // scales went to local memory (8 and 16 bytes of stack at 128x64 and 128x192 before 2026-12-04).
+  // offset in a 128-wide scale block (n0 % 128: 0 or 64) is a compile-time constant in the
+  // promotion. Indexed at run time, the scales went to local memory (8 and 16 bytes of stack at
+  // 128x64 and 128x192 before 2026-12-04).
   const auto alts = f.alternatives(p);
   ASSERT_EQ(alts.size(), 7u);
   for (const auto& a : alts) {

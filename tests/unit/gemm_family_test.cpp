@@ -931,7 +931,8 @@ TEST(HopperGemmFamily, BlockScaledWavesOf256x128Tiles) {
     o128["BM"] = "128";
     o128["STREAM_K"] = "1";
     EXPECT_FALSE(HopperGemmFamily::blockscaled_waves(o128));
-    EXPECT_EQ(HopperGemmFamily::max_accumulators(o128), 128);    // The waves with stream-K on the small shapes of the FP8 GPU test (tests/gpu/fp8_family_gpu_test.cpp).
+    EXPECT_EQ(HopperGemmFamily::max_accumulators(o128), 128);
+    // The waves with stream-K on the small shapes of the FP8 GPU test (tests/gpu/fp8_family_gpu_test.cpp).
     for (const Shape& s : {Shape{1000, 1000, 1040}, Shape{512, 640, 4160}}) {
       const auto small = blockscaled(s);
       FamilyConfig w = f.default_config(small);
