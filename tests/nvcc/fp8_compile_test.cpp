@@ -309,8 +309,7 @@ TEST(Fp8TemplateCompiles, EpilogueOverlappedWithTheNextTileCompilesWithoutSpills
 // cuBLASLt at 8192^3 on an H100 against 0.960 for the overlapped 128x128, docs/results/fp8-h200.md,
 // 33rd run). Each k block: its stage waited for (the next one's under the last wave), then per atom
 // the WGMMAs issued, drained and promoted, one set of WGMMA sums for both atoms: it builds without
-// spills, stack or serialized WGMMAs, with no partial wait and one commit per wave; the first atom's C
-// is stored in the last k block (CROQ_BS_EARLY_STORE). Without the waves
+// spills, stack or serialized WGMMAs, with no partial wait and one commit per wave. Without the waves
 // the template refuses the configuration (two sets of 128 sums); with 4 stages it keeps one epilogue
 // slot per consumer and refuses two.
 TEST(Fp8TemplateCompiles, BlockScaledWavesOf256x128CompileWithoutSpills) {
@@ -324,27 +323,13 @@ TEST(Fp8TemplateCompiles, BlockScaledWavesOf256x128CompileWithoutSpills) {
   const Compiled ptx = clean_build_then_ptx(f, c, p);
   ASSERT_TRUE(ptx.ok);
   EXPECT_EQ(count_of(ptx.log, "wgmma.wait_group.sync.aligned 1;"), 0u);
+  EXPECT_EQ(count_of(ptx.log, "wgmma.commit_group.sync.aligned;"), 2u);
   EXPECT_EQ(count_of(ptx.log, "ld.global.nc.f32"), 0u);
-  // CROQ_BS_EARLY_STORE (the default here): the unit's last k block peeled from the k loop, the first
-  // atom's C stored there while the second atom's WGMMAs run (one more copy of its chunks' stmatrix
-  // and TMA stores); 0 stores the whole C after the last wave, from one copy of the k loop.
-  const char* tma_store = "cp.async.bulk.tensor.2d.global.shared";
-  const Compiled late = compile(f, c, p, true, "#define CROQ_BS_EARLY_STORE 0\n");
-  ASSERT_TRUE(late.ok) << late.log;
-  EXPECT_EQ(count_of(ptx.log, "wgmma.commit_group.sync.aligned;"), 4u);  // the loop's two waves, the last block's
-  EXPECT_EQ(count_of(late.log, "wgmma.commit_group.sync.aligned;"), 2u);
-  EXPECT_GT(count_of(ptx.log, "stmatrix"), count_of(late.log, "stmatrix"));
-  EXPECT_GT(count_of(ptx.log, tma_store), count_of(late.log, tma_store));
-  FamilyConfig direct = c;  // the epilogue without shared memory: nothing to store early, and 1 is refused
-  direct["EPILOGUE"] = "0";
-  const Compiled refused = compile(f, direct, p, false, "#define CROQ_BS_EARLY_STORE 1\n");
-  EXPECT_FALSE(refused.ok);
-  EXPECT_NE(refused.log.find("CROQ_BS_EARLY_STORE=1: the block-scaled waves"), std::string::npos) << refused.log;
   // The stage waits: the first block's before the loop, then each next block's under the last wave
   // (CROQ_BS_WAVES 2); with 1 each block's at its start only.
-  const Compiled one = compile(f, c, p, true, "#define CROQ_BS_WAVES 1\n#define CROQ_BS_EARLY_STORE 0\n");
+  const Compiled one = compile(f, c, p, true, "#define CROQ_BS_WAVES 1\n");
   ASSERT_TRUE(one.ok) << one.log;
-  EXPECT_GT(count_of(late.log, "mbarrier.try_wait"), count_of(one.log, "mbarrier.try_wait"));
+  EXPECT_GT(count_of(ptx.log, "mbarrier.try_wait"), count_of(one.log, "mbarrier.try_wait"));
   const Compiled none = compile(f, c, p, false, "#define CROQ_BS_WAVES 0\n");
   EXPECT_FALSE(none.ok);
   EXPECT_NE(none.log.find("too many accumulators per consumer thread"), std::string::npos) << none.log;

@@ -107,12 +107,6 @@
  *                               0: every atom at once (one set of sums per atom). Default: 2 where a
  *                               consumer has two atoms or more (the drained kernel cannot hold their
  *                               sums otherwise), else 0
- *   CROQ_BS_EARLY_STORE         in those waves, with the TMA epilogue: in a tile's last k block the C
- *                               of each atom but the last is stored while the next atom's WGMMAs run
- *                               (its sums are final once promoted), so that only the last atom's
- *                               store stands between the tile's last WGMMA and the next tile's
- *                               first: -1 (default) wherever it applies, 1 required (refused where
- *                               it does not apply), 0 the whole C stored after the last atom
  *   CROQ_EPI_SLOTS              CROQ_EPILOGUE 1: chunk slots per consumer, 2 (a chunk is written
  *                               while the previous one is stored) or 1 (each chunk waits until the
  *                               previous store has read the slot; frees 8 KB a consumer). Default:
@@ -260,9 +254,6 @@
 #ifndef CROQ_BS_WAVES
 #define CROQ_BS_WAVES -1
 #endif
-#ifndef CROQ_BS_EARLY_STORE
-#define CROQ_BS_EARLY_STORE -1
-#endif
 #ifndef CROQ_PROMOTE_EVERY
 #define CROQ_PROMOTE_EVERY 1
 #endif
@@ -396,11 +387,6 @@ static_assert(BS_WAVES_MODE >= 0 && BS_WAVES_MODE <= 2, "CROQ_BS_WAVES must be 0
 static_assert(!BS_WAVES || (BLOCKSCALE && CROQ_MMA_DEPTH == 0 && CROQ_SCALE_STAGE != 0 && CROQ_PINGPONG == 0),
               "CROQ_BS_WAVES: the drained block-scaled kernel (MMA_DEPTH 0) with staged scales (SCALE_STAGE 1), "
               "cooperative consumers");
-// CROQ_BS_EARLY_STORE: in the waves, the last k block of a tile that writes C stores each atom's C but
-// the last one's while the next atom's WGMMAs run; the tile's epilogue is left with one atom's store.
-constexpr bool BS_EARLY_STORE = CROQ_BS_EARLY_STORE != 0 && BS_WAVES && CROQ_EPILOGUE == 1 && M_ATOMS >= 2;
-static_assert(CROQ_BS_EARLY_STORE != 1 || BS_EARLY_STORE,
-              "CROQ_BS_EARLY_STORE=1: the block-scaled waves (CROQ_BS_WAVES) with the TMA epilogue (CROQ_EPILOGUE 1)");
 // CROQ_BS_EPI_OVERLAP: the groups' consumers store a tile's C from its promoted sums after issuing the
 // next tile's first k block, so that the tensor cores run that block during the epilogue. Nothing is in
 // flight across the tile loop's back-edge: the last group of a tile drains, and the promoted sums (not
@@ -1204,11 +1190,11 @@ __global__ void __launch_bounds__(THREADS, 1)
     // slots per consumer; thread 0 of the warpgroup issues the TMA store of a chunk and, before a
     // slot is rewritten, waits until the store that last read it is done reading. src: this
     // consumer's sums of the tile at (tm0, tn0).
-    // One m64 atom's C (sums: that atom's BN / 2 accumulators), chunk by chunk through the slots.
-    auto store_atom = [&](auto& sums, int tm0, int tn0, int r0, int ma) {
+    auto store_c = [&](auto& src, int tm0, int tn0, int r0) {
       constexpr int EPI_COLS = epi_cols<TOut>();
       constexpr int PITCH = EPI_COLS * static_cast<int>(sizeof(TOut));  // 128 or 64 bytes
-      {
+#pragma unroll
+      for (int ma = 0; ma < M_ATOMS; ++ma) {
 #pragma unroll
         for (int ch = 0; ch < BN / EPI_COLS; ++ch) {
           const uint32_t buf = epi_base + (cw * EPI_SLOTS + slot) * EPI_SLOT_BYTES;
@@ -1220,8 +1206,8 @@ __global__ void __launch_bounds__(THREADS, 1)
               const int j = ch * (EPI_COLS / 8) + jj;
               const int r = warp * 16 + lane / 4;
               const uint32_t cb = (jj * 8 + (lane % 4) * 2) * 4;
-              st_shared_v2(buf + swizzled<PITCH>(r * PITCH + cb), sums[4 * j], sums[4 * j + 1]);
-              st_shared_v2(buf + swizzled<PITCH>((r + 8) * PITCH + cb), sums[4 * j + 2], sums[4 * j + 3]);
+              st_shared_v2(buf + swizzled<PITCH>(r * PITCH + cb), src[ma][4 * j], src[ma][4 * j + 1]);
+              st_shared_v2(buf + swizzled<PITCH>((r + 8) * PITCH + cb), src[ma][4 * j + 2], src[ma][4 * j + 3]);
             }
           } else {
 #pragma unroll
@@ -1231,10 +1217,10 @@ __global__ void __launch_bounds__(THREADS, 1)
               const int r = warp * 16 + (q % 2) * 8 + lane % 8;
               const uint32_t cb = (jp * 2 + q / 2) * 16;
               stmatrix_x4(buf + swizzled<PITCH>(r * PITCH + cb),
-                          pack2<TOut>(sums[4 * j0], sums[4 * j0 + 1]),
-                          pack2<TOut>(sums[4 * j0 + 2], sums[4 * j0 + 3]),
-                          pack2<TOut>(sums[4 * j0 + 4], sums[4 * j0 + 5]),
-                          pack2<TOut>(sums[4 * j0 + 6], sums[4 * j0 + 7]));
+                          pack2<TOut>(src[ma][4 * j0], src[ma][4 * j0 + 1]),
+                          pack2<TOut>(src[ma][4 * j0 + 2], src[ma][4 * j0 + 3]),
+                          pack2<TOut>(src[ma][4 * j0 + 4], src[ma][4 * j0 + 5]),
+                          pack2<TOut>(src[ma][4 * j0 + 6], src[ma][4 * j0 + 7]));
             }
           }
           fence_proxy_async_smem();
@@ -1246,13 +1232,6 @@ __global__ void __launch_bounds__(THREADS, 1)
           slot = EPI_SLOTS == 2 ? slot ^ 1 : 0;
         }
       }
-    };
-    // The tile's C from its atoms' sums (src[M_ATOMS][BN / 2]), from atom `from` on (the earlier ones
-    // stored in the last k block, CROQ_BS_EARLY_STORE).
-    auto store_c = [&](auto& src, int tm0, int tn0, int r0, int from = 0) {
-#pragma unroll
-      for (int ma = 0; ma < M_ATOMS; ++ma)
-        if (ma >= from) store_atom(src[ma], tm0, tn0, r0, ma);
     };
     // BS_EPI_OVERLAP: the tile whose C is still to be stored from pacc (m0 < 0: none).
     [[maybe_unused]] int pend_m0 = -1, pend_n0 = 0;
@@ -1279,7 +1258,6 @@ __global__ void __launch_bounds__(THREADS, 1)
       const int n0 = (un * CN + cn) * BN;
       const int row0 = PINGPONG ? 0 : cw * WG_M;  // this consumer's first row in the tile
       int prev_stage = 0;
-      bool early_store = false;  // CROQ_BS_EARLY_STORE: this unit's first atoms' C stored in its last block
       // CROQ_BLOCKSCALE: the scales of k block kb for this thread, read while its stage is still
       // loading: the A scales of its two rows per m64 atom, the B scales of the tile's N blocks.
       constexpr int NQ = SCALE_NQ;
@@ -1515,15 +1493,12 @@ __global__ void __launch_bounds__(THREADS, 1)
             for (int i = 0; i < BN / 2; ++i) pacc[ma][i] = 0.f;
         };
         start_sums();
-        // CROQ_BS_EARLY_STORE: a unit that writes C (not a split-K slice or stream-K piece whose sums
-        // another CTA adds, nor one that adds them) stores its first atoms' C in its last block.
-        early_store = BS_EARLY_STORE && wk.role == WORK_FULL;
         // CROQ_BS_WAVES 2: the next block's stage is waited for while this block's last wave runs.
         constexpr bool EARLY_WAIT = BS_WAVES_MODE == 2;
         if constexpr (EARLY_WAIT) {
           if (kb0 < kb1) mbar_wait(full_bar(stage), phase);
         }
-        auto block = [&](int kb, auto last) {  // last: std::true_type for a C-writing unit's last block
+        auto block = [&](int kb) {
           float w_lo[M_ATOMS], w_hi[M_ATOMS], w_b[NQ];
           if constexpr (!EARLY_WAIT) mbar_wait(full_bar(stage), phase);
           load_block_scales(kb, stage, w_lo, w_hi, w_b);
@@ -1548,12 +1523,6 @@ __global__ void __launch_bounds__(THREADS, 1)
             if constexpr (BS_TURNS) {
               if (cw == 1) named_barrier(BS_TURNS_BAR, 256);
             }
-            if constexpr (BS_EARLY_STORE && ma >= 1) {
-              // The tile's last block: the atom before is final, its C stored under this atom's WGMMAs.
-              if constexpr (decltype(last)::value) {
-                if (early_store) store_atom(pacc[ma - 1], m0, n0, row0, ma - 1);
-              }
-            }
             if constexpr (EARLY_WAIT && ma == M_ATOMS - 1) {
               if (kb + 1 < kb1) {
                 const int s1 = stage + 1 < STAGES ? stage + 1 : 0;
@@ -1577,12 +1546,7 @@ __global__ void __launch_bounds__(THREADS, 1)
             phase ^= 1;
           }
         };
-        if constexpr (BS_EARLY_STORE) {  // one copy of the k loop, then the last block
-          for (int kb = kb0; kb + 1 < kb1; ++kb) block(kb, std::false_type{});
-          if (kb1 > kb0) block(kb1 - 1, std::true_type{});
-        } else {
-          for (int kb = kb0; kb < kb1; ++kb) block(kb, std::false_type{});
-        }
+        for (int kb = kb0; kb < kb1; ++kb) block(kb);
       } else {
         if constexpr (BLOCKSCALE) {  // the drained kernel adds every block's scaled sums into pacc
 #pragma unroll
@@ -1815,7 +1779,7 @@ __global__ void __launch_bounds__(THREADS, 1)
         }
       }
 #else
-      if constexpr (!BS_EPI_OVERLAP) store_c(acc, m0, n0, row0, early_store && kb1 > kb0 ? M_ATOMS - 1 : 0);
+      if constexpr (!BS_EPI_OVERLAP) store_c(acc, m0, n0, row0);
 #endif
     };
     if constexpr (STREAM_K) {
