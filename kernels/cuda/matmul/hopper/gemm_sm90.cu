@@ -107,6 +107,9 @@
  *                               0: every atom at once (one set of sums per atom). Default: 2 where a
  *                               consumer has two atoms or more (the drained kernel cannot hold their
  *                               sums otherwise), else 0
+ *   CROQ_BS_SCALES_LATE         in those waves, 1 (a trial, not searched): a k block's scales read
+ *                               after its first atom's WGMMAs are issued, so that no LDS or scale
+ *                               product stands before the block's first QGMMA; 0 (default) before
  *   CROQ_EPI_SLOTS              CROQ_EPILOGUE 1: chunk slots per consumer, 2 (a chunk is written
  *                               while the previous one is stored) or 1 (each chunk waits until the
  *                               previous store has read the slot; frees 8 KB a consumer). Default:
@@ -254,6 +257,9 @@
 #ifndef CROQ_BS_WAVES
 #define CROQ_BS_WAVES -1
 #endif
+#ifndef CROQ_BS_SCALES_LATE
+#define CROQ_BS_SCALES_LATE 0
+#endif
 #ifndef CROQ_PROMOTE_EVERY
 #define CROQ_PROMOTE_EVERY 1
 #endif
@@ -383,6 +389,10 @@ constexpr int BS_TURNS_BAR = CROQ_CONSUMERS + 1;  // after the consumers' own ba
 // the two consumers' waves alternate on the tensor cores.
 constexpr int BS_WAVES_MODE = CROQ_BS_WAVES >= 0 ? CROQ_BS_WAVES : BS_WAVES_APPLY ? 2 : 0;
 constexpr bool BS_WAVES = BS_WAVES_MODE != 0;
+// CROQ_BS_SCALES_LATE (a trial): the waves read a k block's scales after issuing its first atom's WGMMAs
+// (and after the turn's barrier); in the template's order ptxas puts the scales' LDS and products before
+// the block's first QGMMA, behind an S2R of the thread index.
+constexpr bool BS_SCALES_LATE = CROQ_BS_SCALES_LATE != 0 && BS_WAVES;
 static_assert(BS_WAVES_MODE >= 0 && BS_WAVES_MODE <= 2, "CROQ_BS_WAVES must be 0, 1 or 2");
 static_assert(!BS_WAVES || (BLOCKSCALE && CROQ_MMA_DEPTH == 0 && CROQ_SCALE_STAGE != 0 && CROQ_PINGPONG == 0),
               "CROQ_BS_WAVES: the drained block-scaled kernel (MMA_DEPTH 0) with staged scales (SCALE_STAGE 1), "
@@ -1501,7 +1511,7 @@ __global__ void __launch_bounds__(THREADS, 1)
         auto block = [&](int kb) {
           float w_lo[M_ATOMS], w_hi[M_ATOMS], w_b[NQ];
           if constexpr (!EARLY_WAIT) mbar_wait(full_bar(stage), phase);
-          load_block_scales(kb, stage, w_lo, w_hi, w_b);
+          if constexpr (!BS_SCALES_LATE) load_block_scales(kb, stage, w_lo, w_hi, w_b);
           const uint32_t sa = base + stage * STAGE_BYTES;
           const uint32_t la = desc_lo(sa, 16), lb = desc_lo(sa + A_STAGE_BYTES, 16);
           static_for<0, M_ATOMS>([&](auto mc) {
@@ -1523,6 +1533,7 @@ __global__ void __launch_bounds__(THREADS, 1)
             if constexpr (BS_TURNS) {
               if (cw == 1) named_barrier(BS_TURNS_BAR, 256);
             }
+            if constexpr (BS_SCALES_LATE && ma == 0) load_block_scales(kb, stage, w_lo, w_hi, w_b);
             if constexpr (EARLY_WAIT && ma == M_ATOMS - 1) {
               if (kb + 1 < kb1) {
                 const int s1 = stage + 1 < STAGES ? stage + 1 : 0;
