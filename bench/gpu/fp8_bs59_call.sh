@@ -1,0 +1,65 @@
+#!/usr/bin/env bash
+# One H200 call for the block-scaled FP8 goal (issue 21): the scales-late trial (CROQ_BS_SCALES_LATE) against
+# the template's order by hand, the SM clock and cycles per tile of the default and the trial, and `croq tune`
+# of both goal keys twice in the same call: with the template as committed, then with its CROQ_BS_SCALES_LATE
+# default set to 1 in the device's copy (restored afterwards), so that the tune's ratio with the trial as the
+# waves' default is measured beside the committed one.
+#   bash bench/gpu/fp8_bs59_call.sh build   here: renders and compiles the lists into .carry/bs59 and
+#                                           .carry/bs59t (the croq binaries: .carry/bundle.tar.xz)
+#   bash bench/gpu/fp8_bs59_call.sh run     there (.carry/bundle.tar.xz, .carry/bs59 and .carry/bs59t
+#                                           carried): writes to $OUT fp8bs59.md, cta-trace.txt,
+#                                           tune-committed.md, tune-late.md, nvidia-smi.txt and all.tgz
+# Refuses to run on anything but an H200 (the `nvidia-h200` kind can hand out an H100); BS59_ANY_GPU=1
+# lifts that. Knobs: BS59_TUNE_S (100, each tune's budget), BS59_CONFIGS_S (100).
+set -uo pipefail
+cd "$(dirname "$0")/../.."
+REPO=$(pwd)
+TEMPLATE=kernels/cuda/matmul/hopper/gemm_sm90.cu
+if [ "${1:-run}" = build ]; then
+  set -e
+  GEMM_CONFIGS=bench/gpu/gemm_configs_fp8bs59.txt CONFIG_DIR=.carry/bs59 bash bench/gpu/gemm_configs.sh build
+  GEMM_CONFIGS=bench/gpu/gemm_configs_fp8bs59t.txt CONFIG_DIR=.carry/bs59t bash bench/gpu/gemm_configs.sh build
+  exit 0
+fi
+GPU=$(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -1)
+case "$GPU" in
+  *H200*) ;;
+  *) if [ "${BS59_ANY_GPU:-0}" != 1 ]; then echo "[bs59] not an H200 ($GPU): nothing run"; exit 3; fi ;;
+esac
+bash bench/gpu/pack_device.sh --unbundle > /dev/null
+FINAL=${OUT:-$REPO/docs/results/bs59-run}
+W=$(mktemp -d /tmp/croq-bs59-XXXXXX)
+mkdir -p "$W" "$FINAL"
+START=$SECONDS
+say() { echo "[bs59 $((SECONDS - START))s] $*"; }
+nvidia-smi > "$W/nvidia-smi.txt" 2>&1
+say "on $GPU: by hand (bench/gpu/gemm_configs_fp8bs59.txt)"
+OUT=$W GEMM_CONFIGS=bench/gpu/gemm_configs_fp8bs59.txt CONFIG_DIR=.carry/bs59 CONFIG_REPEATS=3 \
+  CONFIG_REPORT=fp8bs59 timeout "${BS59_CONFIGS_S:-100}" bash bench/gpu/gemm_configs.sh run > "$W/configs.log" 2>&1
+say "configs exit $?; the trace builds (bench/gpu/gemm_configs_fp8bs59t.txt)"
+OUT=$W CONFIG_DIR=.carry/bs59t timeout 60 bash bench/gpu/cta_trace.sh > "$W/trace.log" 2>&1
+say "trace exit $?; croq tune with the template as committed"
+tune() {  # name
+  mkdir -p "$W/$1"
+  OUT=$W/$1 FP8_TESTS=0 FP8_SHAPES=' ' FP8_ROUNDS=3 FP8_BUDGET_S=${BS59_TUNE_S:-100} \
+    timeout $(( ${BS59_TUNE_S:-100} + 40 )) bash bench/gpu/fp8_evidence.sh run > "$W/$1.log" 2>&1
+  say "tune $1 exit $?"
+  cp "$W/$1/fp8-h200.md" "$W/tune-$1.md" 2>/dev/null
+}
+tune committed
+cp "$TEMPLATE" "$W/template.orig"
+sed -i 's/^#define CROQ_BS_SCALES_LATE 0$/#define CROQ_BS_SCALES_LATE 1/' "$TEMPLATE"
+if grep -q '^#define CROQ_BS_SCALES_LATE 1$' "$TEMPLATE"; then
+  diff "$W/template.orig" "$TEMPLATE" > "$W/template-late.diff"
+  say "croq tune with CROQ_BS_SCALES_LATE 1 as the template's default"
+  tune late
+else
+  say "the template's CROQ_BS_SCALES_LATE default was not found: the second tune is not run"
+fi
+cp "$W/template.orig" "$TEMPLATE"
+for f in fp8bs59.md cta-trace.txt tune-committed.md tune-late.md nvidia-smi.txt; do
+  cp "$W/$f" "$FINAL/" 2>/dev/null
+done
+tail -n 3 "$W"/*.log
+tar czf "$FINAL/all.tgz" -C "$W" .
+say "done"
