@@ -10,7 +10,9 @@
 #                                           carried): writes to $OUT fp8bs59.md, cta-trace.txt,
 #                                           tune-committed.md, tune-late.md, nvidia-smi.txt and all.tgz
 # Refuses to run on anything but an H200 (the `nvidia-h200` kind can hand out an H100); BS59_ANY_GPU=1
-# lifts that. Knobs: BS59_TUNE_S (100, each tune's budget), BS59_CONFIGS_S (100).
+# lifts that. Knobs: BS59_TUNE_S (100, each tune's budget), BS59_CONFIGS_S (100), BS59_TRACE (1; 0 skips the
+# trace builds), BS59_TUNES ("committed late"; "auto" runs one tune only, with the trial as the default when its
+# best build by hand (w_late or w_sk_late) is at least the committed order's best (w or w_sk) at both goal keys).
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 REPO=$(pwd)
@@ -36,9 +38,12 @@ nvidia-smi > "$W/nvidia-smi.txt" 2>&1
 say "on $GPU: by hand (bench/gpu/gemm_configs_fp8bs59.txt)"
 OUT=$W GEMM_CONFIGS=bench/gpu/gemm_configs_fp8bs59.txt CONFIG_DIR=.carry/bs59 CONFIG_REPEATS=3 \
   CONFIG_REPORT=fp8bs59 timeout "${BS59_CONFIGS_S:-100}" bash bench/gpu/gemm_configs.sh run > "$W/configs.log" 2>&1
-say "configs exit $?; the trace builds (bench/gpu/gemm_configs_fp8bs59t.txt)"
-OUT=$W CONFIG_DIR=.carry/bs59t timeout 60 bash bench/gpu/cta_trace.sh > "$W/trace.log" 2>&1
-say "trace exit $?; croq tune with the template as committed"
+say "configs exit $?"
+if [ "${BS59_TRACE:-1}" = 1 ]; then
+  say "the trace builds (bench/gpu/gemm_configs_fp8bs59t.txt)"
+  OUT=$W CONFIG_DIR=.carry/bs59t timeout 60 bash bench/gpu/cta_trace.sh > "$W/trace.log" 2>&1
+  say "trace exit $?"
+fi
 tune() {  # name
   mkdir -p "$W/$1"
   OUT=$W/$1 FP8_TESTS=0 FP8_SHAPES=' ' FP8_ROUNDS=3 FP8_BUDGET_S=${BS59_TUNE_S:-100} \
@@ -46,17 +51,49 @@ tune() {  # name
   say "tune $1 exit $?"
   cp "$W/$1/fp8-h200.md" "$W/tune-$1.md" 2>/dev/null
 }
-tune committed
-cp "$TEMPLATE" "$W/template.orig"
-sed -i 's/^#define CROQ_BS_SCALES_LATE 0$/#define CROQ_BS_SCALES_LATE 1/' "$TEMPLATE"
-if grep -q '^#define CROQ_BS_SCALES_LATE 1$' "$TEMPLATE"; then
-  diff "$W/template.orig" "$TEMPLATE" > "$W/template-late.diff"
-  say "croq tune with CROQ_BS_SCALES_LATE 1 as the template's default"
-  tune late
-else
-  say "the template's CROQ_BS_SCALES_LATE default was not found: the second tune is not run"
+late_tune() {
+  cp "$TEMPLATE" "$W/template.orig"
+  sed -i 's/^#define CROQ_BS_SCALES_LATE 0$/#define CROQ_BS_SCALES_LATE 1/' "$TEMPLATE"
+  if grep -q '^#define CROQ_BS_SCALES_LATE 1$' "$TEMPLATE"; then
+    diff "$W/template.orig" "$TEMPLATE" > "$W/template-late.diff"
+    say "croq tune with CROQ_BS_SCALES_LATE 1 as the template's default"
+    tune late
+  else
+    say "the template's CROQ_BS_SCALES_LATE default was not found: the tune with it is not run"
+  fi
+  cp "$W/template.orig" "$TEMPLATE"
+}
+TUNES=${BS59_TUNES:-committed late}
+if [ "$TUNES" = auto ]; then
+  # the by-hand report's rows: | key | name | library | croq | ratio | parameters |
+  TUNES=$(python3 - "$W/fp8bs59.md" <<'PY'
+import sys
+best = {}
+try:
+    rows = [l.split("|") for l in open(sys.argv[1]) if l.startswith("| blockscaled_")]
+except OSError:
+    rows = []
+for r in rows:
+    key, name, ratio = r[1].strip(), r[2].strip(), r[5].strip()
+    try:
+        v = float(ratio)
+    except ValueError:
+        continue
+    side = "late" if name.endswith("late") else "committed"
+    best[(key, side)] = max(best.get((key, side), 0.0), v)
+keys = {k for k, _ in best}
+late = bool(keys) and all(best.get((k, "late"), 0.0) >= best.get((k, "committed"), 0.0) for k in keys)
+print("late" if late else "committed")
+PY
+)
+  say "auto: the by-hand report picks the $TUNES order for the tune"
 fi
-cp "$W/template.orig" "$TEMPLATE"
+for t in $TUNES; do
+  case $t in
+    committed) say "croq tune with the template as committed"; tune committed ;;
+    late) late_tune ;;
+  esac
+done
 for f in fp8bs59.md cta-trace.txt tune-committed.md tune-late.md nvidia-smi.txt; do
   cp "$W/$f" "$FINAL/" 2>/dev/null
 done
