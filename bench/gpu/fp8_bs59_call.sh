@@ -1,18 +1,19 @@
 #!/usr/bin/env bash
-# One H200 call for the block-scaled FP8 goal (issue 21): the scales-late trial (CROQ_BS_SCALES_LATE) against
-# the template's order by hand, the SM clock and cycles per tile of the default and the trial, and `croq tune`
-# of both goal keys twice in the same call: with the template as committed, then with its CROQ_BS_SCALES_LATE
-# default set to 1 in the device's copy (restored afterwards), so that the tune's ratio with the trial as the
-# waves' default is measured beside the committed one.
+# One H200 call for the block-scaled FP8 goal (issue 21): the two orders of a k block's scale reads in the waves
+# (CROQ_BS_SCALES_LATE 0: before the block's first WGMMAs; 1: after its first atom's) by hand, the SM clock and
+# cycles per tile of both, and `croq tune` of both goal keys in the same call: with the template as committed,
+# and with its CROQ_BS_SCALES_LATE default flipped in the device's copy (restored afterwards), so that the
+# tune's ratio with either order as the waves' default is measured beside the other.
 #   bash bench/gpu/fp8_bs59_call.sh build   here: renders and compiles the lists into .carry/bs59 and
 #                                           .carry/bs59t (the croq binaries: .carry/bundle.tar.xz)
 #   bash bench/gpu/fp8_bs59_call.sh run     there (.carry/bundle.tar.xz, .carry/bs59 and .carry/bs59t
 #                                           carried): writes to $OUT fp8bs59.md, cta-trace.txt,
-#                                           tune-committed.md, tune-late.md, nvidia-smi.txt and all.tgz
+#                                           tune-committed.md, tune-flipped.md, nvidia-smi.txt and all.tgz
 # Refuses to run on anything but an H200 (the `nvidia-h200` kind can hand out an H100); BS59_ANY_GPU=1
 # lifts that. Knobs: BS59_TUNE_S (100, each tune's budget), BS59_CONFIGS_S (100), BS59_TRACE (1; 0 skips the
-# trace builds), BS59_TUNES ("committed late"; "auto" runs one tune only, with the trial as the default when its
-# best build by hand (w_late or w_sk_late) is at least the committed order's best (w or w_sk) at both goal keys).
+# trace builds), BS59_TUNES ("committed flipped"; "none"; "auto" runs one tune only, with the order whose best
+# build by hand (w_late or w_sk_late against w or w_sk) is ahead at both goal keys, the committed one on a tie
+# or a split).
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 REPO=$(pwd)
@@ -51,22 +52,24 @@ tune() {  # name
   say "tune $1 exit $?"
   cp "$W/$1/fp8-h200.md" "$W/tune-$1.md" 2>/dev/null
 }
-late_tune() {
+committed_late=$(grep -c '^#define CROQ_BS_SCALES_LATE 1$' "$TEMPLATE")
+flipped_tune() {
+  local from=$committed_late to=$((1 - committed_late))
   cp "$TEMPLATE" "$W/template.orig"
-  sed -i 's/^#define CROQ_BS_SCALES_LATE 0$/#define CROQ_BS_SCALES_LATE 1/' "$TEMPLATE"
-  if grep -q '^#define CROQ_BS_SCALES_LATE 1$' "$TEMPLATE"; then
-    diff "$W/template.orig" "$TEMPLATE" > "$W/template-late.diff"
-    say "croq tune with CROQ_BS_SCALES_LATE 1 as the template's default"
-    tune late
+  sed -i "s/^#define CROQ_BS_SCALES_LATE $from\$/#define CROQ_BS_SCALES_LATE $to/" "$TEMPLATE"
+  if grep -q "^#define CROQ_BS_SCALES_LATE $to\$" "$TEMPLATE"; then
+    diff "$W/template.orig" "$TEMPLATE" > "$W/template-flipped.diff"
+    say "croq tune with CROQ_BS_SCALES_LATE $to as the template's default (committed: $from)"
+    tune flipped
   else
-    say "the template's CROQ_BS_SCALES_LATE default was not found: the tune with it is not run"
+    say "the template's CROQ_BS_SCALES_LATE default was not found: the flipped tune is not run"
   fi
   cp "$W/template.orig" "$TEMPLATE"
 }
-TUNES=${BS59_TUNES:-committed late}
+TUNES=${BS59_TUNES:-committed flipped}
 if [ "$TUNES" = auto ]; then
   # the by-hand report's rows: | key | name | library | croq | ratio | parameters |
-  TUNES=$(python3 - "$W/fp8bs59.md" <<'PY'
+  late=$(python3 - "$W/fp8bs59.md" "$committed_late" <<'PY'
 import sys
 best = {}
 try:
@@ -79,22 +82,25 @@ for r in rows:
         v = float(ratio)
     except ValueError:
         continue
-    side = "late" if name.endswith("late") else "committed"
+    side = 1 if name.endswith("late") else 0
     best[(key, side)] = max(best.get((key, side), 0.0), v)
 keys = {k for k, _ in best}
-late = bool(keys) and all(best.get((k, "late"), 0.0) >= best.get((k, "committed"), 0.0) for k in keys)
-print("late" if late else "committed")
+committed = int(sys.argv[2])
+other = 1 - committed
+ahead = bool(keys) and all(best.get((k, other), 0.0) > best.get((k, committed), 0.0) for k in keys)
+print(other if ahead else committed)
 PY
 )
-  say "auto: the by-hand report picks the $TUNES order for the tune"
+  TUNES=$([ "$late" = "$committed_late" ] && echo committed || echo flipped)
+  say "auto: the by-hand report picks CROQ_BS_SCALES_LATE $late for the tune ($TUNES)"
 fi
 for t in $TUNES; do
   case $t in
-    committed) say "croq tune with the template as committed"; tune committed ;;
-    late) late_tune ;;
+    committed) say "croq tune with the template as committed (CROQ_BS_SCALES_LATE $committed_late)"; tune committed ;;
+    flipped) flipped_tune ;;
   esac
 done
-for f in fp8bs59.md cta-trace.txt tune-committed.md tune-late.md nvidia-smi.txt; do
+for f in fp8bs59.md cta-trace.txt tune-committed.md tune-flipped.md nvidia-smi.txt; do
   cp "$W/$f" "$FINAL/" 2>/dev/null
 done
 tail -n 3 "$W"/*.log
