@@ -10,7 +10,7 @@
 #                                           carried): writes to $OUT fp8bs59.md, cta-trace.txt,
 #                                           tune-committed.md, tune-flipped.md, nvidia-smi.txt and all.tgz
 # Refuses to run on anything but an H200 (the `nvidia-h200` kind can hand out an H100); BS59_ANY_GPU=1
-# lifts that. Knobs: BS59_TUNE_S (100, each tune's budget), BS59_CONFIGS_S (100), BS59_TRACE (1; 0 skips the
+# lifts that. Knobs: BS59_TUNE_S (100, each tune's budget), BS59_CONFIGS_S (100; 0 skips the list by hand), BS59_TRACE (1; 0 skips the
 # trace builds), BS59_TUNES ("committed flipped"; "none"; "auto" runs one tune only, with the order whose best
 # build by hand (w_late or w_sk_late against w or w_sk) is ahead at both goal keys, the committed one on a tie
 # or a split).
@@ -36,10 +36,14 @@ mkdir -p "$W" "$FINAL"
 START=$SECONDS
 say() { echo "[bs59 $((SECONDS - START))s] $*"; }
 nvidia-smi > "$W/nvidia-smi.txt" 2>&1
-say "on $GPU: by hand (bench/gpu/gemm_configs_fp8bs59.txt)"
-OUT=$W GEMM_CONFIGS=bench/gpu/gemm_configs_fp8bs59.txt CONFIG_DIR=.carry/bs59 CONFIG_REPEATS=3 \
-  CONFIG_REPORT=fp8bs59 timeout "${BS59_CONFIGS_S:-100}" bash bench/gpu/gemm_configs.sh run > "$W/configs.log" 2>&1
-say "configs exit $?"
+if [ "${BS59_CONFIGS_S:-100}" -gt 0 ]; then
+  say "on $GPU: by hand (bench/gpu/gemm_configs_fp8bs59.txt)"
+  OUT=$W GEMM_CONFIGS=bench/gpu/gemm_configs_fp8bs59.txt CONFIG_DIR=.carry/bs59 CONFIG_REPEATS=3 \
+    CONFIG_REPORT=fp8bs59 timeout "${BS59_CONFIGS_S:-100}" bash bench/gpu/gemm_configs.sh run > "$W/configs.log" 2>&1
+  say "configs exit $?"
+else
+  say "on $GPU: BS59_CONFIGS_S=0, the list by hand is not run"
+fi
 if [ "${BS59_TRACE:-1}" = 1 ]; then
   say "the trace builds (bench/gpu/gemm_configs_fp8bs59t.txt)"
   OUT=$W CONFIG_DIR=.carry/bs59t timeout 60 bash bench/gpu/cta_trace.sh > "$W/trace.log" 2>&1
