@@ -10,10 +10,10 @@
 #                                           carried): writes to $OUT fp8bs59.md, cta-trace.txt,
 #                                           tune-committed.md, tune-flipped.md, nvidia-smi.txt and all.tgz
 # Refuses to run on anything but an H200 (the `nvidia-h200` kind can hand out an H100); BS59_ANY_GPU=1
-# lifts that. Knobs: BS59_TUNE_S (100, each tune's budget), BS59_CONFIGS_S (100; 0 skips the list by hand), BS59_TRACE (1; 0 skips the
-# trace builds), BS59_TUNES ("committed flipped"; "none"; "auto" runs one tune only, with the order whose best
-# build by hand (w_late or w_sk_late against w or w_sk) is ahead at both goal keys, the committed one on a tie
-# or a split).
+# lifts that. Knobs: BS59_TUNE_S (100, each tune's budget), BS59_CONFIGS_S (100; 0 skips the list by hand),
+# BS59_TRACE (1; 0 skips the trace builds), BS59_TUNES ("committed flipped"; "none"; "auto" runs one tune only,
+# with the order whose best build by hand (w_late or w_sk_late against w or w_sk) is ahead at both goal keys, the
+# committed one on a tie, a split or without the list by hand).
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 REPO=$(pwd)
