@@ -332,7 +332,7 @@ TEST(Fp8TemplateCompiles, BlockScaledWavesOf256x128CompileWithoutSpills) {
   EXPECT_GT(count_of(ptx.log, "mbarrier.try_wait"), count_of(one.log, "mbarrier.try_wait"));
   // Each block's scales are read after its first atom's WGMMAs (CROQ_BS_SCALES_LATE, the default since
   // 2026-12-07, 58th run): in the default's PTX no scale is read before the first WGMMA; in the older
-  // order (CROQ_BS_SCALES_LATE 0), which builds as cleanly, all of them are.
+  // order (CROQ_BS_SCALES_LATE 0), which builds as cleanly, they are read before it.
   const Compiled early = compile(f, c, p, false, "#define CROQ_BS_SCALES_LATE 0\n");
   expect_clean(early);
   expect_no_stack(early);
